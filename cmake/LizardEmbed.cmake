@@ -1,0 +1,16 @@
+# lizard_embed(OUT FILE...): generates OUT, a C++ file defining
+#   lizard::embedded_file(name) -> std::string_view
+# that returns the text of each FILE (by base name), so the binaries carry the
+# headers they hand to compilers at run time.
+function(lizard_embed out)
+  set(deps "")
+  foreach(f ${ARGN})
+    list(APPEND deps ${f})
+  endforeach()
+  string(REPLACE ";" "|" joined "${ARGN}")
+  add_custom_command(
+    OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -DOUT=${out} "-DFILES=${joined}" -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/LizardEmbedRun.cmake
+    DEPENDS ${deps} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/LizardEmbedRun.cmake
+    COMMENT "Embedding runtime headers")
+endfunction()

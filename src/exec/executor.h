@@ -1,0 +1,82 @@
+// Executor: one device that runs a program's kernels on its share of a run's
+// rows: a GPU (CudaExecutor) or the host's cores (CpuExecutor).  A worker
+// owns one executor per GPU, or one CPU executor.
+//
+// Life of a run on an executor:
+//   build(program)                       once per program (cached by hash)
+//   begin_run(program, params, data)     allocate, upload the partition
+//   iterate(state, &aggregate) ...       once per iteration
+//   end_run(want_outputs)                copy output fields back, free
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "program/layout.h"
+#include "program/manifest.h"
+
+namespace lizard {
+
+struct ExecutorInfo {
+  std::string kind;  // "cuda" or "cpu"
+  std::string name;  // GPU or CPU model name
+  int ordinal = 0;   // GPU ordinal (0 for CPU)
+  std::string arch;  // "sm_90"; empty for CPU
+  int sm_count = 0;  // multiprocessors; CPU: worker threads
+  int clock_khz = 0;
+  uint64_t total_memory = 0;
+  uint64_t free_memory = 0;
+  std::string driver;  // driver version, GPU only
+  double weight = 1;   // capability weight used by the partition plan
+  nlohmann::json to_json() const;
+  static ExecutorInfo from_json(const nlohmann::json& j);
+};
+
+// A registered program as executors see it.
+struct ProgramImage {
+  std::string hash;
+  Manifest manifest;
+  std::string header;                         // generated lizard_program.h
+  std::map<std::string, std::string> sources;  // kernel.cu and headers, by name
+};
+
+// One executor's rows of a run.  `fields` follows manifest.dataset order:
+// input fields hold rows * row_width elements; other fields are empty and the
+// executor allocates them zeroed.
+struct PartitionData {
+  int64_t first_row = 0;
+  int64_t rows = 0;
+  std::vector<std::vector<uint8_t>> fields;
+};
+
+struct IterationStats {
+  double kernel_ms = 0;  // time in kernels
+  double total_ms = 0;   // time in iterate(), transfers included
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual const ExecutorInfo& info() const = 0;
+
+  // Compiles `program` for this device; a compile error carries the log.
+  virtual Status build(const ProgramImage& program) = 0;
+  // Allocates the run's buffers and uploads the partition.
+  virtual Status begin_run(const ProgramImage& program, const ParamValues& params,
+                           PartitionData data) = 0;
+  // Sets `aggregate` (sized by the caller) to the reducer identities, runs
+  // the `iterate` kernels with `state`, and leaves their results in `aggregate`.
+  virtual Status iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+                         IterationStats* stats) = 0;
+  // Ends the run.  With `want_outputs`, returns the dataset fields marked
+  // `output: true` (others empty), in manifest order.
+  virtual Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) = 0;
+};
+
+}  // namespace lizard

@@ -1,0 +1,69 @@
+#include "exec/host_compiler.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "common/sha256.h"
+#include "common/subprocess.h"
+
+namespace fs = std::filesystem;
+
+namespace lizard {
+
+HostCompiler::HostCompiler(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {
+  const char* cxx = std::getenv("CXX");
+  compiler_ = (cxx && *cxx) ? cxx : "c++";
+}
+
+Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::string>& files,
+                                               const std::vector<std::string>& units,
+                                               const std::vector<std::string>& flags) const {
+  Sha256 key;
+  key.update(compiler_);
+  for (const auto& f : flags) key.update("\0flag:" + f);
+  for (const auto& u : units) key.update("\0unit:" + u);
+  for (const auto& [name, text] : files) {
+    key.update("\0file:" + name + "\0" + std::to_string(text.size()) + "\0");
+    key.update(text);
+  }
+  const std::string digest = key.hex_digest().substr(0, 32);
+  const fs::path dir = fs::path(cache_dir_) / digest;
+  const fs::path lib = dir / "lib.so";
+  std::error_code ec;
+  if (fs::exists(lib, ec)) return lib.string();
+
+  // Build in a private directory, then rename into place so that concurrent
+  // builders never see a half-written library.
+  fs::path tmp = fs::path(cache_dir_) / (digest + ".tmp." + std::to_string(::getpid()) + "." +
+                                         std::to_string(reinterpret_cast<uintptr_t>(&files)));
+  fs::create_directories(tmp, ec);
+  if (ec) return internal_error("cannot create " + tmp.string() + ": " + ec.message());
+  for (const auto& [name, text] : files) {
+    fs::path p = tmp / name;
+    fs::create_directories(p.parent_path(), ec);
+    std::ofstream out(p, std::ios::binary);
+    out << text;
+    if (!out) return internal_error("cannot write " + p.string());
+  }
+  std::vector<std::string> argv{compiler_, "-shared", "-fPIC", "-std=c++17", "-I."};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), units.begin(), units.end());
+  argv.insert(argv.end(), {"-o", "lib.so"});
+  auto r = run_command(argv, tmp.string());
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    fs::remove_all(tmp, ec);
+    return compile_error(r->output.empty() ? "compiler exited with code " + std::to_string(r->exit_code)
+                                           : r->output);
+  }
+  fs::rename(tmp, dir, ec);
+  if (ec) {  // another builder won the race: use its result
+    fs::remove_all(tmp, ec);
+  }
+  if (!fs::exists(lib, ec)) return internal_error("build produced no library at " + lib.string());
+  return lib.string();
+}
+
+}  // namespace lizard

@@ -1,0 +1,186 @@
+#include "program/expr.h"
+
+#include <cctype>
+#include <limits>
+
+namespace lizard {
+
+class ExprParser {
+ public:
+  ExprParser(const std::string& text, Expr* out) : s_(text), out_(out) {}
+
+  Status run() {
+    skip();
+    if (pos_ >= s_.size()) return invalid_argument("empty expression");
+    auto r = parse_sum();
+    if (!r.ok()) return r.status();
+    skip();
+    if (pos_ != s_.size()) return error("unexpected '" + std::string(1, s_[pos_]) + "'");
+    out_->root_ = r.value();
+    return Status::Ok();
+  }
+
+ private:
+  Status error(const std::string& what) const {
+    return invalid_argument("bad expression \"" + s_ + "\" at column " + std::to_string(pos_ + 1) +
+                            ": " + what);
+  }
+  void skip() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  int add(Expr::Node n) {
+    out_->nodes_.push_back(std::move(n));
+    return static_cast<int>(out_->nodes_.size()) - 1;
+  }
+  Result<int> parse_sum() {
+    auto lhs = parse_product();
+    if (!lhs.ok()) return lhs;
+    int l = lhs.value();
+    for (;;) {
+      skip();
+      if (pos_ >= s_.size() || (s_[pos_] != '+' && s_[pos_] != '-')) return l;
+      char op = s_[pos_++];
+      auto rhs = parse_product();
+      if (!rhs.ok()) return rhs;
+      l = add({op, 0, "", l, rhs.value()});
+    }
+  }
+  Result<int> parse_product() {
+    auto lhs = parse_unary();
+    if (!lhs.ok()) return lhs;
+    int l = lhs.value();
+    for (;;) {
+      skip();
+      if (pos_ >= s_.size() || (s_[pos_] != '*' && s_[pos_] != '/')) return l;
+      char op = s_[pos_++];
+      auto rhs = parse_unary();
+      if (!rhs.ok()) return rhs;
+      l = add({op, 0, "", l, rhs.value()});
+    }
+  }
+  Result<int> parse_unary() {
+    skip();
+    if (pos_ < s_.size() && s_[pos_] == '-') {
+      ++pos_;
+      auto r = parse_unary();
+      if (!r.ok()) return r;
+      return add({'u', 0, "", r.value(), -1});
+    }
+    if (pos_ < s_.size() && s_[pos_] == '+') {
+      ++pos_;
+      return parse_unary();
+    }
+    return parse_atom();
+  }
+  Result<int> parse_atom() {
+    skip();
+    if (pos_ >= s_.size()) return error("expected a number, a name or '('");
+    char c = s_[pos_];
+    if (c == '(') {
+      ++pos_;
+      auto r = parse_sum();
+      if (!r.ok()) return r;
+      skip();
+      if (pos_ >= s_.size() || s_[pos_] != ')') return error("expected ')'");
+      ++pos_;
+      return r;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      int64_t v = 0;
+      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+        int d = s_[pos_] - '0';
+        if (v > (std::numeric_limits<int64_t>::max() - d) / 10) return error("number too large");
+        v = v * 10 + d;
+        ++pos_;
+      }
+      return add({'n', v, "", -1, -1});
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t start = pos_;
+      while (pos_ < s_.size() &&
+             (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+        ++pos_;
+      return add({'v', 0, s_.substr(start, pos_ - start), -1, -1});
+    }
+    return error("unexpected '" + std::string(1, c) + "'");
+  }
+
+  const std::string& s_;
+  Expr* out_;
+  size_t pos_ = 0;
+};
+
+Result<Expr> Expr::parse(const std::string& text) {
+  Expr e;
+  e.text_ = text;
+  ExprParser p(text, &e);
+  Status st = p.run();
+  if (!st.ok()) return st;
+  return e;
+}
+
+Expr Expr::constant(int64_t v) {
+  Expr e;
+  e.text_ = std::to_string(v);
+  e.nodes_.push_back({'n', v, "", -1, -1});
+  e.root_ = 0;
+  return e;
+}
+
+std::vector<std::string> Expr::names() const {
+  std::vector<std::string> out;
+  for (const auto& n : nodes_) {
+    if (n.op != 'v') continue;
+    bool seen = false;
+    for (const auto& o : out) seen = seen || o == n.name;
+    if (!seen) out.push_back(n.name);
+  }
+  return out;
+}
+
+Result<int64_t> Expr::eval(const Lookup& lookup) const {
+  if (root_ < 0) return invalid_argument("empty expression");
+  return eval_node(root_, lookup);
+}
+
+Result<int64_t> Expr::eval_node(int i, const Lookup& lookup) const {
+  const Node& n = nodes_[i];
+  switch (n.op) {
+    case 'n':
+      return n.value;
+    case 'v': {
+      auto v = lookup(n.name);
+      if (!v) return invalid_argument("unknown name '" + n.name + "' in \"" + text_ + "\"");
+      return *v;
+    }
+    case 'u': {
+      auto v = eval_node(n.lhs, lookup);
+      if (!v.ok()) return v;
+      return -v.value();
+    }
+    default:
+      break;
+  }
+  auto a = eval_node(n.lhs, lookup);
+  if (!a.ok()) return a;
+  auto b = eval_node(n.rhs, lookup);
+  if (!b.ok()) return b;
+  int64_t x = a.value(), y = b.value(), r = 0;
+  switch (n.op) {
+    case '+':
+      if (__builtin_add_overflow(x, y, &r)) return invalid_argument("overflow in \"" + text_ + "\"");
+      return r;
+    case '-':
+      if (__builtin_sub_overflow(x, y, &r)) return invalid_argument("overflow in \"" + text_ + "\"");
+      return r;
+    case '*':
+      if (__builtin_mul_overflow(x, y, &r)) return invalid_argument("overflow in \"" + text_ + "\"");
+      return r;
+    case '/':
+      if (y == 0) return invalid_argument("division by zero in \"" + text_ + "\"");
+      return x / y;
+  }
+  return internal_error("bad expression node");
+}
+
+}  // namespace lizard

@@ -1,0 +1,327 @@
+#include "program/manifest.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+namespace lizard {
+
+const char* reducer_name(Reducer r) {
+  switch (r) {
+    case Reducer::kNone: return "none";
+    case Reducer::kSum: return "sum";
+    case Reducer::kMin: return "min";
+    case Reducer::kMax: return "max";
+    case Reducer::kProd: return "prod";
+    case Reducer::kCustom: return "custom";
+  }
+  return "?";
+}
+
+const ParamSpec* Manifest::find_param(const std::string& n) const {
+  for (const auto& p : params)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+const FieldSpec* Manifest::find_dataset(const std::string& n) const {
+  for (const auto& f : dataset)
+    if (f.name == n) return &f;
+  return nullptr;
+}
+
+bool Manifest::has_custom_reducer() const {
+  for (const auto& f : aggregate)
+    if (f.reduce == Reducer::kCustom) return true;
+  return false;
+}
+
+std::vector<std::string> Manifest::source_files() const {
+  std::vector<std::string> out{cuda_source};
+  if (!host_source.empty()) out.push_back(host_source);
+  out.insert(out.end(), headers.begin(), headers.end());
+  return out;
+}
+
+namespace {
+
+class ManifestParser {
+ public:
+  explicit ManifestParser(std::string file) : file_(std::move(file)) {}
+
+  Result<Manifest> parse(const std::string& text) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      return invalid_argument(file_ + ": not valid YAML: " + e.what());
+    }
+    if (!root.IsMap()) return fail("", "the manifest must be a mapping");
+    static const std::set<std::string> kTop = {"info",  "sources",   "params", "dataset",
+                                               "state", "aggregate", "iterate"};
+    LIZARD_RETURN_IF_ERROR(check_keys(root, "", kTop));
+    LIZARD_RETURN_IF_ERROR(parse_info(root["info"]));
+    LIZARD_RETURN_IF_ERROR(parse_sources(root["sources"]));
+    LIZARD_RETURN_IF_ERROR(parse_params(root["params"]));
+    LIZARD_RETURN_IF_ERROR(parse_fields(root["dataset"], "dataset", &m_.dataset));
+    LIZARD_RETURN_IF_ERROR(parse_fields(root["state"], "state", &m_.state));
+    LIZARD_RETURN_IF_ERROR(parse_fields(root["aggregate"], "aggregate", &m_.aggregate));
+    LIZARD_RETURN_IF_ERROR(parse_iterate(root["iterate"]));
+    return std::move(m_);
+  }
+
+ private:
+  Status fail(const std::string& path, const std::string& what) const {
+    return invalid_argument(file_ + ": " + (path.empty() ? "" : path + ": ") + what);
+  }
+
+  Status check_keys(const YAML::Node& node, const std::string& path,
+                    const std::set<std::string>& allowed) const {
+    for (const auto& kv : node) {
+      std::string k = kv.first.as<std::string>();
+      if (!allowed.count(k)) {
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        return fail(path.empty() ? k : path + "." + k, "unknown key (expected one of: " + list + ")");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Result<std::string> scalar_string(const YAML::Node& n, const std::string& path) const {
+    if (!n.IsScalar()) return fail(path, "expected a string");
+    return n.as<std::string>();
+  }
+
+  Status parse_info(const YAML::Node& info) {
+    if (!info) return Status::Ok();
+    if (!info.IsMap()) return fail("info", "expected a mapping");
+    if (info["name"]) {
+      LIZARD_ASSIGN_OR_RETURN(m_.name, scalar_string(info["name"], "info.name"));
+    }
+    if (info["version"]) {
+      LIZARD_ASSIGN_OR_RETURN(m_.version, scalar_string(info["version"], "info.version"));
+    }
+    return Status::Ok();
+  }
+
+  static bool safe_file_name(const std::string& f) {
+    if (f.empty() || f[0] == '/' || f.find("..") != std::string::npos) return false;
+    for (char c : f)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
+            c == '/'))
+        return false;
+    return true;
+  }
+
+  Status parse_sources(const YAML::Node& src) {
+    if (!src || !src.IsMap()) return fail("sources", "required mapping with at least `cuda`");
+    LIZARD_RETURN_IF_ERROR(check_keys(src, "sources", {"cuda", "host", "headers"}));
+    if (!src["cuda"]) return fail("sources.cuda", "missing: the kernel source file is required");
+    LIZARD_ASSIGN_OR_RETURN(m_.cuda_source, scalar_string(src["cuda"], "sources.cuda"));
+    if (src["host"]) {
+      LIZARD_ASSIGN_OR_RETURN(m_.host_source, scalar_string(src["host"], "sources.host"));
+    }
+    if (src["headers"]) {
+      const auto& h = src["headers"];
+      if (!h.IsSequence()) return fail("sources.headers", "expected a list of file names");
+      for (size_t i = 0; i < h.size(); ++i) {
+        LIZARD_ASSIGN_OR_RETURN(std::string name,
+                                scalar_string(h[i], "sources.headers[" + std::to_string(i) + "]"));
+        m_.headers.push_back(name);
+      }
+    }
+    for (const auto& f : m_.source_files())
+      if (!safe_file_name(f))
+        return fail("sources", "'" + f + "' is not a plain relative file name");
+    return Status::Ok();
+  }
+
+  static bool valid_identifier(const std::string& s) {
+    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+    for (char c : s)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+    return true;
+  }
+
+  Status check_name(const std::string& name, const std::string& path) {
+    if (!valid_identifier(name)) return fail(path, "'" + name + "' is not a valid C identifier");
+    if (name == "rows" || name == "first_row" || name == "sm_count")
+      return fail(path, "'" + name + "' is reserved");
+    if (!names_.insert(name).second) return fail(path, "'" + name + "' is defined twice");
+    return Status::Ok();
+  }
+
+  Result<DType> parse_type(const YAML::Node& n, const std::string& path) const {
+    if (!n) return fail(path + ".type", "missing");
+    LIZARD_ASSIGN_OR_RETURN(std::string t, scalar_string(n, path + ".type"));
+    DType d;
+    if (!parse_dtype(t, &d))
+      return fail(path + ".type", "unknown type '" + t +
+                                      "' (expected int8, int16, int32, int64, uint8, uint16, "
+                                      "uint32, uint64, float32 or float64)");
+    return d;
+  }
+
+  Status parse_params(const YAML::Node& params) {
+    if (!params) return Status::Ok();
+    if (!params.IsMap()) return fail("params", "expected a mapping of name: {type: ...}");
+    for (const auto& kv : params) {
+      ParamSpec p;
+      p.name = kv.first.as<std::string>();
+      std::string path = "params." + p.name;
+      LIZARD_RETURN_IF_ERROR(check_name(p.name, path));
+      if (!kv.second.IsMap()) return fail(path, "expected a mapping with `type`");
+      LIZARD_RETURN_IF_ERROR(check_keys(kv.second, path, {"type", "default"}));
+      LIZARD_ASSIGN_OR_RETURN(p.type, parse_type(kv.second["type"], path));
+      if (kv.second["default"]) {
+        try {
+          p.default_value = kv.second["default"].as<double>();
+        } catch (const YAML::Exception&) {
+          return fail(path + ".default", "expected a number");
+        }
+      }
+      m_.params.push_back(std::move(p));
+    }
+    return Status::Ok();
+  }
+
+  Status check_expr_names(const Expr& e, const std::string& path, bool allow_rows,
+                          bool allow_sm_count) const {
+    for (const auto& n : e.names()) {
+      if (n == "rows" && allow_rows) continue;
+      if (n == "sm_count" && allow_sm_count) continue;
+      const ParamSpec* p = m_.find_param(n);
+      if (!p) {
+        if (n == "rows") return fail(path, "`rows` is not allowed here");
+        return fail(path, "'" + n + "' is not a param");
+      }
+      if (dtype_is_float(p->type))
+        return fail(path, "param '" + n + "' is " + dtype_name(p->type) + ", not an integer");
+    }
+    return Status::Ok();
+  }
+
+  Result<Expr> parse_expr(const YAML::Node& n, const std::string& path, bool allow_rows,
+                          bool allow_sm_count) const {
+    if (!n.IsScalar()) return fail(path, "expected an integer or an expression");
+    auto e = Expr::parse(n.as<std::string>());
+    if (!e.ok()) return fail(path, e.status().message());
+    LIZARD_RETURN_IF_ERROR(check_expr_names(e.value(), path, allow_rows, allow_sm_count));
+    return e;
+  }
+
+  Status parse_fields(const YAML::Node& node, const std::string& section,
+                      std::vector<FieldSpec>* out) {
+    if (!node) return Status::Ok();
+    if (!node.IsMap()) return fail(section, "expected a mapping of name: {type: ...}");
+    const bool is_dataset = section == "dataset", is_agg = section == "aggregate";
+    for (const auto& kv : node) {
+      FieldSpec f;
+      f.name = kv.first.as<std::string>();
+      std::string path = section + "." + f.name;
+      LIZARD_RETURN_IF_ERROR(check_name(f.name, path));
+      if (!kv.second.IsMap()) return fail(path, "expected a mapping with `type`");
+      std::set<std::string> keys = {"type", "shape"};
+      if (is_dataset) keys.insert({"input", "output"});
+      if (is_agg) keys.insert("reduce");
+      LIZARD_RETURN_IF_ERROR(check_keys(kv.second, path, keys));
+      LIZARD_ASSIGN_OR_RETURN(f.type, parse_type(kv.second["type"], path));
+      if (const auto& shape = kv.second["shape"]) {
+        if (!shape.IsSequence()) return fail(path + ".shape", "expected a list of dimensions");
+        for (size_t i = 0; i < shape.size(); ++i) {
+          std::string dpath = path + ".shape[" + std::to_string(i) + "]";
+          bool rows_here = is_dataset && i == 0;
+          LIZARD_ASSIGN_OR_RETURN(Expr e, parse_expr(shape[i], dpath, rows_here, false));
+          if (rows_here && e.text() != "rows")
+            return fail(dpath, "the first dimension of a dataset field must be `rows`");
+          f.shape.push_back(std::move(e));
+        }
+      }
+      if (is_dataset && f.shape.empty())
+        return fail(path + ".shape", "dataset fields need a shape starting with `rows`");
+      if (is_dataset) {
+        LIZARD_RETURN_IF_ERROR(parse_bool(kv.second["input"], path + ".input", &f.input));
+        LIZARD_RETURN_IF_ERROR(parse_bool(kv.second["output"], path + ".output", &f.output));
+      }
+      if (is_agg) {
+        if (!kv.second["reduce"]) return fail(path + ".reduce", "missing (sum, min, max, prod or custom)");
+        LIZARD_ASSIGN_OR_RETURN(std::string r, scalar_string(kv.second["reduce"], path + ".reduce"));
+        static const std::pair<const char*, Reducer> kReducers[] = {
+            {"sum", Reducer::kSum}, {"min", Reducer::kMin},   {"max", Reducer::kMax},
+            {"prod", Reducer::kProd}, {"custom", Reducer::kCustom}};
+        for (const auto& [n, v] : kReducers)
+          if (r == n) f.reduce = v;
+        if (f.reduce == Reducer::kNone)
+          return fail(path + ".reduce", "unknown reducer '" + r + "' (sum, min, max, prod or custom)");
+      }
+      out->push_back(std::move(f));
+    }
+    return Status::Ok();
+  }
+
+  Status parse_bool(const YAML::Node& n, const std::string& path, bool* out) const {
+    if (!n) return Status::Ok();
+    try {
+      *out = n.as<bool>();
+    } catch (const YAML::Exception&) {
+      return fail(path, "expected true or false");
+    }
+    return Status::Ok();
+  }
+
+  Status parse_iterate(const YAML::Node& it) {
+    if (!it || !it.IsSequence() || it.size() == 0)
+      return fail("iterate", "required: a list of kernels ({kernel: name}) run every iteration");
+    for (size_t i = 0; i < it.size(); ++i) {
+      std::string path = "iterate[" + std::to_string(i) + "]";
+      KernelStep k;
+      const auto& n = it[i];
+      if (n.IsScalar()) {
+        k.kernel = n.as<std::string>();
+      } else if (n.IsMap()) {
+        LIZARD_RETURN_IF_ERROR(
+            check_keys(n, path, {"kernel", "threads", "blocks", "block", "shared_bytes"}));
+        if (!n["kernel"]) return fail(path + ".kernel", "missing kernel name");
+        LIZARD_ASSIGN_OR_RETURN(k.kernel, scalar_string(n["kernel"], path + ".kernel"));
+        if (n["threads"] && n["blocks"])
+          return fail(path, "give either `threads` or `blocks`, not both");
+        if (n["threads"]) {
+          LIZARD_ASSIGN_OR_RETURN(k.threads, parse_expr(n["threads"], path + ".threads", true, false));
+        }
+        if (n["blocks"]) {
+          LIZARD_ASSIGN_OR_RETURN(k.blocks, parse_expr(n["blocks"], path + ".blocks", true, true));
+        }
+        if (n["block"]) {
+          LIZARD_ASSIGN_OR_RETURN(k.block, parse_expr(n["block"], path + ".block", false, false));
+        }
+        if (n["shared_bytes"]) {
+          LIZARD_ASSIGN_OR_RETURN(k.shared_bytes,
+                                  parse_expr(n["shared_bytes"], path + ".shared_bytes", false, false));
+        }
+      } else {
+        return fail(path, "expected a kernel name or a mapping with `kernel`");
+      }
+      if (!valid_identifier(k.kernel))
+        return fail(path + ".kernel", "'" + k.kernel + "' is not a valid kernel name");
+      m_.iterate.push_back(std::move(k));
+    }
+    return Status::Ok();
+  }
+
+  std::string file_;
+  Manifest m_;
+  std::set<std::string> names_;
+};
+
+}  // namespace
+
+Result<Manifest> parse_manifest(const std::string& yaml_text, const std::string& file) {
+  try {
+    return ManifestParser(file).parse(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return invalid_argument(file + ": " + e.what());
+  }
+}
+
+}  // namespace lizard

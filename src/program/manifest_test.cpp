@@ -1,0 +1,111 @@
+#include "program/manifest.h"
+
+#include <gtest/gtest.h>
+
+namespace lizard {
+namespace {
+
+const char* kKmeans = R"(
+info: {name: K-Means, version: "1.0"}
+sources: {cuda: kernel.cu, host: host.cpp}
+params:
+  k: {type: int32}
+  dims: {type: int32}
+  max_iterations: {type: int32, default: 50}
+  threshold: {type: float32, default: 1.0e-4}
+dataset:
+  points: {type: float32, shape: [rows, dims]}
+state:
+  centroids: {type: float32, shape: [k, dims]}
+aggregate:
+  sums: {type: float32, shape: [k, dims], reduce: sum}
+  counts: {type: int64, shape: [k], reduce: sum}
+iterate:
+  - kernel: assign
+    block: 256
+    shared_bytes: "k*dims*4 + k*8"
+)";
+
+TEST(Manifest, ParsesTheKmeansExample) {
+  auto m = parse_manifest(kKmeans, "config.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->name, "K-Means");
+  ASSERT_EQ(m->params.size(), 4u);
+  EXPECT_EQ(m->params[3].type, DType::kFloat32);
+  ASSERT_TRUE(m->params[2].default_value);
+  EXPECT_EQ(*m->params[2].default_value, 50);
+  ASSERT_EQ(m->dataset.size(), 1u);
+  EXPECT_EQ(m->dataset[0].shape.size(), 2u);
+  EXPECT_EQ(m->aggregate[1].reduce, Reducer::kSum);
+  ASSERT_EQ(m->iterate.size(), 1u);
+  EXPECT_EQ(m->iterate[0].kernel, "assign");
+  EXPECT_EQ(m->source_files(), (std::vector<std::string>{"kernel.cu", "host.cpp"}));
+}
+
+std::string error_of(const std::string& yaml) {
+  auto m = parse_manifest(yaml, "config.yaml");
+  return m.ok() ? "" : m.status().message();
+}
+
+TEST(Manifest, UnknownTypeNamesTheKeyPath) {
+  std::string e = error_of(R"(
+sources: {cuda: k.cu}
+dataset: {x: {type: float16, shape: [rows]}}
+iterate: [run]
+)");
+  EXPECT_NE(e.find("config.yaml: dataset.x.type: unknown type 'float16'"), std::string::npos) << e;
+}
+
+TEST(Manifest, ShapeNamingAMissingParamIsAnError) {
+  std::string e = error_of(R"(
+sources: {cuda: k.cu}
+params: {k: {type: int32}}
+state: {c: {type: float32, shape: [k, dims]}}
+iterate: [run]
+)");
+  EXPECT_NE(e.find("state.c.shape[1]: 'dims' is not a param"), std::string::npos) << e;
+}
+
+TEST(Manifest, MissingKernelSourceIsAnError) {
+  std::string e = error_of("sources: {host: h.cpp}\niterate: [run]\n");
+  EXPECT_NE(e.find("sources.cuda"), std::string::npos) << e;
+}
+
+TEST(Manifest, RowsOnlyAsFirstDatasetDimension) {
+  EXPECT_NE(error_of("sources: {cuda: k.cu}\nstate: {c: {type: int32, shape: [rows]}}\niterate: [r]\n")
+                .find("`rows` is not allowed here"),
+            std::string::npos);
+  EXPECT_NE(error_of("sources: {cuda: k.cu}\ndataset: {c: {type: int32, shape: [4, rows]}}\n"
+                     "iterate: [r]\n")
+                .find("first dimension of a dataset field must be `rows`"),
+            std::string::npos);
+}
+
+TEST(Manifest, FloatParamInShapeIsAnError) {
+  std::string e = error_of(R"(
+sources: {cuda: k.cu}
+params: {t: {type: float32}}
+state: {c: {type: float32, shape: [t]}}
+iterate: [run]
+)");
+  EXPECT_NE(e.find("not an integer"), std::string::npos) << e;
+}
+
+TEST(Manifest, RejectsUnknownKeysDuplicatesAndBadYaml) {
+  EXPECT_NE(error_of("sources: {cuda: k.cu}\niterate: [r]\nextra: 1\n").find("extra: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of("sources: {cuda: k.cu}\nparams: {a: {type: int32}}\nstate: {a: {type: int32}}\n"
+                     "iterate: [r]\n")
+                .find("defined twice"),
+            std::string::npos);
+  EXPECT_NE(error_of("sources: [").find("not valid YAML"), std::string::npos);
+  EXPECT_NE(error_of("sources: {cuda: ../../etc/passwd}\niterate: [r]\n").find("plain relative"),
+            std::string::npos);
+  EXPECT_NE(error_of("sources: {cuda: k.cu}\naggregate: {s: {type: int32, reduce: avg}}\n"
+                     "iterate: [r]\n")
+                .find("unknown reducer 'avg'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace lizard
