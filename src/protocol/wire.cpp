@@ -1,0 +1,60 @@
+#include "protocol/wire.h"
+
+#include <cstring>
+
+namespace lizard {
+
+const char* message_type_name(MessageType t) {
+  switch (t) {
+    case MessageType::kHello: return "hello";
+    case MessageType::kWelcome: return "welcome";
+    case MessageType::kProgram: return "program";
+    case MessageType::kProgramStatus: return "program_status";
+    case MessageType::kRunStart: return "run_start";
+    case MessageType::kRunReady: return "run_ready";
+    case MessageType::kIterate: return "iterate";
+    case MessageType::kIterationResult: return "iteration_result";
+    case MessageType::kRunEnd: return "run_end";
+    case MessageType::kRunOutputs: return "run_outputs";
+    case MessageType::kHeartbeat: return "heartbeat";
+  }
+  return "unknown";
+}
+
+std::string encode(const Message& m) {
+  const std::string header = m.header.dump();
+  const uint32_t n = static_cast<uint32_t>(header.size());
+  std::string out;
+  out.reserve(8 + header.size() + m.payload.size());
+  out.push_back('L');
+  out.push_back('Z');
+  out.push_back(static_cast<char>(kWireVersion));
+  out.push_back(static_cast<char>(m.type));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out += header;
+  out += m.payload;
+  return out;
+}
+
+Result<Message> decode(std::string_view frame) {
+  if (frame.size() < 8 || frame[0] != 'L' || frame[1] != 'Z')
+    return invalid_argument("not a lizard frame");
+  if (static_cast<uint8_t>(frame[2]) != kWireVersion)
+    return invalid_argument("wire version " + std::to_string(static_cast<uint8_t>(frame[2])) +
+                            " (this build speaks " + std::to_string(kWireVersion) + ")");
+  const uint8_t type = static_cast<uint8_t>(frame[3]);
+  if (type < static_cast<uint8_t>(MessageType::kHello) ||
+      type > static_cast<uint8_t>(MessageType::kHeartbeat))
+    return invalid_argument("unknown message type " + std::to_string(type));
+  uint32_t n = 0;
+  for (int i = 0; i < 4; ++i) n |= uint32_t(static_cast<uint8_t>(frame[4 + i])) << (8 * i);
+  if (n > frame.size() - 8) return invalid_argument("frame header length exceeds the frame");
+  Message m;
+  m.type = static_cast<MessageType>(type);
+  m.header = nlohmann::json::parse(frame.substr(8, n), nullptr, /*allow_exceptions=*/false);
+  if (!m.header.is_object()) return invalid_argument("frame header is not a JSON object");
+  m.payload.assign(frame.substr(8 + n));
+  return m;
+}
+
+}  // namespace lizard

@@ -1,0 +1,55 @@
+// The wire protocol between the server's worker hub and worker daemons.
+//
+// Every message is one binary WebSocket frame:
+//
+//   "LZ" | version (1 byte) | type (1 byte) | header length (u32 LE) | header | payload
+//
+// The header is a small JSON object (ids, sizes, names); the payload carries
+// arrays as raw little-endian bytes, so data never passes through JSON or
+// base64.  Both daemons use encode()/decode() and the typed helpers below;
+// nothing else knows the framing.
+//
+//   std::string frame = encode(Message{MessageType::kIterate, {{"run_id", id}}, state_bytes});
+//   Result<Message> m = decode(frame);
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace lizard {
+
+inline constexpr uint8_t kWireVersion = 1;
+
+enum class MessageType : uint8_t {
+  kHello = 1,             // worker → server: hardware report {hostname, cpu, executors, backend}
+  kWelcome = 2,           // server → worker: {worker_id}
+  kProgram = 3,           // server → worker: {hash, bundle}
+  kProgramStatus = 4,     // worker → server: {hash, ok, error}
+  kRunStart = 5,          // server → worker: {run_id, hash, params, parts, fields}; payload: inline rows
+  kRunReady = 6,          // worker → server: {run_id, ok, error}
+  kIterate = 7,           // server → worker: {run_id, iteration}; payload: state section
+  kIterationResult = 8,   // worker → server: {run_id, iteration, ok, error, parts, kernel_ms}; payload: aggregates
+  kRunEnd = 9,            // server → worker: {run_id, want_outputs}
+  kRunOutputs = 10,       // worker → server: {run_id, ok, error, fields: [{name, bytes}]}; payload: outputs
+  kHeartbeat = 11,        // both ways: {}
+};
+
+const char* message_type_name(MessageType t);
+
+struct Message {
+  MessageType type = MessageType::kHeartbeat;
+  nlohmann::json header = nlohmann::json::object();
+  std::string payload;
+};
+
+std::string encode(const Message& m);
+// Rejects frames that are short, of another version, of an unknown type, or
+// whose header is not a JSON object.  Never throws.
+Result<Message> decode(std::string_view frame);
+
+}  // namespace lizard

@@ -1,0 +1,36 @@
+#include "protocol/wire.h"
+
+#include <gtest/gtest.h>
+
+namespace lizard {
+namespace {
+
+TEST(Wire, RoundTripsHeaderAndBinaryPayload) {
+  Message m{MessageType::kIterate, {{"run_id", "r1"}, {"iteration", 3}}, std::string("\0\1\2\xff", 4)};
+  auto d = decode(encode(m));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->type, MessageType::kIterate);
+  EXPECT_EQ(d->header["run_id"], "r1");
+  EXPECT_EQ(d->header["iteration"], 3);
+  EXPECT_EQ(d->payload, m.payload);
+}
+
+TEST(Wire, RejectsMalformedFrames) {
+  EXPECT_FALSE(decode("").ok());
+  EXPECT_FALSE(decode("XX\1\7\0\0\0\0").ok());
+  std::string f = encode(Message{MessageType::kHello, {{"a", 1}}, ""});
+  std::string bad_version = f;
+  bad_version[2] = 9;
+  EXPECT_NE(decode(bad_version).status().message().find("wire version 9"), std::string::npos);
+  std::string bad_type = f;
+  bad_type[3] = 99;
+  EXPECT_FALSE(decode(bad_type).ok());
+  std::string truncated = f.substr(0, f.size() - 2);
+  EXPECT_FALSE(decode(truncated).ok());
+  std::string not_object = encode(Message{MessageType::kHello, nlohmann::json::object(), ""});
+  not_object.replace(8, 2, "[]");
+  EXPECT_FALSE(decode(not_object).ok());
+}
+
+}  // namespace
+}  // namespace lizard
