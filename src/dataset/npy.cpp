@@ -13,12 +13,15 @@ constexpr size_t kAlign = 64;
 
 uint32_t read_le(std::string_view b, size_t pos, size_t n) {
   uint32_t v = 0;
-  for (size_t i = 0; i < n; ++i) v |= static_cast<uint32_t>(static_cast<uint8_t>(b[pos + i])) << (8 * i);
+  for (size_t i = 0; i < n; ++i)
+    v |= static_cast<uint32_t>(static_cast<uint8_t>(b[pos + i])) << (8 * i);
   return v;
 }
 
 // The preamble length (magic, version, length field) for a version byte.
-size_t preamble_length(uint8_t major) { return major == 1 ? 10 : 12; }
+size_t preamble_length(uint8_t major) {
+  return major == 1 ? 10 : 12;
+}
 
 // A reader for the Python dict literal of an .npy header.
 class DictParser {
@@ -47,8 +50,8 @@ class DictParser {
         return error("unexpected key '" + key + "'");
       }
       skip_space();
+      if (peek() != ',' && peek() != '}') return error("expected ',' or '}'");
       if (peek() == ',') ++pos_;
-      else if (peek() != '}') return error("expected ',' or '}'");
     }
     if (!has_descr || !has_order || !has_shape)
       return error("the header must have the keys 'descr', 'fortran_order' and 'shape'");
@@ -61,8 +64,8 @@ class DictParser {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
   }
   Status error(const std::string& what) const {
-    return invalid_argument("malformed .npy header " + std::string(text_.substr(0, 200)) + ": " + what +
-                            " at character " + std::to_string(pos_));
+    return invalid_argument("malformed .npy header " + std::string(text_.substr(0, 200)) + ": " +
+                            what + " at character " + std::to_string(pos_));
   }
   Status expect(char c) {
     skip_space();
@@ -84,7 +87,8 @@ class DictParser {
 
   Status parse_descr(NpyHeader* h) {
     skip_space();
-    if (peek() == '[') return invalid_argument(".npy files with structured dtypes are not supported");
+    if (peek() == '[')
+      return invalid_argument(".npy files with structured dtypes are not supported");
     LIZARD_RETURN_IF_ERROR(parse_string(&h->descr));
     if (!parse_npy_descr(h->descr, &h->dtype))
       return invalid_argument("unsupported .npy dtype '" + h->descr +
@@ -117,8 +121,8 @@ class DictParser {
       skip_space();
       if (peek() == 'L') ++pos_;  // Python 2 long literal
       skip_space();
+      if (peek() != ',' && peek() != ')') return error("expected ',' or ')' in the shape");
       if (peek() == ',') ++pos_;
-      else if (peek() != ')') return error("expected ',' or ')' in the shape");
     }
     ++pos_;
     return Status::Ok();
@@ -129,7 +133,8 @@ class DictParser {
     int64_t v = 0;
     while (std::isdigit(static_cast<unsigned char>(peek()))) {
       int digit = peek() - '0';
-      if (v > (std::numeric_limits<int64_t>::max() - digit) / 10) return error("dimension too large");
+      if (v > (std::numeric_limits<int64_t>::max() - digit) / 10)
+        return error("dimension too large");
       v = v * 10 + digit;
       ++pos_;
     }

@@ -28,7 +28,7 @@ struct NpyHeader {
   std::vector<int64_t> shape;  // empty: a scalar
   size_t data_offset = 0;      // where the data starts: the whole header's length
 
-  int64_t elements() const;    // product of shape (1 for a scalar)
+  int64_t elements() const;     // product of shape (1 for a scalar)
   uint64_t data_bytes() const;  // elements() * dtype_size(dtype)
 };
 

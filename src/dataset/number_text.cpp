@@ -16,10 +16,14 @@ std::string describe_number_error(NumberError e, std::string_view text, DType t)
   std::string quoted = "'" + std::string(text.substr(0, 64)) + (text.size() > 64 ? "...'" : "'");
   std::string type = dtype_name(t);
   switch (e) {
-    case NumberError::kNone: return "";
-    case NumberError::kNotANumber: return quoted + " is not a number (" + type + ")";
-    case NumberError::kNotAnInteger: return quoted + " is not an integer (" + type + ")";
-    case NumberError::kOutOfRange: break;
+    case NumberError::kNone:
+      return "";
+    case NumberError::kNotANumber:
+      return quoted + " is not a number (" + type + ")";
+    case NumberError::kNotAnInteger:
+      return quoted + " is not an integer (" + type + ")";
+    case NumberError::kOutOfRange:
+      break;
   }
   return quoted + " is out of range for " + type;
 }
