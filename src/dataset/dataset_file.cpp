@@ -1,0 +1,313 @@
+#include "dataset/dataset_file.h"
+
+#include <limits>
+#include <string_view>
+#include <vector>
+
+#include "dataset/input_file.h"
+#include "dataset/line_reader.h"
+#include "dataset/npy.h"
+#include "dataset/number_text.h"
+
+namespace lizard {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+Status check_width(int64_t width, DType dtype) {
+  if (width < 1) return invalid_argument("a dataset row must hold at least one value");
+  if (static_cast<uint64_t>(width) > std::numeric_limits<uint64_t>::max() / 2 / dtype_size(dtype))
+    return invalid_argument("dataset rows of " + std::to_string(width) + " values are too large");
+  return Status::Ok();
+}
+
+Status check_range(const std::string& path, int64_t first_row, int64_t rows) {
+  if (first_row < 0 || rows < 0)
+    return invalid_argument(path + ": bad row range: first_row " + std::to_string(first_row) +
+                            ", rows " + std::to_string(rows));
+  return Status::Ok();
+}
+
+Status past_end(const std::string& path, int64_t first_row, int64_t rows, int64_t file_rows) {
+  return invalid_argument(path + ": rows [" + std::to_string(first_row) + ", " +
+                          std::to_string(first_row + rows) + ") were asked for, the file has " +
+                          std::to_string(file_rows));
+}
+
+// ---- npy and raw: fixed-size rows after a header -----------------------------
+
+struct BinaryLayout {
+  uint64_t data_offset = 0;
+  uint64_t row_bytes = 0;
+  int64_t rows = 0;
+};
+
+Status check_npy_header(const std::string& path, const NpyHeader& h, DType dtype, int64_t width) {
+  if (h.dtype != dtype)
+    return invalid_argument(path + ": expected " + dtype_npy_descr(dtype) + " (" +
+                            dtype_name(dtype) + "), file has " + h.descr + " (" +
+                            dtype_name(h.dtype) + ")");
+  if (h.fortran_order)
+    return invalid_argument(path + ": the array is in Fortran order; save it in C order " +
+                            "(numpy.ascontiguousarray)");
+  int64_t trailing = 1;
+  for (size_t i = 1; i < h.shape.size(); ++i) trailing *= h.shape[i];
+  if (h.shape.empty() || trailing != width)
+    return invalid_argument(path + ": shape " + shape_text(h.shape) + " does not hold rows of " +
+                            std::to_string(width) + " values; expected (rows" +
+                            (width == 1 ? std::string(",)")
+                                        : ", ...) with dimensions after rows "
+                                          "multiplying to " +
+                                              std::to_string(width)));
+  return Status::Ok();
+}
+
+Result<BinaryLayout> npy_layout(const InputFile& f, DType dtype, int64_t width) {
+  const std::string& path = f.path();
+  std::string head(std::min<uint64_t>(f.size(), kNpyPreambleMax), '\0');
+  LIZARD_RETURN_IF_ERROR(f.read_at(0, head.size(), head.data()));
+  Result<size_t> length = npy_header_length(head);
+  if (!length.ok()) return length.status().with_context(path);
+  if (*length > f.size())
+    return invalid_argument(path + ": truncated .npy header: it needs " + std::to_string(*length) +
+                            " bytes, the file has " + std::to_string(f.size()));
+  head.resize(*length);
+  LIZARD_RETURN_IF_ERROR(f.read_at(0, head.size(), head.data()));
+  Result<NpyHeader> h = parse_npy_header(head);
+  if (!h.ok()) return h.status().with_context(path);
+  LIZARD_RETURN_IF_ERROR(check_npy_header(path, *h, dtype, width));
+  uint64_t available = f.size() - h->data_offset;
+  std::string described = "shape " + shape_text(h->shape) + " " + dtype_name(dtype) + " needs " +
+                          std::to_string(h->data_bytes()) + " data bytes from byte offset " +
+                          std::to_string(h->data_offset);
+  if (available < h->data_bytes())
+    return invalid_argument(path + ": truncated: " + described + ", the file has " +
+                            std::to_string(available) + " (it ends at byte offset " +
+                            std::to_string(f.size()) + ")");
+  if (available > h->data_bytes())
+    return invalid_argument(path + ": " + std::to_string(available - h->data_bytes()) +
+                            " unexpected bytes after the data: " + described);
+  return BinaryLayout{h->data_offset, static_cast<uint64_t>(width) * dtype_size(dtype),
+                      h->shape[0]};
+}
+
+Result<BinaryLayout> raw_layout(const InputFile& f, DType dtype, int64_t width) {
+  uint64_t row_bytes = static_cast<uint64_t>(width) * dtype_size(dtype);
+  if (f.size() % row_bytes != 0)
+    return invalid_argument(f.path() + ": size " + std::to_string(f.size()) +
+                            " bytes is not a multiple of the row size " +
+                            std::to_string(row_bytes) + " bytes (" + std::to_string(width) + " " +
+                            dtype_name(dtype) + " values)");
+  return BinaryLayout{0, row_bytes, static_cast<int64_t>(f.size() / row_bytes)};
+}
+
+Result<BinaryLayout> binary_layout(const InputFile& f, FileFormat format, DType dtype,
+                                   int64_t width) {
+  return format == FileFormat::kNpy ? npy_layout(f, dtype, width) : raw_layout(f, dtype, width);
+}
+
+Status read_binary_rows(const InputFile& f, FileFormat format, DType dtype, int64_t width,
+                        int64_t first_row, int64_t rows, void* dst) {
+  LIZARD_ASSIGN_OR_RETURN(BinaryLayout layout, binary_layout(f, format, dtype, width));
+  if (first_row + rows > layout.rows) return past_end(f.path(), first_row, rows, layout.rows);
+  return f.read_at(layout.data_offset + static_cast<uint64_t>(first_row) * layout.row_bytes,
+                   static_cast<size_t>(rows) * layout.row_bytes, dst);
+}
+
+// ---- csv, text, lizard: one row per line -------------------------------------
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+bool is_blank(std::string_view line) {
+  return trim(line).empty();
+}
+
+void strip_bom(std::string_view* line) {
+  if (line->substr(0, 3) == "\xEF\xBB\xBF") line->remove_prefix(3);
+}
+
+// The values of one line: comma-separated (csv) or whitespace-separated.
+class ValueTokens {
+ public:
+  ValueTokens(std::string_view line, bool csv) : rest_(line), csv_(csv) {}
+
+  bool next(std::string_view* value) {
+    if (csv_) {
+      if (done_) return false;
+      size_t comma = rest_.find(',');
+      done_ = comma == std::string_view::npos;
+      *value = trim(rest_.substr(0, comma));
+      rest_ = done_ ? std::string_view() : rest_.substr(comma + 1);
+      return true;
+    }
+    size_t i = 0;
+    while (i < rest_.size() && is_space(rest_[i])) ++i;
+    if (i == rest_.size()) return false;
+    size_t j = i;
+    while (j < rest_.size() && !is_space(rest_[j])) ++j;
+    *value = rest_.substr(i, j - i);
+    rest_ = rest_.substr(j);
+    return true;
+  }
+
+ private:
+  std::string_view rest_;
+  bool csv_;
+  bool done_ = false;
+};
+
+// What the text of one file looks like, and where errors point.
+struct TextFile {
+  const std::string& path;
+  FileFormat format;
+  DType dtype;
+  int64_t width;
+
+  Status error(int64_t line, const std::string& what) const {
+    return invalid_argument(path + ": line " + std::to_string(line) + ": " + what);
+  }
+};
+
+// Parses one row's line into out[0, width).
+template <typename T>
+Status parse_row(const TextFile& tf, std::string_view line, int64_t line_number, T* out) {
+  const bool lizard = tf.format == FileFormat::kLizard;
+  ValueTokens tokens(line, tf.format == FileFormat::kCsv);
+  std::string_view value;
+  if (lizard) tokens.next(&value);  // the row index
+  int64_t found = 0;
+  int64_t bad = -1;  // index of the first value that does not parse
+  NumberError bad_error = NumberError::kNone;
+  std::string_view bad_text;
+  while (tokens.next(&value)) {
+    if (found < tf.width && bad < 0) {
+      NumberError e = parse_number(value, out + found);
+      if (e != NumberError::kNone) {
+        bad = found;
+        bad_error = e;
+        bad_text = value;
+      }
+    }
+    ++found;
+  }
+  if (found != tf.width)
+    return tf.error(line_number, "expected " + std::to_string(tf.width) + " values" +
+                                     (lizard ? " after the row index" : "") + ", found " +
+                                     std::to_string(found));
+  if (bad >= 0)
+    return tf.error(line_number, "value " + std::to_string(bad + 1) + ": " +
+                                     describe_number_error(bad_error, bad_text, tf.dtype));
+  return Status::Ok();
+}
+
+// Reads the lizard format's first line: the number of rows that follow.
+Status read_declared_rows(const TextFile& tf, LineReader* lines, int64_t* declared) {
+  std::string_view line;
+  if (!lines->next(&line)) {
+    LIZARD_RETURN_IF_ERROR(lines->status());
+    return invalid_argument(tf.path + ": the file is empty; expected the row count on line 1");
+  }
+  strip_bom(&line);
+  std::string_view count = trim(line);
+  if (parse_number(count, declared) != NumberError::kNone || *declared < 0)
+    return tf.error(1, "expected the row count, found '" + std::string(count.substr(0, 64)) + "'");
+  return Status::Ok();
+}
+
+template <typename T>
+Result<int64_t> count_text_rows(InputFile* f, const TextFile& tf) {
+  LineReader lines(f);
+  int64_t declared = -1;
+  if (tf.format == FileFormat::kLizard)
+    LIZARD_RETURN_IF_ERROR(read_declared_rows(tf, &lines, &declared));
+  std::vector<T> scratch(static_cast<size_t>(tf.width));
+  int64_t rows = 0;
+  int64_t blank_line = 0;  // first blank line seen, if any
+  std::string_view line;
+  while (lines.next(&line)) {
+    if (lines.line_number() == 1) strip_bom(&line);
+    if (is_blank(line)) {
+      if (blank_line == 0) blank_line = lines.line_number();
+      continue;
+    }
+    if (blank_line != 0)
+      return tf.error(blank_line, "blank line between rows (the next row is on line " +
+                                      std::to_string(lines.line_number()) + ")");
+    LIZARD_RETURN_IF_ERROR(parse_row(tf, line, lines.line_number(), scratch.data()));
+    ++rows;
+  }
+  LIZARD_RETURN_IF_ERROR(lines.status());
+  if (declared >= 0 && declared != rows)
+    return tf.error(
+        1, "declares " + std::to_string(declared) + " rows, the file has " + std::to_string(rows));
+  return rows;
+}
+
+template <typename T>
+Status read_text_rows(InputFile* f, const TextFile& tf, int64_t first_row, int64_t rows, T* dst) {
+  LineReader lines(f);
+  if (tf.format == FileFormat::kLizard) {
+    int64_t declared;
+    LIZARD_RETURN_IF_ERROR(read_declared_rows(tf, &lines, &declared));
+  }
+  int64_t skipped = lines.skip(first_row);
+  LIZARD_RETURN_IF_ERROR(lines.status());
+  if (skipped < first_row) return past_end(tf.path, first_row, rows, skipped);
+  std::string_view line;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!lines.next(&line)) {
+      LIZARD_RETURN_IF_ERROR(lines.status());
+      return past_end(tf.path, first_row, rows, first_row + r);
+    }
+    if (lines.line_number() == 1) strip_bom(&line);
+    if (is_blank(line))
+      return tf.error(lines.line_number(),
+                      "blank line where row " + std::to_string(first_row + r) + " was expected");
+    LIZARD_RETURN_IF_ERROR(parse_row(tf, line, lines.line_number(), dst + r * tf.width));
+  }
+  return Status::Ok();
+}
+
+bool is_binary(FileFormat f) {
+  return f == FileFormat::kNpy || f == FileFormat::kRaw;
+}
+
+}  // namespace
+
+Result<int64_t> count_rows(const std::string& path, FileFormat format, DType dtype, int64_t width) {
+  LIZARD_RETURN_IF_ERROR(check_width(width, dtype));
+  LIZARD_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
+  if (is_binary(format)) {
+    LIZARD_ASSIGN_OR_RETURN(BinaryLayout layout, binary_layout(file, format, dtype, width));
+    return layout.rows;
+  }
+  TextFile tf{path, format, dtype, width};
+  return visit_dtype(dtype, [&](auto t) { return count_text_rows<decltype(t)>(&file, tf); });
+}
+
+Status read_rows(const std::string& path, FileFormat format, DType dtype, int64_t width,
+                 int64_t first_row, int64_t rows, void* dst) {
+  LIZARD_RETURN_IF_ERROR(check_width(width, dtype));
+  LIZARD_RETURN_IF_ERROR(check_range(path, first_row, rows));
+  LIZARD_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
+  if (is_binary(format)) return read_binary_rows(file, format, dtype, width, first_row, rows, dst);
+  TextFile tf{path, format, dtype, width};
+  return visit_dtype(dtype, [&](auto t) {
+    using T = decltype(t);
+    return read_text_rows<T>(&file, tf, first_row, rows, static_cast<T*>(dst));
+  });
+}
+
+}  // namespace lizard
