@@ -17,8 +17,7 @@ void emit_struct(std::ostringstream& o, const StructLayout& l) {
 void emit_asserts(std::ostringstream& o, const StructLayout& l) {
   o << "LIZARD_LAYOUT_ASSERT(sizeof(" << l.c_name << ") == " << l.size << ");\n";
   for (const auto& m : l.members)
-    o << "LIZARD_LAYOUT_ASSERT(__builtin_offsetof(" << l.c_name << ", " << m.name
-      << ") == " << m.offset << ");\n";
+    o << "LIZARD_OFFSET_ASSERT(" << l.c_name << ", " << m.name << ", " << m.offset << ");\n";
 }
 
 }  // namespace
@@ -46,6 +45,12 @@ std::string generate_program_header(const Manifest& m) {
        "#define LIZARD_LAYOUT_ASSERT(c) static_assert(c, \"lizard: struct layout mismatch\")\n"
        "#else\n"
        "#define LIZARD_LAYOUT_ASSERT(c) _Static_assert(c, \"lizard: struct layout mismatch\")\n"
+       "#endif\n"
+       "#if defined(__CUDACC_RTC__)\n"
+       "/* NVRTC has no constant offsetof; the asserted sizes still pin the layout. */\n"
+       "#define LIZARD_OFFSET_ASSERT(t, m, off)\n"
+       "#else\n"
+       "#define LIZARD_OFFSET_ASSERT(t, m, off) LIZARD_LAYOUT_ASSERT(__builtin_offsetof(t, m) == off)\n"
        "#endif\n\n";
   const StructLayout layouts[] = {params_layout(m), dataset_layout(m), state_layout(m),
                                   aggregate_layout(m)};
