@@ -1,0 +1,556 @@
+#include "exec/cuda/cuda_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "exec/cuda/cuda_driver.h"
+#include "exec/cuda/nvrtc_compiler.h"
+#include "exec/launch.h"
+#include "program/reducers.h"
+
+namespace lizard {
+namespace cuda {
+namespace {
+
+constexpr uint32_t kDefaultBlock = 256;
+constexpr int kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory without opting in
+
+// "580.95.05" from /proc/driver/nvidia/version, or "" where it cannot be read.
+std::string kernel_module_version() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (!std::getline(in, line)) return "";
+  const std::string tag = "Kernel Module";
+  size_t at = line.find(tag);
+  if (at == std::string::npos) return "";
+  std::istringstream rest(line.substr(at + tag.size()));
+  std::string v;
+  rest >> v;
+  return v;
+}
+
+// a * b, or nullopt on overflow.
+std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b) {
+  if (a != 0 && b > UINT64_MAX / a) return std::nullopt;
+  return a * b;
+}
+
+size_t align64(size_t n) {
+  return (n + 63) & ~size_t{63};
+}
+
+bool all_zero(const std::vector<uint8_t>& b) {
+  return std::all_of(b.begin(), b.end(), [](uint8_t x) { return x == 0; });
+}
+
+// A program compiled for this device; `module` is null until loaded (and
+// again after a context reset, which unloads every module).
+struct Module {
+  std::string cubin;
+  CUmodule module = nullptr;
+  std::vector<CUfunction> kernels;  // manifest.iterate order
+};
+
+// A run's device state.
+struct Run {
+  ProgramImage program;
+  ParamValues params;
+  int64_t rows = 0;
+  int64_t first_row = 0;
+  std::vector<CUdeviceptr> fields;  // manifest.dataset order; 0 when empty
+  std::vector<uint64_t> field_bytes;
+  CUdeviceptr state = 0;
+  CUdeviceptr aggregate = 0;
+  size_t state_bytes = 0;
+  size_t agg_bytes = 0;
+  uint8_t* pinned = nullptr;  // state staging | aggregate result | aggregate identity
+  bool identity_is_zero = true;
+  StructLayout state_layout;
+  std::vector<uint8_t> params_arg;
+  std::vector<uint8_t> dataset_arg;
+  std::vector<uint8_t> agg_arg;
+  std::vector<CUfunction> kernels;
+  std::vector<LaunchConfig> launches;
+  Status failed;             // set once an iteration failed
+  bool device_lost = false;  // the context was reset: nothing left to free
+  uint8_t* pinned_state() { return pinned; }
+  uint8_t* pinned_result() { return pinned + align64(state_bytes); }
+  uint8_t* pinned_identity() { return pinned_result() + align64(agg_bytes); }
+};
+
+class CudaExecutor final : public Executor {
+ public:
+  CudaExecutor(std::shared_ptr<const CudaDriver> cu, std::shared_ptr<const NvrtcCompiler> cc)
+      : cu_(std::move(cu)), cc_(std::move(cc)) {}
+  ~CudaExecutor() override;
+
+  // Retains the device's primary context and fills info().
+  Status open(int ordinal);
+
+  const ExecutorInfo& info() const override { return info_; }
+  Status build(const ProgramImage& program) override;
+  Status begin_run(const ProgramImage& program, const ParamValues& params,
+                   PartitionData data) override;
+  Status iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+                 IterationStats* stats) override;
+  Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
+
+ private:
+  Status check(CUresult r, const std::string& what) const {
+    return cu_->check(r, "GPU " + std::to_string(info_.ordinal) + ": " + what);
+  }
+  Status make_current() const { return check(cu_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+  Status attach_context();
+  void detach_context();
+  Status fill_info();
+  void refresh_free_memory();
+
+  Result<Module*> load_program(const ProgramImage& program);
+  Status load_module(const ProgramImage& program, Module* m);
+
+  Status check_fits(const Run& run) const;
+  Status allocate_run(Run* run, PartitionData* data);
+  Status prepare_launches(Run* run, const Module& m);
+  Status enqueue_iteration(Run* run, const SectionBuffer& state, std::string* where);
+  Status fail_iteration(CUresult r, const std::string& where);
+  void release_run();
+  void reset_device();
+
+  std::shared_ptr<const CudaDriver> cu_;
+  std::shared_ptr<const NvrtcCompiler> cc_;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUevent ev_begin_ = nullptr;
+  CUevent ev_end_ = nullptr;
+  int max_block_ = 1024;
+  int shared_optin_ = kDefaultSharedLimit;
+  ExecutorInfo info_;
+  std::map<std::string, Module> modules_;  // by program hash
+  std::unique_ptr<Run> run_;
+};
+
+CudaExecutor::~CudaExecutor() {
+  if (!ctx_) return;
+  cu_->cuCtxSetCurrent(ctx_);
+  release_run();
+  for (auto& [hash, m] : modules_)
+    if (m.module) cu_->cuModuleUnload(m.module);
+  detach_context();
+}
+
+Status CudaExecutor::open(int ordinal) {
+  info_.kind = "cuda";
+  info_.ordinal = ordinal;
+  LIZARD_RETURN_IF_ERROR(check(cu_->cuDeviceGet(&dev_, ordinal), "cuDeviceGet"));
+  LIZARD_RETURN_IF_ERROR(attach_context());
+  return fill_info();
+}
+
+Status CudaExecutor::attach_context() {
+  LIZARD_RETURN_IF_ERROR(
+      check(cu_->cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain"));
+  LIZARD_RETURN_IF_ERROR(make_current());
+  LIZARD_RETURN_IF_ERROR(
+      check(cu_->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
+  LIZARD_RETURN_IF_ERROR(check(cu_->cuEventCreate(&ev_begin_, CU_EVENT_DEFAULT), "cuEventCreate"));
+  return check(cu_->cuEventCreate(&ev_end_, CU_EVENT_DEFAULT), "cuEventCreate");
+}
+
+void CudaExecutor::detach_context() {
+  if (ev_begin_) cu_->cuEventDestroy(ev_begin_);
+  if (ev_end_) cu_->cuEventDestroy(ev_end_);
+  if (stream_) cu_->cuStreamDestroy(stream_);
+  ev_begin_ = ev_end_ = nullptr;
+  stream_ = nullptr;
+  if (ctx_) cu_->cuDevicePrimaryCtxRelease(dev_);
+  ctx_ = nullptr;
+}
+
+Status CudaExecutor::fill_info() {
+  char name[256] = {0};
+  LIZARD_RETURN_IF_ERROR(
+      check(cu_->cuDeviceGetName(name, sizeof name - 1, dev_), "cuDeviceGetName"));
+  info_.name = name;
+  auto attr = [&](int a, int* out) {
+    return check(cu_->cuDeviceGetAttribute(out, a, dev_), "cuDeviceGetAttribute");
+  };
+  int major = 0, minor = 0;
+  LIZARD_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &major));
+  LIZARD_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor));
+  LIZARD_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &info_.sm_count));
+  LIZARD_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, &info_.clock_khz));
+  LIZARD_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &max_block_));
+  if (!attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &shared_optin_).ok())
+    shared_optin_ = kDefaultSharedLimit;
+  info_.arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  size_t total = 0;
+  LIZARD_RETURN_IF_ERROR(check(cu_->cuDeviceTotalMem(&total, dev_), "cuDeviceTotalMem"));
+  info_.total_memory = total;
+  refresh_free_memory();
+  const std::string module = kernel_module_version();
+  info_.driver = (module.empty() ? "" : module + " ") + "(CUDA " + cu_->version_string() + ")";
+  info_.weight = info_.sm_count * (info_.clock_khz / 1e6);
+  return Status::Ok();
+}
+
+void CudaExecutor::refresh_free_memory() {
+  size_t free = 0, total = 0;
+  if (cu_->cuMemGetInfo(&free, &total) == CUDA_SUCCESS) info_.free_memory = free;
+}
+
+// --- build ------------------------------------------------------------------
+
+Status CudaExecutor::build(const ProgramImage& program) {
+  LIZARD_RETURN_IF_ERROR(make_current());
+  return load_program(program).status();
+}
+
+Result<Module*> CudaExecutor::load_program(const ProgramImage& program) {
+  auto it = modules_.find(program.hash);
+  if (it == modules_.end() || program.hash.empty()) {
+    LIZARD_ASSIGN_OR_RETURN(CompiledProgram out, cc_->compile(program, info_.arch));
+    Module fresh;
+    fresh.cubin = std::move(out.cubin);
+    if (it != modules_.end()) {
+      if (it->second.module) cu_->cuModuleUnload(it->second.module);
+      it->second = std::move(fresh);
+    } else {
+      it = modules_.emplace(program.hash, std::move(fresh)).first;
+    }
+  }
+  Module* m = &it->second;
+  if (!m->module) {
+    Status st = load_module(program, m);
+    if (!st.ok()) {
+      modules_.erase(it);
+      return st;
+    }
+  }
+  return m;
+}
+
+Status CudaExecutor::load_module(const ProgramImage& program, Module* m) {
+  LIZARD_RETURN_IF_ERROR(
+      check(cu_->cuModuleLoadData(&m->module, m->cubin.data()), "loading the compiled kernels"));
+  m->kernels.clear();
+  for (const auto& step : program.manifest.iterate) {
+    CUfunction f = nullptr;
+    if (cu_->cuModuleGetFunction(&f, m->module, step.kernel.c_str()) != CUDA_SUCCESS) {
+      cu_->cuModuleUnload(m->module);
+      m->module = nullptr;
+      return compile_error(program.manifest.cuda_source + ": kernel '" + step.kernel +
+                           "' named in iterate is not defined (it must be declared "
+                           "extern \"C\" __global__)");
+    }
+    m->kernels.push_back(f);
+  }
+  return Status::Ok();
+}
+
+// --- begin_run --------------------------------------------------------------
+
+Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& params,
+                               PartitionData data) {
+  LIZARD_RETURN_IF_ERROR(make_current());
+  release_run();
+  LIZARD_ASSIGN_OR_RETURN(Module * m, load_program(program));
+  auto run = std::make_unique<Run>();
+  run->program = program;
+  run->params = params;
+  run->rows = data.rows;
+  run->first_row = data.first_row;
+  const Manifest& man = run->program.manifest;
+  if (data.rows < 0) return invalid_argument("partition has a negative row count");
+  if (data.fields.size() != man.dataset.size())
+    return invalid_argument("partition has " + std::to_string(data.fields.size()) +
+                            " fields, the program's dataset has " +
+                            std::to_string(man.dataset.size()));
+  for (const auto& f : man.dataset) {
+    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, man, params));
+    auto bytes = checked_mul(static_cast<uint64_t>(data.rows), static_cast<uint64_t>(width));
+    if (bytes) bytes = checked_mul(*bytes, dtype_size(f.type));
+    if (!bytes || width < 0)
+      return too_large("dataset field '" + f.name + "' of " + std::to_string(data.rows) +
+                       " rows is too large to address");
+    run->field_bytes.push_back(*bytes);
+  }
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(man.state, man, params));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(man.aggregate, man, params));
+  run->state_bytes = state.bytes.size();
+  run->agg_bytes = agg.bytes.size();
+  run->state_layout = state_layout(man);
+  LIZARD_RETURN_IF_ERROR(check_fits(*run));
+  LIZARD_RETURN_IF_ERROR(prepare_launches(run.get(), *m));
+  run_ = std::move(run);
+  Status st = allocate_run(run_.get(), &data);
+  if (st.ok()) {
+    set_identity(&agg);
+    run_->identity_is_zero = all_zero(agg.bytes);
+    std::memcpy(run_->pinned_identity(), agg.bytes.data(), agg.bytes.size());
+    run_->params_arg = pack_params(params_layout(man), params);
+    run_->dataset_arg =
+        pack_dataset(dataset_layout(man), run_->rows, run_->first_row,
+                     std::vector<uint64_t>(run_->fields.begin(), run_->fields.end()));
+    run_->agg_arg = pack_section(aggregate_layout(man), agg, run_->aggregate);
+  }
+  if (!st.ok()) release_run();
+  refresh_free_memory();
+  return st;
+}
+
+Status CudaExecutor::check_fits(const Run& run) const {
+  size_t free = 0, total = 0;
+  LIZARD_RETURN_IF_ERROR(check(cu_->cuMemGetInfo(&free, &total), "cuMemGetInfo"));
+  const Manifest& man = run.program.manifest;
+  uint64_t need = run.state_bytes + run.agg_bytes;
+  for (size_t k = 0; k < man.dataset.size(); ++k) need += run.field_bytes[k];
+  if (need <= free) return Status::Ok();
+  // Name the field at which the partition stops fitting.
+  uint64_t sum = run.state_bytes + run.agg_bytes;
+  size_t at = 0;
+  while (at + 1 < man.dataset.size() && sum + run.field_bytes[at] <= free)
+    sum += run.field_bytes[at++];
+  std::string field = man.dataset.empty() ? std::string("state and aggregate")
+                                          : "dataset field '" + man.dataset[at].name + "' needs " +
+                                                std::to_string(run.field_bytes[at]) + " bytes";
+  return too_large("partition of " + std::to_string(run.rows) + " rows does not fit on GPU " +
+                   std::to_string(info_.ordinal) + " (" + info_.name + "): " + field +
+                   "; the partition needs " + std::to_string(need) + " bytes in all and " +
+                   std::to_string(free) + " bytes of device memory are free");
+}
+
+Status CudaExecutor::allocate_run(Run* run, PartitionData* data) {
+  const Manifest& man = run->program.manifest;
+  run->fields.assign(man.dataset.size(), 0);
+  for (size_t k = 0; k < man.dataset.size(); ++k) {
+    const FieldSpec& f = man.dataset[k];
+    const uint64_t bytes = run->field_bytes[k];
+    const auto& host = data->fields[k];
+    if (f.input && host.size() != bytes)
+      return invalid_argument("dataset field '" + f.name + "' has " + std::to_string(host.size()) +
+                              " bytes for " + std::to_string(run->rows) + " rows, expected " +
+                              std::to_string(bytes));
+    if (bytes == 0) continue;
+    CUresult r = cu_->cuMemAlloc(&run->fields[k], bytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+      return too_large("GPU " + std::to_string(info_.ordinal) + ": dataset field '" + f.name +
+                       "' needs " + std::to_string(bytes) + " bytes: " + cu_->error_text(r));
+    LIZARD_RETURN_IF_ERROR(check(r, "allocating dataset field '" + f.name + "'"));
+    if (f.input && host.size() == bytes) {
+      LIZARD_RETURN_IF_ERROR(check(cu_->cuMemcpyHtoD(run->fields[k], host.data(), bytes),
+                                   "uploading dataset field '" + f.name + "'"));
+    } else {
+      LIZARD_RETURN_IF_ERROR(check(cu_->cuMemsetD8(run->fields[k], 0, bytes),
+                                   "zeroing dataset field '" + f.name + "'"));
+    }
+    std::vector<uint8_t>().swap(data->fields[k]);  // the host copy is no longer needed
+  }
+  auto alloc = [&](CUdeviceptr* p, size_t n, const char* what) {
+    return n == 0 ? Status::Ok() : check(cu_->cuMemAlloc(p, n), what);
+  };
+  LIZARD_RETURN_IF_ERROR(alloc(&run->state, run->state_bytes, "allocating the state"));
+  LIZARD_RETURN_IF_ERROR(alloc(&run->aggregate, run->agg_bytes, "allocating the aggregate"));
+  const size_t pinned = align64(run->state_bytes) + 2 * align64(run->agg_bytes) + 64;
+  void* host = nullptr;
+  LIZARD_RETURN_IF_ERROR(
+      check(cu_->cuMemHostAlloc(&host, pinned, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc"));
+  run->pinned = static_cast<uint8_t*>(host);
+  return Status::Ok();
+}
+
+Status CudaExecutor::prepare_launches(Run* run, const Module& m) {
+  const Manifest& man = run->program.manifest;
+  for (size_t k = 0; k < man.iterate.size(); ++k) {
+    const KernelStep& step = man.iterate[k];
+    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c,
+                            plan_launch(step, man, run->params, run->rows, info_.sm_count,
+                                        kDefaultBlock, static_cast<uint32_t>(max_block_)));
+    if (c.shared_bytes > static_cast<uint64_t>(shared_optin_))
+      return invalid_argument("kernel '" + step.kernel + "': shared_bytes " +
+                              std::to_string(c.shared_bytes) + " exceeds the " +
+                              std::to_string(shared_optin_) + " bytes per block of " + info_.arch);
+    if (c.shared_bytes > static_cast<uint64_t>(kDefaultSharedLimit)) {
+      LIZARD_RETURN_IF_ERROR(check(
+          cu_->cuFuncSetAttribute(m.kernels[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  static_cast<int>(c.shared_bytes)),
+          "kernel '" + step.kernel + "': raising its shared memory limit"));
+    }
+    run->launches.push_back(c);
+    run->kernels.push_back(m.kernels[k]);
+  }
+  return Status::Ok();
+}
+
+// --- iterate ----------------------------------------------------------------
+
+Status CudaExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+                             IterationStats* stats) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!run_) return Status(Code::kConflict, "iterate without begin_run");
+  if (!run_->failed.ok()) return run_->failed;
+  if (state.bytes.size() != run_->state_bytes || aggregate->bytes.size() != run_->agg_bytes)
+    return invalid_argument("state or aggregate buffer does not match the program's layout");
+  LIZARD_RETURN_IF_ERROR(make_current());
+  std::string where;
+  Status st = enqueue_iteration(run_.get(), state, &where);
+  if (!st.ok()) return st;
+  CUresult r = cu_->cuStreamSynchronize(stream_);
+  if (r != CUDA_SUCCESS) return fail_iteration(r, where);
+  std::memcpy(aggregate->bytes.data(), run_->pinned_result(), run_->agg_bytes);
+  if (stats) {
+    float ms = 0;
+    if (cu_->cuEventElapsedTime(&ms, ev_begin_, ev_end_) == CUDA_SUCCESS) stats->kernel_ms = ms;
+    stats->total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return Status::Ok();
+}
+
+// Queues the state upload, the aggregate reset, the kernels and the result
+// copy.  On a driver error, fails the iteration; `where` names the work in flight.
+Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, std::string* where) {
+  auto step = [&](CUresult r, const std::string& what) {
+    *where = what;
+    return r == CUDA_SUCCESS ? Status::Ok() : fail_iteration(r, what);
+  };
+  if (run->state_bytes) {
+    std::memcpy(run->pinned_state(), state.bytes.data(), run->state_bytes);
+    LIZARD_RETURN_IF_ERROR(
+        step(cu_->cuMemcpyHtoDAsync(run->state, run->pinned_state(), run->state_bytes, stream_),
+             "uploading the state"));
+  }
+  if (run->agg_bytes) {
+    CUresult r = run->identity_is_zero
+                     ? cu_->cuMemsetD8Async(run->aggregate, 0, run->agg_bytes, stream_)
+                     : cu_->cuMemcpyHtoDAsync(run->aggregate, run->pinned_identity(),
+                                              run->agg_bytes, stream_);
+    LIZARD_RETURN_IF_ERROR(step(r, "resetting the aggregate"));
+  }
+  std::vector<uint8_t> state_arg = pack_section(run->state_layout, state, run->state);
+  LIZARD_RETURN_IF_ERROR(step(cu_->cuEventRecord(ev_begin_, stream_), "cuEventRecord"));
+  std::string kernels;
+  for (size_t k = 0; k < run->kernels.size(); ++k) {
+    const LaunchConfig& c = run->launches[k];
+    kernels += (kernels.empty() ? "" : ", ") + run->program.manifest.iterate[k].kernel;
+    if (c.empty()) continue;
+    void* args[] = {run->params_arg.data(), run->dataset_arg.data(), state_arg.data(),
+                    run->agg_arg.data()};
+    LIZARD_RETURN_IF_ERROR(
+        step(cu_->cuLaunchKernel(run->kernels[k], c.grid[0], c.grid[1], c.grid[2], c.block[0],
+                                 c.block[1], c.block[2], static_cast<unsigned>(c.shared_bytes),
+                                 stream_, args, nullptr),
+             "launching kernel '" + run->program.manifest.iterate[k].kernel + "'"));
+  }
+  LIZARD_RETURN_IF_ERROR(step(cu_->cuEventRecord(ev_end_, stream_), "cuEventRecord"));
+  if (run->agg_bytes) {
+    LIZARD_RETURN_IF_ERROR(
+        step(cu_->cuMemcpyDtoHAsync(run->pinned_result(), run->aggregate, run->agg_bytes, stream_),
+             "copying the aggregate back"));
+  }
+  *where = run->kernels.size() == 1 ? "kernel " + kernels : "kernels " + kernels;
+  return Status::Ok();
+}
+
+Status CudaExecutor::fail_iteration(CUresult r, const std::string& where) {
+  Status st = runtime_error("GPU " + std::to_string(info_.ordinal) + " (" + info_.name +
+                            "): " + where + " failed: " + cu_->error_text(r));
+  if (CudaDriver::is_sticky(r)) {
+    run_->failed = st;
+    reset_device();
+  } else {
+    cu_->cuStreamSynchronize(stream_);  // drain what was queued before the error
+  }
+  return st;
+}
+
+// A kernel fault leaves the context unusable: reset it, which frees every
+// allocation and module, and start over with a fresh one.
+void CudaExecutor::reset_device() {
+  if (run_) {
+    run_->device_lost = true;
+    run_->fields.clear();
+    run_->pinned = nullptr;
+  }
+  cu_->cuDevicePrimaryCtxReset(dev_);
+  ev_begin_ = ev_end_ = nullptr;
+  stream_ = nullptr;
+  detach_context();
+  for (auto& [hash, m] : modules_) m.module = nullptr;
+  Status st = attach_context();
+  if (!st.ok() && run_) run_->failed = st.with_context("resetting the GPU after a fault");
+}
+
+// --- end_run ----------------------------------------------------------------
+
+Result<std::vector<std::vector<uint8_t>>> CudaExecutor::end_run(bool want_outputs) {
+  if (!run_) return Status(Code::kConflict, "end_run without begin_run");
+  LIZARD_RETURN_IF_ERROR(make_current());
+  std::vector<std::vector<uint8_t>> out;
+  Status st = run_->failed;
+  if (st.ok() && want_outputs) {
+    const Manifest& man = run_->program.manifest;
+    out.resize(man.dataset.size());
+    for (size_t k = 0; k < man.dataset.size() && st.ok(); ++k) {
+      if (!man.dataset[k].output || run_->field_bytes[k] == 0) continue;
+      out[k].resize(run_->field_bytes[k]);
+      st = check(cu_->cuMemcpyDtoH(out[k].data(), run_->fields[k], out[k].size()),
+                 "downloading output field '" + man.dataset[k].name + "'");
+    }
+  }
+  release_run();
+  refresh_free_memory();
+  if (!st.ok() && want_outputs) return st;
+  return out;
+}
+
+void CudaExecutor::release_run() {
+  if (!run_) return;
+  if (!run_->device_lost) {
+    cu_->cuStreamSynchronize(stream_);
+    for (CUdeviceptr p : run_->fields)
+      if (p) cu_->cuMemFree(p);
+    if (run_->state) cu_->cuMemFree(run_->state);
+    if (run_->aggregate) cu_->cuMemFree(run_->aggregate);
+    if (run_->pinned) cu_->cuMemFreeHost(run_->pinned);
+  }
+  run_.reset();
+}
+
+}  // namespace
+}  // namespace cuda
+
+Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOptions& options) {
+  using namespace cuda;
+  LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<const CudaDriver> cu, CudaDriver::load());
+  int count = 0;
+  if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0)
+    return unavailable("no CUDA devices");
+  std::vector<int> ordinals = options.gpus;
+  if (ordinals.empty())
+    for (int k = 0; k < count; ++k) ordinals.push_back(k);
+  std::set<int> seen;
+  for (int g : ordinals) {
+    if (g < 0 || g >= count)
+      return invalid_argument("GPU " + std::to_string(g) + " does not exist: this node has " +
+                              std::to_string(count) + " CUDA device(s)");
+    if (!seen.insert(g).second)
+      return invalid_argument("GPU " + std::to_string(g) + " is listed twice");
+  }
+  auto cc = NvrtcCompiler::open(options.cuda_path, options.cache_dir);
+  if (!cc.ok()) return cc.status().with_context("CUDA devices found, but cannot compile for them");
+  std::vector<std::unique_ptr<Executor>> out;
+  for (int g : ordinals) {
+    auto e = std::make_unique<CudaExecutor>(cu, *cc);
+    LIZARD_RETURN_IF_ERROR(e->open(g));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace lizard

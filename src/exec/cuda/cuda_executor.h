@@ -1,0 +1,32 @@
+// The CUDA backend: one Executor per GPU, each with its own primary context,
+// stream and device buffers, running a program's kernels compiled by NVRTC
+// for that GPU's architecture.  libcuda and libnvrtc are loaded at run time,
+// so this builds and links on nodes without CUDA.
+//
+//   CudaOptions o;  o.cache_dir = state_dir + "/cubin";
+//   auto gpus = make_cuda_executors(o);
+//   if (!gpus.ok()) { log("CPU backend: " + gpus.status().message()); use_cpu(); }
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "exec/executor.h"
+
+namespace lizard {
+
+struct CudaOptions {
+  std::string cuda_path = "/usr/local/cuda";  // toolkit directory, searched for libnvrtc
+  std::vector<int> gpus;                      // device ordinals; empty = all
+  std::string cache_dir;                      // compiled cubins; empty = no disk cache
+};
+
+// One executor per selected GPU.  kUnavailable, with the reason ("libcuda.so.1
+// not found ...", "no CUDA devices", "CUDA driver too old ...", "libnvrtc not
+// found ..."), when this node cannot run CUDA programs; kInvalidArgument when
+// `gpus` names a device that does not exist.
+Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOptions& options);
+
+}  // namespace lizard

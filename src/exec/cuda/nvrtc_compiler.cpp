@@ -1,0 +1,183 @@
+#include "exec/cuda/nvrtc_compiler.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/sha256.h"
+
+namespace fs = std::filesystem;
+
+namespace lizard::cuda {
+namespace {
+
+constexpr const char* kHeaderName = "lizard_program.h";
+
+bool valid_arch(const std::string& arch) {
+  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0) return false;
+  return std::all_of(arch.begin() + 3, arch.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || c == 'a' || c == 'f'; });
+}
+
+std::optional<std::string> read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (!in.good() && !in.eof()) return std::nullopt;
+  return s.str();
+}
+
+// Writes through a private temporary file and a rename, so that concurrent
+// compilers never read a partial cubin.
+void write_file_atomically(const fs::path& p, const std::string& data) {
+  static std::atomic<unsigned> counter{0};
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  fs::path tmp = p;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) {
+      fs::remove(tmp, ec);
+      return;  // the cache is an optimisation: a failed write is not an error
+    }
+  }
+  fs::rename(tmp, p, ec);
+  if (ec) fs::remove(tmp, ec);
+}
+
+// The program's own headers (every source but the CUDA one) and the generated header.
+void collect_headers(const ProgramImage& p, std::vector<std::string>* names,
+                     std::vector<std::string>* texts) {
+  names->push_back(kHeaderName);
+  texts->push_back(p.header);
+  for (const auto& [name, text] : p.sources) {
+    if (name == p.manifest.cuda_source || name == p.manifest.host_source || name == kHeaderName)
+      continue;
+    names->push_back(name);
+    texts->push_back(text);
+  }
+}
+
+}  // namespace
+
+NvrtcCompiler::NvrtcCompiler(std::shared_ptr<const NvrtcLibrary> nvrtc, std::string cuda_path,
+                             std::string cache_dir)
+    : nvrtc_(std::move(nvrtc)),
+      cuda_path_(std::move(cuda_path)),
+      cache_dir_(std::move(cache_dir)) {}
+
+Result<std::shared_ptr<const NvrtcCompiler>> NvrtcCompiler::open(const std::string& cuda_path,
+                                                                 const std::string& cache_dir) {
+  LIZARD_ASSIGN_OR_RETURN(auto nv, NvrtcLibrary::load(cuda_path));
+  return std::shared_ptr<const NvrtcCompiler>(
+      std::make_shared<NvrtcCompiler>(std::move(nv), cuda_path, cache_dir));
+}
+
+std::vector<std::string> NvrtcCompiler::options(const std::string& arch) const {
+  std::vector<std::string> o{"-arch=" + arch, "-std=c++17", "-default-device"};
+  std::error_code ec;
+  if (!cuda_path_.empty() && fs::is_directory(cuda_path_ + "/include", ec))
+    o.push_back("--include-path=" + cuda_path_ + "/include");
+  return o;
+}
+
+std::string NvrtcCompiler::cache_key(const ProgramImage& p, const std::string& arch) const {
+  Sha256 h;
+  auto field = [&h](const std::string& s) {
+    h.update(std::to_string(s.size()) + ":");
+    h.update(s);
+  };
+  field("lizard-nvrtc-1");
+  field(p.hash);
+  field(arch);
+  field(std::to_string(nvrtc_->version()));
+  for (const auto& o : options(arch)) field(o);
+  field(p.manifest.cuda_source);
+  field(p.header);
+  for (const auto& [name, text] : p.sources) {
+    field(name);
+    field(text);
+  }
+  return h.hex_digest();
+}
+
+Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program,
+                                               const std::string& arch) const {
+  if (!valid_arch(arch))
+    return invalid_argument("'" + arch + "' is not a GPU architecture (expected sm_XY)");
+  if (program.sources.find(program.manifest.cuda_source) == program.sources.end())
+    return invalid_argument("program has no CUDA source '" + program.manifest.cuda_source + "'");
+  fs::path cached;
+  if (!cache_dir_.empty()) {
+    cached = fs::path(cache_dir_) / (cache_key(program, arch) + ".cubin");
+    if (auto bytes = read_file(cached); bytes && !bytes->empty())
+      return CompiledProgram{arch, std::move(*bytes), "", true};
+  }
+  LIZARD_ASSIGN_OR_RETURN(CompiledProgram out, run_nvrtc(program, arch));
+  if (!cached.empty()) write_file_atomically(cached, out.cubin);
+  return out;
+}
+
+Result<CompiledProgram> NvrtcCompiler::run_nvrtc(const ProgramImage& program,
+                                                 const std::string& arch) const {
+  const NvrtcLibrary& nv = *nvrtc_;
+  const std::string& unit = program.manifest.cuda_source;
+  std::vector<std::string> names, texts;
+  collect_headers(program, &names, &texts);
+  std::vector<const char*> name_ptrs, text_ptrs;
+  for (size_t k = 0; k < names.size(); ++k) {
+    name_ptrs.push_back(names[k].c_str());
+    text_ptrs.push_back(texts[k].c_str());
+  }
+  nvrtcProgram prog = nullptr;
+  nvrtcResult r =
+      nv.nvrtcCreateProgram(&prog, program.sources.at(unit).c_str(), unit.c_str(),
+                            static_cast<int>(names.size()), text_ptrs.data(), name_ptrs.data());
+  if (r != NVRTC_SUCCESS)
+    return internal_error(unit + ": nvrtcCreateProgram failed: " + nv.nvrtcGetErrorString(r));
+  struct Destroy {  // releases the program on every path below
+    const NvrtcLibrary& nv;
+    nvrtcProgram* p;
+    ~Destroy() { nv.nvrtcDestroyProgram(p); }
+  } destroy{nv, &prog};
+
+  const std::vector<std::string> opts = options(arch);
+  std::vector<const char*> opt_ptrs;
+  for (const auto& o : opts) opt_ptrs.push_back(o.c_str());
+  r = nv.nvrtcCompileProgram(prog, static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
+
+  std::string log;
+  size_t log_size = 0;
+  if (nv.nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+    log.resize(log_size);
+    if (nv.nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) log.clear();
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  }
+  if (r != NVRTC_SUCCESS) {
+    return compile_error(unit + ": NVRTC (" + arch + ") failed:\n" +
+                         (log.empty() ? std::string(nv.nvrtcGetErrorString(r)) : log));
+  }
+  size_t size = 0;
+  if (nv.nvrtcGetCUBINSize(prog, &size) != NVRTC_SUCCESS || size == 0)
+    return internal_error(unit + ": NVRTC produced no cubin for " + arch);
+  std::string cubin(size, '\0');
+  if (nv.nvrtcGetCUBIN(prog, cubin.data()) != NVRTC_SUCCESS)
+    return internal_error(unit + ": nvrtcGetCUBIN failed for " + arch);
+  return CompiledProgram{arch, std::move(cubin), std::move(log), false};
+}
+
+Result<CompiledProgram> compile_for_arch(const ProgramImage& program, const std::string& arch,
+                                         const std::string& cuda_path,
+                                         const std::string& cache_dir) {
+  LIZARD_ASSIGN_OR_RETURN(auto cc, NvrtcCompiler::open(cuda_path, cache_dir));
+  return cc->compile(program, arch);
+}
+
+}  // namespace lizard::cuda

@@ -1,0 +1,61 @@
+// NvrtcCompiler: compiles a program's kernel.cu with NVRTC into native code
+// (a cubin) for one GPU architecture, with a disk cache keyed by the program,
+// the architecture and the NVRTC version, so a restart or a second
+// registration does not recompile.  Needs no GPU and no driver.
+//
+//   Result<std::shared_ptr<const NvrtcCompiler>> cc = NvrtcCompiler::open("/usr/local/cuda", dir);
+//   Result<CompiledProgram> out = (*cc)->compile(program, "sm_90");
+//   if (!out.ok()) report(out.status().message());  // "kernel.cu: NVRTC (sm_90) failed:\n..."
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "exec/cuda/nvrtc_library.h"
+#include "exec/executor.h"
+
+namespace lizard::cuda {
+
+struct CompiledProgram {
+  std::string arch;   // "sm_90"
+  std::string cubin;  // the image for cuModuleLoadData
+  std::string log;    // compiler warnings; empty when clean or from the cache
+  bool from_cache = false;
+};
+
+class NvrtcCompiler {
+ public:
+  // `cache_dir` empty: no disk cache.  `cuda_path` is the toolkit directory
+  // whose include/ is added to the header search path when it exists.
+  NvrtcCompiler(std::shared_ptr<const NvrtcLibrary> nvrtc, std::string cuda_path,
+                std::string cache_dir);
+  // Loads NVRTC from `cuda_path` (see NvrtcLibrary::load).
+  static Result<std::shared_ptr<const NvrtcCompiler>> open(const std::string& cuda_path,
+                                                           const std::string& cache_dir);
+
+  // Compiles `program` for `arch` ("sm_XY").  A kCompileError carries the
+  // NVRTC log; kInvalidArgument when the program lacks its CUDA source.
+  Result<CompiledProgram> compile(const ProgramImage& program, const std::string& arch) const;
+
+  const NvrtcLibrary& library() const { return *nvrtc_; }
+  // The NVRTC options used for `arch`.
+  std::vector<std::string> options(const std::string& arch) const;
+
+ private:
+  std::string cache_key(const ProgramImage& program, const std::string& arch) const;
+  Result<CompiledProgram> run_nvrtc(const ProgramImage& program, const std::string& arch) const;
+
+  std::shared_ptr<const NvrtcLibrary> nvrtc_;
+  std::string cuda_path_;
+  std::string cache_dir_;
+};
+
+// Compiles `program` for `arch` with the NVRTC found under `cuda_path`, with
+// no GPU needed: for the server, tests and tools.
+Result<CompiledProgram> compile_for_arch(const ProgramImage& program, const std::string& arch,
+                                         const std::string& cuda_path = "/usr/local/cuda",
+                                         const std::string& cache_dir = "");
+
+}  // namespace lizard::cuda
