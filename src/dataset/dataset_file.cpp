@@ -12,12 +12,6 @@
 namespace lizard {
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-
 Status check_width(int64_t width, DType dtype) {
   if (width < 1) return invalid_argument("a dataset row must hold at least one value");
   if (static_cast<uint64_t>(width) > std::numeric_limits<uint64_t>::max() / 2 / dtype_size(dtype))
@@ -56,13 +50,14 @@ Status check_npy_header(const std::string& path, const NpyHeader& h, DType dtype
                             "(numpy.ascontiguousarray)");
   int64_t trailing = 1;
   for (size_t i = 1; i < h.shape.size(); ++i) trailing *= h.shape[i];
-  if (h.shape.empty() || trailing != width)
-    return invalid_argument(path + ": shape " + shape_text(h.shape) + " does not hold rows of " +
-                            std::to_string(width) + " values; expected (rows" +
-                            (width == 1 ? std::string(",)")
-                                        : ", ...) with dimensions after rows "
-                                          "multiplying to " +
-                                              std::to_string(width)));
+  if (h.shape.empty() || trailing != width) {
+    std::string expected = width == 1 ? "(rows,) or (rows, 1)"
+                                      : "(rows, ...) with dimensions after rows multiplying to " +
+                                            std::to_string(width);
+    return invalid_argument(path + ": shape " + npy_shape_literal(h.shape) +
+                            " does not hold rows of " + std::to_string(width) +
+                            " values; expected " + expected);
+  }
   return Status::Ok();
 }
 
@@ -81,9 +76,9 @@ Result<BinaryLayout> npy_layout(const InputFile& f, DType dtype, int64_t width) 
   if (!h.ok()) return h.status().with_context(path);
   LIZARD_RETURN_IF_ERROR(check_npy_header(path, *h, dtype, width));
   uint64_t available = f.size() - h->data_offset;
-  std::string described = "shape " + shape_text(h->shape) + " " + dtype_name(dtype) + " needs " +
-                          std::to_string(h->data_bytes()) + " data bytes from byte offset " +
-                          std::to_string(h->data_offset);
+  std::string described = "shape " + npy_shape_literal(h->shape) + " " + dtype_name(dtype) +
+                          " needs " + std::to_string(h->data_bytes()) +
+                          " data bytes from byte offset " + std::to_string(h->data_offset);
   if (available < h->data_bytes())
     return invalid_argument(path + ": truncated: " + described + ", the file has " +
                             std::to_string(available) + " (it ends at byte offset " +

@@ -157,15 +157,6 @@ Status check_size(const NpyHeader& h) {
   return Status::Ok();
 }
 
-std::string shape_literal(const std::vector<int64_t>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-
 }  // namespace
 
 int64_t NpyHeader::elements() const {
@@ -204,9 +195,18 @@ Result<NpyHeader> parse_npy_header(std::string_view header) {
   return h;
 }
 
+std::string npy_shape_literal(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
 std::string npy_header(DType dtype, const std::vector<int64_t>& shape) {
   std::string dict = std::string("{'descr': '") + dtype_npy_descr(dtype) +
-                     "', 'fortran_order': False, 'shape': " + shape_literal(shape) + ", }";
+                     "', 'fortran_order': False, 'shape': " + npy_shape_literal(shape) + ", }";
   size_t pre = 10;
   size_t total = (pre + dict.size() + 1 + kAlign - 1) / kAlign * kAlign;
   if (total - pre > 0xffff) {

@@ -44,6 +44,9 @@ Result<size_t> npy_header_length(std::string_view first_bytes);
 // descriptors are accepted.
 Result<NpyHeader> parse_npy_header(std::string_view header);
 
+// A shape as a Python tuple literal, as headers write it: "(3, 2)", "(5,)", "()".
+std::string npy_shape_literal(const std::vector<int64_t>& shape);
+
 // The header for an array of `dtype` with `shape` (C order), version 1.0 when
 // the dict fits its 16-bit length field, else 2.0.  Data may follow directly.
 std::string npy_header(DType dtype, const std::vector<int64_t>& shape);

@@ -128,6 +128,12 @@ TEST(NpyWriter, WritesNumpysDictLiteral) {
   EXPECT_NE(scalar.find("'shape': ()"), std::string::npos);
 }
 
+TEST(NpyWriter, ShapeLiteralsArePythonTuples) {
+  EXPECT_EQ(npy_shape_literal({3, 2}), "(3, 2)");
+  EXPECT_EQ(npy_shape_literal({5}), "(5,)");
+  EXPECT_EQ(npy_shape_literal({}), "()");
+}
+
 TEST(NpyWriter, UsesVersion2WhenTheDictIsLong) {
   std::vector<int64_t> shape(25000, 1);  // "1, " * 25000 does not fit a 16-bit length
   std::string h = npy_header(DType::kFloat64, shape);
