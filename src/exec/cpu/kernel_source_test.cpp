@@ -1,0 +1,74 @@
+#include "exec/cpu/kernel_source.h"
+
+#include <gtest/gtest.h>
+
+#include "program/codegen.h"
+
+namespace lizard {
+namespace {
+
+TEST(KernelSource, StripKeepsCodeAndNewlines) {
+  const std::string s =
+      strip_comments_and_literals("a // __syncthreads\nb /* x\ny */ \"tex2D\" 'c'");
+  EXPECT_EQ(s.find("__syncthreads"), std::string::npos);
+  EXPECT_EQ(s.find("tex2D"), std::string::npos);
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 2);
+  EXPECT_EQ(s[0], 'a');
+  EXPECT_NE(s.find('b'), std::string::npos);
+}
+
+TEST(KernelSource, FibersOnlyForBarriersAndWarpCollectives) {
+  EXPECT_FALSE(needs_fibers("int x = atomicAdd(p, 1);"));
+  EXPECT_TRUE(needs_fibers("__syncthreads();"));
+  EXPECT_TRUE(needs_fibers("v += __shfl_down_sync(0xffffffff, v, 1);"));
+  EXPECT_TRUE(needs_fibers("unsigned b = __ballot_sync(m, x);"));
+  EXPECT_TRUE(needs_fibers("__syncwarp();"));
+}
+
+TEST(KernelSource, NamesUnsupportedFeatures) {
+  EXPECT_EQ(find_unsupported_feature("float x = a[i];"), "");
+  EXPECT_NE(find_unsupported_feature("float v = tex2D<float>(t, x, y);").find("texture"),
+            std::string::npos);
+  EXPECT_NE(find_unsupported_feature("texture<float, 1> t;").find("texture"), std::string::npos);
+  EXPECT_EQ(find_unsupported_feature("int texture = 1;"), "");
+  EXPECT_NE(find_unsupported_feature("auto g = cooperative_groups::this_grid(); g.sync();")
+                .find("cooperative groups"),
+            std::string::npos);
+  EXPECT_NE(find_unsupported_feature("child<<<1, 1>>>(x);").find("dynamic parallelism"),
+            std::string::npos);
+  EXPECT_NE(find_unsupported_feature("asm volatile(\"nop\");").find("asm"), std::string::npos);
+}
+
+TEST(KernelSource, RewritesExternSharedKeepingLines) {
+  const std::string out =
+      rewrite_extern_shared("x;\nextern __shared__ __align__(16)\n unsigned char smem[];\ny;");
+  EXPECT_NE(out.find("static thread_local unsigned char* const smem = reinterpret_cast<unsigned "
+                     "char*>(::lizard_cpu::dynamic_shared());"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3);
+  EXPECT_EQ(out.substr(out.size() - 2), "y;");
+}
+
+TEST(KernelSource, PlanWritesEntryPointsAndFiberMode) {
+  auto m = parse_manifest("sources: {cuda: kernel.cu}\niterate: [a, b, a]\n", "config.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ProgramImage p;
+  p.manifest = *m;
+  p.header = generate_program_header(*m);
+  p.sources["kernel.cu"] = "// __syncthreads in a comment\n";
+  auto plan = plan_cpu_build(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_FALSE(plan->fibers);
+  const std::string& entry = plan->files.at("lizard_cpu_entry.cpp");
+  EXPECT_NE(entry.find("#define LIZARD_CPU_FIBERS 0"), std::string::npos);
+  EXPECT_NE(entry.find("int lizard_cpu_kernel_a("), std::string::npos);
+  EXPECT_NE(entry.find("int lizard_cpu_kernel_b("), std::string::npos);
+  EXPECT_EQ(entry.find("lizard_cpu_kernel_a(", entry.find("lizard_cpu_kernel_a(") + 1),
+            std::string::npos);
+  EXPECT_TRUE(plan->files.count("cuda_cpu.h"));
+  EXPECT_TRUE(plan->files.count("lizard_program.h"));
+}
+
+}  // namespace
+}  // namespace lizard
