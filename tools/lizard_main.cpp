@@ -1,1 +1,117 @@
-int main() { return 0; }
+// lizard: the cluster daemons.
+//   lizard server -v [--host 0.0.0.0] [--port 5000]      head node
+//   lizard client -a HOST -p 5000 [-v]                   every GPU node
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "client/worker_daemon.h"
+#include "server/coordinator.h"
+#include "server/hub_server.h"
+
+namespace {
+
+std::string default_dir(const char* xdg_var, const char* fallback) {
+  if (const char* x = std::getenv(xdg_var); x && *x) return std::string(x) + "/lizard";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/" + fallback + "/lizard";
+  return "/tmp/lizard";
+}
+
+// Blocks SIGINT/SIGTERM in every thread and returns when one arrives.
+void block_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+int wait_for_signal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+int run_server(const std::string& host, uint16_t port, const std::string& state_dir, int worker_wait) {
+  block_signals();
+  lizard::CoordinatorOptions co;
+  co.state_dir = state_dir;
+  co.worker_wait_s = worker_wait;
+  lizard::Coordinator coordinator(co);
+  lizard::HubServer hub(&coordinator, {host, port});
+  if (auto st = hub.start(); !st.ok()) {
+    spdlog::error("{}", st.message());
+    return 1;
+  }
+  spdlog::info("lizard server listening on {}:{} (state in {})", host, hub.port(), state_dir);
+  int sig = wait_for_signal();
+  spdlog::info("signal {}: shutting down", sig);
+  hub.stop();
+  coordinator.shutdown();
+  return 0;
+}
+
+int run_client(lizard::WorkerOptions opts) {
+  block_signals();
+  lizard::WorkerDaemon daemon(opts);
+  if (auto st = daemon.init(); !st.ok()) {
+    spdlog::error("{}", st.message());
+    return 1;
+  }
+  std::thread signals([&] {
+    wait_for_signal();
+    spdlog::info("shutting down");
+    daemon.stop();
+  });
+  signals.detach();
+  daemon.run();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"lizard: run CUDA programs across a cluster of GPU machines"};
+  app.require_subcommand(1);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Debug logging");
+
+  auto* server = app.add_subcommand("server", "Run the head node (REST API and worker hub)");
+  std::string host = "0.0.0.0", state_dir = default_dir("XDG_STATE_HOME", ".local/state");
+  uint16_t port = 5000;
+  int worker_wait = 60;
+  server->add_flag("-v,--verbose", verbose, "Debug logging");
+  server->add_option("--host", host, "Address to listen on");
+  server->add_option("--port", port, "Port for users and workers");
+  server->add_option("--state-dir", state_dir, "Where programs and compiled hooks are kept");
+  server->add_option("--worker-wait", worker_wait, "Seconds a run waits for a worker with its program");
+
+  auto* client = app.add_subcommand("client", "Run a worker on this node");
+  lizard::WorkerOptions wo;
+  wo.backend.cache_dir = default_dir("XDG_CACHE_HOME", ".cache");
+  client->add_flag("-v,--verbose", verbose, "Debug logging");
+  client->add_option("-a,--address", wo.host, "Server host")->required();
+  client->add_option("-p,--port", wo.port, "Server port");
+  client->add_option("--backend", wo.backend.backend, "auto, cuda or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  client->add_option("--gpus", wo.backend.gpus, "all, a count N, or ordinals such as 0,2");
+  client->add_option("-i,--cuda-path", wo.backend.cuda_path, "CUDA toolkit directory (for NVRTC)");
+  client->add_option("--cpu-threads", wo.backend.cpu_threads, "CPU backend threads (0: all cores)");
+  client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached");
+  client->add_option("--weight", wo.weight, "Report this capability weight (testing, uneven nodes)");
+
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  if (server->parsed()) return run_server(host, port, state_dir, worker_wait);
+  return run_client(wo);
+}

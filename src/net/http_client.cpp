@@ -1,1 +1,71 @@
-namespace lizard {}
+// The only library translation unit with Beast's HTTP client.
+#include "net/http_client.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace lizard {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+Result<ServerUri> parse_server_uri(const std::string& uri) {
+  std::string rest = uri;
+  if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
+  else if (rest.find("://") != std::string::npos)
+    return invalid_argument("unsupported scheme in '" + uri + "' (use http://host:port)");
+  ServerUri out;
+  std::string hostport = rest;
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    hostport = rest.substr(0, slash);
+    out.base_path = rest.substr(slash);
+    while (!out.base_path.empty() && out.base_path.back() == '/') out.base_path.pop_back();
+  }
+  if (hostport.empty()) return invalid_argument("no host in '" + uri + "'");
+  if (auto colon = hostport.rfind(':'); colon != std::string::npos) {
+    out.host = hostport.substr(0, colon);
+    out.port = hostport.substr(colon + 1);
+  } else {
+    out.host = hostport;
+    out.port = "5000";
+  }
+  return out;
+}
+
+Result<HttpReply> http_request(const std::string& method, const std::string& url,
+                               const std::string& body, const std::string& content_type,
+                               int timeout_s) {
+  LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
+  try {
+    net::io_context ioc;
+    tcp::resolver resolver(ioc);
+    beast::tcp_stream stream(ioc);
+    stream.expires_after(std::chrono::seconds(timeout_s));
+    stream.connect(resolver.resolve(u.host, u.port));
+    http::request<http::string_body> req(http::string_to_verb(method),
+                                         u.base_path.empty() ? "/" : u.base_path, 11);
+    req.set(http::field::host, u.host + ":" + u.port);
+    req.set(http::field::user_agent, "lizard/" LIZARD_VERSION);
+    if (!body.empty() || method == "POST") {
+      req.set(http::field::content_type, content_type);
+      req.body() = body;
+    }
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(uint64_t{1} << 34);
+    http::read(stream, buffer, parser);
+    beast::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    return HttpReply{static_cast<int>(parser.get().result_int()), std::move(parser.get().body())};
+  } catch (const std::exception& e) {
+    return unavailable("cannot reach " + u.host + ":" + u.port + ": " + e.what());
+  }
+}
+
+}  // namespace lizard

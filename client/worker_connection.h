@@ -1,0 +1,37 @@
+// WorkerConnection: the worker daemon's WebSocket to the server's /workers
+// endpoint.  Dials out, reconnects with exponential backoff (0.2 s up to 5 s)
+// whenever the server is down or goes away, and delivers frames to callbacks.
+// Runs its own io thread; send() may be called from any thread.
+//
+//   WorkerConnection c(host, port, {on_up, on_frame, on_down});
+//   c.start();  c.send(frame);  ...  c.stop();
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace lizard {
+
+struct ConnectionCallbacks {
+  std::function<void()> on_connected;             // send the hello here
+  std::function<void(std::string)> on_frame;      // one binary message
+  std::function<void()> on_disconnected;
+};
+
+class WorkerConnection {
+ public:
+  WorkerConnection(std::string host, uint16_t port, ConnectionCallbacks cb);
+  ~WorkerConnection();
+  void start();
+  void stop();
+  // Queues a frame; dropped when not connected (the server then no longer counts on us).
+  void send(std::string frame);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace lizard

@@ -1,0 +1,338 @@
+#include "client/worker_daemon.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "client/worker_connection.h"
+#include "common/mailbox.h"
+#include "dataset/dataset_file.h"
+#include "program/bundle.h"
+#include "program/reducers.h"
+#include "protocol/wire.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto p = line.find(':');
+      if (p != std::string::npos) return line.substr(p + 2);
+    }
+  return "unknown";
+}
+
+std::string hostname() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+// Runs f(i) for every executor, in parallel when there are several.
+template <typename F>
+std::vector<Status> for_each_executor(size_t n, F f) {
+  std::vector<Status> out(n);
+  if (n == 1) {
+    out[0] = f(0);
+    return out;
+  }
+  std::vector<std::future<Status>> fs;
+  for (size_t i = 0; i < n; ++i) fs.push_back(std::async(std::launch::async, f, i));
+  for (size_t i = 0; i < n; ++i) out[i] = fs[i].get();
+  return out;
+}
+
+Status first_error(const std::vector<Status>& v) {
+  for (const auto& s : v)
+    if (!s.ok()) return s;
+  return Status::Ok();
+}
+
+struct ActiveRun {
+  std::string id;
+  std::shared_ptr<const ProgramImage> program;
+  ParamValues params;
+  std::vector<size_t> executors;  // indices into the executor list, in row order
+};
+
+}  // namespace
+
+struct WorkerDaemon::Impl {
+  WorkerOptions opts;
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::string backend_note;
+  std::map<std::string, std::shared_ptr<const ProgramImage>> programs;
+  std::optional<ActiveRun> run;
+  Mailbox<std::optional<std::string>> inbox;  // frames; nullopt = connection lost
+  std::unique_ptr<WorkerConnection> conn;
+  std::atomic<bool> stopping{false};
+
+  json hello() const {
+    json ex = json::array();
+    for (const auto& e : executors) {
+      ExecutorInfo info = e->info();
+      if (opts.weight > 0) info.weight = opts.weight;
+      ex.push_back(info.to_json());
+    }
+    return {{"hostname", hostname()},
+            {"version", LIZARD_VERSION},
+            {"backend", executors.empty() ? "none" : executors[0]->info().kind},
+            {"backend_note", backend_note},
+            {"cpu", {{"model", cpu_model()}, {"threads", std::thread::hardware_concurrency()}}},
+            {"executors", ex}};
+  }
+
+  void reply(MessageType t, json header, std::string payload = "") {
+    conn->send(encode(Message{t, std::move(header), std::move(payload)}));
+  }
+
+  void handle(const Message& m);
+  void on_program(const Message& m);
+  Status start_run(const Message& m);
+  Status iterate(const Message& m, std::string* payload, double* kernel_ms);
+  Status end_run(bool want_outputs, json* fields, std::string* payload);
+  void abort_run();
+};
+
+void WorkerDaemon::Impl::handle(const Message& m) {
+  const std::string run_id = m.header.value("run_id", "");
+  switch (m.type) {
+    case MessageType::kWelcome:
+      spdlog::info("registered with the server as {}", m.header.value("worker_id", "?"));
+      return;
+    case MessageType::kProgram:
+      return on_program(m);
+    case MessageType::kRunStart: {
+      Status st = start_run(m);
+      if (!st.ok()) {
+        spdlog::warn("run {}: {}", run_id, st.message());
+        abort_run();
+      }
+      return reply(MessageType::kRunReady, {{"run_id", run_id}, {"ok", st.ok()}, {"error", st.message()}});
+    }
+    case MessageType::kIterate: {
+      std::string payload;
+      double kernel_ms = 0;
+      Status st = iterate(m, &payload, &kernel_ms);
+      json h = {{"run_id", run_id}, {"iteration", m.header.value("iteration", 0)}, {"ok", st.ok()},
+                {"kernel_ms", kernel_ms}};
+      if (!st.ok()) h["error"] = st.message();
+      return reply(MessageType::kIterationResult, h, std::move(payload));
+    }
+    case MessageType::kRunEnd: {
+      if (!run || run->id != run_id) return;
+      json fields = json::array();
+      std::string payload;
+      bool want = m.header.value("want_outputs", false);
+      Status st = end_run(want, &fields, &payload);
+      if (want)
+        reply(MessageType::kRunOutputs,
+              {{"run_id", run_id}, {"ok", st.ok()}, {"error", st.message()}, {"fields", fields}},
+              std::move(payload));
+      return;
+    }
+    default:
+      spdlog::debug("ignoring {} message", message_type_name(m.type));
+  }
+}
+
+void WorkerDaemon::Impl::on_program(const Message& m) {
+  const std::string hash = m.header.value("hash", "");
+  auto bundle = ProgramBundle::from_json(m.header.contains("bundle") ? m.header["bundle"] : json());
+  Status st = bundle.status();
+  std::shared_ptr<ProgramImage> image;
+  if (st.ok()) {
+    auto img = make_program_image(bundle.value());
+    st = img.status();
+    if (st.ok()) image = std::make_shared<ProgramImage>(std::move(img).value());
+  }
+  if (st.ok() && image->hash != hash) st = internal_error("program checksum mismatch");
+  if (st.ok()) {
+    auto t0 = std::chrono::steady_clock::now();
+    st = first_error(for_each_executor(executors.size(), [&](size_t i) { return executors[i]->build(*image); }));
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (st.ok()) {
+      programs[hash] = image;
+      spdlog::info("built program {} ({}) in {:.0f} ms", hash.substr(0, 12), image->manifest.name, ms);
+    }
+  }
+  if (!st.ok()) spdlog::warn("program {} did not build: {}", hash.substr(0, 12), st.message());
+  reply(MessageType::kProgramStatus, {{"hash", hash}, {"ok", st.ok()}, {"error", st.message()}});
+}
+
+Status WorkerDaemon::Impl::start_run(const Message& m) {
+  abort_run();
+  const json& h = m.header;
+  auto it = programs.find(h.value("hash", ""));
+  if (it == programs.end()) return not_found("this worker has not built program " + h.value("hash", ""));
+  ActiveRun r;
+  r.id = h.value("run_id", "");
+  r.program = it->second;
+  const Manifest& man = r.program->manifest;
+  LIZARD_ASSIGN_OR_RETURN(r.params, bind_params(man, h.value("params", json::object())));
+  const int64_t worker_first = h.value("first_row", int64_t{0});
+  const json& fields = h["fields"];
+  if (!fields.is_array() || fields.size() != man.dataset.size())
+    return invalid_argument("run_start: field list does not match the manifest");
+  std::vector<PartitionData> parts;
+  for (const auto& p : h["parts"]) {
+    size_t e = p.value("executor", size_t{0});
+    if (e >= executors.size()) return invalid_argument("run_start names executor " + std::to_string(e));
+    PartitionData d;
+    d.first_row = p.value("first_row", int64_t{0});
+    d.rows = p.value("rows", int64_t{0});
+    for (size_t k = 0; k < man.dataset.size(); ++k) {
+      const FieldSpec& f = man.dataset[k];
+      const json& src = fields[k];
+      LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, man, r.params));
+      const size_t row_bytes = static_cast<size_t>(width) * dtype_size(f.type);
+      std::vector<uint8_t> buf;
+      const std::string kind = src.value("source", "none");
+      if (kind == "inline") {
+        size_t off = src.value("offset", size_t{0}) + row_bytes * static_cast<size_t>(d.first_row - worker_first);
+        size_t n = row_bytes * static_cast<size_t>(d.rows);
+        if (off + n > m.payload.size()) return invalid_argument("run_start: inline rows exceed the payload");
+        buf.assign(m.payload.begin() + off, m.payload.begin() + off + n);
+      } else if (kind == "path") {
+        buf.resize(row_bytes * static_cast<size_t>(d.rows));
+        auto fmt = parse_file_format(src.value("format", "raw"));
+        if (!fmt.ok()) return fmt.status();
+        LIZARD_RETURN_IF_ERROR(read_rows(src.value("path", ""), fmt.value(), f.type, width, d.first_row,
+                                         d.rows, buf.data())
+                                   .with_context("dataset field '" + f.name + "'"));
+      }
+      d.fields.push_back(std::move(buf));
+    }
+    r.executors.push_back(e);
+    parts.push_back(std::move(d));
+  }
+  LIZARD_RETURN_IF_ERROR(first_error(for_each_executor(parts.size(), [&](size_t i) {
+    return executors[r.executors[i]]->begin_run(*r.program, r.params, std::move(parts[i]));
+  })));
+  spdlog::debug("run {}: loaded rows {}..{}", r.id, worker_first, worker_first + h.value("rows", int64_t{0}));
+  run = std::move(r);
+  return Status::Ok();
+}
+
+Status WorkerDaemon::Impl::iterate(const Message& m, std::string* payload, double* kernel_ms) {
+  if (!run || run->id != m.header.value("run_id", "")) return not_found("no such run on this worker");
+  const Manifest& man = run->program->manifest;
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(man.state, man, run->params));
+  if (m.payload.size() != state.bytes.size())
+    return invalid_argument("state of " + std::to_string(m.payload.size()) + " bytes; expected " +
+                            std::to_string(state.bytes.size()));
+  std::memcpy(state.bytes.data(), m.payload.data(), state.bytes.size());
+  const size_t n = run->executors.size();
+  std::vector<SectionBuffer> aggs;
+  for (size_t i = 0; i < n; ++i) {
+    LIZARD_ASSIGN_OR_RETURN(SectionBuffer a, make_section(man.aggregate, man, run->params));
+    aggs.push_back(std::move(a));
+  }
+  std::vector<IterationStats> stats(n);
+  LIZARD_RETURN_IF_ERROR(first_error(for_each_executor(n, [&](size_t i) {
+    return executors[run->executors[i]]->iterate(state, &aggs[i], &stats[i]);
+  })));
+  for (const auto& s : stats) *kernel_ms = std::max(*kernel_ms, s.kernel_ms);
+  // Built-in reducers fold here; custom ones go to the server's aggregate hook.
+  if (!man.has_custom_reducer()) {
+    for (size_t i = 1; i < n; ++i) fold_into(&aggs[0], aggs[i]);
+    aggs.resize(1);
+  }
+  for (const auto& a : aggs) payload->append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+  return Status::Ok();
+}
+
+Status WorkerDaemon::Impl::end_run(bool want_outputs, json* fields, std::string* payload) {
+  const Manifest& man = run->program->manifest;
+  std::vector<std::vector<std::vector<uint8_t>>> outs(run->executors.size());
+  Status st;
+  for (size_t i = 0; i < run->executors.size(); ++i) {
+    auto r = executors[run->executors[i]]->end_run(want_outputs);
+    if (!r.ok()) {
+      st = r.status();
+      continue;
+    }
+    outs[i] = std::move(r).value();
+  }
+  if (want_outputs && st.ok()) {
+    for (size_t k = 0; k < man.dataset.size(); ++k) {
+      if (!man.dataset[k].output) continue;
+      size_t bytes = 0;
+      for (const auto& o : outs) {
+        if (k < o.size()) {
+          payload->append(reinterpret_cast<const char*>(o[k].data()), o[k].size());
+          bytes += o[k].size();
+        }
+      }
+      fields->push_back({{"name", man.dataset[k].name}, {"bytes", bytes}});
+    }
+  }
+  run.reset();
+  return st;
+}
+
+void WorkerDaemon::Impl::abort_run() {
+  if (!run) return;
+  for (size_t e : run->executors) (void)executors[e]->end_run(false);
+  run.reset();
+}
+
+WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) { impl_->opts = std::move(opts); }
+WorkerDaemon::~WorkerDaemon() = default;
+
+Status WorkerDaemon::init() {
+  LIZARD_ASSIGN_OR_RETURN(impl_->executors, make_executors(impl_->opts.backend, &impl_->backend_note));
+  if (!impl_->backend_note.empty()) spdlog::warn("{}", impl_->backend_note);
+  for (const auto& e : impl_->executors) {
+    const auto& i = e->info();
+    spdlog::info("executor: {} {} ({}{} multiprocessors/threads, {:.1f} GiB)", i.kind, i.name,
+                 i.arch.empty() ? "" : i.arch + ", ", i.sm_count, i.total_memory / double(1 << 30));
+  }
+  return Status::Ok();
+}
+
+void WorkerDaemon::run() {
+  Impl* d = impl_.get();
+  d->conn = std::make_unique<WorkerConnection>(
+      d->opts.host, d->opts.port,
+      ConnectionCallbacks{
+          [d] { d->reply(MessageType::kHello, d->hello()); },
+          [d](std::string f) { d->inbox.push(std::move(f)); },
+          [d] { d->inbox.push(std::nullopt); },
+      });
+  d->conn->start();
+  while (!d->stopping) {
+    auto item = d->inbox.pop();
+    if (!item) break;  // closed
+    if (!*item) {      // connection lost: drop the run, keep built programs
+      d->abort_run();
+      continue;
+    }
+    auto m = decode(**item);
+    if (!m.ok()) {
+      spdlog::warn("bad frame from the server: {}", m.status().message());
+      continue;
+    }
+    d->handle(m.value());
+  }
+  d->conn->stop();
+}
+
+void WorkerDaemon::stop() {
+  impl_->stopping = true;
+  impl_->inbox.close();
+}
+
+}  // namespace lizard

@@ -1,0 +1,43 @@
+// WorkerDaemon: `lizard client`.  Owns this node's executors (one per GPU, or
+// the CPU backend), keeps a connection to the server, builds every program it
+// is sent, and serves runs: loads its rows, runs iterations, folds its
+// executors' aggregates and answers with one result per iteration.
+//
+//   WorkerDaemon d(opts);
+//   if (Status s = d.init(); !s.ok()) ...;
+//   d.run();   // until stop() (from a signal handler thread)
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "exec/executor_factory.h"
+
+namespace lizard {
+
+struct WorkerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 5000;
+  BackendOptions backend;
+  double weight = 0;  // > 0: report this capability weight for every executor
+};
+
+class WorkerDaemon {
+ public:
+  explicit WorkerDaemon(WorkerOptions opts);
+  ~WorkerDaemon();
+  // Creates the executors; fails when the requested backend is unusable.
+  Status init();
+  // Connects and serves until stop().
+  void run();
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lizard

@@ -1,0 +1,738 @@
+#include "server/coordinator.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/mailbox.h"
+#include "dataset/json_values.h"
+#include "dataset/npy.h"
+#include "exec/host_compiler.h"
+#include "plan/partition_plan.h"
+#include "program/bundle.h"
+#include "program/reducers.h"
+#include "protocol/wire.h"
+#include "server/host_hooks.h"
+#include "server/run_request.h"
+
+namespace lizard {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int http_status(const Status& s) {
+  switch (s.code()) {
+    case Code::kOk: return 200;
+    case Code::kInvalidArgument: return 400;
+    case Code::kNotFound: return 404;
+    case Code::kConflict: return 409;
+    case Code::kTooLarge: return 413;
+    case Code::kCompileError: return 422;
+    case Code::kUnavailable: return 503;
+    default: return 500;
+  }
+}
+
+HttpResponse json_response(int status, const json& j) { return {status, "application/json", j.dump(2) + "\n"}; }
+HttpResponse error_response(const Status& s) { return json_response(http_status(s), {{"error", s.message()}}); }
+
+std::string now_iso() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char buf[32];
+  std::tm tm;
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+std::vector<std::string> split_path(const std::string& target, std::map<std::string, std::string>* query) {
+  std::string path = target, q;
+  if (auto p = target.find('?'); p != std::string::npos) {
+    path = target.substr(0, p);
+    q = target.substr(p + 1);
+  }
+  size_t start = 0;
+  while (start < q.size()) {
+    size_t amp = q.find('&', start);
+    std::string kv = q.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
+    size_t eq = kv.find('=');
+    (*query)[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    if (amp == std::string::npos) break;
+    start = amp + 1;
+  }
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) parts.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return parts;
+}
+
+// Converts a section's fields to JSON objects of arrays/scalars.
+json section_to_json(const SectionBuffer& s, const Manifest& m, const ParamValues& p) {
+  json out = json::object();
+  for (const auto& slot : s.slots) {
+    auto dims = field_dims(*slot.spec, m, p);
+    out[slot.spec->name] = values_to_json(s.data(slot), slot.spec->type, dims.ok() ? dims.value() : std::vector<int64_t>{slot.count});
+  }
+  return out;
+}
+
+struct ProgramBuild {
+  bool done = false;
+  bool ok = false;
+  std::string error;
+};
+
+struct WorkerEntry {
+  std::string id;
+  std::shared_ptr<WorkerLink> link;
+  bool hello = false;
+  json report;
+  std::vector<ExecutorInfo> executors;
+  std::map<std::string, ProgramBuild> programs;
+  std::string connected_at;
+
+  json to_json() const {
+    json j = {{"id", id}, {"address", link ? link->peer() : ""}, {"connected_at", connected_at},
+              {"hardware", report}, {"programs", json::object()}};
+    for (const auto& [h, b] : programs)
+      j["programs"][h] = b.done ? (b.ok ? json("ready") : json({{"error", b.error}})) : json("building");
+    return j;
+  }
+};
+
+struct ProgramEntry {
+  ProgramImage image;
+  ProgramBundle bundle;
+  std::shared_ptr<HostHooks> hooks;
+  std::string registered_at;
+};
+
+struct OutputField {
+  DType type;
+  std::vector<int64_t> dims;
+  std::string bytes;
+};
+
+struct RunEntry {
+  std::string id;
+  std::string hash;
+  std::shared_ptr<const ProgramEntry> program;
+  RunRequest request;
+  json params_json;
+  std::string status = "queued";
+  std::string error;
+  std::string created_at, started_at, finished_at;
+  int64_t iterations = 0;
+  json timings = json::array();
+  json plan;
+  json result;
+  std::map<std::string, OutputField> outputs;
+  std::vector<Responder> waiters;
+  double elapsed_ms = 0;
+
+  bool finished() const { return status == "done" || status == "failed" || status == "cancelled"; }
+  json to_json() const {
+    json j = {{"runtime_id", id},        {"program", hash},
+              {"program_name", program ? program->image.manifest.name : ""},
+              {"status", status},        {"params", params_json},
+              {"rows", request.rows},    {"max_iterations", request.max_iterations},
+              {"iterations", iterations}, {"created_at", created_at},
+              {"timings", timings}};
+    if (!started_at.empty()) j["started_at"] = started_at;
+    if (!finished_at.empty()) {
+      j["finished_at"] = finished_at;
+      j["elapsed_ms"] = elapsed_ms;
+    }
+    if (!plan.is_null()) j["plan"] = plan;
+    if (!error.empty()) j["error"] = error;
+    if (!result.is_null()) j["result"] = result;
+    if (!outputs.empty()) {
+      j["outputs"] = json::object();
+      for (const auto& [n, _] : outputs) j["outputs"][n] = "/runtimes/" + id + "/fields/" + n + ".npy";
+    }
+    return j;
+  }
+};
+
+struct WorkerEvent {
+  std::string worker_id;
+  bool disconnected = false;
+  Message msg;
+};
+
+}  // namespace
+
+struct Coordinator::Impl {
+  CoordinatorOptions opts;
+  HostCompiler compiler;
+  boost::asio::thread_pool pool{4};
+
+  std::mutex mu;
+  std::condition_variable cv;  // worker programs, queue, stopping
+  std::map<std::string, WorkerEntry> workers;
+  std::map<std::string, std::shared_ptr<ProgramEntry>> programs;
+  std::map<std::string, std::shared_ptr<RunEntry>> runs;
+  std::deque<std::shared_ptr<RunEntry>> queue;
+  uint64_t next_worker = 1, next_run = 1;
+  bool stopping = false;
+
+  Mailbox<WorkerEvent> events;
+  std::thread driver;
+
+  explicit Impl(CoordinatorOptions o)
+      : opts(std::move(o)), compiler((std::filesystem::path(opts.state_dir) / "hooks").string()) {}
+
+  // ---- HTTP ---------------------------------------------------------------
+  void handle(HttpRequest req, Responder respond);
+  HttpResponse get_clients(const std::vector<std::string>& parts);
+  HttpResponse get_programs(const std::vector<std::string>& parts);
+  HttpResponse get_runtimes(const std::vector<std::string>& parts);
+  void post_program(std::string body, Responder respond);
+  void post_run(std::string hash, std::string body, bool wait, Responder respond);
+
+  // ---- workers ------------------------------------------------------------
+  void on_frame(const std::string& worker_id, std::string frame);
+  void send(const std::string& worker_id, const Message& m);
+  void push_program(WorkerEntry& w, const ProgramEntry& p);
+
+  // ---- runs ---------------------------------------------------------------
+  void drive();
+  void execute(const std::shared_ptr<RunEntry>& run);
+  Status run_iterations(const std::shared_ptr<RunEntry>& run);
+  Result<std::map<std::string, Message>> collect(const std::string& run_id, MessageType type,
+                                                 const std::vector<std::string>& from);
+  void finish(const std::shared_ptr<RunEntry>& run, const Status& st);
+};
+
+void Coordinator::Impl::handle(HttpRequest req, Responder respond) {
+  std::map<std::string, std::string> query;
+  auto parts = split_path(req.target, &query);
+  const std::string& method = req.method;
+  spdlog::debug("{} {}", method, req.target);
+  if (parts.empty()) return respond(json_response(200, {{"service", "lizard"}, {"version", LIZARD_VERSION}}));
+  const std::string& top = parts[0];
+  if (top == "ruok" && parts.size() == 1 && method == "GET") return respond({200, "text/plain", "imok"});
+  if (top == "clients" && method == "GET") return respond(get_clients(parts));
+  if (top == "programs") {
+    if (method == "GET") return respond(get_programs(parts));
+    if (method == "POST" && parts.size() == 1) return post_program(std::move(req.body), std::move(respond));
+  }
+  if ((top == "runtime" || top == "runtimes") && method == "POST" && parts.size() == 2) {
+    bool wait = query.count("wait") && query["wait"] != "0" && query["wait"] != "false";
+    return post_run(parts[1], std::move(req.body), wait, std::move(respond));
+  }
+  if (top == "runtimes" && method == "GET") return respond(get_runtimes(parts));
+  respond(json_response(404, {{"error", "no such endpoint: " + method + " " + req.target}}));
+}
+
+HttpResponse Coordinator::Impl::get_clients(const std::vector<std::string>& parts) {
+  std::lock_guard<std::mutex> l(mu);
+  if (parts.size() == 1) {
+    json out = json::array();
+    for (const auto& [id, w] : workers)
+      if (w.hello) out.push_back(w.to_json());
+    return json_response(200, out);
+  }
+  auto it = workers.find(parts[1]);
+  if (parts.size() != 2 || it == workers.end())
+    return json_response(404, {{"error", "no such client: " + parts[1]}});
+  return json_response(200, it->second.to_json());
+}
+
+HttpResponse Coordinator::Impl::get_programs(const std::vector<std::string>& parts) {
+  std::lock_guard<std::mutex> l(mu);
+  auto describe = [&](const ProgramEntry& p) {
+    const Manifest& m = p.image.manifest;
+    json j = {{"hash", p.image.hash}, {"name", m.name}, {"version", m.version},
+              {"registered_at", p.registered_at}, {"kernels", json::array()}, {"workers", json::object()}};
+    for (const auto& k : m.iterate) j["kernels"].push_back(k.kernel);
+    for (const auto& [id, w] : workers) {
+      auto b = w.programs.find(p.image.hash);
+      if (b != w.programs.end())
+        j["workers"][id] = b->second.done ? (b->second.ok ? json("ready") : json({{"error", b->second.error}}))
+                                          : json("building");
+    }
+    return j;
+  };
+  if (parts.size() == 1) {
+    json out = json::array();
+    for (const auto& [h, p] : programs) out.push_back(describe(*p));
+    return json_response(200, out);
+  }
+  auto it = programs.find(parts[1]);
+  if (parts.size() != 2 || it == programs.end())
+    return json_response(404, {{"error", "no such program: " + parts[1]}});
+  json j = describe(*it->second);
+  j["config"] = it->second->bundle.config;
+  j["header"] = it->second->image.header;
+  return json_response(200, j);
+}
+
+HttpResponse Coordinator::Impl::get_runtimes(const std::vector<std::string>& parts) {
+  std::lock_guard<std::mutex> l(mu);
+  if (parts.size() == 1) {
+    json out = json::array();
+    for (const auto& [id, r] : runs) {
+      json j = r->to_json();
+      j.erase("result");
+      j.erase("timings");
+      out.push_back(j);
+    }
+    return json_response(200, out);
+  }
+  auto it = runs.find(parts[1]);
+  if (it == runs.end()) return json_response(404, {{"error", "no such runtime: " + parts[1]}});
+  const RunEntry& r = *it->second;
+  if (parts.size() == 2) return json_response(200, r.to_json());
+  if (parts.size() == 4 && parts[2] == "fields") {
+    std::string name = parts[3];
+    if (name.size() > 4 && name.substr(name.size() - 4) == ".npy") name.resize(name.size() - 4);
+    auto f = r.outputs.find(name);
+    if (f != r.outputs.end())
+      return {200, "application/octet-stream", npy_bytes(f->second.type, f->second.dims, f->second.bytes.data())};
+    return json_response(404, {{"error", "runtime " + r.id + " has no output field '" + name + "'"}});
+  }
+  return json_response(404, {{"error", "no such endpoint"}});
+}
+
+void Coordinator::Impl::post_program(std::string body, Responder respond) {
+  boost::asio::post(pool, [this, body = std::move(body), respond = std::move(respond)] {
+    json j = json::parse(body, nullptr, false);
+    if (j.is_discarded()) return respond(error_response(invalid_argument("request body is not valid JSON")));
+    auto bundle = ProgramBundle::from_json(j);
+    if (!bundle.ok()) return respond(error_response(bundle.status()));
+    auto image = make_program_image(bundle.value());
+    if (!image.ok()) return respond(error_response(image.status()));
+    const std::string hash = image->hash;
+    auto entry = std::make_shared<ProgramEntry>();
+    entry->bundle = std::move(bundle).value();
+    entry->image = std::move(image).value();
+    entry->registered_at = now_iso();
+    auto hooks = HostHooks::build(entry->image, compiler);
+    if (!hooks.ok()) return respond(error_response(hooks.status()));
+    entry->hooks = hooks.value();
+
+    std::unique_lock<std::mutex> l(mu);
+    if (!programs.count(hash)) {
+      programs[hash] = entry;
+      spdlog::info("registered program {} ({})", hash.substr(0, 12), entry->image.manifest.name);
+    }
+    for (auto& [id, w] : workers)
+      if (w.hello && !w.programs.count(hash)) push_program(w, *programs[hash]);
+    // Wait until every connected worker has built it.
+    auto deadline = Clock::now() + std::chrono::seconds(opts.program_build_timeout_s);
+    auto all_done = [&] {
+      for (const auto& [id, w] : workers)
+        if (w.hello && w.programs.count(hash) && !w.programs.at(hash).done) return false;
+      return true;
+    };
+    cv.wait_until(l, deadline, [&] { return stopping || all_done(); });
+    json result = {{"hash", hash}, {"name", programs[hash]->image.manifest.name}, {"workers", json::object()}};
+    std::string errors;
+    for (const auto& [id, w] : workers) {
+      auto b = w.programs.find(hash);
+      if (!w.hello || b == w.programs.end()) continue;
+      if (!b->second.done) {
+        result["workers"][id] = "building";
+        errors += "worker " + id + ": still building after " + std::to_string(opts.program_build_timeout_s) + " s\n";
+      } else if (!b->second.ok) {
+        result["workers"][id] = {{"error", b->second.error}};
+        errors += "worker " + id + ": " + b->second.error + "\n";
+      } else {
+        result["workers"][id] = "ready";
+      }
+    }
+    if (!errors.empty()) {
+      programs.erase(hash);  // a program that does not build is not runnable
+      for (auto& [id, w] : workers) w.programs.erase(hash);
+      l.unlock();
+      return respond(json_response(422, {{"error", "the program did not build:\n" + errors}, {"hash", hash},
+                                         {"workers", result["workers"]}}));
+    }
+    l.unlock();
+    respond(json_response(201, result));
+  });
+}
+
+void Coordinator::Impl::post_run(std::string hash, std::string body, bool wait, Responder respond) {
+  boost::asio::post(pool, [this, hash = std::move(hash), body = std::move(body), wait,
+                           respond = std::move(respond)]() mutable {
+    std::shared_ptr<ProgramEntry> program;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      auto it = programs.find(hash);
+      if (it != programs.end()) program = it->second;
+    }
+    if (!program) return respond(json_response(404, {{"error", "no such program: " + hash}}));
+    json j = body.empty() ? json::object() : json::parse(body, nullptr, false);
+    if (j.is_discarded()) return respond(error_response(invalid_argument("request body is not valid JSON")));
+    auto request = parse_run_request(program->image, j);
+    if (!request.ok()) return respond(error_response(request.status()));
+    auto run = std::make_shared<RunEntry>();
+    run->hash = hash;
+    run->program = program;
+    run->params_json = request->params.to_json(program->image.manifest);
+    run->request = std::move(request).value();
+    run->created_at = now_iso();
+    std::lock_guard<std::mutex> l(mu);
+    run->id = "r" + std::to_string(next_run++);
+    runs[run->id] = run;
+    queue.push_back(run);
+    cv.notify_all();
+    spdlog::info("queued {} for program {} ({} rows)", run->id, hash.substr(0, 12), run->request.rows);
+    if (wait) {
+      run->waiters.push_back(std::move(respond));
+    } else {
+      respond(json_response(202, {{"runtime_id", run->id}, {"status", run->status}}));
+    }
+  });
+}
+
+void Coordinator::Impl::send(const std::string& worker_id, const Message& m) {
+  std::shared_ptr<WorkerLink> link;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    auto it = workers.find(worker_id);
+    if (it != workers.end()) link = it->second.link;
+  }
+  if (link) link->send(encode(m));
+}
+
+void Coordinator::Impl::push_program(WorkerEntry& w, const ProgramEntry& p) {
+  w.programs[p.image.hash] = ProgramBuild{};
+  w.link->send(encode(Message{MessageType::kProgram, {{"hash", p.image.hash}, {"bundle", p.bundle.to_json()}}, ""}));
+}
+
+void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame) {
+  auto m = decode(frame);
+  if (!m.ok()) {
+    spdlog::warn("worker {} sent a bad frame: {}", worker_id, m.status().message());
+    return;
+  }
+  switch (m->type) {
+    case MessageType::kHello: {
+      std::lock_guard<std::mutex> l(mu);
+      auto it = workers.find(worker_id);
+      if (it == workers.end()) return;
+      WorkerEntry& w = it->second;
+      w.hello = true;
+      w.report = m->header;
+      w.executors.clear();
+      if (m->header.contains("executors") && m->header["executors"].is_array())
+        for (const auto& e : m->header["executors"]) w.executors.push_back(ExecutorInfo::from_json(e));
+      spdlog::info("worker {} joined from {}: {} executor(s), backend {}", worker_id, w.link->peer(),
+                   w.executors.size(), m->header.value("backend", "?"));
+      w.link->send(encode(Message{MessageType::kWelcome, {{"worker_id", worker_id}}, ""}));
+      for (const auto& [h, p] : programs) push_program(w, *p);
+      cv.notify_all();
+      return;
+    }
+    case MessageType::kProgramStatus: {
+      std::lock_guard<std::mutex> l(mu);
+      auto it = workers.find(worker_id);
+      if (it == workers.end()) return;
+      ProgramBuild& b = it->second.programs[m->header.value("hash", "")];
+      b.done = true;
+      b.ok = m->header.value("ok", false);
+      b.error = m->header.value("error", "");
+      spdlog::debug("worker {} built {}: {}", worker_id, m->header.value("hash", "").substr(0, 12),
+                    b.ok ? "ok" : b.error);
+      cv.notify_all();
+      return;
+    }
+    case MessageType::kHeartbeat:
+      return;
+    default:
+      events.push(WorkerEvent{worker_id, false, std::move(m).value()});
+  }
+}
+
+void Coordinator::Impl::drive() {
+  for (;;) {
+    std::shared_ptr<RunEntry> run;
+    {
+      std::unique_lock<std::mutex> l(mu);
+      cv.wait(l, [&] { return stopping || !queue.empty(); });
+      if (stopping) return;
+      run = queue.front();
+      queue.pop_front();
+    }
+    execute(run);
+  }
+}
+
+Result<std::map<std::string, Message>> Coordinator::Impl::collect(
+    const std::string& run_id, MessageType type, const std::vector<std::string>& from) {
+  std::map<std::string, Message> got;
+  while (got.size() < from.size()) {
+    auto ev = events.pop_for(std::chrono::milliseconds(500));
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (stopping) return unavailable("the server is shutting down");
+    }
+    if (!ev) continue;
+    bool ours = std::find(from.begin(), from.end(), ev->worker_id) != from.end();
+    if (!ours) continue;
+    if (ev->disconnected) return unavailable("worker " + ev->worker_id + " disconnected");
+    if (ev->msg.header.value("run_id", "") != run_id) continue;  // stale message of an earlier run
+    if (ev->msg.type != type) continue;
+    if (!ev->msg.header.value("ok", true))
+      return runtime_error("worker " + ev->worker_id + ": " + ev->msg.header.value("error", "failed"));
+    got[ev->worker_id] = std::move(ev->msg);
+  }
+  return got;
+}
+
+void Coordinator::Impl::execute(const std::shared_ptr<RunEntry>& run) {
+  {
+    std::lock_guard<std::mutex> l(mu);
+    run->status = "running";
+    run->started_at = now_iso();
+  }
+  auto t0 = Clock::now();
+  Status st = run_iterations(run);
+  run->elapsed_ms = ms_since(t0);
+  finish(run, st);
+}
+
+Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
+  const ProgramEntry& prog = *run->program;
+  const Manifest& m = prog.image.manifest;
+  const RunRequest& req = run->request;
+
+  // 1. Workers that have built the program (waiting for late joiners a while).
+  std::vector<ExecutorSlot> slots;
+  std::vector<std::string> participants;
+  {
+    std::unique_lock<std::mutex> l(mu);
+    auto ready = [&] {
+      bool any = false;
+      for (const auto& [id, w] : workers) {
+        auto b = w.programs.find(run->hash);
+        if (!w.hello || b == w.programs.end()) continue;
+        if (!b->second.done) return false;  // still building: wait for it
+        any = any || b->second.ok;
+      }
+      return any;
+    };
+    if (!cv.wait_for(l, std::chrono::seconds(opts.worker_wait_s), [&] { return stopping || ready(); }))
+      return unavailable("no worker has built program " + run->hash.substr(0, 12) + " after " +
+                         std::to_string(opts.worker_wait_s) + " s (GET /clients lists the workers)");
+    if (stopping) return unavailable("the server is shutting down");
+    for (const auto& [id, w] : workers) {
+      auto b = w.programs.find(run->hash);
+      if (!w.hello || b == w.programs.end() || !b->second.ok) continue;
+      for (size_t e = 0; e < w.executors.size(); ++e)
+        slots.push_back({id, static_cast<int>(e), w.executors[e].weight});
+    }
+  }
+  if (slots.empty()) return unavailable("the workers that built the program report no executors");
+  PartitionPlan plan = plan_partition(req.rows, slots);
+  {
+    std::lock_guard<std::mutex> l(mu);
+    run->plan = plan.to_json();
+  }
+
+  // 2. Send each worker its rows.
+  std::map<std::string, std::vector<const PlanEntry*>> by_worker;
+  for (const auto& e : plan.entries)
+    if (e.rows > 0) by_worker[e.worker_id].push_back(&e);
+  for (const auto& [id, entries] : by_worker) {
+    participants.push_back(id);
+    json parts = json::array();
+    for (const auto* e : entries) parts.push_back({{"executor", e->executor}, {"first_row", e->first_row}, {"rows", e->rows}});
+    const int64_t first = entries.front()->first_row;
+    int64_t count = 0;
+    for (const auto* e : entries) count += e->rows;
+    json fields = json::array();
+    std::string payload;
+    for (size_t k = 0; k < m.dataset.size(); ++k) {
+      const DatasetSource& s = req.dataset[k];
+      json f = {{"name", m.dataset[k].name}};
+      if (s.kind == DatasetSource::Kind::kInline) {
+        const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(m.dataset[k].type);
+        f["source"] = "inline";
+        f["offset"] = payload.size();
+        f["bytes"] = row_bytes * count;
+        payload.append(reinterpret_cast<const char*>(s.values.data()) + row_bytes * first, row_bytes * count);
+      } else if (s.kind == DatasetSource::Kind::kPath) {
+        f["source"] = "path";
+        f["path"] = s.path;
+        f["format"] = file_format_name(s.format);
+      } else {
+        f["source"] = "none";
+      }
+      fields.push_back(f);
+    }
+    send(id, Message{MessageType::kRunStart,
+                     {{"run_id", run->id}, {"hash", run->hash}, {"params", run->params_json},
+                      {"first_row", first}, {"rows", count}, {"parts", parts}, {"fields", fields}},
+                     std::move(payload)});
+  }
+  auto ready = collect(run->id, MessageType::kRunReady, participants);
+  if (!ready.ok()) return ready.status().with_context("loading the dataset");
+
+  // 3. Initial state.
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, req.params));
+  if (req.state) {
+    state.bytes = req.state->bytes;
+  } else {
+    prog.hooks->init_state(m, req.params, &state);
+  }
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(m.aggregate, m, req.params));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer partial, make_section(m.aggregate, m, req.params));
+
+  // 4. Iterate.
+  const std::string state_wire(state.bytes.begin(), state.bytes.end());
+  std::string state_bytes = state_wire;
+  for (int64_t it = 0; it < req.max_iterations; ++it) {
+    auto t0 = Clock::now();
+    state_bytes.assign(state.bytes.begin(), state.bytes.end());
+    for (const auto& id : participants)
+      send(id, Message{MessageType::kIterate, {{"run_id", run->id}, {"iteration", it}}, state_bytes});
+    auto results = collect(run->id, MessageType::kIterationResult, participants);
+    if (!results.ok()) return results.status().with_context("iteration " + std::to_string(it));
+    auto t_fold = Clock::now();
+    set_identity(&agg);
+    double kernel_ms = 0;
+    for (auto& [id, msg] : results.value()) {
+      kernel_ms = std::max(kernel_ms, msg.header.value("kernel_ms", 0.0));
+      const size_t n = partial.bytes.size();
+      if (n == 0) continue;
+      if (msg.payload.size() % n != 0)
+        return internal_error("worker " + id + " sent an aggregate of " + std::to_string(msg.payload.size()) +
+                              " bytes; expected a multiple of " + std::to_string(n));
+      for (size_t off = 0; off < msg.payload.size(); off += n) {
+        std::memcpy(partial.bytes.data(), msg.payload.data() + off, n);
+        fold_into(&agg, partial);
+        if (m.has_custom_reducer()) prog.hooks->aggregate(m, req.params, &agg, &partial);
+      }
+    }
+    bool done = prog.hooks->update_state(m, req.params, &agg, &state, it);
+    {
+      std::lock_guard<std::mutex> l(mu);
+      run->iterations = it + 1;
+      run->timings.push_back({{"iteration", it}, {"ms", ms_since(t0)}, {"kernel_ms", kernel_ms},
+                              {"fold_ms", ms_since(t_fold)}});
+    }
+    if (done) break;
+  }
+
+  // 5. End: gather output fields in row order.
+  bool want_outputs = false;
+  for (const auto& f : m.dataset) want_outputs = want_outputs || f.output;
+  for (const auto& id : participants)
+    send(id, Message{MessageType::kRunEnd, {{"run_id", run->id}, {"want_outputs", want_outputs}}, ""});
+  std::map<std::string, OutputField> outputs;
+  if (want_outputs) {
+    auto outs = collect(run->id, MessageType::kRunOutputs, participants);
+    if (!outs.ok()) return outs.status().with_context("gathering outputs");
+    for (size_t k = 0; k < m.dataset.size(); ++k) {
+      const FieldSpec& f = m.dataset[k];
+      if (!f.output) continue;
+      OutputField of{f.type, {}, ""};
+      LIZARD_ASSIGN_OR_RETURN(of.dims, field_dims(f, m, req.params, req.rows));
+      for (const auto& id : participants) {  // plan order == row order
+        const Message& msg = outs->at(id);
+        size_t off = 0;
+        for (const auto& fj : msg.header["fields"]) {
+          size_t n = fj.value("bytes", size_t{0});
+          if (fj.value("name", "") == f.name) of.bytes.append(msg.payload, off, n);
+          off += n;
+        }
+      }
+      outputs[f.name] = std::move(of);
+    }
+  }
+  json result = {{"state", section_to_json(state, m, req.params)},
+                 {"aggregate", section_to_json(agg, m, req.params)}};
+  std::lock_guard<std::mutex> l(mu);
+  run->result = std::move(result);
+  run->outputs = std::move(outputs);
+  return Status::Ok();
+}
+
+void Coordinator::Impl::finish(const std::shared_ptr<RunEntry>& run, const Status& st) {
+  std::vector<Responder> waiters;
+  json record;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    run->status = st.ok() ? "done" : "failed";
+    run->error = st.ok() ? "" : st.message();
+    run->finished_at = now_iso();
+    waiters.swap(run->waiters);
+    record = run->to_json();
+  }
+  if (st.ok())
+    spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations, run->elapsed_ms);
+  else
+    spdlog::warn("{} failed: {}", run->id, st.message());
+  for (auto& w : waiters) w(json_response(200, record));
+}
+
+Coordinator::Coordinator(CoordinatorOptions opts) : impl_(new Impl(std::move(opts))) {
+  std::error_code ec;
+  std::filesystem::create_directories(impl_->opts.state_dir, ec);
+  impl_->driver = std::thread([this] { impl_->drive(); });
+}
+
+Coordinator::~Coordinator() { shutdown(); }
+
+void Coordinator::shutdown() {
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    if (impl_->stopping) return;
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  impl_->events.close();
+  if (impl_->driver.joinable()) impl_->driver.join();
+  impl_->pool.join();
+}
+
+void Coordinator::on_http(HttpRequest req, Responder respond) { impl_->handle(std::move(req), std::move(respond)); }
+
+std::string Coordinator::on_worker_connect(std::shared_ptr<WorkerLink> link) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  std::string id = "w" + std::to_string(impl_->next_worker++);
+  impl_->workers[id] = WorkerEntry{id, std::move(link), false, json::object(), {}, {}, now_iso()};
+  spdlog::debug("worker {} connected", id);
+  return id;
+}
+
+void Coordinator::on_worker_frame(const std::string& worker_id, std::string frame) {
+  impl_->on_frame(worker_id, std::move(frame));
+}
+
+void Coordinator::on_worker_close(const std::string& worker_id) {
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    impl_->workers.erase(worker_id);
+  }
+  spdlog::info("worker {} left", worker_id);
+  impl_->events.push(WorkerEvent{worker_id, true, {}});
+  impl_->cv.notify_all();
+}
+
+}  // namespace lizard

@@ -1,0 +1,273 @@
+// The only server translation unit that includes Boost.Beast.
+#include "server/hub_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <thread>
+
+namespace lizard {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = net::ip::tcp;
+
+namespace {
+
+const char* reason_json(int status) {
+  switch (status) {
+    case 408: return R"({"error": "request timed out"})";
+    case 413: return R"({"error": "request body too large"})";
+    case 431: return R"({"error": "request header fields too large"})";
+    default: return R"({"error": "bad request"})";
+  }
+}
+
+// One worker's WebSocket.  All members are touched on the io thread only;
+// send() and close() post there.
+class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public WorkerLink {
+ public:
+  WorkerSession(tcp::socket&& socket, ServerHandler* handler)
+      : ws_(std::move(socket)), handler_(handler) {
+    beast::error_code ec;
+    auto ep = ws_.next_layer().socket().remote_endpoint(ec);
+    peer_ = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  void run(http::request<http::string_body> req) {
+    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.read_message_max(uint64_t{16} << 30);
+    ws_.binary(true);
+    ws_.async_accept(req, beast::bind_front_handler(&WorkerSession::on_accept, shared_from_this()));
+  }
+
+  void send(std::string frame) override {
+    net::post(ws_.get_executor(), [self = shared_from_this(), f = std::move(frame)]() mutable {
+      self->queue_.push_back(std::move(f));
+      if (self->queue_.size() == 1) self->do_write();
+    });
+  }
+
+  void close() override {
+    net::post(ws_.get_executor(), [self = shared_from_this()] {
+      if (!self->ws_.is_open()) return;
+      self->ws_.async_close(websocket::close_code::normal, [self](beast::error_code) {});
+    });
+  }
+
+  std::string peer() const override { return peer_; }
+
+ private:
+  void on_accept(beast::error_code ec) {
+    if (ec) {
+      spdlog::warn("worker handshake from {} failed: {}", peer_, ec.message());
+      return;
+    }
+    id_ = handler_->on_worker_connect(shared_from_this());
+    do_read();
+  }
+
+  void do_read() {
+    ws_.async_read(buffer_, beast::bind_front_handler(&WorkerSession::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec) {
+      if (!closed_) handler_->on_worker_close(id_);
+      closed_ = true;
+      return;
+    }
+    std::string frame = beast::buffers_to_string(buffer_.data());
+    buffer_.consume(buffer_.size());
+    handler_->on_worker_frame(id_, std::move(frame));
+    do_read();
+  }
+
+  void do_write() {
+    ws_.async_write(net::buffer(queue_.front()),
+                    beast::bind_front_handler(&WorkerSession::on_write, shared_from_this()));
+  }
+
+  void on_write(beast::error_code ec, std::size_t) {
+    if (ec) {
+      queue_.clear();
+      return;  // the read side notices the broken connection
+    }
+    queue_.pop_front();
+    if (!queue_.empty()) do_write();
+  }
+
+  websocket::stream<beast::tcp_stream> ws_;
+  ServerHandler* handler_;
+  beast::flat_buffer buffer_;
+  std::deque<std::string> queue_;
+  std::string id_, peer_;
+  bool closed_ = false;
+};
+
+// One HTTP connection: read a request, hand it over, write the answer, repeat.
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(tcp::socket&& socket, ServerHandler* handler, uint64_t max_body)
+      : stream_(std::move(socket)), handler_(handler), max_body_(max_body) {}
+
+  void run() {
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
+  }
+
+ private:
+  void do_read() {
+    parser_.emplace();
+    parser_->body_limit(max_body_);
+    parser_->header_limit(16 * 1024);
+    stream_.expires_after(std::chrono::seconds(60));
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec == http::error::end_of_stream || ec == net::error::eof) return do_close();
+    if (ec == http::error::body_limit) return send_error(413);
+    if (ec == http::error::header_limit) return send_error(431);
+    if (ec == beast::error::timeout) return do_close();
+    if (ec) return;
+    http::request<http::string_body> req = parser_->release();
+    if (websocket::is_upgrade(req)) {
+      if (req.target() == "/workers") {
+        stream_.expires_never();
+        std::make_shared<WorkerSession>(stream_.release_socket(), handler_)->run(std::move(req));
+        return;
+      }
+      return send_error(404);
+    }
+    keep_alive_ = req.keep_alive();
+    HttpRequest r;
+    r.method = std::string(req.method_string());
+    r.target = std::string(req.target());
+    r.body = std::move(req.body());
+    for (const auto& f : req) {
+      std::string name(f.name_string());
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      r.headers[name] = std::string(f.value());
+    }
+    stream_.expires_never();  // the answer may take as long as a run (?wait=1)
+    auto self = shared_from_this();
+    handler_->on_http(std::move(r), [self](HttpResponse resp) {
+      net::post(self->stream_.get_executor(),
+                [self, resp = std::move(resp)]() mutable { self->write(std::move(resp)); });
+    });
+  }
+
+  void send_error(int status) {
+    keep_alive_ = false;
+    write(HttpResponse{status, "application/json", reason_json(status)});
+  }
+
+  void write(HttpResponse r) {
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(r.status), 11);
+    res->set(http::field::server, "lizard/" LIZARD_VERSION);
+    res->set(http::field::content_type, r.content_type);
+    res->keep_alive(keep_alive_);
+    res->body() = std::move(r.body);
+    res->prepare_payload();
+    stream_.expires_after(std::chrono::seconds(60));
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
+                        self->on_write(ec, res->need_eof());
+                      });
+  }
+
+  void on_write(beast::error_code ec, bool close) {
+    if (ec) return;
+    if (close) return do_close();
+    do_read();
+  }
+
+  void do_close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  beast::tcp_stream stream_;
+  ServerHandler* handler_;
+  uint64_t max_body_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  bool keep_alive_ = true;
+};
+
+}  // namespace
+
+struct HubServer::Impl {
+  ServerHandler* handler;
+  HubServerOptions opts;
+  net::io_context ioc{1};
+  tcp::acceptor acceptor{ioc};
+  std::thread thread;
+
+  void do_accept() {
+    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec) {
+        if (ec != net::error::operation_aborted) {
+          spdlog::warn("accept failed: {}", ec.message());
+          do_accept();
+        }
+        return;
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      std::make_shared<HttpSession>(std::move(socket), handler, opts.max_body)->run();
+      do_accept();
+    });
+  }
+};
+
+HubServer::HubServer(ServerHandler* handler, HubServerOptions opts) : impl_(new Impl) {
+  impl_->handler = handler;
+  impl_->opts = std::move(opts);
+}
+
+HubServer::~HubServer() { stop(); }
+
+Status HubServer::start() {
+  beast::error_code ec;
+  auto addr = net::ip::make_address(impl_->opts.host, ec);
+  if (ec) return invalid_argument("bad --host '" + impl_->opts.host + "': " + ec.message());
+  tcp::endpoint ep(addr, impl_->opts.port);
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    return unavailable("cannot listen on " + impl_->opts.host + ":" +
+                       std::to_string(impl_->opts.port) + ": " + ec.message());
+  impl_->do_accept();
+  impl_->thread = std::thread([this] { impl_->ioc.run(); });
+  return Status::Ok();
+}
+
+void HubServer::stop() {
+  if (!impl_->thread.joinable()) return;
+  net::post(impl_->ioc, [this] {
+    beast::error_code ec;
+    impl_->acceptor.close(ec);
+  });
+  impl_->ioc.stop();
+  impl_->thread.join();
+}
+
+uint16_t HubServer::port() const {
+  beast::error_code ec;
+  auto ep = impl_->acceptor.local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
+
+}  // namespace lizard

@@ -1,0 +1,38 @@
+// HubServer: the server's one listening port.  Serves HTTP/1.1 (keep-alive)
+// to users and upgrades GET /workers to a WebSocket for worker daemons; hands
+// both to a ServerHandler.  Runs its io_context on its own thread.
+//
+//   HubServer s(handler, {"0.0.0.0", 5000});
+//   Status st = s.start();   // binds; fails if the port is taken
+//   ...; s.stop();
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "server/transport.h"
+
+namespace lizard {
+
+struct HubServerOptions {
+  std::string host = "0.0.0.0";
+  uint16_t port = 5000;
+  uint64_t max_body = uint64_t{1} << 30;  // bytes per HTTP request body
+};
+
+class HubServer {
+ public:
+  HubServer(ServerHandler* handler, HubServerOptions opts);
+  ~HubServer();
+  Status start();
+  void stop();
+  uint16_t port() const;  // the bound port (useful with port 0)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lizard

@@ -1,0 +1,144 @@
+#include "server/run_request.h"
+
+#include "dataset/dataset_file.h"
+#include "dataset/json_values.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kDefaultIterationCap = 1000;
+
+Status check_keys(const json& body) {
+  static const char* kKeys[] = {"params", "dataset", "state", "max_iterations"};
+  for (const auto& [k, _] : body.items()) {
+    bool known = false;
+    for (const char* n : kKeys) known = known || k == n;
+    if (!known)
+      return invalid_argument("unknown key '" + k +
+                              "' in the run request (expected params, dataset, state, max_iterations)");
+  }
+  return Status::Ok();
+}
+
+Result<DatasetSource> parse_source(const FieldSpec& f, int64_t width, const json& spec,
+                                   int64_t* rows) {
+  const std::string what = "dataset field '" + f.name + "'";
+  DatasetSource s;
+  s.width = width;
+  if (!spec.is_object())
+    return invalid_argument(what + ": expected an object such as {\"values\": [...]} or {\"path\": ...}");
+  if (spec.contains("values")) {
+    s.kind = DatasetSource::Kind::kInline;
+    LIZARD_ASSIGN_OR_RETURN(s.values, values_from_json(spec["values"], f.type, {-1, width}, what, rows));
+    return s;
+  }
+  if (spec.contains("path")) {
+    if (!spec["path"].is_string()) return invalid_argument(what + ": `path` must be a string");
+    s.kind = DatasetSource::Kind::kPath;
+    s.path = spec["path"].get<std::string>();
+    std::string fmt;
+    if (spec.contains("format")) {
+      if (!spec["format"].is_string()) return invalid_argument(what + ": `format` must be a string");
+      fmt = spec["format"].get<std::string>();
+    }
+    auto format = resolve_file_format(fmt, s.path);
+    if (!format.ok()) return format.status().with_context(what);
+    s.format = format.value();
+    auto n = count_rows(s.path, s.format, f.type, width);
+    if (!n.ok()) return n.status().with_context(what);
+    *rows = n.value();
+    return s;
+  }
+  if (spec.contains("upload") || spec.contains("generate"))
+    return invalid_argument(what + ": this server does not support `upload` or `generate` sources yet");
+  return invalid_argument(what + ": give `values` or `path`");
+}
+
+Status parse_dataset(const ProgramImage& image, const json& body, RunRequest* out) {
+  const Manifest& m = image.manifest;
+  json ds = body.contains("dataset") ? body["dataset"] : json::object();
+  if (!ds.is_object()) return invalid_argument("`dataset` must be an object of field: source");
+  for (const auto& [k, _] : ds.items()) {
+    const FieldSpec* f = m.find_dataset(k);
+    if (!f) return invalid_argument("`dataset` names '" + k + "', which is not a dataset field");
+    if (!f->input) return invalid_argument("dataset field '" + k + "' is not an input (input: false)");
+  }
+  int64_t rows = -1;
+  std::string rows_from;
+  for (const auto& f : m.dataset) {
+    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, m, out->params));
+    if (!f.input) {
+      DatasetSource none;
+      none.width = width;
+      out->dataset.push_back(std::move(none));
+      continue;
+    }
+    if (!ds.contains(f.name)) return invalid_argument("missing dataset field '" + f.name + "'");
+    int64_t n = 0;
+    LIZARD_ASSIGN_OR_RETURN(DatasetSource s, parse_source(f, width, ds[f.name], &n));
+    if (rows >= 0 && n != rows)
+      return invalid_argument("dataset field '" + f.name + "' has " + std::to_string(n) +
+                              " rows but '" + rows_from + "' has " + std::to_string(rows));
+    rows = n;
+    rows_from = f.name;
+    out->dataset.push_back(std::move(s));
+  }
+  if (rows < 0) return invalid_argument("the program has no input dataset field to take rows from");
+  out->rows = rows;
+  return Status::Ok();
+}
+
+Status parse_state(const ProgramImage& image, const json& body, RunRequest* out) {
+  if (!body.contains("state") || body["state"].is_null()) return Status::Ok();
+  const Manifest& m = image.manifest;
+  const json& st = body["state"];
+  if (!st.is_object()) return invalid_argument("`state` must be an object of field: values");
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer buf, make_section(m.state, m, out->params));
+  for (const auto& [k, v] : st.items()) {
+    const FieldSlot* slot = buf.find(k);
+    if (!slot) return invalid_argument("`state` names '" + k + "', which is not a state field");
+    LIZARD_ASSIGN_OR_RETURN(auto dims, field_dims(*slot->spec, m, out->params));
+    int64_t rows = 0;
+    LIZARD_ASSIGN_OR_RETURN(auto bytes,
+                            values_from_json(v, slot->spec->type, dims, "state field '" + k + "'", &rows));
+    if (bytes.size() != slot->bytes)
+      return invalid_argument("state field '" + k + "' needs " +
+                              std::to_string(slot->count) + " values");
+    std::copy(bytes.begin(), bytes.end(), buf.data(*slot));
+  }
+  out->state = std::move(buf);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body) {
+  if (!body.is_object()) return invalid_argument("the run request must be a JSON object");
+  LIZARD_RETURN_IF_ERROR(check_keys(body));
+  RunRequest out;
+  LIZARD_ASSIGN_OR_RETURN(out.params,
+                          bind_params(image.manifest, body.contains("params") ? body["params"] : json()));
+  // Shapes must resolve with these params before anything else is read.
+  for (const auto* section : {&image.manifest.state, &image.manifest.aggregate})
+    for (const auto& f : *section) {
+      auto n = field_elements(f, image.manifest, out.params);
+      if (!n.ok()) return n.status();
+    }
+  LIZARD_RETURN_IF_ERROR(parse_dataset(image, body, &out));
+  LIZARD_RETURN_IF_ERROR(parse_state(image, body, &out));
+  out.max_iterations = kDefaultIterationCap;
+  if (auto p = out.params.lookup(image.manifest, "max_iterations")) out.max_iterations = *p;
+  if (body.contains("max_iterations")) {
+    const json& v = body["max_iterations"];
+    if (!v.is_number_integer() || v.get<int64_t>() < 1)
+      return invalid_argument("`max_iterations` must be a positive integer");
+    out.max_iterations = v.get<int64_t>();
+  }
+  if (out.max_iterations < 1) return invalid_argument("max_iterations must be at least 1");
+  return out;
+}
+
+}  // namespace lizard

@@ -1,0 +1,41 @@
+// RunRequest: the body of POST /runtime/<hash>, checked against the program's
+// manifest before anything is queued (params, dataset sources and their row
+// counts, initial state, iteration cap).  Every error is a 400 naming the
+// offending key.
+//
+//   Result<RunRequest> r = parse_run_request(image, json::parse(body));
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "dataset/file_format.h"
+#include "exec/executor.h"
+
+namespace lizard {
+
+struct DatasetSource {
+  enum class Kind { kNone, kInline, kPath };
+  Kind kind = Kind::kNone;  // kNone: not an input field (allocated on workers)
+  std::vector<uint8_t> values;  // kInline: all rows, row-major
+  std::string path;             // kPath
+  FileFormat format = FileFormat::kRaw;
+  int64_t width = 1;  // elements per row
+};
+
+struct RunRequest {
+  ParamValues params;
+  std::vector<DatasetSource> dataset;  // manifest.dataset order
+  int64_t rows = 0;
+  std::optional<SectionBuffer> state;  // initial state when given
+  int64_t max_iterations = 0;
+};
+
+// Reads file headers (or scans text files) to count rows; may block on I/O.
+Result<RunRequest> parse_run_request(const ProgramImage& image, const nlohmann::json& body);
+
+}  // namespace lizard

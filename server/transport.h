@@ -1,0 +1,49 @@
+// The seam between the network layer (hub_server.cpp, the only server file
+// that sees Boost.Beast) and the coordinator: plain request/response values
+// and a thread-safe handle on one worker connection.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace lizard {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // path and query, e.g. "/runtime/ab12?wait=1"
+  std::string body;
+  std::map<std::string, std::string> headers;  // lower-case names
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+// Sends the response for one request; callable once, from any thread.
+using Responder = std::function<void(HttpResponse)>;
+
+// One worker's connection.  Thread-safe; messages are sent in order.
+class WorkerLink {
+ public:
+  virtual ~WorkerLink() = default;
+  virtual void send(std::string frame) = 0;
+  virtual void close() = 0;
+  virtual std::string peer() const = 0;
+};
+
+// What the network layer calls; implemented by the Coordinator.  Calls come
+// from the io thread and must not block.
+class ServerHandler {
+ public:
+  virtual ~ServerHandler() = default;
+  virtual void on_http(HttpRequest req, Responder respond) = 0;
+  virtual std::string on_worker_connect(std::shared_ptr<WorkerLink> link) = 0;  // returns its id
+  virtual void on_worker_frame(const std::string& worker_id, std::string frame) = 0;
+  virtual void on_worker_close(const std::string& worker_id) = 0;
+};
+
+}  // namespace lizard

@@ -1,0 +1,29 @@
+// make_executors: picks a worker's backend and creates its executors: one per
+// selected GPU with the CUDA backend, or one CPU executor.
+//
+//   BackendOptions o; o.backend = "auto";
+//   std::string note;
+//   auto ex = make_executors(o, &note);   // note: why the CPU backend was chosen
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "exec/executor.h"
+
+namespace lizard {
+
+struct BackendOptions {
+  std::string backend = "auto";  // auto | cuda | cpu
+  std::string gpus = "all";      // all | N (the first N) | 0,2 (ordinals)
+  std::string cuda_path = "/usr/local/cuda";
+  int cpu_threads = 0;           // 0: all cores
+  std::string cache_dir;         // compiled kernels
+};
+
+Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptions& o,
+                                                              std::string* note);
+
+}  // namespace lizard
