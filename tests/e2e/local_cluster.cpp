@@ -1,0 +1,139 @@
+#include "local_cluster.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "common/subprocess.h"
+
+extern char** environ;
+
+namespace lizard {
+namespace {
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+void kill_and_reap(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 50; ++i) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+}  // namespace
+
+LocalCluster::LocalCluster() {
+  char tmpl[] = "/tmp/lizard-e2e-XXXXXX";
+  dir_ = mkdtemp(tmpl);
+  port_ = free_port();
+}
+
+LocalCluster::~LocalCluster() {
+  stop();
+  std::error_code ec;
+  if (!std::getenv("LIZARD_KEEP_TEST_DIRS")) std::filesystem::remove_all(dir_, ec);
+}
+
+pid_t LocalCluster::spawn(const std::vector<std::string>& argv, const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+Status LocalCluster::start(int workers, const std::vector<std::string>& worker_args) {
+  server_ = spawn({LIZARD_BIN, "server", "-v", "--host", "127.0.0.1", "--port", std::to_string(port_),
+                   "--state-dir", dir_ + "/server", "--worker-wait", "20"},
+                  dir_ + "/server.log");
+  if (server_ < 0) return internal_error("cannot start the server");
+  for (int i = 0; i < 100; ++i) {
+    auto r = get("/ruok");
+    if (r.ok() && r->body == "imok") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (int i = 0; i < workers; ++i) LIZARD_RETURN_IF_ERROR(add_worker(worker_args));
+  return wait_for_workers(static_cast<size_t>(workers));
+}
+
+Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
+  const std::string n = std::to_string(workers_.size());
+  std::vector<std::string> argv = {LIZARD_BIN, "client", "-v", "-a", "127.0.0.1", "-p", std::to_string(port_),
+                                   "--backend", "cpu", "--cpu-threads", "2", "--cache-dir", dir_ + "/cache" + n};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  pid_t pid = spawn(argv, dir_ + "/worker" + n + ".log");
+  if (pid < 0) return internal_error("cannot start a worker");
+  workers_.push_back(pid);
+  return Status::Ok();
+}
+
+Status LocalCluster::wait_for_workers(size_t n, int timeout_s) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = get("/clients");
+    if (r.ok() && r->status == 200) {
+      auto j = nlohmann::json::parse(r->body, nullptr, false);
+      if (j.is_array() && j.size() >= n) return Status::Ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return unavailable("workers did not join within " + std::to_string(timeout_s) + " s (logs in " + dir_ + ")");
+}
+
+void LocalCluster::stop() {
+  for (pid_t p : workers_) kill_and_reap(p);
+  workers_.clear();
+  kill_and_reap(server_);
+  server_ = -1;
+}
+
+bool LocalCluster::server_alive() const {
+  return server_ > 0 && waitpid(server_, nullptr, WNOHANG) == 0 && get("/ruok").ok();
+}
+
+CommandResult LocalCluster::load_program(const std::string& dir) const {
+  auto r = run_command({LOAD_PROGRAM_BIN, dir, uri(), "--timeout", "120"});
+  if (!r.ok()) return {-1, r.status().message()};
+  return {r->exit_code, r->output};
+}
+
+Result<HttpReply> LocalCluster::get(const std::string& path) const {
+  return http_request("GET", uri() + path, "", "", 30);
+}
+
+Result<HttpReply> LocalCluster::post(const std::string& path, const std::string& body) const {
+  return http_request("POST", uri() + path, body, "application/json", 240);
+}
+
+}  // namespace lizard

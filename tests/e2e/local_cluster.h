@@ -1,0 +1,53 @@
+// LocalCluster: a real `lizard server` and N `lizard client` processes on
+// 127.0.0.1, for end-to-end tests and benchmarks.  Every process is killed
+// when the cluster is destroyed.
+//
+//   LocalCluster c;
+//   ASSERT_TRUE(c.start(2).ok());
+//   auto out = c.load_program(LIZARD_SOURCE_DIR "/examples/sum");   // {exit code, output}
+//   auto run = c.post_json("/runtime/" + hash + "?wait=1", body);
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "net/http_client.h"
+
+namespace lizard {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+class LocalCluster {
+ public:
+  LocalCluster();
+  ~LocalCluster();
+
+  // Starts the server and `workers` CPU workers; waits until all have joined.
+  Status start(int workers, const std::vector<std::string>& worker_args = {});
+  Status add_worker(const std::vector<std::string>& extra_args = {});
+  Status wait_for_workers(size_t n, int timeout_s = 30);
+  void stop();
+
+  std::string uri() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  CommandResult load_program(const std::string& dir) const;
+  Result<HttpReply> get(const std::string& path) const;
+  Result<HttpReply> post(const std::string& path, const std::string& body) const;
+  const std::string& dir() const { return dir_; }
+  bool server_alive() const;
+
+ private:
+  pid_t spawn(const std::vector<std::string>& argv, const std::string& log);
+  std::string dir_;
+  int port_ = 0;
+  pid_t server_ = -1;
+  std::vector<pid_t> workers_;
+};
+
+}  // namespace lizard
