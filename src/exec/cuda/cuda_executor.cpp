@@ -104,7 +104,10 @@ class CudaExecutor final : public Executor {
   Status check(CUresult r, const std::string& what) const {
     return cu_->check(r, "GPU " + std::to_string(info_.ordinal) + ": " + what);
   }
-  Status make_current() const { return check(cu_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+  Status make_current() const {
+    if (!lost_.ok()) return lost_;
+    return check(cu_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+  }
   Status attach_context();
   void detach_context();
   Status fill_info();
@@ -119,7 +122,8 @@ class CudaExecutor final : public Executor {
   Status enqueue_iteration(Run* run, const SectionBuffer& state, std::string* where);
   Status fail_iteration(CUresult r, const std::string& where);
   void release_run();
-  void reset_device();
+  Status reset_device();
+  Status probe_device() const;
 
   std::shared_ptr<const CudaDriver> cu_;
   std::shared_ptr<const NvrtcCompiler> cc_;
@@ -133,6 +137,7 @@ class CudaExecutor final : public Executor {
   ExecutorInfo info_;
   std::map<std::string, Module> modules_;  // by program hash
   std::unique_ptr<Run> run_;
+  Status lost_;  // set when the device cannot be used again in this process
 };
 
 CudaExecutor::~CudaExecutor() {
@@ -394,6 +399,7 @@ Status CudaExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregat
   const auto t0 = std::chrono::steady_clock::now();
   if (!run_) return Status(Code::kConflict, "iterate without begin_run");
   if (!run_->failed.ok()) return run_->failed;
+  if (!lost_.ok()) return lost_;
   if (state.bytes.size() != run_->state_bytes || aggregate->bytes.size() != run_->agg_bytes)
     return invalid_argument("state or aggregate buffer does not match the program's layout");
   LIZARD_RETURN_IF_ERROR(make_current());
@@ -461,8 +467,10 @@ Status CudaExecutor::fail_iteration(CUresult r, const std::string& where) {
   Status st = runtime_error("GPU " + std::to_string(info_.ordinal) + " (" + info_.name +
                             "): " + where + " failed: " + cu_->error_text(r));
   if (CudaDriver::is_sticky(r)) {
+    Status reset = reset_device();
+    st =
+        runtime_error(st.message() + (reset.ok() ? "; the GPU was reset" : "; " + reset.message()));
     run_->failed = st;
-    reset_device();
   } else {
     cu_->cuStreamSynchronize(stream_);  // drain what was queued before the error
   }
@@ -470,26 +478,50 @@ Status CudaExecutor::fail_iteration(CUresult r, const std::string& where) {
 }
 
 // A kernel fault leaves the context unusable: reset it, which frees every
-// allocation and module, and start over with a fresh one.
-void CudaExecutor::reset_device() {
+// allocation and module, and start over with a fresh one.  Where the driver
+// keeps the fault for the whole process, the device is marked lost and every
+// later call says that the process must restart.
+Status CudaExecutor::reset_device() {
   if (run_) {
     run_->device_lost = true;
     run_->fields.clear();
+    run_->state = run_->aggregate = 0;
     run_->pinned = nullptr;
   }
-  cu_->cuDevicePrimaryCtxReset(dev_);
+  for (auto& [hash, m] : modules_) m.module = nullptr;
   ev_begin_ = ev_end_ = nullptr;
   stream_ = nullptr;
+  Status st = check(cu_->cuDevicePrimaryCtxReset(dev_), "cuDevicePrimaryCtxReset");
   detach_context();
-  for (auto& [hash, m] : modules_) m.module = nullptr;
-  Status st = attach_context();
-  if (!st.ok() && run_) run_->failed = st.with_context("resetting the GPU after a fault");
+  if (st.ok()) st = attach_context();
+  if (st.ok()) st = probe_device();
+  if (st.ok()) return st;
+  detach_context();
+  lost_ = unavailable("GPU " + std::to_string(info_.ordinal) + " (" + info_.name +
+                      ") cannot be used again after a kernel fault (" + st.message() +
+                      "): the worker process must restart to use it");
+  return lost_;
+}
+
+// A small allocation and a synchronisation: fails when the context still
+// carries a fault.
+Status CudaExecutor::probe_device() const {
+  CUdeviceptr p = 0;
+  LIZARD_RETURN_IF_ERROR(check(cu_->cuMemAlloc(&p, 256), "probe allocation"));
+  cu_->cuMemFree(p);
+  return check(cu_->cuCtxSynchronize(), "probe synchronisation");
 }
 
 // --- end_run ----------------------------------------------------------------
 
 Result<std::vector<std::vector<uint8_t>>> CudaExecutor::end_run(bool want_outputs) {
   if (!run_) return Status(Code::kConflict, "end_run without begin_run");
+  if (!lost_.ok() || run_->device_lost) {
+    Status failed = run_->failed.ok() ? lost_ : run_->failed;
+    run_.reset();
+    if (want_outputs) return failed;
+    return std::vector<std::vector<uint8_t>>{};
+  }
   LIZARD_RETURN_IF_ERROR(make_current());
   std::vector<std::vector<uint8_t>> out;
   Status st = run_->failed;

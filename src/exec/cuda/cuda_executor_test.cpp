@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -157,28 +158,72 @@ TEST_F(CudaGpu, RunsAProgramAndMatchesTheHost) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i] - 3) << i;
 }
 
-TEST_F(CudaGpu, KernelFaultFailsTheIterationAndTheNextRunWorks) {
-  std::vector<int32_t> x(1000, 1);
-  ParamValues bad = params(1);
-  ASSERT_TRUE(gpu_->begin_run(program_, bad, partition(x)).ok());
-  SectionBuffer state = section(program_.manifest.state, bad);
-  SectionBuffer agg = section(program_.manifest.aggregate, bad);
+// Runs a faulting kernel, then a good run on the same executor.  Returns ""
+// when the executor behaves, else what went wrong; `*outcome` says whether
+// the GPU recovered in process or asked for a restart.
+std::string fault_then_next_run(Executor* gpu, const ProgramImage& program, const ParamValues& bad,
+                                const ParamValues& good, PartitionData data, std::string* outcome) {
+  const Manifest& m = program.manifest;
+  auto state = make_section(m.state, m, bad);
+  auto agg = make_section(m.aggregate, m, bad);
+  PartitionData again = data;
+  Status st = gpu->begin_run(program, bad, std::move(data));
+  if (!st.ok()) return "begin_run: " + st.message();
   IterationStats stats;
-  Status st = gpu_->iterate(state, &agg, &stats);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.code(), Code::kRuntimeError);
-  EXPECT_NE(st.message().find("CUDA_ERROR_"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("shift"), std::string::npos) << st.message();
-  EXPECT_FALSE(gpu_->iterate(state, &agg, &stats).ok());  // the run stays failed
-  EXPECT_FALSE(gpu_->end_run(true).ok());
+  st = gpu->iterate(*state, &*agg, &stats);
+  if (st.ok()) return "a faulting kernel did not fail the iteration";
+  if (st.code() != Code::kRuntimeError || st.message().find("CUDA_ERROR_") == std::string::npos ||
+      st.message().find("shift") == std::string::npos)
+    return "unexpected fault message: " + st.message();
+  if (gpu->iterate(*state, &*agg, &stats).ok()) return "the failed run went on";
+  if (gpu->end_run(true).ok()) return "end_run of a failed run gave outputs";
+  st = gpu->begin_run(program, good, std::move(again));
+  if (!st.ok()) {
+    *outcome = "restart: " + st.message();
+    if (st.code() == Code::kUnavailable && st.message().find("must restart") != std::string::npos)
+      return "";
+    return "after a fault: " + st.message();
+  }
+  st = gpu->iterate(*state, &*agg, &stats);
+  if (!st.ok()) return "iterate after recovery: " + st.message();
+  int64_t total = 0;
+  std::memcpy(&total, agg->data(*agg->find("total")), 8);
+  if (total != 1000) return "wrong total after recovery: " + std::to_string(total);
+  *outcome = "recovered in process";
+  return gpu->end_run(false).ok() ? "" : "end_run after recovery failed";
+}
 
-  ParamValues good = params(0);
-  st = gpu_->begin_run(program_, good, partition(x));
-  ASSERT_TRUE(st.ok()) << st.message();
-  st = gpu_->iterate(state, &agg, &stats);
-  ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(get<int64_t>(agg, "total"), 1000);
-  EXPECT_TRUE(gpu_->end_run(false).ok());
+// The child's side: runs the check, leaves the outcome in `report`, exits.
+[[noreturn]] void fault_child(Executor* gpu, const ProgramImage& program, const ParamValues& bad,
+                              const ParamValues& good, PartitionData data,
+                              const std::string& report) {
+  std::string outcome;
+  std::string err = fault_then_next_run(gpu, program, bad, good, std::move(data), &outcome);
+  if (std::FILE* f = std::fopen(report.c_str(), "w")) {
+    std::fputs(outcome.c_str(), f);
+    std::fclose(f);
+  }
+  std::fprintf(stderr, "%s\n", err.empty() ? "fault handled" : err.c_str());
+  std::_Exit(err.empty() ? 0 : 1);
+}
+
+// A fault can spoil the CUDA driver for the whole process, so it runs in a
+// child process of its own.
+TEST_F(CudaGpu, KernelFaultFailsTheIterationAndTheNextRunRecoversOrAsksForRestart) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string report = ::testing::TempDir() + "lizard-cuda-fault-outcome";
+  std::remove(report.c_str());
+  std::vector<int32_t> x(1000, 1);
+  EXPECT_EXIT(fault_child(gpu_.get(), program_, params(1), params(0), partition(x), report),
+              ::testing::ExitedWithCode(0), "fault handled");
+  std::FILE* f = std::fopen(report.c_str(), "r");
+  char buf[1024] = {0};
+  if (f) {
+    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    std::fclose(f);
+  }
+  std::printf("kernel fault outcome: %s\n", buf);
 }
 
 TEST_F(CudaGpu, PartitionTooLargeForTheDeviceNamesTheField) {
