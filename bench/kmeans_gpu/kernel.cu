@@ -12,7 +12,7 @@
 #define WARPS 4
 #define ROW 36  // floats per point in the shared tile: 32 + 4 of padding against bank conflicts
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32, 4)
+extern "C" __global__ void __launch_bounds__(WARPS * 32, 6)
     assign(global_params_t params, dataset_t data, global_state_t state, agg_res_t result) {
   __shared__ __align__(16) float cent[KM_K * KM_D];
   __shared__ float cnorm[KM_K];
@@ -63,29 +63,28 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, 4)
     if (chunk + nwarps < nchunks) load(chunk + nwarps);  // in flight while this chunk is used
 
     const int n = (int)min((int64_t)32, rows - chunk * 32);
-    float x[KM_D];
+    // All centroids at once, a quarter of the point at a time: 16 independent
+    // accumulators, and the point's values stay in shared memory.
+    float dot[KM_K];
+#pragma unroll
+    for (int k = 0; k < KM_K; ++k) dot[k] = 0.f;
 #pragma unroll
     for (int q = 0; q < 8; ++q) {
-      float4 v = *reinterpret_cast<const float4*>(&t[lane * ROW + q * 4]);
-      x[4 * q] = v.x;
-      x[4 * q + 1] = v.y;
-      x[4 * q + 2] = v.z;
-      x[4 * q + 3] = v.w;
+      const float4 v = *reinterpret_cast<const float4*>(&t[lane * ROW + q * 4]);
+#pragma unroll
+      for (int k = 0; k < KM_K; ++k) {
+        const float4 c = *reinterpret_cast<const float4*>(&cent[k * KM_D + q * 4]);
+        dot[k] = fmaf(v.x, c.x, dot[k]);
+        dot[k] = fmaf(v.y, c.y, dot[k]);
+        dot[k] = fmaf(v.z, c.z, dot[k]);
+        dot[k] = fmaf(v.w, c.w, dot[k]);
+      }
     }
     int best = 0;
-    float bestd = 3.402823466e38f;
+    float bestd = fmaf(-2.f, dot[0], cnorm[0]);
 #pragma unroll
-    for (int k = 0; k < KM_K; ++k) {
-      float dot = 0.f;
-#pragma unroll
-      for (int q = 0; q < 8; ++q) {
-        float4 c = *reinterpret_cast<const float4*>(&cent[k * KM_D + q * 4]);
-        dot = fmaf(x[4 * q], c.x, dot);
-        dot = fmaf(x[4 * q + 1], c.y, dot);
-        dot = fmaf(x[4 * q + 2], c.z, dot);
-        dot = fmaf(x[4 * q + 3], c.w, dot);
-      }
-      const float s = fmaf(-2.f, dot, cnorm[k]);
+    for (int k = 1; k < KM_K; ++k) {
+      const float s = fmaf(-2.f, dot[k], cnorm[k]);
       if (s < bestd) {
         bestd = s;
         best = k;

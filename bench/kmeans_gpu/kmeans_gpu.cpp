@@ -2,7 +2,7 @@
 // through CudaExecutor on GPU 0, against the floor set by the device's own
 // copy bandwidth measured in the same run.
 //
-//   kmeans_gpu [--n=16000000] [--iters=20] [--dir=bench/kmeans_gpu]
+//   kmeans_gpu [--n=16000000] [--iters=20] [--dir=bench/kmeans_gpu]   (v1/: an earlier kernel)
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -1,6 +1,7 @@
 #include "exec/cuda/cuda_executor.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -20,18 +21,19 @@ namespace {
 constexpr uint32_t kDefaultBlock = 256;
 constexpr int kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory without opting in
 
-// "580.95.05" from /proc/driver/nvidia/version, or "" where it cannot be read.
+// "580.95.05" from /proc/driver/nvidia/version ("NVRM version: NVIDIA UNIX
+// Open Kernel Module for x86_64  580.95.05  Release Build ..."), or "".
 std::string kernel_module_version() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
   if (!std::getline(in, line)) return "";
-  const std::string tag = "Kernel Module";
-  size_t at = line.find(tag);
-  if (at == std::string::npos) return "";
-  std::istringstream rest(line.substr(at + tag.size()));
-  std::string v;
-  rest >> v;
-  return v;
+  std::istringstream words(line);
+  std::string w;
+  while (words >> w)
+    if (!w.empty() && std::isdigit(static_cast<unsigned char>(w[0])) &&
+        w.find('.') != std::string::npos)
+      return w;
+  return "";
 }
 
 // a * b, or nullopt on overflow.
