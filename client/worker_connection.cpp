@@ -50,7 +50,11 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
     auto& s = beast::get_lowest_layer(*ws);
     s.socket().set_option(tcp::no_delay(true), ec);
     s.expires_never();
-    ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
+    websocket::stream_base::timeout t;  // notices a server that went silent
+    t.handshake_timeout = std::chrono::seconds(30);
+    t.idle_timeout = std::chrono::seconds(10);
+    t.keep_alive_pings = true;
+    ws->set_option(t);
     ws->read_message_max(uint64_t{16} << 30);
     ws->binary(true);
     ws->async_handshake(host + ":" + std::to_string(port), "/workers",

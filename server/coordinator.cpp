@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "common/mailbox.h"
@@ -150,6 +151,8 @@ struct RunEntry {
   std::map<std::string, OutputField> outputs;
   std::vector<Responder> waiters;
   double elapsed_ms = 0;
+  bool cancel_requested = false;
+  json recoveries = json::array();
 
   bool finished() const { return status == "done" || status == "failed" || status == "cancelled"; }
   json to_json() const {
@@ -165,15 +168,23 @@ struct RunEntry {
       j["elapsed_ms"] = elapsed_ms;
     }
     if (!plan.is_null()) j["plan"] = plan;
+    if (!recoveries.empty()) j["recoveries"] = recoveries;
     if (!error.empty()) j["error"] = error;
     if (!result.is_null()) j["result"] = result;
     if (!outputs.empty()) {
-      j["outputs"] = json::object();
-      for (const auto& [n, _] : outputs) j["outputs"][n] = "/runtimes/" + id + "/fields/" + n + ".npy";
+      j["fields"] = json::object();
+      for (const auto& [n, _] : outputs) j["fields"][n] = "/runtimes/" + id + "/fields/" + n + ".npy";
     }
     return j;
   }
 };
+
+// Prefix of the message of a status that reports a lost worker; such a
+// failure is recovered by re-planning the run.
+const std::string kWorkerLost = "lost worker ";
+bool is_worker_loss(const Status& s) {
+  return s.code() == Code::kUnavailable && s.message().find(kWorkerLost) != std::string::npos;
+}
 
 struct WorkerEvent {
   std::string worker_id;
@@ -207,7 +218,7 @@ struct Coordinator::Impl {
   void handle(HttpRequest req, Responder respond);
   HttpResponse get_clients(const std::vector<std::string>& parts);
   HttpResponse get_programs(const std::vector<std::string>& parts);
-  HttpResponse get_runtimes(const std::vector<std::string>& parts);
+  HttpResponse get_runtimes(const std::vector<std::string>& parts, std::map<std::string, std::string>& query);
   void post_program(std::string body, Responder respond);
   void post_run(std::string hash, std::string body, bool wait, Responder respond);
 
@@ -220,8 +231,15 @@ struct Coordinator::Impl {
   void drive();
   void execute(const std::shared_ptr<RunEntry>& run);
   Status run_iterations(const std::shared_ptr<RunEntry>& run);
-  Result<std::map<std::string, Message>> collect(const std::string& run_id, MessageType type,
-                                                 const std::vector<std::string>& from);
+  Result<std::vector<ExecutorSlot>> wait_for_executors(const RunEntry& run);
+  Result<std::vector<std::string>> start_partitions(const std::shared_ptr<RunEntry>& run,
+                                                    const std::string& wire_id);
+  Status run_one_iteration(const std::shared_ptr<RunEntry>& run, const std::string& wire_id,
+                           const std::vector<std::string>& participants, int64_t it, SectionBuffer* state,
+                           SectionBuffer* agg, SectionBuffer* partial, bool* done);
+  Result<std::map<std::string, Message>> collect(const RunEntry& run, const std::string& wire_id,
+                                                 MessageType type, const std::vector<std::string>& from);
+  void cancel(const std::string& id, Responder respond);
   void finish(const std::shared_ptr<RunEntry>& run, const Status& st);
 };
 
@@ -242,7 +260,8 @@ void Coordinator::Impl::handle(HttpRequest req, Responder respond) {
     bool wait = query.count("wait") && query["wait"] != "0" && query["wait"] != "false";
     return post_run(parts[1], std::move(req.body), wait, std::move(respond));
   }
-  if (top == "runtimes" && method == "GET") return respond(get_runtimes(parts));
+  if (top == "runtimes" && method == "GET") return respond(get_runtimes(parts, query));
+  if (top == "runtimes" && method == "DELETE" && parts.size() == 2) return cancel(parts[1], std::move(respond));
   respond(json_response(404, {{"error", "no such endpoint: " + method + " " + req.target}}));
 }
 
@@ -289,11 +308,17 @@ HttpResponse Coordinator::Impl::get_programs(const std::vector<std::string>& par
   return json_response(200, j);
 }
 
-HttpResponse Coordinator::Impl::get_runtimes(const std::vector<std::string>& parts) {
+HttpResponse Coordinator::Impl::get_runtimes(const std::vector<std::string>& parts,
+                                             std::map<std::string, std::string>& query) {
   std::lock_guard<std::mutex> l(mu);
   if (parts.size() == 1) {
+    static const std::set<std::string> kStatuses = {"queued", "running", "done", "failed", "cancelled"};
+    const std::string want = query["status"];
+    if (!want.empty() && !kStatuses.count(want))
+      return json_response(400, {{"error", "status must be one of queued, running, done, failed, cancelled"}});
     json out = json::array();
     for (const auto& [id, r] : runs) {
+      if (!want.empty() && r->status != want) continue;
       json j = r->to_json();
       j.erase("result");
       j.erase("timings");
@@ -409,6 +434,30 @@ void Coordinator::Impl::post_run(std::string hash, std::string body, bool wait, 
   });
 }
 
+void Coordinator::Impl::cancel(const std::string& id, Responder respond) {
+  std::shared_ptr<RunEntry> run;
+  bool was_queued = false;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    auto it = runs.find(id);
+    if (it == runs.end()) return respond(json_response(404, {{"error", "no such runtime: " + id}}));
+    run = it->second;
+    if (run->finished())
+      return respond(json_response(409, {{"error", "runtime " + id + " has already " +
+                                                       (run->status == "done" ? "finished" : run->status)},
+                                         {"status", run->status}}));
+    run->cancel_requested = true;
+    auto q = std::find(queue.begin(), queue.end(), run);
+    if (q != queue.end()) {
+      queue.erase(q);
+      was_queued = true;
+    }
+  }
+  cv.notify_all();
+  if (was_queued) finish(run, Status(Code::kCancelled, "cancelled before it started"));
+  respond(json_response(202, {{"runtime_id", id}, {"status", was_queued ? "cancelled" : "cancelling"}}));
+}
+
 void Coordinator::Impl::send(const std::string& worker_id, const Message& m) {
   std::shared_ptr<WorkerLink> link;
   {
@@ -483,19 +532,20 @@ void Coordinator::Impl::drive() {
 }
 
 Result<std::map<std::string, Message>> Coordinator::Impl::collect(
-    const std::string& run_id, MessageType type, const std::vector<std::string>& from) {
+    const RunEntry& run, const std::string& wire_id, MessageType type, const std::vector<std::string>& from) {
   std::map<std::string, Message> got;
   while (got.size() < from.size()) {
-    auto ev = events.pop_for(std::chrono::milliseconds(500));
+    auto ev = events.pop_for(std::chrono::milliseconds(200));
     {
       std::lock_guard<std::mutex> l(mu);
       if (stopping) return unavailable("the server is shutting down");
+      if (run.cancel_requested) return Status(Code::kCancelled, "cancelled");
     }
     if (!ev) continue;
     bool ours = std::find(from.begin(), from.end(), ev->worker_id) != from.end();
     if (!ours) continue;
-    if (ev->disconnected) return unavailable("worker " + ev->worker_id + " disconnected");
-    if (ev->msg.header.value("run_id", "") != run_id) continue;  // stale message of an earlier run
+    if (ev->disconnected) return Status(Code::kUnavailable, kWorkerLost + ev->worker_id);
+    if (ev->msg.header.value("run_id", "") != wire_id) continue;  // stale message of an earlier attempt
     if (ev->msg.type != type) continue;
     if (!ev->msg.header.value("ok", true))
       return runtime_error("worker " + ev->worker_id + ": " + ev->msg.header.value("error", "failed"));
@@ -516,52 +566,54 @@ void Coordinator::Impl::execute(const std::shared_ptr<RunEntry>& run) {
   finish(run, st);
 }
 
-Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
-  const ProgramEntry& prog = *run->program;
-  const Manifest& m = prog.image.manifest;
-  const RunRequest& req = run->request;
-
-  // 1. Workers that have built the program (waiting for late joiners a while).
-  std::vector<ExecutorSlot> slots;
-  std::vector<std::string> participants;
-  {
-    std::unique_lock<std::mutex> l(mu);
-    auto ready = [&] {
-      bool any = false;
-      for (const auto& [id, w] : workers) {
-        auto b = w.programs.find(run->hash);
-        if (!w.hello || b == w.programs.end()) continue;
-        if (!b->second.done) return false;  // still building: wait for it
-        any = any || b->second.ok;
-      }
-      return any;
-    };
-    if (!cv.wait_for(l, std::chrono::seconds(opts.worker_wait_s), [&] { return stopping || ready(); }))
-      return unavailable("no worker has built program " + run->hash.substr(0, 12) + " after " +
-                         std::to_string(opts.worker_wait_s) + " s (GET /clients lists the workers)");
-    if (stopping) return unavailable("the server is shutting down");
+Result<std::vector<ExecutorSlot>> Coordinator::Impl::wait_for_executors(const RunEntry& run) {
+  std::unique_lock<std::mutex> l(mu);
+  auto ready = [&] {
+    bool any = false;
     for (const auto& [id, w] : workers) {
-      auto b = w.programs.find(run->hash);
-      if (!w.hello || b == w.programs.end() || !b->second.ok) continue;
-      for (size_t e = 0; e < w.executors.size(); ++e)
-        slots.push_back({id, static_cast<int>(e), w.executors[e].weight});
+      auto b = w.programs.find(run.hash);
+      if (!w.hello || b == w.programs.end()) continue;
+      if (!b->second.done) return false;  // still building: wait for it
+      any = any || b->second.ok;
     }
+    return any;
+  };
+  if (!cv.wait_for(l, std::chrono::seconds(opts.worker_wait_s),
+                   [&] { return stopping || run.cancel_requested || ready(); }))
+    return unavailable("no worker has built program " + run.hash.substr(0, 12) + " after " +
+                       std::to_string(opts.worker_wait_s) + " s (GET /clients lists the workers)");
+  if (stopping) return unavailable("the server is shutting down");
+  if (run.cancel_requested) return Status(Code::kCancelled, "cancelled");
+  std::vector<ExecutorSlot> slots;
+  for (const auto& [id, w] : workers) {
+    auto b = w.programs.find(run.hash);
+    if (!w.hello || b == w.programs.end() || !b->second.ok) continue;
+    for (size_t e = 0; e < w.executors.size(); ++e)
+      slots.push_back({id, static_cast<int>(e), w.executors[e].weight});
   }
   if (slots.empty()) return unavailable("the workers that built the program report no executors");
+  return slots;
+}
+
+Result<std::vector<std::string>> Coordinator::Impl::start_partitions(const std::shared_ptr<RunEntry>& run,
+                                                                     const std::string& wire_id) {
+  const Manifest& m = run->program->image.manifest;
+  const RunRequest& req = run->request;
+  LIZARD_ASSIGN_OR_RETURN(auto slots, wait_for_executors(*run));
   PartitionPlan plan = plan_partition(req.rows, slots);
   {
     std::lock_guard<std::mutex> l(mu);
     run->plan = plan.to_json();
   }
-
-  // 2. Send each worker its rows.
   std::map<std::string, std::vector<const PlanEntry*>> by_worker;
   for (const auto& e : plan.entries)
     if (e.rows > 0) by_worker[e.worker_id].push_back(&e);
+  std::vector<std::string> participants;
   for (const auto& [id, entries] : by_worker) {
     participants.push_back(id);
     json parts = json::array();
-    for (const auto* e : entries) parts.push_back({{"executor", e->executor}, {"first_row", e->first_row}, {"rows", e->rows}});
+    for (const auto* e : entries)
+      parts.push_back({{"executor", e->executor}, {"first_row", e->first_row}, {"rows", e->rows}});
     const int64_t first = entries.front()->first_row;
     int64_t count = 0;
     for (const auto* e : entries) count += e->rows;
@@ -586,14 +638,20 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
       fields.push_back(f);
     }
     send(id, Message{MessageType::kRunStart,
-                     {{"run_id", run->id}, {"hash", run->hash}, {"params", run->params_json},
+                     {{"run_id", wire_id}, {"hash", run->hash}, {"params", run->params_json},
                       {"first_row", first}, {"rows", count}, {"parts", parts}, {"fields", fields}},
                      std::move(payload)});
   }
-  auto ready = collect(run->id, MessageType::kRunReady, participants);
+  auto ready = collect(*run, wire_id, MessageType::kRunReady, participants);
   if (!ready.ok()) return ready.status().with_context("loading the dataset");
+  return participants;
+}
 
-  // 3. Initial state.
+Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
+  const ProgramEntry& prog = *run->program;
+  const Manifest& m = prog.image.manifest;
+  const RunRequest& req = run->request;
+
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, req.params));
   if (req.state) {
     state.bytes = req.state->bytes;
@@ -603,50 +661,43 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(m.aggregate, m, req.params));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer partial, make_section(m.aggregate, m, req.params));
 
-  // 4. Iterate.
-  const std::string state_wire(state.bytes.begin(), state.bytes.end());
-  std::string state_bytes = state_wire;
-  for (int64_t it = 0; it < req.max_iterations; ++it) {
-    auto t0 = Clock::now();
-    state_bytes.assign(state.bytes.begin(), state.bytes.end());
-    for (const auto& id : participants)
-      send(id, Message{MessageType::kIterate, {{"run_id", run->id}, {"iteration", it}}, state_bytes});
-    auto results = collect(run->id, MessageType::kIterationResult, participants);
-    if (!results.ok()) return results.status().with_context("iteration " + std::to_string(it));
-    auto t_fold = Clock::now();
-    set_identity(&agg);
-    double kernel_ms = 0;
-    for (auto& [id, msg] : results.value()) {
-      kernel_ms = std::max(kernel_ms, msg.header.value("kernel_ms", 0.0));
-      const size_t n = partial.bytes.size();
-      if (n == 0) continue;
-      if (msg.payload.size() % n != 0)
-        return internal_error("worker " + id + " sent an aggregate of " + std::to_string(msg.payload.size()) +
-                              " bytes; expected a multiple of " + std::to_string(n));
-      for (size_t off = 0; off < msg.payload.size(); off += n) {
-        std::memcpy(partial.bytes.data(), msg.payload.data() + off, n);
-        fold_into(&agg, partial);
-        if (m.has_custom_reducer()) prog.hooks->aggregate(m, req.params, &agg, &partial);
+  // Each attempt plans the rows over the workers present; when a worker is
+  // lost, its rows go to the others and the interrupted iteration runs again
+  // from the same state, so the result is the one an undisturbed run gives.
+  constexpr int kMaxAttempts = 20;
+  int64_t it = 0;
+  bool done = false;
+  std::string wire_id;
+  std::vector<std::string> participants;
+  for (int attempt = 0; !done; ++attempt) {
+    wire_id = run->id + "." + std::to_string(attempt);
+    auto started = start_partitions(run, wire_id);
+    Status st = started.status();
+    if (st.ok()) {
+      participants = std::move(started).value();
+      for (; it < req.max_iterations && !done; ++it) {
+        st = run_one_iteration(run, wire_id, participants, it, &state, &agg, &partial, &done);
+        if (!st.ok()) break;
       }
+      if (st.ok()) done = true;
     }
-    bool done = prog.hooks->update_state(m, req.params, &agg, &state, it);
-    {
-      std::lock_guard<std::mutex> l(mu);
-      run->iterations = it + 1;
-      run->timings.push_back({{"iteration", it}, {"ms", ms_since(t0)}, {"kernel_ms", kernel_ms},
-                              {"fold_ms", ms_since(t_fold)}});
-    }
-    if (done) break;
+    if (st.ok()) break;
+    if (!is_worker_loss(st) || attempt + 1 >= kMaxAttempts) return st;
+    spdlog::warn("{}: {}; re-planning and re-running iteration {}", run->id, st.message(), it);
+    for (const auto& id : participants)
+      send(id, Message{MessageType::kRunEnd, {{"run_id", wire_id}, {"want_outputs", false}}, ""});
+    std::lock_guard<std::mutex> l(mu);
+    run->recoveries.push_back({{"iteration", it}, {"reason", st.message()}});
   }
 
-  // 5. End: gather output fields in row order.
+  // Gather output fields in row order.
   bool want_outputs = false;
   for (const auto& f : m.dataset) want_outputs = want_outputs || f.output;
   for (const auto& id : participants)
-    send(id, Message{MessageType::kRunEnd, {{"run_id", run->id}, {"want_outputs", want_outputs}}, ""});
+    send(id, Message{MessageType::kRunEnd, {{"run_id", wire_id}, {"want_outputs", want_outputs}}, ""});
   std::map<std::string, OutputField> outputs;
   if (want_outputs) {
-    auto outs = collect(run->id, MessageType::kRunOutputs, participants);
+    auto outs = collect(*run, wire_id, MessageType::kRunOutputs, participants);
     if (!outs.ok()) return outs.status().with_context("gathering outputs");
     for (size_t k = 0; k < m.dataset.size(); ++k) {
       const FieldSpec& f = m.dataset[k];
@@ -670,6 +721,53 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
   std::lock_guard<std::mutex> l(mu);
   run->result = std::move(result);
   run->outputs = std::move(outputs);
+  auto add_section = [&](const SectionBuffer& s) {
+    for (const auto& slot : s.slots) {
+      auto dims = field_dims(*slot.spec, m, req.params);
+      run->outputs.emplace(slot.spec->name,
+                           OutputField{slot.spec->type, dims.ok() ? dims.value() : std::vector<int64_t>{},
+                                       std::string(reinterpret_cast<const char*>(s.data(slot)), slot.bytes)});
+    }
+  };
+  add_section(state);
+  add_section(agg);
+  return Status::Ok();
+}
+
+Status Coordinator::Impl::run_one_iteration(const std::shared_ptr<RunEntry>& run, const std::string& wire_id,
+                                            const std::vector<std::string>& participants, int64_t it,
+                                            SectionBuffer* state, SectionBuffer* agg, SectionBuffer* partial,
+                                            bool* done) {
+  const ProgramEntry& prog = *run->program;
+  const Manifest& m = prog.image.manifest;
+  const RunRequest& req = run->request;
+  auto t0 = Clock::now();
+  const std::string state_bytes(state->bytes.begin(), state->bytes.end());
+  for (const auto& id : participants)
+    send(id, Message{MessageType::kIterate, {{"run_id", wire_id}, {"iteration", it}}, state_bytes});
+  auto results = collect(*run, wire_id, MessageType::kIterationResult, participants);
+  if (!results.ok()) return results.status().with_context("iteration " + std::to_string(it));
+  auto t_fold = Clock::now();
+  set_identity(agg);
+  double kernel_ms = 0;
+  for (auto& [id, msg] : results.value()) {
+    kernel_ms = std::max(kernel_ms, msg.header.value("kernel_ms", 0.0));
+    const size_t n = partial->bytes.size();
+    if (n == 0) continue;
+    if (msg.payload.size() % n != 0)
+      return internal_error("worker " + id + " sent an aggregate of " + std::to_string(msg.payload.size()) +
+                            " bytes; expected a multiple of " + std::to_string(n));
+    for (size_t off = 0; off < msg.payload.size(); off += n) {
+      std::memcpy(partial->bytes.data(), msg.payload.data() + off, n);
+      fold_into(agg, *partial);
+      if (m.has_custom_reducer()) prog.hooks->aggregate(m, req.params, agg, partial);
+    }
+  }
+  *done = prog.hooks->update_state(m, req.params, agg, state, it);
+  std::lock_guard<std::mutex> l(mu);
+  run->iterations = it + 1;
+  run->timings.push_back(
+      {{"iteration", it}, {"ms", ms_since(t0)}, {"kernel_ms", kernel_ms}, {"fold_ms", ms_since(t_fold)}});
   return Status::Ok();
 }
 
@@ -678,7 +776,7 @@ void Coordinator::Impl::finish(const std::shared_ptr<RunEntry>& run, const Statu
   json record;
   {
     std::lock_guard<std::mutex> l(mu);
-    run->status = st.ok() ? "done" : "failed";
+    run->status = st.ok() ? "done" : (st.code() == Code::kCancelled ? "cancelled" : "failed");
     run->error = st.ok() ? "" : st.message();
     run->finished_at = now_iso();
     waiters.swap(run->waiters);

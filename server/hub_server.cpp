@@ -33,15 +33,21 @@ const char* reason_json(int status) {
 // send() and close() post there.
 class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public WorkerLink {
  public:
-  WorkerSession(tcp::socket&& socket, ServerHandler* handler)
-      : ws_(std::move(socket)), handler_(handler) {
+  WorkerSession(tcp::socket&& socket, ServerHandler* handler, int heartbeat_s)
+      : ws_(std::move(socket)), handler_(handler), heartbeat_s_(heartbeat_s) {
     beast::error_code ec;
     auto ep = ws_.next_layer().socket().remote_endpoint(ec);
     peer_ = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
   }
 
   void run(http::request<http::string_body> req) {
-    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    // Pings go out after half the heartbeat timeout of silence; a worker that
+    // answers nothing for the whole timeout is dropped.
+    websocket::stream_base::timeout t;
+    t.handshake_timeout = std::chrono::seconds(30);
+    t.idle_timeout = std::chrono::seconds(heartbeat_s_);
+    t.keep_alive_pings = true;
+    ws_.set_option(t);
     ws_.read_message_max(uint64_t{16} << 30);
     ws_.binary(true);
     ws_.async_accept(req, beast::bind_front_handler(&WorkerSession::on_accept, shared_from_this()));
@@ -108,14 +114,16 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public
   beast::flat_buffer buffer_;
   std::deque<std::string> queue_;
   std::string id_, peer_;
+  int heartbeat_s_;
   bool closed_ = false;
 };
 
 // One HTTP connection: read a request, hand it over, write the answer, repeat.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket&& socket, ServerHandler* handler, uint64_t max_body)
-      : stream_(std::move(socket)), handler_(handler), max_body_(max_body) {}
+  HttpSession(tcp::socket&& socket, ServerHandler* handler, const HubServerOptions& opts)
+      : stream_(std::move(socket)), handler_(handler), max_body_(opts.max_body),
+        heartbeat_s_(opts.heartbeat_timeout_s) {}
 
   void run() {
     net::dispatch(stream_.get_executor(),
@@ -142,7 +150,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (websocket::is_upgrade(req)) {
       if (req.target() == "/workers") {
         stream_.expires_never();
-        std::make_shared<WorkerSession>(stream_.release_socket(), handler_)->run(std::move(req));
+        std::make_shared<WorkerSession>(stream_.release_socket(), handler_, heartbeat_s_)->run(std::move(req));
         return;
       }
       return send_error(404);
@@ -199,6 +207,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   beast::tcp_stream stream_;
   ServerHandler* handler_;
   uint64_t max_body_;
+  int heartbeat_s_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool keep_alive_ = true;
@@ -223,7 +232,7 @@ struct HubServer::Impl {
         return;
       }
       socket.set_option(tcp::no_delay(true), ec);
-      std::make_shared<HttpSession>(std::move(socket), handler, opts.max_body)->run();
+      std::make_shared<HttpSession>(std::move(socket), handler, opts)->run();
       do_accept();
     });
   }

@@ -20,6 +20,7 @@ struct HubServerOptions {
   std::string host = "0.0.0.0";
   uint16_t port = 5000;
   uint64_t max_body = uint64_t{1} << 30;  // bytes per HTTP request body
+  int heartbeat_timeout_s = 10;           // a worker silent this long is dropped
 };
 
 class HubServer {

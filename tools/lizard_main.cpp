@@ -41,13 +41,18 @@ int wait_for_signal() {
   return sig;
 }
 
-int run_server(const std::string& host, uint16_t port, const std::string& state_dir, int worker_wait) {
+int run_server(const std::string& host, uint16_t port, const std::string& state_dir, int worker_wait,
+               int heartbeat) {
   block_signals();
   lizard::CoordinatorOptions co;
   co.state_dir = state_dir;
   co.worker_wait_s = worker_wait;
   lizard::Coordinator coordinator(co);
-  lizard::HubServer hub(&coordinator, {host, port});
+  lizard::HubServerOptions ho;
+  ho.host = host;
+  ho.port = port;
+  ho.heartbeat_timeout_s = heartbeat;
+  lizard::HubServer hub(&coordinator, ho);
   if (auto st = hub.start(); !st.ok()) {
     spdlog::error("{}", st.message());
     return 1;
@@ -88,12 +93,15 @@ int main(int argc, char** argv) {
   auto* server = app.add_subcommand("server", "Run the head node (REST API and worker hub)");
   std::string host = "0.0.0.0", state_dir = default_dir("XDG_STATE_HOME", ".local/state");
   uint16_t port = 5000;
-  int worker_wait = 60;
+  int worker_wait = 60, heartbeat = 10;
   server->add_flag("-v,--verbose", verbose, "Debug logging");
   server->add_option("--host", host, "Address to listen on");
   server->add_option("--port", port, "Port for users and workers");
   server->add_option("--state-dir", state_dir, "Where programs and compiled hooks are kept");
-  server->add_option("--worker-wait", worker_wait, "Seconds a run waits for a worker with its program");
+  server->add_option("--worker-wait,--run-timeout", worker_wait,
+                     "Seconds a run waits for a worker with its program");
+  server->add_option("--heartbeat-timeout", heartbeat, "Seconds of silence after which a worker is dropped")
+      ->check(CLI::Range(2, 3600));
 
   auto* client = app.add_subcommand("client", "Run a worker on this node");
   lizard::WorkerOptions wo;
@@ -112,6 +120,6 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
-  if (server->parsed()) return run_server(host, port, state_dir, worker_wait);
+  if (server->parsed()) return run_server(host, port, state_dir, worker_wait, heartbeat);
   return run_client(wo);
 }
