@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -90,7 +91,13 @@ Status LocalCluster::start(int workers, const std::vector<std::string>& worker_a
 Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
   const std::string n = std::to_string(workers_.size());
   std::vector<std::string> argv = {LIZARD_BIN, "client", "-v", "-a", "127.0.0.1", "-p", std::to_string(port_),
-                                   "--backend", "cpu", "--cpu-threads", "2", "--cache-dir", dir_ + "/cache" + n};
+                                   "--cache-dir", dir_ + "/cache" + n};
+  auto given = [&](const std::string& flag) { return std::find(extra.begin(), extra.end(), flag) != extra.end(); };
+  if (!given("--backend")) {
+    const char* b = std::getenv("LIZARD_E2E_BACKEND");  // "cuda" on GPU machines
+    argv.insert(argv.end(), {"--backend", b && *b ? b : "cpu"});
+  }
+  if (!given("--cpu-threads")) argv.insert(argv.end(), {"--cpu-threads", "2"});
   argv.insert(argv.end(), extra.begin(), extra.end());
   pid_t pid = spawn(argv, dir_ + "/worker" + n + ".log");
   if (pid < 0) return internal_error("cannot start a worker");
@@ -112,10 +119,18 @@ Status LocalCluster::wait_for_workers(size_t n, int timeout_s) {
 }
 
 void LocalCluster::stop() {
-  for (pid_t p : workers_) kill_and_reap(p);
+  for (pid_t p : workers_)
+    if (p > 0) kill_and_reap(p);
   workers_.clear();
   kill_and_reap(server_);
   server_ = -1;
+}
+
+void LocalCluster::kill_worker(size_t i, int sig) {
+  if (i >= workers_.size() || workers_[i] <= 0) return;
+  kill(workers_[i], sig);
+  waitpid(workers_[i], nullptr, 0);
+  workers_[i] = -1;
 }
 
 bool LocalCluster::server_alive() const {

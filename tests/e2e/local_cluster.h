@@ -34,6 +34,8 @@ class LocalCluster {
   Status add_worker(const std::vector<std::string>& extra_args = {});
   Status wait_for_workers(size_t n, int timeout_s = 30);
   void stop();
+  // Sends `sig` to worker `i` (in start order) and reaps it.
+  void kill_worker(size_t i, int sig);
 
   std::string uri() const { return "http://127.0.0.1:" + std::to_string(port_); }
   CommandResult load_program(const std::string& dir) const;

@@ -1,0 +1,145 @@
+// Cluster behaviour with real processes: rows split by capability weight,
+// a run that survives a worker killed mid-run, cancellation.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "dataset/npy.h"
+#include "local_cluster.h"
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+
+std::string register_program(const LocalCluster& c, const std::string& dir) {
+  CommandResult r = c.load_program(dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  auto end = r.output.find_last_not_of("\n");
+  return end == std::string::npos || end < 63 ? "" : r.output.substr(end - 63, 64);
+}
+
+json get_json(const LocalCluster& c, const std::string& path) {
+  auto r = c.get(path);
+  return r.ok() ? json::parse(r->body, nullptr, false) : json();
+}
+
+json wait_until_finished(const LocalCluster& c, const std::string& id, int timeout_s) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  json rec;
+  while (std::chrono::steady_clock::now() < deadline) {
+    rec = get_json(c, "/runtimes/" + id);
+    std::string st = rec.value("status", "");
+    if (st == "done" || st == "failed" || st == "cancelled") return rec;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return rec;
+}
+
+TEST(Cluster, RowsSplitInProportionToWorkerWeight) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(0).ok());
+  for (double w : {1.0, 2.0, 3.0}) ASSERT_TRUE(c.add_worker({"--weight", std::to_string(w)}).ok());
+  ASSERT_TRUE(c.wait_for_workers(3).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  std::vector<double> values(600);
+  for (int i = 0; i < 600; ++i) values[i] = i;
+  json body = {{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"values", values}}}}}};
+  auto r = c.post("/runtime/" + hash + "?wait=1", body.dump());
+  ASSERT_TRUE(r.ok());
+  json rec = json::parse(r->body);
+  ASSERT_EQ(rec["status"], "done") << r->body;
+  std::map<double, int64_t> rows_by_weight;
+  for (const auto& e : rec["plan"]["executors"]) rows_by_weight[e["weight"].get<double>()] = e["rows"];
+  EXPECT_EQ(rows_by_weight, (std::map<double, int64_t>{{1.0, 100}, {2.0, 200}, {3.0, 300}}));
+  EXPECT_EQ(rec["result"]["aggregate"]["sums"][0], 599.0 * 600 / 2);
+}
+
+// Well-separated blobs: a worker killed mid-run must not change the answer.
+class KillWorker : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(c_.start(4, {"--cpu-threads", "1"}).ok());
+    hash_ = register_program(c_, LIZARD_SOURCE_DIR "/examples/kmeans");
+    const int64_t n = 2000000;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> noise(0.f, 0.3f);
+    std::vector<float> pts(n * kDims);
+    for (int64_t i = 0; i < n; ++i)
+      for (int j = 0; j < kDims; ++j) pts[i * kDims + j] = centre(i % kK, j) + noise(rng);
+    path_ = c_.dir() + "/points.npy";
+    std::ofstream(path_, std::ios::binary) << npy_bytes(DType::kFloat32, {n, kDims}, pts.data());
+    init_.assign(pts.begin(), pts.begin() + kK * kDims);
+  }
+  static float centre(int c, int j) { return 10.f * ((c >> j) & 1) + 3.f * c; }
+
+  std::string submit() {
+    json body = {{"params", {{"k", kK}, {"dims", kDims}, {"max_iterations", kIterations}, {"threshold", -1}}},
+                 {"dataset", {{"points", {{"path", path_}}}}},
+                 {"state", {{"centroids", init_}}}};
+    auto r = c_.post("/runtime/" + hash_, body.dump());
+    EXPECT_TRUE(r.ok() && r->status == 202) << (r.ok() ? r->body : r.status().message());
+    return r.ok() ? json::parse(r->body).value("runtime_id", "") : "";
+  }
+
+  static constexpr int kK = 8, kDims = 4, kIterations = 12;
+  LocalCluster c_;
+  std::string hash_, path_;
+  std::vector<float> init_;
+};
+
+TEST_F(KillWorker, RunCompletesWithTheUndisturbedResult) {
+  json undisturbed = wait_until_finished(c_, submit(), 240);
+  ASSERT_EQ(undisturbed["status"], "done") << undisturbed.dump(2);
+  ASSERT_EQ(undisturbed["iterations"], kIterations);
+
+  const std::string id = submit();
+  for (int i = 0; i < 2000; ++i) {  // wait for iteration 2, then kill a worker mid-run
+    if (get_json(c_, "/runtimes/" + id).value("iterations", 0) >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  c_.kill_worker(2, SIGKILL);
+  json rec = wait_until_finished(c_, id, 240);
+  ASSERT_EQ(rec["status"], "done") << rec.dump(2);
+  EXPECT_EQ(rec["iterations"], kIterations);
+  ASSERT_TRUE(rec.contains("recoveries")) << "the kill came too late to test recovery";
+  EXPECT_EQ(rec["plan"]["executors"].size(), 3u);
+  const json& a = undisturbed["result"]["state"]["centroids"];
+  const json& b = rec["result"]["state"]["centroids"];
+  for (int q = 0; q < kK; ++q)
+    for (int j = 0; j < kDims; ++j) {
+      double x = a[q][j], y = b[q][j];
+      EXPECT_NEAR(y, x, 1e-5 * std::max(1.0, std::fabs(x))) << "centroid " << q << " dim " << j;
+    }
+  EXPECT_EQ(rec["result"]["aggregate"]["counts"], undisturbed["result"]["aggregate"]["counts"]);
+}
+
+TEST_F(KillWorker, CancelStopsARunningRun) {
+  const std::string id = submit();
+  const std::string queued = submit();
+  auto del = http_request("DELETE", c_.uri() + "/runtimes/" + queued, "", "", 30);
+  ASSERT_TRUE(del.ok());
+  EXPECT_EQ(del->status, 202) << del->body;
+  for (int i = 0; i < 2000 && get_json(c_, "/runtimes/" + id).value("iterations", 0) < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  del = http_request("DELETE", c_.uri() + "/runtimes/" + id, "", "", 30);
+  ASSERT_TRUE(del.ok());
+  EXPECT_EQ(del->status, 202) << del->body;
+  EXPECT_EQ(wait_until_finished(c_, id, 60)["status"], "cancelled");
+  EXPECT_EQ(wait_until_finished(c_, queued, 60)["status"], "cancelled");
+  json cancelled = get_json(c_, "/runtimes?status=cancelled");
+  EXPECT_EQ(cancelled.size(), 2u);
+  del = http_request("DELETE", c_.uri() + "/runtimes/" + id, "", "", 30);
+  EXPECT_EQ(del->status, 409);
+  EXPECT_EQ(get_json(c_, "/runtimes?status=bogus").value("error", "").empty(), false);
+  // The cluster still works afterwards.
+  EXPECT_EQ(wait_until_finished(c_, submit(), 240)["status"], "done");
+}
+
+}  // namespace
+}  // namespace lizard

@@ -1,0 +1,266 @@
+// End to end: a real server and two real workers on 127.0.0.1 run the
+// anneal and logreg examples, and the answers are checked against
+// independent computations.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "dataset/npy.h"
+#include "local_cluster.h"
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+
+class Examples : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new LocalCluster();
+    Status st = cluster_->start(2);
+    ASSERT_TRUE(st.ok()) << st.message();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void TearDown() override { EXPECT_TRUE(cluster_->server_alive()) << "the server died"; }
+
+  // Registers a program directory; returns its checksum (the last line load_program prints).
+  static std::string register_program(const std::string& dir) {
+    CommandResult r = cluster_->load_program(dir);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::istringstream lines(r.output);
+    std::string line, last;
+    while (std::getline(lines, line))
+      if (!line.empty()) last = line;
+    return last;
+  }
+
+  static json run(const std::string& hash, const json& body) {
+    auto r = cluster_->post("/runtime/" + hash + "?wait=1", body.dump());
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return json();
+    EXPECT_EQ(r->status, 200) << r->body;
+    return json::parse(r->body, nullptr, false);
+  }
+
+  // Downloads an output field as .npy and returns its elements.
+  template <typename T>
+  static std::vector<T> download(const json& rec, const std::string& field, DType dtype,
+                                 const std::vector<int64_t>& shape) {
+    auto r = cluster_->get("/runtimes/" + rec["runtime_id"].get<std::string>() + "/fields/" +
+                           field + ".npy");
+    EXPECT_TRUE(r.ok());
+    if (!r.ok()) return {};
+    EXPECT_EQ(r->status, 200) << r->body;
+    auto len = npy_header_length(r->body);
+    EXPECT_TRUE(len.ok());
+    if (!len.ok()) return {};
+    auto h = parse_npy_header(std::string_view(r->body).substr(0, len.value()));
+    EXPECT_TRUE(h.ok());
+    if (!h.ok()) return {};
+    EXPECT_EQ(h->dtype, dtype) << field;
+    EXPECT_EQ(h->shape, shape) << field;
+    EXPECT_EQ(r->body.size() - len.value(), h->data_bytes()) << field;
+    std::vector<T> out(h->elements());
+    if (r->body.size() - len.value() != out.size() * sizeof(T)) return {};
+    std::memcpy(out.data(), r->body.data() + len.value(), out.size() * sizeof(T));
+    return out;
+  }
+
+  static LocalCluster* cluster_;
+};
+LocalCluster* Examples::cluster_ = nullptr;
+
+// ---- anneal ------------------------------------------------------------------
+
+double rastrigin(const float* x) {
+  const double pi = 3.14159265358979323846;
+  double f = 80.0;
+  for (int j = 0; j < 8; ++j) f += double(x[j]) * x[j] - 10.0 * std::cos(2.0 * pi * x[j]);
+  return f;
+}
+
+TEST_F(Examples, AnnealFindsALowRastriginMinimum) {
+  const std::string hash = register_program(LIZARD_SOURCE_DIR "/examples/anneal");
+  ASSERT_EQ(hash.size(), 64u);
+  const int chains = 64, iterations = 12;
+  std::vector<uint64_t> seeds;
+  for (int i = 1; i <= chains; ++i) seeds.push_back(uint64_t(i));
+  json body = {{"params",
+                {{"steps", 4000},
+                 {"initial_temperature", 5.0},
+                 {"cooling", 0.6},
+                 {"max_iterations", iterations}}},
+               {"dataset", {{"seed", {{"values", seeds}}}}}};
+  json rec = run(hash, body);
+  ASSERT_EQ(rec["status"], "done") << rec.dump(2);
+  EXPECT_EQ(rec["iterations"], iterations);
+  ASSERT_EQ(rec["plan"]["executors"].size(), 2u);  // both workers took part
+  EXPECT_NEAR(rec["result"]["state"]["temperature"].get<double>(), 5.0 * std::pow(0.6, iterations),
+              1e-6);
+  EXPECT_EQ(rec["result"]["state"]["iteration"], iterations);
+  // Only the declared outputs come back; the chains' current points do not.
+  ASSERT_TRUE(rec.contains("outputs")) << rec.dump(2);
+  EXPECT_EQ(rec["outputs"].size(), 2u) << rec["outputs"];
+  EXPECT_FALSE(rec["outputs"].contains("x"));
+
+  auto best_f = download<float>(rec, "best_f", DType::kFloat32, {chains});
+  auto best_x = download<float>(rec, "best_x", DType::kFloat32, {chains, 8});
+  ASSERT_EQ(best_f.size(), size_t(chains));
+  ASSERT_EQ(best_x.size(), size_t(chains) * 8);
+  for (int i = 0; i < chains; ++i) {
+    EXPECT_GE(best_f[i], 0.0f) << "chain " << i;
+    EXPECT_NEAR(best_f[i], rastrigin(&best_x[i * 8]), 1e-3) << "chain " << i;
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_GE(best_x[i * 8 + j], -5.12f);
+      EXPECT_LE(best_x[i * 8 + j], 5.12f);
+    }
+  }
+  const int argmin = int(std::min_element(best_f.begin(), best_f.end()) - best_f.begin());
+
+  // The folded aggregate is the best chain of all partitions.
+  const json& agg = rec["result"]["aggregate"];
+  EXPECT_EQ(agg["has_value"], 1);
+  const float best = agg["best_value"].get<float>();
+  EXPECT_EQ(best, best_f[argmin]);
+  EXPECT_EQ(agg["best_row"], argmin);
+  std::vector<float> point = agg["best_point"].get<std::vector<float>>();
+  ASSERT_EQ(point.size(), 8u);
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(point[j], best_x[argmin * 8 + j]) << "coordinate " << j;
+  EXPECT_NEAR(rastrigin(point.data()), best, 1e-3);
+  EXPECT_GE(best, 0.0f);
+  EXPECT_LT(best, 2.0f);
+  // Chains are a function of their seeds: a second run gives the same bests.
+  json again = run(hash, body);
+  ASSERT_EQ(again["status"], "done") << again.dump(2);
+  EXPECT_EQ(again["result"]["aggregate"], agg);
+  EXPECT_EQ(download<float>(again, "best_f", DType::kFloat32, {chains}), best_f);
+}
+
+// ---- logreg ------------------------------------------------------------------
+
+struct LogregData {
+  int rows = 0, dims = 0;
+  std::vector<float> x, y;
+};
+
+LogregData make_logreg_data(int rows, int dims, uint32_t seed) {
+  LogregData d{rows, dims, {}, {}};
+  const double w_true[] = {2.0, -1.5, 0.5, 1.0, -2.5, 0.75, -0.25, 1.25};
+  const double b_true = 0.4;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::normal_distribution<double> noise(0.0, 0.5);
+  for (int i = 0; i < rows; ++i) {
+    double z = b_true + noise(rng);
+    for (int j = 0; j < dims; ++j) {
+      float v = normal(rng);
+      d.x.push_back(v);
+      z += w_true[j % 8] * v;
+    }
+    d.y.push_back(z > 0 ? 1.0f : 0.0f);
+  }
+  return d;
+}
+
+// Full-batch gradient descent in double precision, with the example's
+// update and stopping rule.
+void reference_logreg(const LogregData& d, double lr, double tol, int max_iterations,
+                      std::vector<double>* w, double* b, int* iterations) {
+  w->assign(d.dims, 0.0);
+  *b = 0.0;
+  double last_loss = 0.0;
+  for (int it = 0; it < max_iterations; ++it) {
+    std::vector<double> gw(d.dims, 0.0);
+    double gb = 0.0, loss = 0.0;
+    for (int i = 0; i < d.rows; ++i) {
+      double z = *b;
+      for (int j = 0; j < d.dims; ++j) z += (*w)[j] * d.x[size_t(i) * d.dims + j];
+      const double e = 1.0 / (1.0 + std::exp(-z)) - d.y[i];
+      for (int j = 0; j < d.dims; ++j) gw[j] += e * d.x[size_t(i) * d.dims + j];
+      gb += e;
+      loss += std::max(z, 0.0) - d.y[i] * z + std::log1p(std::exp(-std::fabs(z)));
+    }
+    for (int j = 0; j < d.dims; ++j) (*w)[j] -= lr * gw[j] / d.rows;
+    *b -= lr * gb / d.rows;
+    const double mean = loss / d.rows;
+    *iterations = it + 1;
+    const bool converged = it > 0 && std::fabs(mean - last_loss) < tol;
+    last_loss = mean;
+    if (converged) break;
+  }
+}
+
+double accuracy(const LogregData& d, const std::vector<double>& w, double b) {
+  int right = 0;
+  for (int i = 0; i < d.rows; ++i) {
+    double z = b;
+    for (int j = 0; j < d.dims; ++j) z += w[j] * d.x[size_t(i) * d.dims + j];
+    right += (z > 0) == (d.y[i] > 0.5f);
+  }
+  return double(right) / d.rows;
+}
+
+TEST_F(Examples, LogregMatchesReferenceGradientDescent) {
+  const std::string hash = register_program(LIZARD_SOURCE_DIR "/examples/logreg");
+  ASSERT_EQ(hash.size(), 64u);
+  const int rows = 4000, dims = 5;
+  LogregData d = make_logreg_data(rows, dims, 7);
+  const std::string xpath = cluster_->dir() + "/logreg_x.npy",
+                    ypath = cluster_->dir() + "/logreg_y.npy";
+  std::ofstream(xpath, std::ios::binary) << npy_bytes(DType::kFloat32, {rows, dims}, d.x.data());
+  std::ofstream(ypath, std::ios::binary) << npy_bytes(DType::kFloat32, {rows}, d.y.data());
+  const float lr = 0.5f;
+
+  struct Case {
+    float tol;
+    int max_iterations;
+  } cases[] = {{0.0f, 150}, {1e-4f, 500}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("tol " + std::to_string(c.tol));
+    json body = {
+        {"params",
+         {{"dims", dims}, {"lr", lr}, {"tol", c.tol}, {"max_iterations", c.max_iterations}}},
+        {"dataset", {{"x", {{"path", xpath}}}, {"y", {{"path", ypath}}}}}};
+    json rec = run(hash, body);
+    ASSERT_EQ(rec["status"], "done") << rec.dump(2);
+    ASSERT_EQ(rec["plan"]["executors"].size(), 2u);
+
+    std::vector<double> want_w;
+    double want_b = 0;
+    int want_iterations = 0;
+    reference_logreg(d, double(lr), double(c.tol), c.max_iterations, &want_w, &want_b,
+                     &want_iterations);
+    if (c.tol == 0.0f) {
+      EXPECT_EQ(rec["iterations"], c.max_iterations);
+    } else {
+      EXPECT_LT(want_iterations, c.max_iterations);  // the case does exercise the tolerance
+      EXPECT_NEAR(rec["iterations"].get<int>(), want_iterations, 1);
+      if (rec["iterations"].get<int>() != want_iterations) continue;  // weights one step apart
+    }
+    const json& st = rec["result"]["state"];
+    std::vector<double> got_w = st["w"].get<std::vector<double>>();
+    const double got_b = st["b"].get<double>();
+    ASSERT_EQ(got_w.size(), size_t(dims));
+    for (int j = 0; j < dims; ++j)
+      EXPECT_NEAR(got_w[j], want_w[j], 1e-3 * std::max(1.0, std::fabs(want_w[j])))
+          << "w[" << j << "]";
+    EXPECT_NEAR(got_b, want_b, 1e-3 * std::max(1.0, std::fabs(want_b)));
+    EXPECT_EQ(rec["result"]["aggregate"]["count"], rows);
+    EXPECT_GT(accuracy(d, got_w, got_b), 0.9);
+    // The weights point the way of the generating ones.
+    EXPECT_GT(got_w[0], 0.5);
+    EXPECT_LT(got_w[1], -0.5);
+    EXPECT_LT(got_w[4], -0.5);
+  }
+}
+
+}  // namespace
+}  // namespace lizard
