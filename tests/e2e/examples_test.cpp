@@ -106,10 +106,11 @@ TEST_F(Examples, AnnealFindsALowRastriginMinimum) {
   EXPECT_NEAR(rec["result"]["state"]["temperature"].get<double>(), 5.0 * std::pow(0.6, iterations),
               1e-6);
   EXPECT_EQ(rec["result"]["state"]["iteration"], iterations);
-  // Only the declared outputs come back; the chains' current points do not.
-  ASSERT_TRUE(rec.contains("outputs")) << rec.dump(2);
-  EXPECT_EQ(rec["outputs"].size(), 2u) << rec["outputs"];
-  EXPECT_FALSE(rec["outputs"].contains("x"));
+  // The declared outputs download; the chains' current points do not.
+  ASSERT_TRUE(rec.contains("fields")) << rec.dump(2);
+  EXPECT_TRUE(rec["fields"].contains("best_x")) << rec["fields"];
+  EXPECT_TRUE(rec["fields"].contains("best_f")) << rec["fields"];
+  EXPECT_FALSE(rec["fields"].contains("x")) << rec["fields"];
 
   auto best_f = download<float>(rec, "best_f", DType::kFloat32, {chains});
   auto best_x = download<float>(rec, "best_x", DType::kFloat32, {chains, 8});
@@ -136,7 +137,7 @@ TEST_F(Examples, AnnealFindsALowRastriginMinimum) {
   for (int j = 0; j < 8; ++j) EXPECT_EQ(point[j], best_x[argmin * 8 + j]) << "coordinate " << j;
   EXPECT_NEAR(rastrigin(point.data()), best, 1e-3);
   EXPECT_GE(best, 0.0f);
-  EXPECT_LT(best, 2.0f);
+  EXPECT_LT(best, 1.0f);  // in the global minimum's basin: a coordinate near +-1 alone adds about 1
   // Chains are a function of their seeds: a second run gives the same bests.
   json again = run(hash, body);
   ASSERT_EQ(again["status"], "done") << again.dump(2);
@@ -245,14 +246,17 @@ TEST_F(Examples, LogregMatchesReferenceGradientDescent) {
       EXPECT_NEAR(rec["iterations"].get<int>(), want_iterations, 1);
       if (rec["iterations"].get<int>() != want_iterations) continue;  // weights one step apart
     }
+    // float32 sums against a double reference agree to about 1e-7 here; an
+    // off-by-one in the mean (count - 1) is about 1e-4 off.
+    const double rel = 1e-5;
     const json& st = rec["result"]["state"];
     std::vector<double> got_w = st["w"].get<std::vector<double>>();
     const double got_b = st["b"].get<double>();
     ASSERT_EQ(got_w.size(), size_t(dims));
     for (int j = 0; j < dims; ++j)
-      EXPECT_NEAR(got_w[j], want_w[j], 1e-3 * std::max(1.0, std::fabs(want_w[j])))
+      EXPECT_NEAR(got_w[j], want_w[j], rel * std::max(1.0, std::fabs(want_w[j])))
           << "w[" << j << "]";
-    EXPECT_NEAR(got_b, want_b, 1e-3 * std::max(1.0, std::fabs(want_b)));
+    EXPECT_NEAR(got_b, want_b, rel * std::max(1.0, std::fabs(want_b)));
     EXPECT_EQ(rec["result"]["aggregate"]["count"], rows);
     EXPECT_GT(accuracy(d, got_w, got_b), 0.9);
     // The weights point the way of the generating ones.
