@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -152,6 +153,7 @@ struct RunEntry {
   std::vector<Responder> waiters;
   double elapsed_ms = 0;
   bool cancel_requested = false;
+  uint64_t seq = 0;
   json recoveries = json::array();
 
   bool finished() const { return status == "done" || status == "failed" || status == "cancelled"; }
@@ -221,6 +223,12 @@ struct Coordinator::Impl {
   HttpResponse get_runtimes(const std::vector<std::string>& parts, std::map<std::string, std::string>& query);
   void post_program(std::string body, Responder respond);
   void post_run(std::string hash, std::string body, bool wait, Responder respond);
+
+  // ---- persistence --------------------------------------------------------
+  std::filesystem::path program_dir() const { return std::filesystem::path(opts.state_dir) / "programs"; }
+  void save_program(const ProgramEntry& p);
+  void forget_program(const std::string& hash);
+  void load_programs();
 
   // ---- workers ------------------------------------------------------------
   void on_frame(const std::string& worker_id, std::string frame);
@@ -316,8 +324,11 @@ HttpResponse Coordinator::Impl::get_runtimes(const std::vector<std::string>& par
     const std::string want = query["status"];
     if (!want.empty() && !kStatuses.count(want))
       return json_response(400, {{"error", "status must be one of queued, running, done, failed, cancelled"}});
+    std::vector<std::shared_ptr<RunEntry>> ordered;
+    for (const auto& [id, r] : runs) ordered.push_back(r);
+    std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a->seq < b->seq; });
     json out = json::array();
-    for (const auto& [id, r] : runs) {
+    for (const auto& r : ordered) {
       if (!want.empty() && r->status != want) continue;
       json j = r->to_json();
       j.erase("result");
@@ -359,8 +370,10 @@ void Coordinator::Impl::post_program(std::string body, Responder respond) {
     entry->hooks = hooks.value();
 
     std::unique_lock<std::mutex> l(mu);
-    if (!programs.count(hash)) {
+    const bool is_new = !programs.count(hash);
+    if (is_new) {
       programs[hash] = entry;
+      save_program(*entry);
       spdlog::info("registered program {} ({})", hash.substr(0, 12), entry->image.manifest.name);
     }
     for (auto& [id, w] : workers)
@@ -389,8 +402,11 @@ void Coordinator::Impl::post_program(std::string body, Responder respond) {
       }
     }
     if (!errors.empty()) {
-      programs.erase(hash);  // a program that does not build is not runnable
-      for (auto& [id, w] : workers) w.programs.erase(hash);
+      if (is_new) {  // a new program that does not build is not kept
+        programs.erase(hash);
+        forget_program(hash);
+        for (auto& [id, w] : workers) w.programs.erase(hash);
+      }
       l.unlock();
       return respond(json_response(422, {{"error", "the program did not build:\n" + errors}, {"hash", hash},
                                          {"workers", result["workers"]}}));
@@ -421,7 +437,8 @@ void Coordinator::Impl::post_run(std::string hash, std::string body, bool wait, 
     run->request = std::move(request).value();
     run->created_at = now_iso();
     std::lock_guard<std::mutex> l(mu);
-    run->id = "r" + std::to_string(next_run++);
+    run->seq = next_run++;
+    run->id = "r" + std::to_string(run->seq);
     runs[run->id] = run;
     queue.push_back(run);
     cv.notify_all();
@@ -456,6 +473,56 @@ void Coordinator::Impl::cancel(const std::string& id, Responder respond) {
   cv.notify_all();
   if (was_queued) finish(run, Status(Code::kCancelled, "cancelled before it started"));
   respond(json_response(202, {{"runtime_id", id}, {"status", was_queued ? "cancelled" : "cancelling"}}));
+}
+
+void Coordinator::Impl::save_program(const ProgramEntry& p) {
+  std::error_code ec;
+  std::filesystem::create_directories(program_dir(), ec);
+  const auto path = program_dir() / (p.image.hash + ".json");
+  const auto tmp = program_dir() / (p.image.hash + ".json.tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << p.bundle.to_json().dump();
+    if (!out) {
+      spdlog::warn("cannot save program {} in {}", p.image.hash.substr(0, 12), program_dir().string());
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+}
+
+void Coordinator::Impl::forget_program(const std::string& hash) {
+  std::error_code ec;
+  std::filesystem::remove(program_dir() / (hash + ".json"), ec);
+}
+
+// Registered programs survive a restart: their bundles are kept in the state
+// directory and rebuilt (the hook build is cached) when the server starts.
+void Coordinator::Impl::load_programs() {
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(program_dir(), ec)) {
+    if (f.path().extension() != ".json") continue;
+    std::ifstream in(f.path(), std::ios::binary);
+    json j = json::parse(in, nullptr, false);
+    auto bundle = ProgramBundle::from_json(j);
+    auto image = bundle.ok() ? make_program_image(bundle.value()) : Result<ProgramImage>(bundle.status());
+    if (!image.ok()) {
+      spdlog::warn("skipping stored program {}: {}", f.path().string(), image.status().message());
+      continue;
+    }
+    auto entry = std::make_shared<ProgramEntry>();
+    entry->bundle = std::move(bundle).value();
+    entry->image = std::move(image).value();
+    entry->registered_at = now_iso();
+    auto hooks = HostHooks::build(entry->image, compiler);
+    if (!hooks.ok()) {
+      spdlog::warn("skipping stored program {}: {}", entry->image.hash.substr(0, 12), hooks.status().message());
+      continue;
+    }
+    entry->hooks = hooks.value();
+    spdlog::info("restored program {} ({})", entry->image.hash.substr(0, 12), entry->image.manifest.name);
+    programs[entry->image.hash] = std::move(entry);
+  }
 }
 
 void Coordinator::Impl::send(const std::string& worker_id, const Message& m) {
@@ -669,6 +736,18 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
   bool done = false;
   std::string wire_id;
   std::vector<std::string> participants;
+  // Whatever happens, the workers of the last attempt free the run's buffers.
+  struct Release {
+    Impl* self;
+    const std::string& wire_id;
+    const std::vector<std::string>& participants;
+    bool armed = true;
+    ~Release() {
+      if (!armed) return;
+      for (const auto& id : participants)
+        self->send(id, Message{MessageType::kRunEnd, {{"run_id", wire_id}, {"want_outputs", false}}, ""});
+    }
+  } release{this, wire_id, participants};
   for (int attempt = 0; !done; ++attempt) {
     wire_id = run->id + "." + std::to_string(attempt);
     auto started = start_partitions(run, wire_id);
@@ -691,6 +770,7 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
   }
 
   // Gather output fields in row order.
+  release.armed = false;
   bool want_outputs = false;
   for (const auto& f : m.dataset) want_outputs = want_outputs || f.output;
   for (const auto& id : participants)
@@ -792,6 +872,7 @@ void Coordinator::Impl::finish(const std::shared_ptr<RunEntry>& run, const Statu
 Coordinator::Coordinator(CoordinatorOptions opts) : impl_(new Impl(std::move(opts))) {
   std::error_code ec;
   std::filesystem::create_directories(impl_->opts.state_dir, ec);
+  impl_->load_programs();
   impl_->driver = std::thread([this] { impl_->drive(); });
 }
 
@@ -807,6 +888,12 @@ void Coordinator::shutdown() {
   impl_->events.close();
   if (impl_->driver.joinable()) impl_->driver.join();
   impl_->pool.join();
+  std::deque<std::shared_ptr<RunEntry>> queued;
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    queued.swap(impl_->queue);
+  }
+  for (auto& run : queued) impl_->finish(run, unavailable("the server shut down before the run started"));
 }
 
 void Coordinator::on_http(HttpRequest req, Responder respond) { impl_->handle(std::move(req), std::move(respond)); }

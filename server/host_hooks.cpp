@@ -6,7 +6,12 @@ Result<std::shared_ptr<HostHooks>> HostHooks::build(const ProgramImage& image,
                                                     const HostCompiler& compiler) {
   auto hooks = std::make_shared<HostHooks>();
   const std::string& src = image.manifest.host_source;
-  if (src.empty()) return hooks;
+  if (src.empty()) {
+    if (image.manifest.has_custom_reducer())
+      return invalid_argument("config.yaml: aggregate: a `custom` reducer needs sources.host with an "
+                              "extern \"C\" aggregate() hook");
+    return hooks;
+  }
   std::map<std::string, std::string> files = image.sources;
   files["lizard_program.h"] = image.header;
   auto so = compiler.build_shared(files, {src}, {"-O2", "-fvisibility=default"});
@@ -19,6 +24,9 @@ Result<std::shared_ptr<HostHooks>> HostHooks::build(const ProgramImage& image,
   hooks->init_ = hooks->lib_.symbol<InitFn>("init_global_state");
   hooks->aggregate_ = hooks->lib_.symbol<AggregateFn>("aggregate");
   hooks->update_ = hooks->lib_.symbol<UpdateFn>("update_global_state");
+  if (!hooks->init_ && !hooks->aggregate_ && !hooks->update_)
+    return invalid_argument(src + " defines none of the hooks init_global_state, aggregate, "
+                                  "update_global_state (are they declared extern \"C\"?)");
   if (image.manifest.has_custom_reducer() && !hooks->aggregate_)
     return invalid_argument(src + ": the manifest has a `custom` reducer but " + src +
                             " defines no extern \"C\" aggregate() hook");

@@ -87,6 +87,7 @@ Status parse_dataset(const ProgramImage& image, const json& body, RunRequest* ou
     out->dataset.push_back(std::move(s));
   }
   if (rows < 0) return invalid_argument("the program has no input dataset field to take rows from");
+  if (rows == 0) return invalid_argument("the dataset has no rows");
   out->rows = rows;
   return Status::Ok();
 }

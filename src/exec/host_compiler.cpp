@@ -21,12 +21,19 @@ Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::
                                                const std::vector<std::string>& units,
                                                const std::vector<std::string>& flags) const {
   Sha256 key;
-  key.update(compiler_);
-  for (const auto& f : flags) key.update("\0flag:" + f);
-  for (const auto& u : units) key.update("\0unit:" + u);
+  auto field = [&key](std::string_view tag, std::string_view value) {
+    const std::string len = std::to_string(value.size());
+    key.update(tag);
+    key.update(len);
+    key.update(":");
+    key.update(value);
+  };
+  field("compiler", compiler_);
+  for (const auto& f : flags) field("flag", f);
+  for (const auto& u : units) field("unit", u);
   for (const auto& [name, text] : files) {
-    key.update("\0file:" + name + "\0" + std::to_string(text.size()) + "\0");
-    key.update(text);
+    field("file", name);
+    field("text", text);
   }
   const std::string digest = key.hex_digest().substr(0, 32);
   const fs::path dir = fs::path(cache_dir_) / digest;
@@ -52,7 +59,11 @@ Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::
   argv.insert(argv.end(), units.begin(), units.end());
   argv.insert(argv.end(), {"-o", "lib.so"});
   auto r = run_command(argv, tmp.string());
-  if (!r.ok()) return r.status();
+  if (!r.ok()) {
+    fs::remove_all(tmp, ec);
+    return internal_error("the C++ compiler could not be started (" + r.status().message() +
+                          "); install one or set CXX");
+  }
   if (r->exit_code != 0) {
     fs::remove_all(tmp, ec);
     return compile_error(r->output.empty() ? "compiler exited with code " + std::to_string(r->exit_code)

@@ -1,6 +1,8 @@
 #include "program/layout.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -14,6 +16,11 @@ int64_t ParamValue::as_int() const {
 }
 
 json ParamValue::to_json() const {
+  if (type == DType::kFloat32) {  // print the float's shortest decimal, not the widened double
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(f));
+    return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+  }
   if (dtype_is_float(type)) return f;
   if (dtype_is_signed(type)) return i;
   return u;
@@ -44,7 +51,7 @@ Result<ParamValue> convert_param(const ParamSpec& spec, const json& v) {
   ParamValue out{spec.type};
   const std::string where = "param '" + spec.name + "'";
   if (!v.is_number())
-    return invalid_argument(where + ": expected a " + dtype_name(spec.type) + " number, got " +
+    return invalid_argument(where + ": expected a number (" + dtype_name(spec.type) + "), got " +
                             std::string(v.type_name()));
   if (dtype_is_float(spec.type)) {
     out.f = v.get<double>();

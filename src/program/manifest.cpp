@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
+#include <limits>
 #include <set>
 
 namespace lizard {
@@ -163,6 +165,19 @@ class ManifestParser {
     return d;
   }
 
+  Status check_default(const ParamSpec& p, const std::string& path) const {
+    if (dtype_is_float(p.type)) return Status::Ok();
+    const double v = *p.default_value;
+    if (v != std::floor(v)) return fail(path, "expected an integer for " + std::string(dtype_name(p.type)));
+    bool fits = visit_dtype(p.type, [&](auto t) {
+      using T = decltype(t);
+      return v >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+             v <= static_cast<double>(std::numeric_limits<T>::max());
+    });
+    if (!fits) return fail(path, "out of range for " + std::string(dtype_name(p.type)));
+    return Status::Ok();
+  }
+
   Status parse_params(const YAML::Node& params) {
     if (!params) return Status::Ok();
     if (!params.IsMap()) return fail("params", "expected a mapping of name: {type: ...}");
@@ -180,6 +195,7 @@ class ManifestParser {
         } catch (const YAML::Exception&) {
           return fail(path + ".default", "expected a number");
         }
+        LIZARD_RETURN_IF_ERROR(check_default(p, path + ".default"));
       }
       m_.params.push_back(std::move(p));
     }
