@@ -266,7 +266,7 @@ TEST_F(EndToEnd, BadRequestsGetClearErrors) {
   expect_error("/runtime/" + hash, json({{"params", {{"dims", 3}}}, {"dataset", points}}).dump(), 400,
                "missing param(s): k");
   expect_error("/runtime/" + hash, json({{"params", {{"k", "two"}, {"dims", 3}}}, {"dataset", points}}).dump(), 400,
-               "param 'k': expected a int32 number");
+               "param 'k': expected a number (int32)");
   expect_error("/runtime/" + hash, json({{"params", {{"k", 2.5}, {"dims", 3}}}, {"dataset", points}}).dump(), 400,
                "expected an integer");
   expect_error("/runtime/" + hash, json({{"params", {{"k", 2}, {"dims", 3}, {"kk", 1}}}, {"dataset", points}}).dump(),
