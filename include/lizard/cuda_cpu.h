@@ -426,6 +426,25 @@ template <typename T>
 inline T __ldg(const T* p) {
   return *p;
 }
+// Cache-hinted loads and stores: plain memory accesses on the host.
+template <typename T>
+inline T __ldcg(const T* p) { return *p; }
+template <typename T>
+inline T __ldca(const T* p) { return *p; }
+template <typename T>
+inline T __ldcs(const T* p) { return *p; }
+template <typename T>
+inline T __ldlu(const T* p) { return *p; }
+template <typename T>
+inline T __ldcv(const T* p) { return *p; }
+template <typename T>
+inline void __stwb(T* p, T v) { *p = v; }
+template <typename T>
+inline void __stcg(T* p, T v) { *p = v; }
+template <typename T>
+inline void __stcs(T* p, T v) { *p = v; }
+template <typename T>
+inline void __stwt(T* p, T v) { *p = v; }
 
 // Bit casts.
 namespace lizard_cpu {
