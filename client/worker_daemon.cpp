@@ -303,7 +303,7 @@ Status WorkerDaemon::init() {
   return Status::Ok();
 }
 
-void WorkerDaemon::run() {
+bool WorkerDaemon::run() {
   Impl* d = impl_.get();
   d->conn = std::make_unique<WorkerConnection>(
       d->opts.host, d->opts.port,
@@ -326,8 +326,16 @@ void WorkerDaemon::run() {
       continue;
     }
     d->handle(m.value());
+    for (const auto& e : d->executors) {
+      if (!e->lost()) continue;
+      spdlog::error("{} {} is unusable after a kernel fault; restarting the worker", e->info().kind,
+                    e->info().name);
+      d->conn->stop();
+      return true;
+    }
   }
   d->conn->stop();
+  return false;
 }
 
 void WorkerDaemon::stop() {

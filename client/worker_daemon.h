@@ -31,8 +31,9 @@ class WorkerDaemon {
   ~WorkerDaemon();
   // Creates the executors; fails when the requested backend is unusable.
   Status init();
-  // Connects and serves until stop().
-  void run();
+  // Connects and serves until stop().  Returns true when the process must
+  // restart to use its GPUs again (a kernel fault the driver keeps).
+  bool run();
   void stop();
 
  private:

@@ -4,7 +4,11 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -65,7 +69,7 @@ int run_server(const std::string& host, uint16_t port, const std::string& state_
   return 0;
 }
 
-int run_client(lizard::WorkerOptions opts) {
+int run_client(lizard::WorkerOptions opts, char** argv) {
   block_signals();
   lizard::WorkerDaemon daemon(opts);
   if (auto st = daemon.init(); !st.ok()) {
@@ -78,7 +82,12 @@ int run_client(lizard::WorkerOptions opts) {
     daemon.stop();
   });
   signals.detach();
-  daemon.run();
+  if (daemon.run()) {
+    // A GPU context that keeps a fault is only cleared by a new process.
+    execv("/proc/self/exe", argv);
+    spdlog::error("cannot restart: {}", std::strerror(errno));
+    return 1;
+  }
   return 0;
 }
 
@@ -121,5 +130,5 @@ int main(int argc, char** argv) {
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   if (server->parsed()) return run_server(host, port, state_dir, worker_wait, heartbeat);
-  return run_client(wo);
+  return run_client(wo, argv);
 }

@@ -77,6 +77,10 @@ class Executor {
   // Ends the run.  With `want_outputs`, returns the dataset fields marked
   // `output: true` (others empty), in manifest order.
   virtual Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) = 0;
+
+  // True when the device cannot be used again in this process (a GPU whose
+  // context keeps a kernel fault); the worker then restarts itself.
+  virtual bool lost() const { return false; }
 };
 
 }  // namespace lizard

@@ -95,6 +95,7 @@ class CudaExecutor final : public Executor {
   Status open(int ordinal);
 
   const ExecutorInfo& info() const override { return info_; }
+  bool lost() const override { return !lost_.ok(); }
   Status build(const ProgramImage& program) override;
   Status begin_run(const ProgramImage& program, const ParamValues& params,
                    PartitionData data) override;

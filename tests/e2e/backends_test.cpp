@@ -1,0 +1,100 @@
+// The examples give the same answers on the CUDA backend as on the CPU
+// backend: the same requests go to a cluster of one CPU worker and to one of
+// one GPU worker.  Needs a GPU (ctest label `gpu`); skips visibly without one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+#include "dataset/npy.h"
+#include "exec/cuda/cuda_executor.h"
+#include "local_cluster.h"
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+
+struct Case {
+  std::string example;
+  std::function<json(const std::string& dir)> request;
+};
+
+// Compares every number of two JSON values (relative tolerance `rel`).
+void expect_numbers_close(const json& a, const json& b, double rel, const std::string& where) {
+  ASSERT_EQ(a.type(), b.type()) << where;
+  if (a.is_number()) {
+    double x = a.get<double>(), y = b.get<double>();
+    EXPECT_NEAR(x, y, rel * std::max(1.0, std::max(std::fabs(x), std::fabs(y)))) << where;
+  } else if (a.is_array()) {
+    ASSERT_EQ(a.size(), b.size()) << where;
+    for (size_t i = 0; i < a.size(); ++i) expect_numbers_close(a[i], b[i], rel, where + "[" + std::to_string(i) + "]");
+  } else if (a.is_object()) {
+    for (const auto& [k, v] : a.items()) {
+      ASSERT_TRUE(b.contains(k)) << where << "." << k;
+      expect_numbers_close(v, b[k], rel, where + "." + k);
+    }
+  }
+}
+
+json run_on(const std::string& backend, const Case& c) {
+  LocalCluster cluster;
+  Status st = cluster.start(0);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(cluster.add_worker({"--backend", backend}).ok());
+  EXPECT_TRUE(cluster.wait_for_workers(1, 60).ok());
+  CommandResult r = cluster.load_program(std::string(LIZARD_SOURCE_DIR) + "/examples/" + c.example);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  auto end = r.output.find_last_not_of("\n");
+  std::string hash = r.output.substr(end - 63, 64);
+  auto reply = cluster.post("/runtime/" + hash + "?wait=1", c.request(cluster.dir()).dump());
+  EXPECT_TRUE(reply.ok());
+  json rec = json::parse(reply->body, nullptr, false);
+  EXPECT_EQ(rec.value("status", ""), "done") << reply->body;
+  return rec;
+}
+
+std::vector<Case> cases() {
+  return {
+      {"kmeans",
+       [](const std::string& dir) {
+         const int n = 200000, d = 8, k = 5;
+         std::mt19937 rng(3);
+         std::normal_distribution<float> noise(0.f, 1.f);
+         std::vector<float> pts(size_t(n) * d);
+         for (int i = 0; i < n; ++i)
+           for (int j = 0; j < d; ++j) pts[size_t(i) * d + j] = 6.f * ((i % k) == j % k) + noise(rng);
+         std::ofstream(dir + "/pts.npy", std::ios::binary) << npy_bytes(DType::kFloat32, {n, d}, pts.data());
+         std::vector<float> init(pts.begin(), pts.begin() + k * d);
+         return json{{"params", {{"k", k}, {"dims", d}, {"max_iterations", 10}, {"threshold", -1}}},
+                     {"dataset", {{"points", {{"path", dir + "/pts.npy"}}}}},
+                     {"state", {{"centroids", init}}}};
+       }},
+      {"sum",
+       [](const std::string&) {
+         return json{{"params", {{"dims", 8}}},
+                     {"dataset", {{"values", {{"path", LIZARD_SEED_DATA_DIR "/lizard-demo-n2048-d8.csv"}}}}}};
+       }},
+  };
+}
+
+TEST(Backends, ExamplesMatchBetweenCpuAndGpu) {
+  auto gpus = make_cuda_executors(CudaOptions{});
+  if (!gpus.ok()) {
+    if (std::getenv("LIZARD_REQUIRE_GPU")) FAIL() << "no GPU: " << gpus.status().message();
+    GTEST_SKIP() << "no CUDA device: " << gpus.status().message();
+  }
+  gpus->clear();
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.example);
+    json cpu = run_on("cpu", c), gpu = run_on("cuda", c);
+    ASSERT_TRUE(cpu.contains("result") && gpu.contains("result"));
+    EXPECT_EQ(cpu["iterations"], gpu["iterations"]);
+    expect_numbers_close(cpu["result"], gpu["result"], 1e-4, c.example);
+  }
+}
+
+}  // namespace
+}  // namespace lizard
