@@ -43,8 +43,10 @@
 #define LIZARD_CPU_FIBERS 1
 #endif
 #if LIZARD_CPU_FIBERS
-#include <boost/context/fiber.hpp>
 #include <vector>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
 #endif
 
 #define LIZARD_CPU_BACKEND 1
@@ -633,52 +635,104 @@ enum class BarrierOp : uint8_t { kSync, kCount, kAnd, kOr };
 
 #if LIZARD_CPU_FIBERS
 
-namespace ctx = boost::context;
+// Fibers: each GPU thread of a block gets its own stack, and control moves
+// between a thread and the block's scheduler with a context switch.  On
+// x86-64 the switch is a few instructions (callee-saved registers, the SSE and
+// x87 control words, the stack pointer); elsewhere it is ucontext.
+#if defined(__x86_64__)
+extern "C" void lizard_cpu_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .p2align 4
+  .weak lizard_cpu_switch
+  .hidden lizard_cpu_switch
+  .type lizard_cpu_switch,@function
+lizard_cpu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $16, %rsp
+  stmxcsr 8(%rsp)
+  fnstcw (%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  fldcw (%rsp)
+  ldmxcsr 8(%rsp)
+  addq $16, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size lizard_cpu_switch,.-lizard_cpu_switch
+)");
 
-// Fiber stacks, reused across blocks: one pool per OS thread.
+struct Context {
+  void* sp = nullptr;
+};
+inline void switch_context(Context* save, Context* load) { lizard_cpu_switch(&save->sp, load->sp); }
+// Prepares `c` so that switching to it calls entry() on the stack [base, base + size).
+inline void make_context(Context* c, char* base, size_t size, void (*entry)()) {
+  uintptr_t top = (reinterpret_cast<uintptr_t>(base) + size) & ~uintptr_t{15};
+  uint64_t* ret = reinterpret_cast<uint64_t*>(top - 16);  // 16-aligned: entry sees a call frame
+  *ret = reinterpret_cast<uint64_t>(entry);
+  uint64_t* sp = ret - 8;  // rbp rbx r12 r13 r14 r15 (zero), then the control words
+  for (int i = 0; i < 8; ++i) sp[i] = 0;
+  sp[0] = 0x037F;  // x87 control word: default
+  sp[1] = 0x1F80;  // MXCSR: default
+  c->sp = sp;
+}
+#else
+struct Context {
+  ucontext_t uc;
+};
+inline void switch_context(Context* save, Context* load) { swapcontext(&save->uc, &load->uc); }
+inline void make_context(Context* c, char* base, size_t size, void (*entry)()) {
+  getcontext(&c->uc);
+  c->uc.uc_stack.ss_sp = base;
+  c->uc.uc_stack.ss_size = size;
+  c->uc.uc_link = nullptr;
+  makecontext(&c->uc, entry, 0);
+}
+#endif
+
+// Fiber stacks with a guard page, reused across blocks: one pool per OS thread.
 class StackPool {
  public:
   static constexpr size_t kStackBytes = 256 * 1024;
   ~StackPool() {
-    for (void* p : free_) munmap(static_cast<char*>(p) - kGuard, kStackBytes + kGuard);
+    for (char* p : free_) munmap(p - kGuard, kStackBytes + kGuard);
   }
-  ctx::stack_context allocate() {
-    void* base;
+  char* allocate() {
     if (!free_.empty()) {
-      base = free_.back();
+      char* base = free_.back();
       free_.pop_back();
-    } else {
-      void* m = mmap(nullptr, kStackBytes + kGuard, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (m == MAP_FAILED) throw std::bad_alloc();
-      mprotect(m, kGuard, PROT_NONE);
-      base = static_cast<char*>(m) + kGuard;
+      return base;
     }
-    ctx::stack_context sc;
-    sc.size = kStackBytes;
-    sc.sp = static_cast<char*>(base) + kStackBytes;
-    return sc;
+    void* m = mmap(nullptr, kStackBytes + kGuard, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    mprotect(m, kGuard, PROT_NONE);
+    return static_cast<char*>(m) + kGuard;
   }
-  void deallocate(ctx::stack_context& sc) noexcept {
-    free_.push_back(static_cast<char*>(sc.sp) - sc.size);
-  }
+  void release(char* base) { free_.push_back(base); }
 
  private:
   static constexpr size_t kGuard = 4096;
-  std::vector<void*> free_;
-};
-
-struct PooledStack {
-  StackPool* pool;
-  ctx::stack_context allocate() { return pool->allocate(); }
-  void deallocate(ctx::stack_context& sc) noexcept { pool->deallocate(sc); }
+  std::vector<char*> free_;
 };
 
 enum class Wait : uint8_t { kRun, kBarrier, kWarp, kDone };
 
 struct Lane {
-  ctx::fiber fiber;  // the thread, while it is suspended
-  ctx::fiber sink;   // the scheduler, while the thread runs
+  Context fiber;  // the thread, while it is suspended
+  Context sink;   // the scheduler, while the thread runs
+  char* stack = nullptr;
   uint3 tid;
   Wait wait = Wait::kRun;
   WarpOp op = WarpOp::kSync;
@@ -696,6 +750,8 @@ struct Block {
   std::vector<Lane> lanes;
   Lane* current = nullptr;
   const char* trap = nullptr;
+  void (*kernel)(void*) = nullptr;  // runs one GPU thread's body
+  void* kernel_arg = nullptr;
 };
 
 static thread_local Block block;
@@ -706,8 +762,20 @@ inline Lane& current_lane() {
   return *block.current;
 }
 
-inline void suspend(Lane& l) {
-  l.sink = std::move(l.sink).resume();
+inline void suspend(Lane& l) { switch_context(&l.fiber, &l.sink); }
+
+// First frame of every fiber: runs the thread's body, then hands control back
+// to the scheduler for good.
+inline void fiber_main() {
+  Lane& l = *block.current;
+  try {
+    block.kernel(block.kernel_arg);
+  } catch (const Trap& t) {
+    block.trap = t.what;
+  }
+  l.wait = Wait::kDone;
+  switch_context(&l.fiber, &l.sink);
+  __builtin_trap();  // a finished fiber is never resumed
 }
 
 inline uint64_t warp_op(WarpOp op, uint32_t mask, uint64_t value, int arg, int width) {
@@ -800,7 +868,7 @@ inline void resolve_warp(size_t first, size_t end) {
 inline void run_lane(Lane& l) {
   block.current = &l;
   threadIdx = l.tid;
-  l.fiber = std::move(l.fiber).resume();
+  switch_context(&l.sink, &l.fiber);
   block.current = nullptr;
 }
 
@@ -860,6 +928,8 @@ inline bool release_barrier(size_t live, char* err, size_t err_len) {
 
 template <typename K>
 inline void start_lanes(size_t n, K& kernel) {
+  block.kernel = [](void* k) { (*static_cast<K*>(k))(); };
+  block.kernel_arg = &kernel;
   block.lanes.resize(n);
   block.trap = nullptr;
   size_t i = 0;
@@ -869,17 +939,8 @@ inline void start_lanes(size_t n, K& kernel) {
         Lane& l = block.lanes[i];
         l.tid = uint3{x, y, z};
         l.wait = Wait::kRun;
-        l.fiber = ctx::fiber(std::allocator_arg, PooledStack{&stack_pool},
-                             [&l, &kernel](ctx::fiber&& sink) {
-                               l.sink = std::move(sink);
-                               try {
-                                 kernel();
-                               } catch (const Trap& t) {
-                                 block.trap = t.what;
-                               }
-                               l.wait = Wait::kDone;
-                               return std::move(l.sink);
-                             });
+        if (!l.stack) l.stack = stack_pool.allocate();
+        make_context(&l.fiber, l.stack, StackPool::kStackBytes, &fiber_main);
       }
 }
 
@@ -904,7 +965,12 @@ inline bool run_block(K& kernel, char* err, size_t err_len) {
       break;
     }
   }
-  block.lanes.clear();  // unwinds the stacks of threads left waiting
+  // Threads left waiting after an error are abandoned with their stacks.
+  for (Lane& l : block.lanes) {
+    if (l.stack) stack_pool.release(l.stack);
+    l.stack = nullptr;
+  }
+  block.lanes.clear();
   return ok;
 }
 

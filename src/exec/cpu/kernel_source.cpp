@@ -208,7 +208,7 @@ Result<CpuBuildPlan> plan_cpu_build(const ProgramImage& program) {
   plan.flags = {
       "-O3",     "-march=native", "-fno-math-errno", "-fno-strict-aliasing", "-fvisibility=hidden",
       "-pthread"};
-  if (plan.fibers) plan.flags.insert(plan.flags.end(), {"-Wl,--no-as-needed", "-lboost_context"});
+
   return plan;
 }
 
