@@ -72,6 +72,29 @@ std::vector<Case> cases() {
                      {"dataset", {{"points", {{"path", dir + "/pts.npy"}}}}},
                      {"state", {{"centroids", init}}}};
        }},
+      {"anneal",
+       [](const std::string&) {
+         std::vector<uint64_t> seeds;
+         for (uint64_t i = 1; i <= 256; ++i) seeds.push_back(i);
+         return json{{"params", {{"steps", 500}, {"max_iterations", 6}}},
+                     {"dataset", {{"seed", {{"values", seeds}}}}}};
+       }},
+      {"logreg",
+       [](const std::string& dir) {
+         const int n = 20000, d = 6;
+         std::mt19937 rng(5);
+         std::normal_distribution<float> g(0.f, 1.f);
+         std::vector<float> x(size_t(n) * d), y(n);
+         for (int i = 0; i < n; ++i) {
+           float z = 0.3f;
+           for (int j = 0; j < d; ++j) z += (j - 2.5f) * (x[size_t(i) * d + j] = g(rng));
+           y[i] = z + g(rng) > 0 ? 1.f : 0.f;
+         }
+         std::ofstream(dir + "/x.npy", std::ios::binary) << npy_bytes(DType::kFloat32, {n, d}, x.data());
+         std::ofstream(dir + "/y.npy", std::ios::binary) << npy_bytes(DType::kFloat32, {n}, y.data());
+         return json{{"params", {{"dims", d}, {"lr", 0.5}, {"tol", 0}, {"max_iterations", 40}}},
+                     {"dataset", {{"x", {{"path", dir + "/x.npy"}}}, {"y", {{"path", dir + "/y.npy"}}}}}};
+       }},
       {"sum",
        [](const std::string&) {
          return json{{"params", {{"dims", 8}}},
