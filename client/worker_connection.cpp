@@ -20,6 +20,7 @@ using tcp = net::ip::tcp;
 struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::Impl> {
   std::string host;
   uint16_t port;
+  std::string token;
   ConnectionCallbacks cb;
   net::io_context ioc{1};
   tcp::resolver resolver{ioc};
@@ -57,8 +58,14 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
     ws->set_option(t);
     ws->read_message_max(uint64_t{16} << 30);
     ws->binary(true);
+    if (!token.empty())
+      ws->set_option(websocket::stream_base::decorator([t = token](websocket::request_type& req) {
+        req.set(beast::http::field::authorization, "Bearer " + t);
+      }));
     ws->async_handshake(host + ":" + std::to_string(port), "/workers",
                         [self = shared_from_this()](beast::error_code ec) {
+                          if (ec == websocket::error::upgrade_declined)
+                            return self->retry("the server refused this worker (a wrong or missing --token?)");
                           if (ec) return self->retry("handshake: " + ec.message());
                           self->connected = true;
                           self->warned = false;
@@ -112,8 +119,10 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
   }
 };
 
-WorkerConnection::WorkerConnection(std::string host, uint16_t port, ConnectionCallbacks cb)
+WorkerConnection::WorkerConnection(std::string host, uint16_t port, std::string token,
+                                   ConnectionCallbacks cb)
     : impl_(std::make_shared<Impl>()) {
+  impl_->token = std::move(token);
   impl_->host = std::move(host);
   impl_->port = port;
   impl_->cb = std::move(cb);

@@ -22,7 +22,8 @@ struct ConnectionCallbacks {
 
 class WorkerConnection {
  public:
-  WorkerConnection(std::string host, uint16_t port, ConnectionCallbacks cb);
+  // `token`, when not empty, is presented to the server as a bearer token.
+  WorkerConnection(std::string host, uint16_t port, std::string token, ConnectionCallbacks cb);
   ~WorkerConnection();
   void start();
   void stop();

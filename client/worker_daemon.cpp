@@ -306,7 +306,7 @@ Status WorkerDaemon::init() {
 bool WorkerDaemon::run() {
   Impl* d = impl_.get();
   d->conn = std::make_unique<WorkerConnection>(
-      d->opts.host, d->opts.port,
+      d->opts.host, d->opts.port, d->opts.token,
       ConnectionCallbacks{
           [d] { d->reply(MessageType::kHello, d->hello()); },
           [d](std::string f) { d->inbox.push(std::move(f)); },

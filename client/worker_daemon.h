@@ -23,6 +23,7 @@ struct WorkerOptions {
   uint16_t port = 5000;
   BackendOptions backend;
   double weight = 0;  // > 0: report this capability weight for every executor
+  std::string token;  // presented to the server when it requires one
 };
 
 class WorkerDaemon {

@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "common/auth.h"
 #include "common/mailbox.h"
 #include "dataset/json_values.h"
 #include "dataset/npy.h"
@@ -256,9 +257,21 @@ void Coordinator::Impl::handle(HttpRequest req, Responder respond) {
   auto parts = split_path(req.target, &query);
   const std::string& method = req.method;
   spdlog::debug("{} {}", method, req.target);
+  const bool health = parts.size() == 1 && parts[0] == "ruok";
+  if (!health) {
+    const std::string given = req.headers.count("authorization") ? bearer_token(req.headers["authorization"]) : "";
+    const bool writes = method != "GET" && method != "HEAD";
+    const std::string& need = writes ? opts.token : opts.read_token;
+    bool ok = need.empty() || constant_time_equals(given, need) ||
+              (!writes && !opts.token.empty() && constant_time_equals(given, opts.token));
+    if (!ok) {
+      return respond(json_response(401, {{"error", std::string(given.empty() ? "missing" : "wrong") +
+                                                       " token: send Authorization: Bearer <token>"}}));
+    }
+  }
   if (parts.empty()) return respond(json_response(200, {{"service", "lizard"}, {"version", LIZARD_VERSION}}));
   const std::string& top = parts[0];
-  if (top == "ruok" && parts.size() == 1 && method == "GET") return respond({200, "text/plain", "imok"});
+  if (health && method == "GET") return respond({200, "text/plain", "imok"});
   if (top == "clients" && method == "GET") return respond(get_clients(parts));
   if (top == "programs") {
     if (method == "GET") return respond(get_programs(parts));
@@ -460,9 +473,7 @@ void Coordinator::Impl::cancel(const std::string& id, Responder respond) {
     if (it == runs.end()) return respond(json_response(404, {{"error", "no such runtime: " + id}}));
     run = it->second;
     if (run->finished())
-      return respond(json_response(409, {{"error", "runtime " + id + " has already " +
-                                                       (run->status == "done" ? "finished" : run->status)},
-                                         {"status", run->status}}));
+      return respond(json_response(409, {{"error", "runtime " + id + " is " + run->status + " already"}, {"status", run->status}}));
     run->cancel_requested = true;
     auto q = std::find(queue.begin(), queue.end(), run);
     if (q != queue.end()) {
@@ -729,9 +740,15 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer partial, make_section(m.aggregate, m, req.params));
 
   // Each attempt plans the rows over the workers present; when a worker is
-  // lost, its rows go to the others and the interrupted iteration runs again
-  // from the same state, so the result is the one an undisturbed run gives.
+  // lost, its rows go to the others and the run goes on so that its result is
+  // the one an undisturbed run gives.  Rows are reloaded from their sources,
+  // so where kernels keep per-row values of their own (dataset fields that
+  // are not inputs) the run starts over from the initial state; otherwise the
+  // interrupted iteration runs again from the state it started with.
   constexpr int kMaxAttempts = 20;
+  bool per_row_values = false;
+  for (const auto& f : m.dataset) per_row_values = per_row_values || !f.input;
+  const SectionBuffer initial_state = state;
   int64_t it = 0;
   bool done = false;
   std::string wire_id;
@@ -762,11 +779,19 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
     }
     if (st.ok()) break;
     if (!is_worker_loss(st) || attempt + 1 >= kMaxAttempts) return st;
-    spdlog::warn("{}: {}; re-planning and re-running iteration {}", run->id, st.message(), it);
+    if (per_row_values) {
+      state = initial_state;
+      it = 0;
+    }
+    spdlog::warn("{}: {}; re-planning and resuming at iteration {}", run->id, st.message(), it);
     for (const auto& id : participants)
       send(id, Message{MessageType::kRunEnd, {{"run_id", wire_id}, {"want_outputs", false}}, ""});
     std::lock_guard<std::mutex> l(mu);
-    run->recoveries.push_back({{"iteration", it}, {"reason", st.message()}});
+    run->recoveries.push_back({{"resumed_at_iteration", it}, {"reason", st.message()}});
+    if (per_row_values) {
+      run->timings = json::array();
+      run->iterations = 0;
+    }
   }
 
   // Gather output fields in row order.
@@ -897,6 +922,14 @@ void Coordinator::shutdown() {
 }
 
 void Coordinator::on_http(HttpRequest req, Responder respond) { impl_->handle(std::move(req), std::move(respond)); }
+
+bool Coordinator::authorize_worker(const std::map<std::string, std::string>& headers) {
+  if (impl_->opts.token.empty()) return true;
+  auto it = headers.find("authorization");
+  bool ok = it != headers.end() && constant_time_equals(bearer_token(it->second), impl_->opts.token);
+  if (!ok) spdlog::warn("refused a worker without a valid token");
+  return ok;
+}
 
 std::string Coordinator::on_worker_connect(std::shared_ptr<WorkerLink> link) {
   std::lock_guard<std::mutex> l(impl_->mu);

@@ -22,6 +22,8 @@ struct CoordinatorOptions {
   std::string state_dir;                 // compiled hooks and program bundles live here
   int program_build_timeout_s = 300;     // how long POST /programs waits for workers
   int worker_wait_s = 60;                // how long a run waits for a worker with its program
+  std::string token;       // required of workers and of POST/DELETE requests, when set
+  std::string read_token;  // required of GET requests too, when set (the token also works)
 };
 
 class Coordinator : public ServerHandler {
@@ -30,6 +32,7 @@ class Coordinator : public ServerHandler {
   ~Coordinator() override;
 
   void on_http(HttpRequest req, Responder respond) override;
+  bool authorize_worker(const std::map<std::string, std::string>& headers) override;
   std::string on_worker_connect(std::shared_ptr<WorkerLink> link) override;
   void on_worker_frame(const std::string& worker_id, std::string frame) override;
   void on_worker_close(const std::string& worker_id) override;

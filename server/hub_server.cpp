@@ -25,6 +25,7 @@ const char* reason_json(int status) {
     case 408: return R"({"error": "request timed out"})";
     case 413: return R"({"error": "request body too large"})";
     case 431: return R"({"error": "request header fields too large"})";
+    case 404: return R"({"error": "no such endpoint"})";
     default: return R"({"error": "bad request"})";
   }
 }
@@ -149,6 +150,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     http::request<http::string_body> req = parser_->release();
     if (websocket::is_upgrade(req)) {
       if (req.target() == "/workers") {
+        std::map<std::string, std::string> headers;
+        for (const auto& f : req) {
+          std::string name(f.name_string());
+          for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          headers[name] = std::string(f.value());
+        }
+        if (!handler_->authorize_worker(headers)) {
+          keep_alive_ = false;
+          return write(HttpResponse{401, "application/json", R"x({"error": "this server needs a worker token (--token)"})x"});
+        }
         stream_.expires_never();
         std::make_shared<WorkerSession>(stream_.release_socket(), handler_, heartbeat_s_)->run(std::move(req));
         return;

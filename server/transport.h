@@ -41,6 +41,8 @@ class ServerHandler {
  public:
   virtual ~ServerHandler() = default;
   virtual void on_http(HttpRequest req, Responder respond) = 0;
+  // Whether a worker presenting these (lower-case) headers may join.
+  virtual bool authorize_worker(const std::map<std::string, std::string>& headers) = 0;
   virtual std::string on_worker_connect(std::shared_ptr<WorkerLink> link) = 0;  // returns its id
   virtual void on_worker_frame(const std::string& worker_id, std::string frame) = 0;
   virtual void on_worker_close(const std::string& worker_id) = 0;

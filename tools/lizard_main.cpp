@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "client/worker_daemon.h"
+#include "common/auth.h"
 #include "server/coordinator.h"
 #include "server/hub_server.h"
 
@@ -46,11 +47,13 @@ int wait_for_signal() {
 }
 
 int run_server(const std::string& host, uint16_t port, const std::string& state_dir, int worker_wait,
-               int heartbeat) {
+               int heartbeat, const std::string& token, const std::string& read_token) {
   block_signals();
   lizard::CoordinatorOptions co;
   co.state_dir = state_dir;
   co.worker_wait_s = worker_wait;
+  co.token = lizard::token_from(token, "LIZARD_TOKEN");
+  co.read_token = lizard::token_from(read_token, "LIZARD_READ_TOKEN");
   lizard::Coordinator coordinator(co);
   lizard::HubServerOptions ho;
   ho.host = host;
@@ -103,6 +106,7 @@ int main(int argc, char** argv) {
   std::string host = "0.0.0.0", state_dir = default_dir("XDG_STATE_HOME", ".local/state");
   uint16_t port = 5000;
   int worker_wait = 60, heartbeat = 10;
+  std::string token, read_token;
   server->add_flag("-v,--verbose", verbose, "Debug logging");
   server->add_option("--host", host, "Address to listen on");
   server->add_option("--port", port, "Port for users and workers");
@@ -111,6 +115,10 @@ int main(int argc, char** argv) {
                      "Seconds a run waits for a worker with its program");
   server->add_option("--heartbeat-timeout", heartbeat, "Seconds of silence after which a worker is dropped")
       ->check(CLI::Range(2, 3600));
+  server->add_option("--token", token,
+                     "Token required of workers and of POST/DELETE requests (default: $LIZARD_TOKEN)");
+  server->add_option("--read-token", read_token,
+                     "Token required of GET requests too (default: $LIZARD_READ_TOKEN)");
 
   auto* client = app.add_subcommand("client", "Run a worker on this node");
   lizard::WorkerOptions wo;
@@ -125,10 +133,12 @@ int main(int argc, char** argv) {
   client->add_option("--cpu-threads", wo.backend.cpu_threads, "CPU backend threads (0: all cores)");
   client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached");
   client->add_option("--weight", wo.weight, "Report this capability weight (testing, uneven nodes)");
+  client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)");
 
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
-  if (server->parsed()) return run_server(host, port, state_dir, worker_wait, heartbeat);
+  wo.token = lizard::token_from(wo.token, "LIZARD_TOKEN");
+  if (server->parsed()) return run_server(host, port, state_dir, worker_wait, heartbeat, token, read_token);
   return run_client(wo, argv);
 }

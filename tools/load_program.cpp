@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "common/auth.h"
 #include "net/http_client.h"
 #include "program/bundle.h"
 
@@ -12,9 +13,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Register a lizard program with a server and print its checksum"};
   std::string dir, uri;
   int timeout = 900;
+  std::string token;
   app.add_option("program-dir", dir, "Directory with config.yaml and the sources it lists")->required();
   app.add_option("server-uri", uri, "Server, e.g. http://127.0.0.1:5000")->required();
   app.add_option("--timeout", timeout, "Seconds to wait for the server and its workers");
+  app.add_option("--token", token, "The server's token (default: $LIZARD_TOKEN)");
   CLI11_PARSE(app, argc, argv);
 
   auto bundle = lizard::read_program_dir(dir);
@@ -28,7 +31,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string url = "http://" + base->host + ":" + base->port + base->base_path + "/programs";
-  auto reply = lizard::http_request("POST", url, bundle->to_json().dump(), "application/json", timeout);
+  auto reply = lizard::http_request("POST", url, bundle->to_json().dump(), "application/json", timeout,
+                                    lizard::token_from(token, "LIZARD_TOKEN"));
   if (!reply.ok()) {
     std::cerr << "load_program: " << reply.status().message() << "\n";
     return 1;

@@ -38,7 +38,7 @@ Result<ServerUri> parse_server_uri(const std::string& uri) {
 
 Result<HttpReply> http_request(const std::string& method, const std::string& url,
                                const std::string& body, const std::string& content_type,
-                               int timeout_s) {
+                               int timeout_s, const std::string& bearer_token) {
   LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
   try {
     net::io_context ioc;
@@ -50,6 +50,7 @@ Result<HttpReply> http_request(const std::string& method, const std::string& url
                                          u.base_path.empty() ? "/" : u.base_path, 11);
     req.set(http::field::host, u.host + ":" + u.port);
     req.set(http::field::user_agent, "lizard/" LIZARD_VERSION);
+    if (!bearer_token.empty()) req.set(http::field::authorization, "Bearer " + bearer_token);
     if (!body.empty() || method == "POST") {
       req.set(http::field::content_type, content_type);
       req.body() = body;

@@ -30,6 +30,6 @@ Result<ServerUri> parse_server_uri(const std::string& uri);
 Result<HttpReply> http_request(const std::string& method, const std::string& url,
                                const std::string& body = "",
                                const std::string& content_type = "application/json",
-                               int timeout_s = 600);
+                               int timeout_s = 600, const std::string& bearer_token = "");
 
 }  // namespace lizard

@@ -60,6 +60,41 @@ TEST(Cluster, RowsSplitInProportionToWorkerWeight) {
   EXPECT_EQ(rec["result"]["aggregate"]["sums"][0], 599.0 * 600 / 2);
 }
 
+TEST(Cluster, TokensGuardWorkersWritesAndReads) {
+  LocalCluster c;
+  c.set_token("r3ad");
+  ASSERT_TRUE(c.start(0, {}, {"--token", "s3cret", "--read-token", "r3ad"}).ok());
+  ASSERT_TRUE(c.add_worker().ok());                         // no token: refused
+  ASSERT_TRUE(c.add_worker({"--token", "wrong"}).ok());     // wrong token: refused
+  ASSERT_TRUE(c.add_worker({"--token", "s3cret"}).ok());
+  ASSERT_TRUE(c.wait_for_workers(1).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(get_json(c, "/clients").size(), 1u);
+
+  c.set_token("");
+  auto r = c.get("/clients");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 401);
+  EXPECT_NE(r->body.find("missing token"), std::string::npos);
+  EXPECT_EQ(c.get("/ruok")->status, 200);  // health checks stay open
+  EXPECT_EQ(c.post("/programs", "{}")->status, 401);
+  CommandResult refused = c.load_program(LIZARD_SOURCE_DIR "/examples/sum");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("401"), std::string::npos) << refused.output;
+
+  c.set_token("r3ad");  // the read token reads but does not write
+  EXPECT_EQ(c.get("/programs")->status, 200);
+  EXPECT_EQ(c.post("/programs", "{}")->status, 401);
+
+  c.set_token("s3cret");  // the token does both
+  EXPECT_EQ(c.get("/clients")->status, 200);
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  auto run = c.post("/runtime/" + hash + "?wait=1",
+                    json{{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"values", {1, 2, 3}}}}}}}.dump());
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(json::parse(run->body)["result"]["aggregate"]["sums"][0], 6.0) << run->body;
+}
+
 // Well-separated blobs: a worker killed mid-run must not change the answer.
 class KillWorker : public ::testing::Test {
  protected:
@@ -139,6 +174,41 @@ TEST_F(KillWorker, CancelStopsARunningRun) {
   EXPECT_EQ(get_json(c_, "/runtimes?status=bogus").value("error", "").empty(), false);
   // The cluster still works afterwards.
   EXPECT_EQ(wait_until_finished(c_, submit(), 240)["status"], "done");
+}
+
+}  // namespace
+}  // namespace lizard
+
+namespace lizard {
+namespace {
+
+// Per-row values kept by kernels (anneal's chains) survive a lost worker: the
+// run starts over on the remaining workers and ends as an undisturbed run.
+TEST(Cluster, LostWorkerKeepsPerRowResults) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(3, {"--cpu-threads", "1"}).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/anneal");
+  std::vector<uint64_t> seeds;
+  for (uint64_t i = 1; i <= 3000; ++i) seeds.push_back(i);
+  json body = {{"params", {{"steps", 300}, {"max_iterations", 8}}}, {"dataset", {{"seed", {{"values", seeds}}}}}};
+  auto submit = [&] {
+    auto r = c.post("/runtime/" + hash, body.dump());
+    return r.ok() ? json::parse(r->body).value("runtime_id", "") : "";
+  };
+  json undisturbed = wait_until_finished(c, submit(), 240);
+  ASSERT_EQ(undisturbed["status"], "done") << undisturbed.dump(2);
+  const std::string id = submit();
+  for (int i = 0; i < 4000 && get_json(c, "/runtimes/" + id).value("iterations", 0) < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  c.kill_worker(1, SIGKILL);
+  json rec = wait_until_finished(c, id, 240);
+  ASSERT_EQ(rec["status"], "done") << rec.dump(2);
+  ASSERT_TRUE(rec.contains("recoveries")) << "the kill came too late to test recovery";
+  EXPECT_EQ(rec["result"]["aggregate"], undisturbed["result"]["aggregate"]);
+  auto a = c.get("/runtimes/" + undisturbed["runtime_id"].get<std::string>() + "/fields/best_f.npy");
+  auto b = c.get("/runtimes/" + id + "/fields/best_f.npy");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->body, b->body);
 }
 
 }  // namespace

@@ -74,10 +74,12 @@ pid_t LocalCluster::spawn(const std::vector<std::string>& argv, const std::strin
   return pid;
 }
 
-Status LocalCluster::start(int workers, const std::vector<std::string>& worker_args) {
-  server_ = spawn({LIZARD_BIN, "server", "-v", "--host", "127.0.0.1", "--port", std::to_string(port_),
-                   "--state-dir", dir_ + "/server", "--worker-wait", "20"},
-                  dir_ + "/server.log");
+Status LocalCluster::start(int workers, const std::vector<std::string>& worker_args,
+                           const std::vector<std::string>& server_args) {
+  std::vector<std::string> argv = {LIZARD_BIN, "server", "-v", "--host", "127.0.0.1", "--port", std::to_string(port_),
+                                   "--state-dir", dir_ + "/server", "--worker-wait", "20"};
+  argv.insert(argv.end(), server_args.begin(), server_args.end());
+  server_ = spawn(argv, dir_ + "/server.log");
   if (server_ < 0) return internal_error("cannot start the server");
   for (int i = 0; i < 100; ++i) {
     auto r = get("/ruok");
@@ -138,17 +140,19 @@ bool LocalCluster::server_alive() const {
 }
 
 CommandResult LocalCluster::load_program(const std::string& dir) const {
-  auto r = run_command({LOAD_PROGRAM_BIN, dir, uri(), "--timeout", "120"});
+  std::vector<std::string> argv = {LOAD_PROGRAM_BIN, dir, uri(), "--timeout", "120"};
+  if (!token_.empty()) argv.insert(argv.end(), {"--token", token_});
+  auto r = run_command(argv);
   if (!r.ok()) return {-1, r.status().message()};
   return {r->exit_code, r->output};
 }
 
 Result<HttpReply> LocalCluster::get(const std::string& path) const {
-  return http_request("GET", uri() + path, "", "", 30);
+  return http_request("GET", uri() + path, "", "", 30, token_);
 }
 
 Result<HttpReply> LocalCluster::post(const std::string& path, const std::string& body) const {
-  return http_request("POST", uri() + path, body, "application/json", 240);
+  return http_request("POST", uri() + path, body, "application/json", 240, token_);
 }
 
 }  // namespace lizard

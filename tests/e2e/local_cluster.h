@@ -30,7 +30,10 @@ class LocalCluster {
   ~LocalCluster();
 
   // Starts the server and `workers` CPU workers; waits until all have joined.
-  Status start(int workers, const std::vector<std::string>& worker_args = {});
+  Status start(int workers, const std::vector<std::string>& worker_args = {},
+               const std::vector<std::string>& server_args = {});
+  // The bearer token that get(), post() and load_program() present.
+  void set_token(std::string token) { token_ = std::move(token); }
   Status add_worker(const std::vector<std::string>& extra_args = {});
   Status wait_for_workers(size_t n, int timeout_s = 30);
   void stop();
@@ -50,6 +53,7 @@ class LocalCluster {
   int port_ = 0;
   pid_t server_ = -1;
   std::vector<pid_t> workers_;
+  std::string token_;
 };
 
 }  // namespace lizard
