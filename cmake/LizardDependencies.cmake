@@ -1,5 +1,5 @@
-# Finds the system libraries (Debian/Ubuntu packages) and wraps them in two
-# interface targets: lizard::deps_core and lizard::deps_net.
+# Finds the system libraries (Debian/Ubuntu packages) and wraps them in
+# interface targets: lizard::deps_core, lizard::deps_net and lizard::deps_store.
 find_package(Threads REQUIRED)
 find_package(Boost 1.74 CONFIG REQUIRED)
 # Boost.Context is linked by the CPU backend into compiled kernels at run time,
@@ -27,3 +27,19 @@ target_link_libraries(lizard_deps_net INTERFACE Boost::headers CLI11::CLI11 Thre
 target_compile_definitions(lizard_deps_net INTERFACE BOOST_BEAST_USE_STD_STRING_VIEW
                                                      BOOST_ASIO_NO_DEPRECATED)
 add_library(lizard::deps_net ALIAS lizard_deps_net)
+
+# The server keeps its run records in SQLite when libsqlite3-dev is present and
+# in JSON files otherwise (server/run_store.h); lizard::deps_store says which.
+option(LIZARD_WITH_SQLITE "Keep run records in SQLite when it is found" ON)
+add_library(lizard_deps_store INTERFACE)
+if(LIZARD_WITH_SQLITE)
+  find_package(SQLite3 QUIET)
+endif()
+if(SQLite3_FOUND)
+  target_link_libraries(lizard_deps_store INTERFACE SQLite::SQLite3)
+  target_compile_definitions(lizard_deps_store INTERFACE LIZARD_HAVE_SQLITE)
+  message(STATUS "Run records: SQLite ${SQLite3_VERSION}")
+else()
+  message(STATUS "Run records: JSON files (SQLite3 not found or disabled; libsqlite3-dev enables it)")
+endif()
+add_library(lizard::deps_store ALIAS lizard_deps_store)
