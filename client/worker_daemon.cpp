@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -102,7 +103,8 @@ struct WorkerDaemon::Impl {
   void on_program(const Message& m);
   Status start_run(const Message& m);
   Status iterate(const Message& m, std::string* payload, double* kernel_ms);
-  Status end_run(bool want_outputs, json* fields, std::string* payload);
+  Status end_run(bool want_outputs, const std::vector<std::string>& wanted, json* fields,
+                 std::string* payload);
   void abort_run();
 };
 
@@ -136,7 +138,11 @@ void WorkerDaemon::Impl::handle(const Message& m) {
       json fields = json::array();
       std::string payload;
       bool want = m.header.value("want_outputs", false);
-      Status st = end_run(want, &fields, &payload);
+      std::vector<std::string> wanted;
+      if (m.header.contains("outputs") && m.header["outputs"].is_array())
+        for (const auto& n : m.header["outputs"])
+          if (n.is_string()) wanted.push_back(n.get<std::string>());
+      Status st = end_run(want, wanted, &fields, &payload);
       if (want)
         reply(MessageType::kRunOutputs,
               {{"run_id", run_id}, {"ok", st.ok()}, {"error", st.message()}, {"fields", fields}},
@@ -205,6 +211,12 @@ Status WorkerDaemon::Impl::start_run(const Message& m) {
         size_t n = row_bytes * static_cast<size_t>(d.rows);
         if (off + n > m.payload.size()) return invalid_argument("run_start: inline rows exceed the payload");
         buf.assign(m.payload.begin() + off, m.payload.begin() + off + n);
+      } else if (kind == "generate") {
+        buf.assign(row_bytes * static_cast<size_t>(d.rows), 0);
+        const std::string kernel = src.value("kernel", "");
+        if (std::find(d.generators.begin(), d.generators.end(), kernel) == d.generators.end())
+          d.generators.push_back(kernel);
+        d.seed = h.value("seed", uint64_t{0});
       } else if (kind == "path") {
         buf.resize(row_bytes * static_cast<size_t>(d.rows));
         auto fmt = parse_file_format(src.value("format", "raw"));
@@ -254,7 +266,8 @@ Status WorkerDaemon::Impl::iterate(const Message& m, std::string* payload, doubl
   return Status::Ok();
 }
 
-Status WorkerDaemon::Impl::end_run(bool want_outputs, json* fields, std::string* payload) {
+Status WorkerDaemon::Impl::end_run(bool want_outputs, const std::vector<std::string>& wanted,
+                                   json* fields, std::string* payload) {
   const Manifest& man = run->program->manifest;
   std::vector<std::vector<std::vector<uint8_t>>> outs(run->executors.size());
   Status st;
@@ -269,6 +282,7 @@ Status WorkerDaemon::Impl::end_run(bool want_outputs, json* fields, std::string*
   if (want_outputs && st.ok()) {
     for (size_t k = 0; k < man.dataset.size(); ++k) {
       if (!man.dataset[k].output) continue;
+      if (std::find(wanted.begin(), wanted.end(), man.dataset[k].name) == wanted.end()) continue;
       size_t bytes = 0;
       for (const auto& o : outs) {
         if (k < o.size()) {

@@ -710,13 +710,16 @@ Result<std::vector<std::string>> Coordinator::Impl::start_partitions(const std::
         f["source"] = "path";
         f["path"] = s.path;
         f["format"] = file_format_name(s.format);
+      } else if (s.kind == DatasetSource::Kind::kGenerate) {
+        f["source"] = "generate";
+        f["kernel"] = s.generator;
       } else {
         f["source"] = "none";
       }
       fields.push_back(f);
     }
     send(id, Message{MessageType::kRunStart,
-                     {{"run_id", wire_id}, {"hash", run->hash}, {"params", run->params_json},
+                     {{"run_id", wire_id}, {"hash", run->hash}, {"params", run->params_json}, {"seed", req.seed},
                       {"first_row", first}, {"rows", count}, {"parts", parts}, {"fields", fields}},
                      std::move(payload)});
   }
@@ -797,16 +800,20 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
   // Gather output fields in row order.
   release.armed = false;
   bool want_outputs = false;
-  for (const auto& f : m.dataset) want_outputs = want_outputs || f.output;
+  json wanted = json::array();
+  for (size_t k = 0; k < m.dataset.size(); ++k)
+    if (req.want_output[k]) wanted.push_back(m.dataset[k].name);
+  want_outputs = !wanted.empty();
   for (const auto& id : participants)
-    send(id, Message{MessageType::kRunEnd, {{"run_id", wire_id}, {"want_outputs", want_outputs}}, ""});
+    send(id, Message{MessageType::kRunEnd,
+                     {{"run_id", wire_id}, {"want_outputs", want_outputs}, {"outputs", wanted}}, ""});
   std::map<std::string, OutputField> outputs;
   if (want_outputs) {
     auto outs = collect(*run, wire_id, MessageType::kRunOutputs, participants);
     if (!outs.ok()) return outs.status().with_context("gathering outputs");
     for (size_t k = 0; k < m.dataset.size(); ++k) {
       const FieldSpec& f = m.dataset[k];
-      if (!f.output) continue;
+      if (!req.want_output[k]) continue;
       OutputField of{f.type, {}, ""};
       LIZARD_ASSIGN_OR_RETURN(of.dims, field_dims(f, m, req.params, req.rows));
       for (const auto& id : participants) {  // plan order == row order

@@ -12,19 +12,41 @@ namespace {
 constexpr int64_t kDefaultIterationCap = 1000;
 
 Status check_keys(const json& body) {
-  static const char* kKeys[] = {"params", "dataset", "state", "max_iterations"};
+  static const char* kKeys[] = {"params", "dataset", "state", "max_iterations", "outputs"};
   for (const auto& [k, _] : body.items()) {
     bool known = false;
     for (const char* n : kKeys) known = known || k == n;
     if (!known)
       return invalid_argument("unknown key '" + k +
-                              "' in the run request (expected params, dataset, state, max_iterations)");
+                              "' in the run request (expected params, dataset, state, max_iterations, outputs)");
   }
   return Status::Ok();
 }
 
-Result<DatasetSource> parse_source(const FieldSpec& f, int64_t width, const json& spec,
-                                   int64_t* rows) {
+Result<DatasetSource> parse_generate(const Manifest& m, const std::string& what, const json& spec,
+                                     DatasetSource s, int64_t* rows, uint64_t* seed) {
+  if (!spec["generate"].is_string()) return invalid_argument(what + ": `generate` must name a generator kernel");
+  s.kind = DatasetSource::Kind::kGenerate;
+  s.generator = spec["generate"].get<std::string>();
+  if (!m.find_generator(s.generator)) {
+    std::string known;
+    for (const auto& g : m.generate) known += (known.empty() ? "" : ", ") + g.kernel;
+    return invalid_argument(what + ": '" + s.generator + "' is not in the manifest's `generate` list (" +
+                            (known.empty() ? "it has none" : known) + ")");
+  }
+  if (!spec.contains("rows") || !spec["rows"].is_number_integer() || spec["rows"].get<int64_t>() < 1)
+    return invalid_argument(what + ": a generated field needs `rows`, a positive integer");
+  *rows = spec["rows"].get<int64_t>();
+  if (spec.contains("seed")) {
+    if (!spec["seed"].is_number_unsigned() && !(spec["seed"].is_number_integer() && spec["seed"].get<int64_t>() >= 0))
+      return invalid_argument(what + ": `seed` must be a non-negative integer");
+    *seed = spec["seed"].get<uint64_t>();
+  }
+  return s;
+}
+
+Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_t width, const json& spec,
+                                   int64_t* rows, uint64_t* seed) {
   const std::string what = "dataset field '" + f.name + "'";
   DatasetSource s;
   s.width = width;
@@ -52,9 +74,10 @@ Result<DatasetSource> parse_source(const FieldSpec& f, int64_t width, const json
     *rows = n.value();
     return s;
   }
-  if (spec.contains("upload") || spec.contains("generate"))
-    return invalid_argument(what + ": this server does not support `upload` or `generate` sources yet");
-  return invalid_argument(what + ": give `values` or `path`");
+  if (spec.contains("generate")) return parse_generate(m, what, spec, std::move(s), rows, seed);
+  if (spec.contains("upload"))
+    return invalid_argument(what + ": this server does not support `upload` sources yet");
+  return invalid_argument(what + ": give `values`, `path` or `generate`");
 }
 
 Status parse_dataset(const ProgramImage& image, const json& body, RunRequest* out) {
@@ -67,6 +90,7 @@ Status parse_dataset(const ProgramImage& image, const json& body, RunRequest* ou
     if (!f->input) return invalid_argument("dataset field '" + k + "' is not an input (input: false)");
   }
   int64_t rows = -1;
+  bool seeded = false;
   std::string rows_from;
   for (const auto& f : m.dataset) {
     LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, m, out->params));
@@ -78,7 +102,14 @@ Status parse_dataset(const ProgramImage& image, const json& body, RunRequest* ou
     }
     if (!ds.contains(f.name)) return invalid_argument("missing dataset field '" + f.name + "'");
     int64_t n = 0;
-    LIZARD_ASSIGN_OR_RETURN(DatasetSource s, parse_source(f, width, ds[f.name], &n));
+    uint64_t seed = 0;
+    LIZARD_ASSIGN_OR_RETURN(DatasetSource s, parse_source(m, f, width, ds[f.name], &n, &seed));
+    if (s.kind == DatasetSource::Kind::kGenerate) {
+      if (seeded && seed != out->seed)
+        return invalid_argument("dataset field '" + f.name + "': generated fields must share one seed");
+      out->seed = seed;
+      seeded = true;
+    }
     if (rows >= 0 && n != rows)
       return invalid_argument("dataset field '" + f.name + "' has " + std::to_string(n) +
                               " rows but '" + rows_from + "' has " + std::to_string(rows));
@@ -114,6 +145,22 @@ Status parse_state(const ProgramImage& image, const json& body, RunRequest* out)
   return Status::Ok();
 }
 
+// `outputs`: which output fields to gather (default: all of them).
+Status parse_outputs(const Manifest& m, const json& body, RunRequest* out) {
+  for (const auto& f : m.dataset) out->want_output.push_back(f.output);
+  if (!body.contains("outputs")) return Status::Ok();
+  const json& o = body["outputs"];
+  if (!o.is_array()) return invalid_argument("`outputs` must be a list of output field names");
+  std::fill(out->want_output.begin(), out->want_output.end(), false);
+  for (const auto& name : o) {
+    const FieldSpec* f = name.is_string() ? m.find_dataset(name.get<std::string>()) : nullptr;
+    if (!f || !f->output)
+      return invalid_argument("`outputs` names " + name.dump() + ", which is not an output field");
+    out->want_output[static_cast<size_t>(f - m.dataset.data())] = true;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body) {
@@ -139,6 +186,7 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
     out.max_iterations = v.get<int64_t>();
   }
   if (out.max_iterations < 1) return invalid_argument("max_iterations must be at least 1");
+  LIZARD_RETURN_IF_ERROR(parse_outputs(image.manifest, body, &out));
   return out;
 }
 

@@ -19,10 +19,11 @@
 namespace lizard {
 
 struct DatasetSource {
-  enum class Kind { kNone, kInline, kPath };
+  enum class Kind { kNone, kInline, kPath, kGenerate };
   Kind kind = Kind::kNone;  // kNone: not an input field (allocated on workers)
   std::vector<uint8_t> values;  // kInline: all rows, row-major
   std::string path;             // kPath
+  std::string generator;        // kGenerate: a kernel of manifest.generate
   FileFormat format = FileFormat::kRaw;
   int64_t width = 1;  // elements per row
 };
@@ -31,8 +32,10 @@ struct RunRequest {
   ParamValues params;
   std::vector<DatasetSource> dataset;  // manifest.dataset order
   int64_t rows = 0;
+  uint64_t seed = 0;                   // of the generate sources
   std::optional<SectionBuffer> state;  // initial state when given
   int64_t max_iterations = 0;
+  std::vector<bool> want_output;  // manifest.dataset order: gather this output field
 };
 
 // Reads file headers (or scans text files) to count rows; may block on I/O.

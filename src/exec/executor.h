@@ -53,6 +53,10 @@ struct PartitionData {
   int64_t first_row = 0;
   int64_t rows = 0;
   std::vector<std::vector<uint8_t>> fields;
+  // Generator kernels (names from manifest.generate) that fill fields once,
+  // after loading and before the first iteration; `seed` reaches them as data.seed.
+  std::vector<std::string> generators;
+  uint64_t seed = 0;
 };
 
 struct IterationStats {

@@ -102,7 +102,8 @@ std::vector<uint8_t> pack_section(const StructLayout& l, const SectionBuffer& ho
 void unpack_section_values(const StructLayout& l, const std::vector<uint8_t>& packed,
                            SectionBuffer* host);
 // `field_ptrs` are addresses of the dataset fields, in manifest order.
+// `seed` is the run's generator seed (0 when no field is generated).
 std::vector<uint8_t> pack_dataset(const StructLayout& l, int64_t rows, int64_t first_row,
-                                  const std::vector<uint64_t>& field_ptrs);
+                                  const std::vector<uint64_t>& field_ptrs, uint64_t seed = 0);
 
 }  // namespace lizard

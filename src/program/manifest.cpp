@@ -32,6 +32,12 @@ const FieldSpec* Manifest::find_dataset(const std::string& n) const {
   return nullptr;
 }
 
+const KernelStep* Manifest::find_generator(const std::string& kernel) const {
+  for (const auto& k : generate)
+    if (k.kernel == kernel) return &k;
+  return nullptr;
+}
+
 bool Manifest::has_custom_reducer() const {
   for (const auto& f : aggregate)
     if (f.reduce == Reducer::kCustom) return true;
@@ -59,8 +65,8 @@ class ManifestParser {
       return invalid_argument(file_ + ": not valid YAML: " + e.what());
     }
     if (!root.IsMap()) return fail("", "the manifest must be a mapping");
-    static const std::set<std::string> kTop = {"info",  "sources",   "params", "dataset",
-                                               "state", "aggregate", "iterate"};
+    static const std::set<std::string> kTop = {"info",  "sources",   "params",  "dataset",
+                                               "state", "aggregate", "iterate", "generate"};
     LIZARD_RETURN_IF_ERROR(check_keys(root, "", kTop));
     LIZARD_RETURN_IF_ERROR(parse_info(root["info"]));
     LIZARD_RETURN_IF_ERROR(parse_sources(root["sources"]));
@@ -68,7 +74,14 @@ class ManifestParser {
     LIZARD_RETURN_IF_ERROR(parse_fields(root["dataset"], "dataset", &m_.dataset));
     LIZARD_RETURN_IF_ERROR(parse_fields(root["state"], "state", &m_.state));
     LIZARD_RETURN_IF_ERROR(parse_fields(root["aggregate"], "aggregate", &m_.aggregate));
-    LIZARD_RETURN_IF_ERROR(parse_iterate(root["iterate"]));
+    if (!root["iterate"] || !root["iterate"].IsSequence() || root["iterate"].size() == 0)
+      return fail("iterate", "required: a list of kernels ({kernel: name}) run every iteration");
+    LIZARD_RETURN_IF_ERROR(parse_kernels(root["iterate"], "iterate", &m_.iterate));
+    if (root["generate"]) {
+      if (!root["generate"].IsSequence())
+        return fail("generate", "expected a list of generator kernels ({kernel: name})");
+      LIZARD_RETURN_IF_ERROR(parse_kernels(root["generate"], "generate", &m_.generate));
+    }
     return std::move(m_);
   }
 
@@ -286,11 +299,9 @@ class ManifestParser {
     return Status::Ok();
   }
 
-  Status parse_iterate(const YAML::Node& it) {
-    if (!it || !it.IsSequence() || it.size() == 0)
-      return fail("iterate", "required: a list of kernels ({kernel: name}) run every iteration");
+  Status parse_kernels(const YAML::Node& it, const std::string& section, std::vector<KernelStep>* out) {
     for (size_t i = 0; i < it.size(); ++i) {
-      std::string path = "iterate[" + std::to_string(i) + "]";
+      std::string path = section + "[" + std::to_string(i) + "]";
       KernelStep k;
       const auto& n = it[i];
       if (n.IsScalar()) {
@@ -320,7 +331,7 @@ class ManifestParser {
       }
       if (!valid_identifier(k.kernel))
         return fail(path + ".kernel", "'" + k.kernel + "' is not a valid kernel name");
-      m_.iterate.push_back(std::move(k));
+      out->push_back(std::move(k));
     }
     return Status::Ok();
   }

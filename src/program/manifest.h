@@ -56,9 +56,11 @@ struct Manifest {
   std::vector<FieldSpec> state;
   std::vector<FieldSpec> aggregate;
   std::vector<KernelStep> iterate;
+  std::vector<KernelStep> generate;  // generator kernels: fill dataset fields once per run
 
   const ParamSpec* find_param(const std::string& name) const;
   const FieldSpec* find_dataset(const std::string& name) const;
+  const KernelStep* find_generator(const std::string& kernel) const;
   bool has_custom_reducer() const;
   // Every source file the bundle must carry: cuda, host, headers.
   std::vector<std::string> source_files() const;

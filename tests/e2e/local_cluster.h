@@ -45,6 +45,8 @@ class LocalCluster {
   Result<HttpReply> get(const std::string& path) const;
   Result<HttpReply> post(const std::string& path, const std::string& body) const;
   const std::string& dir() const { return dir_; }
+  pid_t server_pid() const { return server_; }
+  const std::vector<pid_t>& worker_pids() const { return workers_; }
   bool server_alive() const;
 
  private:

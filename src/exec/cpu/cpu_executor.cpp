@@ -1,5 +1,6 @@
 #include "exec/cpu/cpu_executor.h"
 
+#include <cstring>
 #include <unistd.h>
 
 #include <atomic>
@@ -101,12 +102,13 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::load(const ProgramImag
                                                                const std::string& library) {
   auto module = std::make_shared<Module>();
   LIZARD_ASSIGN_OR_RETURN(module->library, SharedLibrary::open(library));
-  for (const KernelStep& step : program.manifest.iterate) {
-    const std::string symbol = cpu_kernel_symbol(step.kernel);
-    auto fn = module->library.symbol<CpuKernelFn>(symbol.c_str());
-    if (!fn) return internal_error(library + " does not export " + symbol);
-    module->kernels[step.kernel] = fn;
-  }
+  for (const auto* steps : {&program.manifest.iterate, &program.manifest.generate})
+    for (const KernelStep& step : *steps) {
+      const std::string symbol = cpu_kernel_symbol(step.kernel);
+      auto fn = module->library.symbol<CpuKernelFn>(symbol.c_str());
+      if (!fn) return internal_error(library + " does not export " + symbol);
+      module->kernels[step.kernel] = fn;
+    }
   return module;
 }
 
@@ -136,7 +138,7 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
     ptrs.push_back(reinterpret_cast<uint64_t>(run->fields.back().data()));
   }
   run->params_packed = pack_params(params_layout(rm), params);
-  run->dataset_packed = pack_dataset(dataset_layout(rm), data.rows, data.first_row, ptrs);
+  run->dataset_packed = pack_dataset(dataset_layout(rm), data.rows, data.first_row, ptrs, data.seed);
   run->state_layout = state_layout(rm);
   run->aggregate_layout = aggregate_layout(rm);
   for (const KernelStep& step : rm.iterate) {
@@ -145,7 +147,7 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
     run->steps.push_back({step.kernel, run->module->kernels.at(step.kernel), c});
   }
   run_ = std::move(run);
-  return Status::Ok();
+  return run_generators(data.generators);
 }
 
 Status CpuExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
@@ -169,6 +171,27 @@ Status CpuExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate
   if (stats) {
     stats->kernel_ms = kernel_ms;
     stats->total_ms = ms_since(start);
+  }
+  return Status::Ok();
+}
+
+// Runs the named generator kernels once over the partition, with a zero
+// state and aggregate.
+Status CpuExecutor::run_generators(const std::vector<std::string>& names) {
+  const Manifest& m = run_->program.manifest;
+  for (const std::string& name : names) {
+    const KernelStep* step = m.find_generator(name);
+    if (!step) return invalid_argument("'" + name + "' is not a generator kernel of the program");
+    LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, run_->params));
+    LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(m.aggregate, m, run_->params));
+    auto state_packed = pack_section(run_->state_layout, state, reinterpret_cast<uint64_t>(state.bytes.data()));
+    auto agg_packed = pack_section(run_->aggregate_layout, agg, reinterpret_cast<uint64_t>(agg.bytes.data()));
+    const void* args[4] = {run_->params_packed.data(), run_->dataset_packed.data(), state_packed.data(),
+                           agg_packed.data()};
+    int64_t rows = 0;
+    std::memcpy(&rows, run_->dataset_packed.data(), sizeof rows);
+    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c, plan_launch(*step, m, run_->params, rows, info_.sm_count, 256));
+    LIZARD_RETURN_IF_ERROR(launch(Step{name, run_->module->kernels.at(name), c}, args));
   }
   return Status::Ok();
 }

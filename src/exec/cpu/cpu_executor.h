@@ -69,6 +69,7 @@ class CpuExecutor : public Executor {
 
   Result<std::shared_ptr<Module>> load(const ProgramImage& program, const std::string& library);
   Status launch(const Step& step, const void* const* args);
+  Status run_generators(const std::vector<std::string>& names);
 
   ExecutorInfo info_;
   std::string cache_dir_;

@@ -201,8 +201,9 @@ Result<CpuBuildPlan> plan_cpu_build(const ProgramImage& program) {
         << "#include \"cuda_cpu.h\"\n#include \"lizard_program.h\"\n#include \"" << m.cuda_source
         << "\"\n\n";
   std::set<std::string> done;
-  for (const KernelStep& step : m.iterate)
-    if (done.insert(step.kernel).second) entry << entry_function(step.kernel);
+  for (const auto* steps : {&m.iterate, &m.generate})
+    for (const KernelStep& step : *steps)
+      if (done.insert(step.kernel).second) entry << entry_function(step.kernel);
   plan.files["lizard_cpu_entry.cpp"] = entry.str();
   plan.units = {"lizard_cpu_entry.cpp"};
   plan.flags = {

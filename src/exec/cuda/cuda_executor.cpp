@@ -56,6 +56,7 @@ struct Module {
   std::string cubin;
   CUmodule module = nullptr;
   std::vector<CUfunction> kernels;  // manifest.iterate order
+  std::map<std::string, CUfunction> generators;  // manifest.generate, by name
 };
 
 // A run's device state.
@@ -120,6 +121,8 @@ class CudaExecutor final : public Executor {
   Status load_module(const ProgramImage& program, Module* m);
 
   Status check_fits(const Run& run) const;
+  Status run_generators(const Module& m, const std::vector<std::string>& names,
+                        const SectionBuffer& zero_state);
   Status allocate_run(Run* run, PartitionData* data);
   Status prepare_launches(Run* run, const Module& m);
   Status enqueue_iteration(Run* run, const SectionBuffer& state, std::string* where);
@@ -258,6 +261,17 @@ Status CudaExecutor::load_module(const ProgramImage& program, Module* m) {
     }
     m->kernels.push_back(f);
   }
+  m->generators.clear();
+  for (const auto& step : program.manifest.generate) {
+    CUfunction f = nullptr;
+    if (cu_->cuModuleGetFunction(&f, m->module, step.kernel.c_str()) != CUDA_SUCCESS) {
+      cu_->cuModuleUnload(m->module);
+      m->module = nullptr;
+      return compile_error(program.manifest.cuda_source + ": generator kernel '" + step.kernel +
+                           "' is not defined (it must be declared extern \"C\" __global__)");
+    }
+    m->generators[step.kernel] = f;
+  }
   return Status::Ok();
 }
 
@@ -304,12 +318,42 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
     run_->params_arg = pack_params(params_layout(man), params);
     run_->dataset_arg =
         pack_dataset(dataset_layout(man), run_->rows, run_->first_row,
-                     std::vector<uint64_t>(run_->fields.begin(), run_->fields.end()));
+                     std::vector<uint64_t>(run_->fields.begin(), run_->fields.end()), data.seed);
     run_->agg_arg = pack_section(aggregate_layout(man), agg, run_->aggregate);
+    st = run_generators(*m, data.generators, state);
   }
   if (!st.ok()) release_run();
   refresh_free_memory();
   return st;
+}
+
+// Runs the named generator kernels once over the partition, with a zero
+// state and aggregate, and waits for them.
+Status CudaExecutor::run_generators(const Module& m, const std::vector<std::string>& names,
+                                    const SectionBuffer& zero_state) {
+  if (names.empty()) return Status::Ok();
+  Run* run = run_.get();
+  const Manifest& man = run->program.manifest;
+  if (run->state_bytes)
+    LIZARD_RETURN_IF_ERROR(check(cu_->cuMemsetD8(run->state, 0, run->state_bytes), "zeroing the state"));
+  if (run->agg_bytes)
+    LIZARD_RETURN_IF_ERROR(check(cu_->cuMemsetD8(run->aggregate, 0, run->agg_bytes), "zeroing the aggregate"));
+  std::vector<uint8_t> state_arg = pack_section(run->state_layout, zero_state, run->state);
+  for (const std::string& name : names) {
+    const KernelStep* step = man.find_generator(name);
+    auto f = m.generators.find(name);
+    if (!step || f == m.generators.end())
+      return invalid_argument("'" + name + "' is not a generator kernel of the program");
+    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c, plan_launch(*step, man, run->params, run->rows, info_.sm_count,
+                                                        kDefaultBlock, static_cast<uint32_t>(max_block_)));
+    if (c.empty()) continue;
+    void* args[] = {run->params_arg.data(), run->dataset_arg.data(), state_arg.data(), run->agg_arg.data()};
+    CUresult r = cu_->cuLaunchKernel(f->second, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
+                                     c.block[2], static_cast<unsigned>(c.shared_bytes), stream_, args, nullptr);
+    if (r == CUDA_SUCCESS) r = cu_->cuStreamSynchronize(stream_);
+    if (r != CUDA_SUCCESS) return fail_iteration(r, "generator kernel '" + name + "'");
+  }
+  return Status::Ok();
 }
 
 Status CudaExecutor::check_fits(const Run& run) const {

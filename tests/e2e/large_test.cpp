@@ -1,0 +1,116 @@
+// Generated datasets at scale: workers fill their own rows with a generator
+// kernel, so no process ever holds more than its own partition.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "local_cluster.h"
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+
+uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// The blob centres examples/kmeans' `blobs` generator uses.
+float centre(uint64_t seed, uint64_t blob, int dim) {
+  return 10.0f * (float)(mix64(seed ^ mix64(blob * 1000003ull + dim)) >> 40) * (1.0f / 16777216.0f);
+}
+
+// Peak resident memory of a process, in bytes (VmHWM).
+int64_t peak_rss(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  int64_t kb = -1;
+  while (in >> key) {
+    if (key == "VmHWM:") {
+      in >> kb;
+      break;
+    }
+  }
+  return kb * 1024;
+}
+
+json run_generated_kmeans(LocalCluster& c, int64_t rows, int k, int dims, uint64_t seed, int iterations,
+                          json outputs = nullptr) {
+  CommandResult r = c.load_program(LIZARD_SOURCE_DIR "/examples/kmeans");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string hash = r.output.substr(r.output.find_last_not_of('\n') - 63, 64);
+  std::vector<std::vector<float>> init;
+  for (int b = 0; b < k; ++b) {
+    init.emplace_back();
+    for (int j = 0; j < dims; ++j) init.back().push_back(centre(seed, b, j) + 0.3f);
+  }
+  json body = {{"params", {{"k", k}, {"dims", dims}, {"max_iterations", iterations}, {"threshold", -1}}},
+               {"dataset", {{"points", {{"generate", "blobs"}, {"seed", seed}, {"rows", rows}}}}},
+               {"state", {{"centroids", init}}}};
+  if (!outputs.is_null()) body["outputs"] = outputs;
+  auto reply = c.post("/runtime/" + hash + "?wait=1", body.dump());
+  EXPECT_TRUE(reply.ok());
+  return reply.ok() ? json::parse(reply->body, nullptr, false) : json();
+}
+
+void expect_blob_centres(const json& rec, uint64_t seed, int k, int dims, double tol) {
+  ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
+  for (int b = 0; b < k; ++b)
+    for (int j = 0; j < dims; ++j)
+      EXPECT_NEAR(rec["result"]["state"]["centroids"][b][j].get<double>(), centre(seed, b, j), tol)
+          << "blob " << b << " dim " << j;
+}
+
+TEST(Generated, KmeansFindsTheGeneratorsCentres) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(2).ok());
+  const int k = 5, dims = 3;
+  json rec = run_generated_kmeans(c, 1000000, k, dims, 99, 6);
+  expect_blob_centres(rec, 99, k, dims, 0.01);
+  for (int b = 0; b < k; ++b) EXPECT_EQ(rec["result"]["aggregate"]["counts"][b], 200000);
+}
+
+TEST(Generated, UnknownGeneratorAndMissingRowsAreErrors) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1).ok());
+  CommandResult r = c.load_program(LIZARD_SOURCE_DIR "/examples/kmeans");
+  const std::string hash = r.output.substr(r.output.find_last_not_of('\n') - 63, 64);
+  json params = {{"k", 2}, {"dims", 2}};
+  auto bad = c.post("/runtime/" + hash,
+                    json{{"params", params}, {"dataset", {{"points", {{"generate", "nope"}, {"rows", 10}}}}}}.dump());
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("'nope' is not in the manifest's `generate` list (blobs)"), std::string::npos) << bad->body;
+  bad = c.post("/runtime/" + hash, json{{"params", params}, {"dataset", {{"points", {{"generate", "blobs"}}}}}}.dump());
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("needs `rows`"), std::string::npos) << bad->body;
+}
+
+// 200,000,000 rows on the CPU backend: each worker holds only its half.
+TEST(Large, TwoHundredMillionGeneratedRowsStayPartitioned) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(2, {"--cpu-threads", "1"}).ok());
+  const int64_t rows = 200000000;
+  const int k = 4, dims = 2;
+  json rec = run_generated_kmeans(c, rows, k, dims, 7, 2, json::array());  // no per-row outputs
+  expect_blob_centres(rec, 7, k, dims, 0.25);
+  int64_t counted = 0;
+  for (const auto& n : rec["result"]["aggregate"]["counts"]) counted += n.get<int64_t>();
+  EXPECT_EQ(counted, rows);
+  EXPECT_FALSE(rec.contains("fields") && rec["fields"].contains("labels"));
+  const int64_t row_bytes = dims * 4 + 4;  // points + labels
+  const int64_t partition = rows / 2 * row_bytes;
+  for (pid_t w : c.worker_pids()) {
+    int64_t rss = peak_rss(w);
+    EXPECT_GT(rss, partition * 9 / 10) << "worker " << w << " did not hold its partition?";
+    EXPECT_LT(rss, partition + (int64_t{300} << 20)) << "worker " << w << " held more than its partition";
+  }
+  EXPECT_LT(peak_rss(c.server_pid()), int64_t{300} << 20) << "the server held row data";
+}
+
+}  // namespace
+}  // namespace lizard
