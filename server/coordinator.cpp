@@ -27,6 +27,7 @@
 #include "protocol/wire.h"
 #include "server/host_hooks.h"
 #include "server/run_request.h"
+#include "server/run_store.h"
 
 namespace lizard {
 
@@ -156,9 +157,11 @@ struct RunEntry {
   bool cancel_requested = false;
   uint64_t seq = 0;
   json recoveries = json::array();
+  json restored;  // the stored record of a run from before a restart
 
   bool finished() const { return status == "done" || status == "failed" || status == "cancelled"; }
   json to_json() const {
+    if (!restored.is_null()) return restored;
     json j = {{"runtime_id", id},        {"program", hash},
               {"program_name", program ? program->image.manifest.name : ""},
               {"status", status},        {"params", params_json},
@@ -213,6 +216,11 @@ struct Coordinator::Impl {
 
   Mailbox<WorkerEvent> events;
   std::thread driver;
+  std::unique_ptr<RunStore> store;  // null: run records do not survive a restart
+
+  // Records the run's current record durably (call with `mu` held or the record in hand).
+  void persist(const RunEntry& run, const json& record);
+  void restore_runs();
 
   explicit Impl(CoordinatorOptions o)
       : opts(std::move(o)), compiler((std::filesystem::path(opts.state_dir) / "hooks").string()) {}
@@ -360,6 +368,10 @@ HttpResponse Coordinator::Impl::get_runtimes(const std::vector<std::string>& par
     auto f = r.outputs.find(name);
     if (f != r.outputs.end())
       return {200, "application/octet-stream", npy_bytes(f->second.type, f->second.dims, f->second.bytes.data())};
+    if (store && r.restored.contains("fields") && r.restored["fields"].contains(name)) {
+      auto blob = store->load_blob(r.id, name);
+      if (blob.ok()) return {200, "application/octet-stream", std::move(blob).value()};
+    }
     return json_response(404, {{"error", "runtime " + r.id + " has no output field '" + name + "'"}});
   }
   return json_response(404, {{"error", "no such endpoint"}});
@@ -454,6 +466,7 @@ void Coordinator::Impl::post_run(std::string hash, std::string body, bool wait, 
     run->id = "r" + std::to_string(run->seq);
     runs[run->id] = run;
     queue.push_back(run);
+    persist(*run, run->to_json());
     cv.notify_all();
     spdlog::info("queued {} for program {} ({} rows)", run->id, hash.substr(0, 12), run->request.rows);
     if (wait) {
@@ -484,6 +497,46 @@ void Coordinator::Impl::cancel(const std::string& id, Responder respond) {
   cv.notify_all();
   if (was_queued) finish(run, Status(Code::kCancelled, "cancelled before it started"));
   respond(json_response(202, {{"runtime_id", id}, {"status", was_queued ? "cancelled" : "cancelling"}}));
+}
+
+void Coordinator::Impl::persist(const RunEntry& run, const json& record) {
+  if (!store) return;
+  Status st = store->save(run.id, run.seq, run.status, record);
+  if (!st.ok()) spdlog::warn("run {} not saved: {}", run.id, st.message());
+}
+
+// Run records from before a restart: finished ones as they were; those that
+// were queued or running fail, since their requests are not kept.
+void Coordinator::Impl::restore_runs() {
+  auto opened = RunStore::open(opts.state_dir);
+  if (!opened.ok()) {
+    spdlog::warn("run records will not survive a restart: {}", opened.status().message());
+    return;
+  }
+  store = std::move(opened).value();
+  auto stored = store->load_all();
+  if (!stored.ok()) {
+    spdlog::warn("cannot read earlier run records: {}", stored.status().message());
+    return;
+  }
+  for (StoredRun& s : stored.value()) {
+    auto run = std::make_shared<RunEntry>();
+    run->id = s.id;
+    run->seq = s.seq;
+    run->hash = s.record.value("program", "");
+    run->status = s.status;
+    if (!run->finished()) {
+      run->status = "failed";
+      s.record["status"] = "failed";
+      s.record["error"] = "the server restarted while the run was " + s.status;
+      s.record["finished_at"] = now_iso();
+    }
+    run->restored = std::move(s.record);
+    if (run->restored.value("status", "") != s.status) persist(*run, run->restored);
+    next_run = std::max(next_run, s.seq + 1);
+    runs[run->id] = std::move(run);
+  }
+  if (!runs.empty()) spdlog::info("restored {} run record(s)", runs.size());
 }
 
 void Coordinator::Impl::save_program(const ProgramEntry& p) {
@@ -637,6 +690,7 @@ void Coordinator::Impl::execute(const std::shared_ptr<RunEntry>& run) {
     std::lock_guard<std::mutex> l(mu);
     run->status = "running";
     run->started_at = now_iso();
+    persist(*run, run->to_json());
   }
   auto t0 = Clock::now();
   Status st = run_iterations(run);
@@ -894,6 +948,13 @@ void Coordinator::Impl::finish(const std::shared_ptr<RunEntry>& run, const Statu
     waiters.swap(run->waiters);
     record = run->to_json();
   }
+  if (store) {
+    for (const auto& [name, f] : run->outputs) {
+      Status st = store->save_blob(run->id, name, npy_bytes(f.type, f.dims, f.bytes.data()));
+      if (!st.ok()) spdlog::warn("run {}: field {} not saved: {}", run->id, name, st.message());
+    }
+    persist(*run, record);
+  }
   if (st.ok())
     spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations, run->elapsed_ms);
   else
@@ -905,6 +966,7 @@ Coordinator::Coordinator(CoordinatorOptions opts) : impl_(new Impl(std::move(opt
   std::error_code ec;
   std::filesystem::create_directories(impl_->opts.state_dir, ec);
   impl_->load_programs();
+  impl_->restore_runs();
   impl_->driver = std::thread([this] { impl_->drive(); });
 }
 

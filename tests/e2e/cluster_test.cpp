@@ -213,3 +213,44 @@ TEST(Cluster, LostWorkerKeepsPerRowResults) {
 
 }  // namespace
 }  // namespace lizard
+
+namespace lizard {
+namespace {
+
+// SIGKILL the server: programs and run records survive, workers come back.
+TEST(Cluster, ServerRestartKeepsProgramsAndRunRecords) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(2).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/kmeans");
+  json body = {{"params", {{"k", 2}, {"dims", 1}, {"max_iterations", 5}}},
+               {"dataset", {{"points", {{"values", {0.0, 0.2, 0.4, 10.0, 10.2, 10.4}}}}}},
+               {"state", {{"centroids", {{0.0}, {1.0}}}}}};
+  auto first = c.post("/runtime/" + hash + "?wait=1", body.dump());
+  ASSERT_TRUE(first.ok());
+  json before = json::parse(first->body);
+  ASSERT_EQ(before["status"], "done") << first->body;
+  const std::string id = before["runtime_id"];
+
+  ASSERT_TRUE(c.restart_server().ok());
+  json programs = get_json(c, "/programs");
+  ASSERT_EQ(programs.size(), 1u);
+  EXPECT_EQ(programs[0]["hash"], hash);
+  json after = get_json(c, "/runtimes/" + id);
+  EXPECT_EQ(after["status"], "done");
+  EXPECT_EQ(after["result"], before["result"]);
+  auto labels = c.get("/runtimes/" + id + "/fields/labels.npy");
+  ASSERT_TRUE(labels.ok());
+  EXPECT_EQ(labels->status, 200);
+  EXPECT_EQ(get_json(c, "/runtimes").size(), 1u);
+
+  ASSERT_TRUE(c.wait_for_workers(2, 30).ok()) << "workers did not reconnect";
+  auto second = c.post("/runtime/" + hash + "?wait=1", body.dump());
+  ASSERT_TRUE(second.ok());
+  json again = json::parse(second->body);
+  EXPECT_EQ(again["status"], "done") << second->body;
+  EXPECT_NE(again["runtime_id"], id);  // ids are not reused
+  EXPECT_EQ(again["result"]["state"], before["result"]["state"]);
+}
+
+}  // namespace
+}  // namespace lizard

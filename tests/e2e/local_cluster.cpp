@@ -79,15 +79,29 @@ Status LocalCluster::start(int workers, const std::vector<std::string>& worker_a
   std::vector<std::string> argv = {LIZARD_BIN, "server", "-v", "--host", "127.0.0.1", "--port", std::to_string(port_),
                                    "--state-dir", dir_ + "/server", "--worker-wait", "20"};
   argv.insert(argv.end(), server_args.begin(), server_args.end());
-  server_ = spawn(argv, dir_ + "/server.log");
-  if (server_ < 0) return internal_error("cannot start the server");
-  for (int i = 0; i < 100; ++i) {
-    auto r = get("/ruok");
-    if (r.ok() && r->body == "imok") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  server_argv_ = argv;
+  LIZARD_RETURN_IF_ERROR(start_server());
   for (int i = 0; i < workers; ++i) LIZARD_RETURN_IF_ERROR(add_worker(worker_args));
   return wait_for_workers(static_cast<size_t>(workers));
+}
+
+Status LocalCluster::start_server() {
+  server_ = spawn(server_argv_, dir_ + "/server.log");
+  if (server_ < 0) return internal_error("cannot start the server");
+  for (int i = 0; i < 200; ++i) {
+    auto r = get("/ruok");
+    if (r.ok() && r->body == "imok") return Status::Ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return unavailable("the server did not answer within 10 s (log in " + dir_ + "/server.log)");
+}
+
+Status LocalCluster::restart_server() {
+  if (server_ > 0) {
+    kill(server_, SIGKILL);
+    waitpid(server_, nullptr, 0);
+  }
+  return start_server();
 }
 
 Status LocalCluster::add_worker(const std::vector<std::string>& extra) {

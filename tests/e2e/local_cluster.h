@@ -37,6 +37,9 @@ class LocalCluster {
   Status add_worker(const std::vector<std::string>& extra_args = {});
   Status wait_for_workers(size_t n, int timeout_s = 30);
   void stop();
+  // Kills the server with SIGKILL and starts it again on the same port and
+  // state directory; waits until it answers.
+  Status restart_server();
   // Sends `sig` to worker `i` (in start order) and reaps it.
   void kill_worker(size_t i, int sig);
 
@@ -51,11 +54,13 @@ class LocalCluster {
 
  private:
   pid_t spawn(const std::vector<std::string>& argv, const std::string& log);
+  Status start_server();
   std::string dir_;
   int port_ = 0;
   pid_t server_ = -1;
   std::vector<pid_t> workers_;
   std::string token_;
+  std::vector<std::string> server_argv_;
 };
 
 }  // namespace lizard
