@@ -249,6 +249,7 @@ struct Coordinator::Impl {
   void execute(const std::shared_ptr<RunEntry>& run);
   Status run_iterations(const std::shared_ptr<RunEntry>& run);
   Result<std::vector<ExecutorSlot>> wait_for_executors(const RunEntry& run);
+  Status limit_rows_to_memory(const RunEntry& run, std::vector<ExecutorSlot>* slots);
   Result<std::vector<std::string>> start_partitions(const std::shared_ptr<RunEntry>& run,
                                                     const std::string& wire_id);
   Status run_one_iteration(const std::shared_ptr<RunEntry>& run, const std::string& wire_id,
@@ -721,10 +722,37 @@ Result<std::vector<ExecutorSlot>> Coordinator::Impl::wait_for_executors(const Ru
     auto b = w.programs.find(run.hash);
     if (!w.hello || b == w.programs.end() || !b->second.ok) continue;
     for (size_t e = 0; e < w.executors.size(); ++e)
-      slots.push_back({id, static_cast<int>(e), w.executors[e].weight});
+      slots.push_back({id, static_cast<int>(e), w.executors[e].weight,
+                       static_cast<int64_t>(std::min<uint64_t>(w.executors[e].free_memory, INT64_MAX))});
   }
   if (slots.empty()) return unavailable("the workers that built the program report no executors");
   return slots;
+}
+
+// Turns each executor's free memory (max_rows holds bytes on entry) into the
+// rows it can hold; fails before any work when the cluster cannot hold them all.
+Status Coordinator::Impl::limit_rows_to_memory(const RunEntry& run, std::vector<ExecutorSlot>* slots) {
+  const Manifest& m = run.program->image.manifest;
+  const ParamValues& p = run.request.params;
+  int64_t row_bytes = 0;
+  for (const auto& f : m.dataset) {
+    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, m, p));
+    row_bytes += width * static_cast<int64_t>(dtype_size(f.type));
+  }
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer st, make_section(m.state, m, p));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer ag, make_section(m.aggregate, m, p));
+  const int64_t fixed = static_cast<int64_t>(st.bytes.size() + 2 * ag.bytes.size()) + (int64_t{64} << 20);
+  int64_t room = 0;
+  for (auto& s : *slots) {
+    const int64_t free_bytes = s.max_rows;
+    s.max_rows = free_bytes <= 0 || row_bytes == 0 ? -1 : std::max<int64_t>(0, free_bytes - fixed) / row_bytes;
+    room += std::max<int64_t>(0, free_bytes - fixed);
+  }
+  if (fits(run.request.rows, *slots)) return Status::Ok();
+  return too_large("the dataset does not fit: " + std::to_string(run.request.rows) + " rows x " +
+                   std::to_string(row_bytes) + " bytes = " + std::to_string(run.request.rows * row_bytes) +
+                   " bytes, but the " + std::to_string(slots->size()) + " executor(s) have " +
+                   std::to_string(room) + " bytes free between them");
 }
 
 Result<std::vector<std::string>> Coordinator::Impl::start_partitions(const std::shared_ptr<RunEntry>& run,
@@ -732,6 +760,7 @@ Result<std::vector<std::string>> Coordinator::Impl::start_partitions(const std::
   const Manifest& m = run->program->image.manifest;
   const RunRequest& req = run->request;
   LIZARD_ASSIGN_OR_RETURN(auto slots, wait_for_executors(*run));
+  LIZARD_RETURN_IF_ERROR(limit_rows_to_memory(*run, &slots));
   PartitionPlan plan = plan_partition(req.rows, slots);
   {
     std::lock_guard<std::mutex> l(mu);

@@ -18,6 +18,7 @@ struct ExecutorSlot {
   std::string worker_id;
   int executor = 0;  // index within the worker
   double weight = 1;
+  int64_t max_rows = -1;  // what fits in its memory; < 0: no limit
 };
 
 struct PlanEntry {
@@ -35,8 +36,12 @@ struct PartitionPlan {
 };
 
 // Splits [0, rows) into contiguous ranges, one per slot in the given order,
-// proportional to weight (largest-remainder rounding, so counts sum to rows).
-// Slots of one worker should be adjacent so each worker's rows are contiguous.
+// proportional to weight (largest-remainder rounding, so counts sum to rows),
+// never beyond a slot's max_rows: what does not fit goes to the others in
+// proportion.  Slots of one worker should be adjacent so each worker's rows
+// are contiguous.  Callers check fits() first.
 PartitionPlan plan_partition(int64_t rows, const std::vector<ExecutorSlot>& slots);
+// Whether `rows` fit in the slots' max_rows together.
+bool fits(int64_t rows, const std::vector<ExecutorSlot>& slots);
 
 }  // namespace lizard

@@ -32,5 +32,16 @@ TEST(PartitionPlan, FewerRowsThanExecutors) {
   EXPECT_EQ(p.entries[0].rows + p.entries[1].rows, 1);
 }
 
+TEST(PartitionPlan, NeverBeyondAnExecutorsMemory) {
+  std::vector<ExecutorSlot> slots = {{"a", 0, 10, 100}, {"b", 0, 1, -1}, {"c", 0, 1, 1000}};
+  ASSERT_TRUE(fits(1200, slots));
+  PartitionPlan p = plan_partition(1200, slots);
+  EXPECT_EQ(p.entries[0].rows, 100);  // capped; the rest shared by weight
+  EXPECT_EQ(p.entries[1].rows, 550);
+  EXPECT_EQ(p.entries[2].rows, 550);
+  EXPECT_FALSE(fits(2000, {{"a", 0, 1, 100}, {"b", 0, 1, 1000}}));
+  EXPECT_TRUE(fits(1100, {{"a", 0, 1, 100}, {"b", 0, 1, 1000}}));
+}
+
 }  // namespace
 }  // namespace lizard

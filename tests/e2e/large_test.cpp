@@ -90,6 +90,18 @@ TEST(Generated, UnknownGeneratorAndMissingRowsAreErrors) {
   EXPECT_NE(bad->body.find("needs `rows`"), std::string::npos) << bad->body;
 }
 
+TEST(Generated, ADatasetLargerThanTheClusterFailsBeforeAnyWork) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(2).ok());
+  json rec = run_generated_kmeans(c, int64_t{1} << 40, 4, 16, 1, 3);
+  EXPECT_EQ(rec.value("status", ""), "failed") << rec.dump(2);
+  EXPECT_NE(rec.value("error", "").find("does not fit"), std::string::npos) << rec.value("error", "");
+  EXPECT_EQ(rec.value("iterations", -1), 0);
+  // The workers are still there for the next run.
+  json ok = run_generated_kmeans(c, 10000, 2, 2, 3, 2);
+  EXPECT_EQ(ok.value("status", ""), "done") << ok.dump(2);
+}
+
 // 200,000,000 rows on the CPU backend: each worker holds only its half.
 TEST(Large, TwoHundredMillionGeneratedRowsStayPartitioned) {
   LocalCluster c;
