@@ -124,7 +124,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(tcp::socket&& socket, ServerHandler* handler, const HubServerOptions& opts)
       : stream_(std::move(socket)), handler_(handler), max_body_(opts.max_body),
-        heartbeat_s_(opts.heartbeat_timeout_s) {}
+        heartbeat_s_(opts.heartbeat_timeout_s), read_timeout_(opts.read_timeout_s),
+        read_timer_(stream_.get_executor()) {}
 
   void run() {
     net::dispatch(stream_.get_executor(),
@@ -132,20 +133,30 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
  private:
+  // A request must arrive whole within the read timeout; a slow or stalled
+  // one is answered 408 and closed, and never holds up other connections.
   void do_read() {
     parser_.emplace();
     parser_->body_limit(max_body_);
     parser_->header_limit(16 * 1024);
-    stream_.expires_after(std::chrono::seconds(60));
+    stream_.expires_after(std::chrono::seconds(read_timeout_ + 10));  // hard stop
+    timed_out_ = false;
+    read_timer_.expires_after(std::chrono::seconds(read_timeout_));
+    read_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;  // cancelled: the request arrived
+      self->timed_out_ = true;
+      self->stream_.socket().cancel();
+    });
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, std::size_t) {
+    read_timer_.cancel();
     if (ec == http::error::end_of_stream || ec == net::error::eof) return do_close();
     if (ec == http::error::body_limit) return send_error(413);
     if (ec == http::error::header_limit) return send_error(431);
-    if (ec == beast::error::timeout) return do_close();
+    if (timed_out_) return parser_->got_some() ? send_error(408) : do_close();
     if (ec) return;
     http::request<http::string_body> req = parser_->release();
     if (websocket::is_upgrade(req)) {
@@ -219,6 +230,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   ServerHandler* handler_;
   uint64_t max_body_;
   int heartbeat_s_;
+  int read_timeout_;
+  net::steady_timer read_timer_;
+  bool timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool keep_alive_ = true;

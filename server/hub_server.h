@@ -21,6 +21,7 @@ struct HubServerOptions {
   uint16_t port = 5000;
   uint64_t max_body = uint64_t{1} << 30;  // bytes per HTTP request body
   int heartbeat_timeout_s = 10;           // a worker silent this long is dropped
+  int read_timeout_s = 30;                // a request must arrive whole within this
 };
 
 class HubServer {

@@ -46,25 +46,37 @@ int wait_for_signal() {
   return sig;
 }
 
-int run_server(const std::string& host, uint16_t port, const std::string& state_dir, int worker_wait,
-               int heartbeat, const std::string& token, const std::string& read_token) {
+struct ServerFlags {
+  std::string host = "0.0.0.0";
+  uint16_t port = 5000;
+  std::string state_dir;
+  int worker_wait = 60;
+  int heartbeat = 10;
+  int read_timeout = 30;
+  uint64_t max_body = uint64_t{1} << 30;
+  std::string token, read_token;
+};
+
+int run_server(const ServerFlags& f) {
   block_signals();
   lizard::CoordinatorOptions co;
-  co.state_dir = state_dir;
-  co.worker_wait_s = worker_wait;
-  co.token = lizard::token_from(token, "LIZARD_TOKEN");
-  co.read_token = lizard::token_from(read_token, "LIZARD_READ_TOKEN");
+  co.state_dir = f.state_dir;
+  co.worker_wait_s = f.worker_wait;
+  co.token = lizard::token_from(f.token, "LIZARD_TOKEN");
+  co.read_token = lizard::token_from(f.read_token, "LIZARD_READ_TOKEN");
   lizard::Coordinator coordinator(co);
   lizard::HubServerOptions ho;
-  ho.host = host;
-  ho.port = port;
-  ho.heartbeat_timeout_s = heartbeat;
+  ho.host = f.host;
+  ho.port = f.port;
+  ho.heartbeat_timeout_s = f.heartbeat;
+  ho.read_timeout_s = f.read_timeout;
+  ho.max_body = f.max_body;
   lizard::HubServer hub(&coordinator, ho);
   if (auto st = hub.start(); !st.ok()) {
     spdlog::error("{}", st.message());
     return 1;
   }
-  spdlog::info("lizard server listening on {}:{} (state in {})", host, hub.port(), state_dir);
+  spdlog::info("lizard server listening on {}:{} (state in {})", f.host, hub.port(), f.state_dir);
   int sig = wait_for_signal();
   spdlog::info("signal {}: shutting down", sig);
   hub.stop();
@@ -103,21 +115,22 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "Debug logging");
 
   auto* server = app.add_subcommand("server", "Run the head node (REST API and worker hub)");
-  std::string host = "0.0.0.0", state_dir = default_dir("XDG_STATE_HOME", ".local/state");
-  uint16_t port = 5000;
-  int worker_wait = 60, heartbeat = 10;
-  std::string token, read_token;
+  ServerFlags sf;
+  sf.state_dir = default_dir("XDG_STATE_HOME", ".local/state");
   server->add_flag("-v,--verbose", verbose, "Debug logging");
-  server->add_option("--host", host, "Address to listen on");
-  server->add_option("--port", port, "Port for users and workers");
-  server->add_option("--state-dir", state_dir, "Where programs and compiled hooks are kept");
-  server->add_option("--worker-wait,--run-timeout", worker_wait,
+  server->add_option("--host", sf.host, "Address to listen on");
+  server->add_option("--port", sf.port, "Port for users and workers");
+  server->add_option("--state-dir", sf.state_dir, "Where programs, run records and compiled hooks are kept");
+  server->add_option("--worker-wait,--run-timeout", sf.worker_wait,
                      "Seconds a run waits for a worker with its program");
-  server->add_option("--heartbeat-timeout", heartbeat, "Seconds of silence after which a worker is dropped")
+  server->add_option("--heartbeat-timeout", sf.heartbeat, "Seconds of silence after which a worker is dropped")
       ->check(CLI::Range(2, 3600));
-  server->add_option("--token", token,
+  server->add_option("--read-timeout", sf.read_timeout, "Seconds within which a request must arrive whole (408)")
+      ->check(CLI::Range(1, 86400));
+  server->add_option("--max-body", sf.max_body, "Largest request body in bytes (413)");
+  server->add_option("--token", sf.token,
                      "Token required of workers and of POST/DELETE requests (default: $LIZARD_TOKEN)");
-  server->add_option("--read-token", read_token,
+  server->add_option("--read-token", sf.read_token,
                      "Token required of GET requests too (default: $LIZARD_READ_TOKEN)");
 
   auto* client = app.add_subcommand("client", "Run a worker on this node");
@@ -139,6 +152,6 @@ int main(int argc, char** argv) {
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   wo.token = lizard::token_from(wo.token, "LIZARD_TOKEN");
-  if (server->parsed()) return run_server(host, port, state_dir, worker_wait, heartbeat, token, read_token);
+  if (server->parsed()) return run_server(sf);
   return run_client(wo, argv);
 }

@@ -254,3 +254,76 @@ TEST(Cluster, ServerRestartKeepsProgramsAndRunRecords) {
 
 }  // namespace
 }  // namespace lizard
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace lizard {
+namespace {
+
+int connect_raw(const std::string& uri) {
+  const int port = std::stoi(uri.substr(uri.rfind(':') + 1));
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+TEST(Limits, SlowClientsGet408WithoutDelayingOthers) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(0, {}, {"--read-timeout", "2"}).ok());
+  // A client that sends half a request and stalls...
+  int slow = connect_raw(c.uri());
+  ASSERT_GE(slow, 0);
+  const std::string half = "POST /programs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n";
+  ASSERT_EQ(write(slow, half.data(), half.size()), static_cast<ssize_t>(half.size()));
+  // ...does not hold up anyone else.
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = c.get("/ruok");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->body, "imok");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+  }
+  const std::string answer = read_all(slow);  // after the 2 s read timeout
+  close(slow);
+  EXPECT_NE(answer.find("HTTP/1.1 408"), std::string::npos) << answer;
+  EXPECT_TRUE(c.server_alive());
+}
+
+TEST(Limits, OversizedBodiesGet413AndHugeHeaders431) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(0, {}, {"--max-body", "4096"}).ok());
+  auto r = c.post("/programs", std::string(10000, 'x'));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->status, 413);
+  EXPECT_NE(r->body.find("too large"), std::string::npos) << r->body;
+  int fd = connect_raw(c.uri());
+  ASSERT_GE(fd, 0);
+  const std::string req = "GET /ruok HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'y') + "\r\n\r\n";
+  (void)!write(fd, req.data(), req.size());
+  const std::string answer = read_all(fd);
+  close(fd);
+  EXPECT_NE(answer.find("HTTP/1.1 431"), std::string::npos) << answer.substr(0, 200);
+  EXPECT_EQ(c.get("/ruok")->body, "imok");
+}
+
+}  // namespace
+}  // namespace lizard
