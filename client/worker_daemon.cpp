@@ -76,6 +76,9 @@ struct WorkerDaemon::Impl {
   std::string backend_note;
   std::map<std::string, std::shared_ptr<const ProgramImage>> programs;
   std::optional<ActiveRun> run;
+  // Rows of uploaded fields that arrived ahead of their run_start: by field index.
+  std::string chunks_run;
+  std::map<size_t, std::string> chunks;
   Mailbox<std::optional<std::string>> inbox;  // frames; nullopt = connection lost
   std::unique_ptr<WorkerConnection> conn;
   std::atomic<bool> stopping{false};
@@ -116,6 +119,17 @@ void WorkerDaemon::Impl::handle(const Message& m) {
       return;
     case MessageType::kProgram:
       return on_program(m);
+    case MessageType::kDataChunk: {
+      if (run_id != chunks_run) {
+        chunks.clear();
+        chunks_run = run_id;
+      }
+      std::string& buf = chunks[m.header.value("field", size_t{0})];
+      const size_t offset = m.header.value("offset", size_t{0});
+      if (buf.size() < offset + m.payload.size()) buf.resize(offset + m.payload.size());
+      std::memcpy(buf.data() + offset, m.payload.data(), m.payload.size());
+      return;
+    }
     case MessageType::kRunStart: {
       Status st = start_run(m);
       if (!st.ok()) {
@@ -211,6 +225,12 @@ Status WorkerDaemon::Impl::start_run(const Message& m) {
         size_t n = row_bytes * static_cast<size_t>(d.rows);
         if (off + n > m.payload.size()) return invalid_argument("run_start: inline rows exceed the payload");
         buf.assign(m.payload.begin() + off, m.payload.begin() + off + n);
+      } else if (kind == "chunks") {
+        const std::string& all = chunks_run == r.id ? chunks[k] : std::string();
+        size_t off = row_bytes * static_cast<size_t>(d.first_row - worker_first);
+        size_t n = row_bytes * static_cast<size_t>(d.rows);
+        if (off + n > all.size()) return invalid_argument("run_start: rows of field '" + f.name + "' did not arrive");
+        buf.assign(all.begin() + static_cast<long>(off), all.begin() + static_cast<long>(off + n));
       } else if (kind == "generate") {
         buf.assign(row_bytes * static_cast<size_t>(d.rows), 0);
         const std::string kernel = src.value("kernel", "");
@@ -230,6 +250,8 @@ Status WorkerDaemon::Impl::start_run(const Message& m) {
     r.executors.push_back(e);
     parts.push_back(std::move(d));
   }
+  chunks.clear();
+  chunks_run.clear();
   LIZARD_RETURN_IF_ERROR(first_error(for_each_executor(parts.size(), [&](size_t i) {
     return executors[r.executors[i]]->begin_run(*r.program, r.params, std::move(parts[i]));
   })));

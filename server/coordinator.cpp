@@ -18,6 +18,7 @@
 
 #include "common/auth.h"
 #include "common/mailbox.h"
+#include "dataset/dataset_file.h"
 #include "dataset/json_values.h"
 #include "dataset/npy.h"
 #include "exec/host_compiler.h"
@@ -27,6 +28,7 @@
 #include "protocol/wire.h"
 #include "server/host_hooks.h"
 #include "server/run_request.h"
+#include "server/dataset_store.h"
 #include "server/run_store.h"
 
 namespace lizard {
@@ -217,6 +219,7 @@ struct Coordinator::Impl {
   Mailbox<WorkerEvent> events;
   std::thread driver;
   std::unique_ptr<RunStore> store;  // null: run records do not survive a restart
+  std::unique_ptr<DatasetStore> datasets;
 
   // Records the run's current record durably (call with `mu` held or the record in hand).
   void persist(const RunEntry& run, const json& record);
@@ -227,6 +230,11 @@ struct Coordinator::Impl {
 
   // ---- HTTP ---------------------------------------------------------------
   void handle(HttpRequest req, Responder respond);
+  std::optional<HttpResponse> check_token(const HttpRequest& req) const;
+  HttpResponse datasets_endpoint(const std::string& method, const std::vector<std::string>& parts,
+                                 std::map<std::string, std::string>& query, const std::string& body_file);
+  Status send_upload_rows(const std::string& worker_id, const std::string& wire_id, size_t field,
+                          const DatasetSource& s, DType type, int64_t first, int64_t count);
   HttpResponse get_clients(const std::vector<std::string>& parts);
   HttpResponse get_programs(const std::vector<std::string>& parts);
   HttpResponse get_runtimes(const std::vector<std::string>& parts, std::map<std::string, std::string>& query);
@@ -268,15 +276,7 @@ void Coordinator::Impl::handle(HttpRequest req, Responder respond) {
   spdlog::debug("{} {}", method, req.target);
   const bool health = parts.size() == 1 && parts[0] == "ruok";
   if (!health) {
-    const std::string given = req.headers.count("authorization") ? bearer_token(req.headers["authorization"]) : "";
-    const bool writes = method != "GET" && method != "HEAD";
-    const std::string& need = writes ? opts.token : opts.read_token;
-    bool ok = need.empty() || constant_time_equals(given, need) ||
-              (!writes && !opts.token.empty() && constant_time_equals(given, opts.token));
-    if (!ok) {
-      return respond(json_response(401, {{"error", std::string(given.empty() ? "missing" : "wrong") +
-                                                       " token: send Authorization: Bearer <token>"}}));
-    }
+    if (auto refusal = check_token(req)) return respond(std::move(*refusal));
   }
   if (parts.empty()) return respond(json_response(200, {{"service", "lizard"}, {"version", LIZARD_VERSION}}));
   const std::string& top = parts[0];
@@ -290,9 +290,72 @@ void Coordinator::Impl::handle(HttpRequest req, Responder respond) {
     bool wait = query.count("wait") && query["wait"] != "0" && query["wait"] != "false";
     return post_run(parts[1], std::move(req.body), wait, std::move(respond));
   }
+  if (top == "datasets") return respond(datasets_endpoint(method, parts, query, req.body_file));
   if (top == "runtimes" && method == "GET") return respond(get_runtimes(parts, query));
   if (top == "runtimes" && method == "DELETE" && parts.size() == 2) return cancel(parts[1], std::move(respond));
   respond(json_response(404, {{"error", "no such endpoint: " + method + " " + req.target}}));
+}
+
+std::optional<HttpResponse> Coordinator::Impl::check_token(const HttpRequest& req) const {
+  auto it = req.headers.find("authorization");
+  const std::string given = it == req.headers.end() ? "" : bearer_token(it->second);
+  const bool writes = req.method != "GET" && req.method != "HEAD";
+  const std::string& need = writes ? opts.token : opts.read_token;
+  bool ok = need.empty() || constant_time_equals(given, need) ||
+            (!writes && !opts.token.empty() && constant_time_equals(given, opts.token));
+  if (ok) return std::nullopt;
+  return json_response(401, {{"error", std::string(given.empty() ? "missing" : "wrong") +
+                                           " token: send Authorization: Bearer <token>"}});
+}
+
+HttpResponse Coordinator::Impl::datasets_endpoint(const std::string& method, const std::vector<std::string>& parts,
+                                                  std::map<std::string, std::string>& query,
+                                                  const std::string& body_file) {
+  if (method == "POST" && parts.size() == 1) {
+    if (body_file.empty()) return json_response(400, {{"error", "POST /datasets takes the file as the request body"}});
+    std::string id = std::filesystem::path(body_file).stem().string();
+    auto meta = datasets->commit(id, body_file, query["format"]);
+    if (!meta.ok()) return error_response(meta.status());
+    spdlog::info("stored dataset {} ({} bytes)", id, meta->value("bytes", uint64_t{0}));
+    return json_response(201, meta.value());
+  }
+  if (method == "GET" && parts.size() == 1) return json_response(200, datasets->list());
+  if (parts.size() == 2 && method == "GET") {
+    auto meta = datasets->get(parts[1]);
+    return meta.ok() ? json_response(200, meta.value()) : error_response(meta.status());
+  }
+  if (parts.size() == 2 && method == "DELETE") {
+    Status st = datasets->remove(parts[1]);
+    return st.ok() ? json_response(200, {{"deleted", parts[1]}}) : error_response(st);
+  }
+  return json_response(404, {{"error", "no such endpoint: " + method + " /" + parts[0]}});
+}
+
+// Streams a worker's rows of an uploaded field in chunks of about 8 MiB,
+// pacing itself so that no more than 64 MiB wait in the connection's queue.
+Status Coordinator::Impl::send_upload_rows(const std::string& worker_id, const std::string& wire_id, size_t field,
+                                           const DatasetSource& s, DType type, int64_t first, int64_t count) {
+  std::shared_ptr<WorkerLink> link;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    auto it = workers.find(worker_id);
+    if (it == workers.end()) return Status(Code::kUnavailable, kWorkerLost + worker_id);
+    link = it->second.link;
+  }
+  const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(type);
+  const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{8} << 20) / static_cast<int64_t>(row_bytes));
+  for (int64_t done = 0; done < count;) {
+    const int64_t n = std::min(rows_per_chunk, count - done);
+    std::string payload(static_cast<size_t>(n) * row_bytes, '\0');
+    LIZARD_RETURN_IF_ERROR(read_rows(s.path, s.format, type, s.width, first + done, n, payload.data()));
+    while (link->queued_bytes() > (size_t{64} << 20)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    link->send(encode(Message{MessageType::kDataChunk,
+                              {{"run_id", wire_id}, {"field", field}, {"offset", static_cast<size_t>(done) * row_bytes},
+                               {"bytes", payload.size()}},
+                              std::move(payload)}));
+    done += n;
+  }
+  return Status::Ok();
 }
 
 HttpResponse Coordinator::Impl::get_clients(const std::vector<std::string>& parts) {
@@ -454,7 +517,8 @@ void Coordinator::Impl::post_run(std::string hash, std::string body, bool wait, 
     if (!program) return respond(json_response(404, {{"error", "no such program: " + hash}}));
     json j = body.empty() ? json::object() : json::parse(body, nullptr, false);
     if (j.is_discarded()) return respond(error_response(invalid_argument("request body is not valid JSON")));
-    auto request = parse_run_request(program->image, j);
+    auto request = parse_run_request(program->image, j,
+                                     [this](const std::string& id) { return datasets->lookup(id); });
     if (!request.ok()) return respond(error_response(request.status()));
     auto run = std::make_shared<RunEntry>();
     run->hash = hash;
@@ -796,6 +860,9 @@ Result<std::vector<std::string>> Coordinator::Impl::start_partitions(const std::
       } else if (s.kind == DatasetSource::Kind::kGenerate) {
         f["source"] = "generate";
         f["kernel"] = s.generator;
+      } else if (s.kind == DatasetSource::Kind::kUpload) {
+        f["source"] = "chunks";  // sent just before run_start
+        LIZARD_RETURN_IF_ERROR(send_upload_rows(id, wire_id, k, s, m.dataset[k].type, first, count));
       } else {
         f["source"] = "none";
       }
@@ -996,6 +1063,7 @@ Coordinator::Coordinator(CoordinatorOptions opts) : impl_(new Impl(std::move(opt
   std::filesystem::create_directories(impl_->opts.state_dir, ec);
   impl_->load_programs();
   impl_->restore_runs();
+  impl_->datasets = std::make_unique<DatasetStore>(impl_->opts.state_dir);
   impl_->driver = std::thread([this] { impl_->drive(); });
 }
 
@@ -1020,6 +1088,12 @@ void Coordinator::shutdown() {
 }
 
 void Coordinator::on_http(HttpRequest req, Responder respond) { impl_->handle(std::move(req), std::move(respond)); }
+
+std::variant<std::string, HttpResponse> Coordinator::upload_destination(const HttpRequest& head) {
+  if (auto refusal = impl_->check_token(head)) return *refusal;
+  std::string id;
+  return impl_->datasets->reserve(&id);
+}
 
 bool Coordinator::authorize_worker(const std::map<std::string, std::string>& headers) {
   if (impl_->opts.token.empty()) return true;

@@ -7,7 +7,9 @@
 #include <boost/beast/websocket.hpp>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <deque>
+#include <variant>
 #include <thread>
 
 namespace lizard {
@@ -55,6 +57,7 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public
   }
 
   void send(std::string frame) override {
+    queued_bytes_ += frame.size();
     net::post(ws_.get_executor(), [self = shared_from_this(), f = std::move(frame)]() mutable {
       self->queue_.push_back(std::move(f));
       if (self->queue_.size() == 1) self->do_write();
@@ -69,6 +72,7 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public
   }
 
   std::string peer() const override { return peer_; }
+  size_t queued_bytes() const override { return queued_bytes_; }
 
  private:
   void on_accept(beast::error_code ec) {
@@ -103,9 +107,11 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public
 
   void on_write(beast::error_code ec, std::size_t) {
     if (ec) {
+      for (const auto& f : queue_) queued_bytes_ -= f.size();
       queue_.clear();
       return;  // the read side notices the broken connection
     }
+    queued_bytes_ -= queue_.front().size();
     queue_.pop_front();
     if (!queue_.empty()) do_write();
   }
@@ -114,6 +120,7 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public
   ServerHandler* handler_;
   beast::flat_buffer buffer_;
   std::deque<std::string> queue_;
+  std::atomic<size_t> queued_bytes_{0};
   std::string id_, peer_;
   int heartbeat_s_;
   bool closed_ = false;
@@ -136,9 +143,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // A request must arrive whole within the read timeout; a slow or stalled
   // one is answered 408 and closed, and never holds up other connections.
   void do_read() {
-    parser_.emplace();
-    parser_->body_limit(max_body_);
-    parser_->header_limit(16 * 1024);
+    header_parser_.emplace();
+    header_parser_->body_limit(max_body_);
+    header_parser_->header_limit(16 * 1024);
     stream_.expires_after(std::chrono::seconds(read_timeout_ + 10));  // hard stop
     timed_out_ = false;
     read_timer_.expires_after(std::chrono::seconds(read_timeout_));
@@ -147,27 +154,97 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       self->timed_out_ = true;
       self->stream_.socket().cancel();
     });
+    http::async_read_header(stream_, buffer_, *header_parser_,
+                            beast::bind_front_handler(&HttpSession::on_header, shared_from_this()));
+  }
+
+  // Returns true when the read failed and the failure has been handled.
+  bool read_failed(beast::error_code ec, bool got_some) {
+    if (!ec && !timed_out_) return false;
+    read_timer_.cancel();
+    if (ec == http::error::end_of_stream || ec == net::error::eof) do_close();
+    else if (ec == http::error::body_limit) send_error(413);
+    else if (ec == http::error::header_limit) send_error(431);
+    else if (timed_out_) got_some ? send_error(408) : do_close();
+    return true;
+  }
+
+  // The headers are in: the body goes to a file (uploads) or into memory.
+  void on_header(beast::error_code ec, std::size_t) {
+    if (read_failed(ec, header_parser_->got_some())) return;
+    const auto& h = header_parser_->get();
+    if (h.method() == http::verb::post && h.target().substr(0, 9) == "/datasets" &&
+        !websocket::is_upgrade(h)) {
+      auto dest = handler_->upload_destination(to_request(h, ""));
+      if (auto* refusal = std::get_if<HttpResponse>(&dest)) {
+        keep_alive_ = false;
+        read_timer_.cancel();
+        return write(std::move(*refusal));
+      }
+      upload_path_ = std::get<std::string>(dest);
+      file_parser_.emplace(std::move(*header_parser_));
+      file_parser_->body_limit(boost::none);  // uploads are as large as the disk allows
+      beast::error_code fec;
+      file_parser_->get().body().open(upload_path_.c_str(), beast::file_mode::write, fec);
+      if (fec) {
+        read_timer_.cancel();
+        keep_alive_ = false;
+        return write(HttpResponse{500, "application/json", "{\"error\": \"cannot store the upload\"}"});
+      }
+      read_timer_.cancel();  // a large upload takes as long as it takes
+      stream_.expires_after(std::chrono::hours(6));
+      return http::async_read(stream_, buffer_, *file_parser_,
+                              beast::bind_front_handler(&HttpSession::on_upload, shared_from_this()));
+    }
+    parser_.emplace(std::move(*header_parser_));
+    parser_->body_limit(max_body_);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
   }
 
+  void on_upload(beast::error_code ec, std::size_t) {
+    if (ec) {
+      std::remove(upload_path_.c_str());
+      if (read_failed(ec, true)) return;
+    }
+    auto req = file_parser_->release();
+    req.body().close();
+    keep_alive_ = req.keep_alive();
+    HttpRequest r = to_request(req, "");
+    r.body_file = upload_path_;
+    dispatch(std::move(r));
+  }
+
+  template <typename Fields>
+  static HttpRequest to_request(const http::request_header<Fields>& h, std::string body) {
+    HttpRequest r;
+    r.method = std::string(h.method_string());
+    r.target = std::string(h.target());
+    r.body = std::move(body);
+    for (const auto& f : h) {
+      std::string name(f.name_string());
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      r.headers[name] = std::string(f.value());
+    }
+    return r;
+  }
+
+  void dispatch(HttpRequest r) {
+    stream_.expires_never();  // the answer may take as long as a run (?wait=1)
+    auto self = shared_from_this();
+    handler_->on_http(std::move(r), [self](HttpResponse resp) {
+      net::post(self->stream_.get_executor(),
+                [self, resp = std::move(resp)]() mutable { self->write(std::move(resp)); });
+    });
+  }
+
   void on_read(beast::error_code ec, std::size_t) {
+    if (read_failed(ec, true)) return;
     read_timer_.cancel();
-    if (ec == http::error::end_of_stream || ec == net::error::eof) return do_close();
-    if (ec == http::error::body_limit) return send_error(413);
-    if (ec == http::error::header_limit) return send_error(431);
-    if (timed_out_) return parser_->got_some() ? send_error(408) : do_close();
-    if (ec) return;
     http::request<http::string_body> req = parser_->release();
     if (websocket::is_upgrade(req)) {
       if (req.target() == "/workers") {
-        std::map<std::string, std::string> headers;
-        for (const auto& f : req) {
-          std::string name(f.name_string());
-          for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-          headers[name] = std::string(f.value());
-        }
-        if (!handler_->authorize_worker(headers)) {
+        if (!handler_->authorize_worker(to_request(req, "").headers)) {
           keep_alive_ = false;
           return write(HttpResponse{401, "application/json", R"x({"error": "this server needs a worker token (--token)"})x"});
         }
@@ -178,21 +255,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       return send_error(404);
     }
     keep_alive_ = req.keep_alive();
-    HttpRequest r;
-    r.method = std::string(req.method_string());
-    r.target = std::string(req.target());
-    r.body = std::move(req.body());
-    for (const auto& f : req) {
-      std::string name(f.name_string());
-      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      r.headers[name] = std::string(f.value());
-    }
-    stream_.expires_never();  // the answer may take as long as a run (?wait=1)
-    auto self = shared_from_this();
-    handler_->on_http(std::move(r), [self](HttpResponse resp) {
-      net::post(self->stream_.get_executor(),
-                [self, resp = std::move(resp)]() mutable { self->write(std::move(resp)); });
-    });
+    std::string body = std::move(req.body());
+    dispatch(to_request(req, std::move(body)));
   }
 
   void send_error(int status) {
@@ -234,7 +298,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   net::steady_timer read_timer_;
   bool timed_out_ = false;
   beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<http::file_body>> file_parser_;
+  std::string upload_path_;
   bool keep_alive_ = true;
 };
 

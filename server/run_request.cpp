@@ -46,7 +46,7 @@ Result<DatasetSource> parse_generate(const Manifest& m, const std::string& what,
 }
 
 Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_t width, const json& spec,
-                                   int64_t* rows, uint64_t* seed) {
+                                   int64_t* rows, uint64_t* seed, const UploadLookup& uploads) {
   const std::string what = "dataset field '" + f.name + "'";
   DatasetSource s;
   s.width = width;
@@ -75,12 +75,24 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     return s;
   }
   if (spec.contains("generate")) return parse_generate(m, what, spec, std::move(s), rows, seed);
-  if (spec.contains("upload"))
-    return invalid_argument(what + ": this server does not support `upload` sources yet");
+  if (spec.contains("upload")) {
+    if (!spec["upload"].is_string()) return invalid_argument(what + ": `upload` must be a dataset id");
+    if (!uploads) return invalid_argument(what + ": uploads are not available here");
+    auto found = uploads(spec["upload"].get<std::string>());
+    if (!found.ok()) return found.status().with_context(what);
+    s.kind = DatasetSource::Kind::kUpload;
+    s.path = found->first;
+    s.format = found->second;
+    auto n = count_rows(s.path, s.format, f.type, width);
+    if (!n.ok()) return n.status().with_context(what + " (upload " + spec["upload"].get<std::string>() + ")");
+    *rows = n.value();
+    return s;
+  }
   return invalid_argument(what + ": give `values`, `path` or `generate`");
 }
 
-Status parse_dataset(const ProgramImage& image, const json& body, RunRequest* out) {
+Status parse_dataset(const ProgramImage& image, const json& body, const UploadLookup& uploads,
+                     RunRequest* out) {
   const Manifest& m = image.manifest;
   json ds = body.contains("dataset") ? body["dataset"] : json::object();
   if (!ds.is_object()) return invalid_argument("`dataset` must be an object of field: source");
@@ -103,7 +115,7 @@ Status parse_dataset(const ProgramImage& image, const json& body, RunRequest* ou
     if (!ds.contains(f.name)) return invalid_argument("missing dataset field '" + f.name + "'");
     int64_t n = 0;
     uint64_t seed = 0;
-    LIZARD_ASSIGN_OR_RETURN(DatasetSource s, parse_source(m, f, width, ds[f.name], &n, &seed));
+    LIZARD_ASSIGN_OR_RETURN(DatasetSource s, parse_source(m, f, width, ds[f.name], &n, &seed, uploads));
     if (s.kind == DatasetSource::Kind::kGenerate) {
       if (seeded && seed != out->seed)
         return invalid_argument("dataset field '" + f.name + "': generated fields must share one seed");
@@ -163,7 +175,8 @@ Status parse_outputs(const Manifest& m, const json& body, RunRequest* out) {
 
 }  // namespace
 
-Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body) {
+Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body,
+                                     const UploadLookup& uploads) {
   if (!body.is_object()) return invalid_argument("the run request must be a JSON object");
   LIZARD_RETURN_IF_ERROR(check_keys(body));
   RunRequest out;
@@ -175,7 +188,7 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
       auto n = field_elements(f, image.manifest, out.params);
       if (!n.ok()) return n.status();
     }
-  LIZARD_RETURN_IF_ERROR(parse_dataset(image, body, &out));
+  LIZARD_RETURN_IF_ERROR(parse_dataset(image, body, uploads, &out));
   LIZARD_RETURN_IF_ERROR(parse_state(image, body, &out));
   out.max_iterations = kDefaultIterationCap;
   if (auto p = out.params.lookup(image.manifest, "max_iterations")) out.max_iterations = *p;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,10 +20,10 @@
 namespace lizard {
 
 struct DatasetSource {
-  enum class Kind { kNone, kInline, kPath, kGenerate };
+  enum class Kind { kNone, kInline, kPath, kGenerate, kUpload };
   Kind kind = Kind::kNone;  // kNone: not an input field (allocated on workers)
   std::vector<uint8_t> values;  // kInline: all rows, row-major
-  std::string path;             // kPath
+  std::string path;             // kPath, kUpload (the server's copy)
   std::string generator;        // kGenerate: a kernel of manifest.generate
   FileFormat format = FileFormat::kRaw;
   int64_t width = 1;  // elements per row
@@ -38,7 +39,11 @@ struct RunRequest {
   std::vector<bool> want_output;  // manifest.dataset order: gather this output field
 };
 
+// Finds an uploaded dataset (POST /datasets) by id: its file and format.
+using UploadLookup = std::function<Result<std::pair<std::string, FileFormat>>(const std::string& id)>;
+
 // Reads file headers (or scans text files) to count rows; may block on I/O.
-Result<RunRequest> parse_run_request(const ProgramImage& image, const nlohmann::json& body);
+Result<RunRequest> parse_run_request(const ProgramImage& image, const nlohmann::json& body,
+                                     const UploadLookup& uploads = nullptr);
 
 }  // namespace lizard

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 
 namespace lizard {
 
@@ -14,6 +15,7 @@ struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string target;  // path and query, e.g. "/runtime/ab12?wait=1"
   std::string body;
+  std::string body_file;  // set instead of `body` when the body was streamed to a file
   std::map<std::string, std::string> headers;  // lower-case names
 };
 
@@ -31,6 +33,8 @@ class WorkerLink {
  public:
   virtual ~WorkerLink() = default;
   virtual void send(std::string frame) = 0;
+  // Bytes queued and not yet written (for pacing large transfers).
+  virtual size_t queued_bytes() const = 0;
   virtual void close() = 0;
   virtual std::string peer() const = 0;
 };
@@ -41,6 +45,9 @@ class ServerHandler {
  public:
   virtual ~ServerHandler() = default;
   virtual void on_http(HttpRequest req, Responder respond) = 0;
+  // For a request whose body goes straight to disk (POST /datasets): the file
+  // to stream it into, or the response that refuses it.  Called with headers only.
+  virtual std::variant<std::string, HttpResponse> upload_destination(const HttpRequest& head) = 0;
   // Whether a worker presenting these (lower-case) headers may join.
   virtual bool authorize_worker(const std::map<std::string, std::string>& headers) = 0;
   virtual std::string on_worker_connect(std::shared_ptr<WorkerLink> link) = 0;  // returns its id

@@ -17,6 +17,7 @@ const char* message_type_name(MessageType t) {
     case MessageType::kRunEnd: return "run_end";
     case MessageType::kRunOutputs: return "run_outputs";
     case MessageType::kHeartbeat: return "heartbeat";
+    case MessageType::kDataChunk: return "data_chunk";
   }
   return "unknown";
 }
@@ -44,7 +45,7 @@ Result<Message> decode(std::string_view frame) {
                             " (this build speaks " + std::to_string(kWireVersion) + ")");
   const uint8_t type = static_cast<uint8_t>(frame[3]);
   if (type < static_cast<uint8_t>(MessageType::kHello) ||
-      type > static_cast<uint8_t>(MessageType::kHeartbeat))
+      type > static_cast<uint8_t>(MessageType::kDataChunk))
     return invalid_argument("unknown message type " + std::to_string(type));
   uint32_t n = 0;
   for (int i = 0; i < 4; ++i) n |= uint32_t(static_cast<uint8_t>(frame[4 + i])) << (8 * i);

@@ -6,8 +6,7 @@
 //
 // The header is a small JSON object (ids, sizes, names); the payload carries
 // arrays as raw little-endian bytes, so data never passes through JSON or
-// base64.  Both daemons use encode()/decode() and the typed helpers below;
-// nothing else knows the framing.
+// base64.  Both daemons use encode()/decode(); nothing else knows the framing.
 //
 //   std::string frame = encode(Message{MessageType::kIterate, {{"run_id", id}}, state_bytes});
 //   Result<Message> m = decode(frame);
@@ -37,6 +36,7 @@ enum class MessageType : uint8_t {
   kRunEnd = 9,            // server → worker: {run_id, want_outputs}
   kRunOutputs = 10,       // worker → server: {run_id, ok, error, fields: [{name, bytes}]}; payload: outputs
   kHeartbeat = 11,        // both ways: {}
+  kDataChunk = 12,        // server → worker, before kRunStart: {run_id, field, offset}; payload: rows
 };
 
 const char* message_type_name(MessageType t);

@@ -154,6 +154,40 @@ TEST_F(KillWorker, RunCompletesWithTheUndisturbedResult) {
   EXPECT_EQ(rec["result"]["aggregate"]["counts"], undisturbed["result"]["aggregate"]["counts"]);
 }
 
+// The soak variant (ctest label `soak`): ten runs, each losing a random worker
+// at a random moment, all ending as the undisturbed run.
+TEST_F(KillWorker, DISABLED_SoakRandomVictimAndMoment) {
+  json undisturbed = wait_until_finished(c_, submit(), 240);
+  ASSERT_EQ(undisturbed["status"], "done");
+  std::mt19937 rng(std::random_device{}());
+  std::vector<size_t> alive = {0, 1, 2, 3};
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    if (alive.size() < 2) {  // keep the cluster from running dry
+      ASSERT_TRUE(c_.add_worker({"--cpu-threads", "1"}).ok());
+      ASSERT_TRUE(c_.add_worker({"--cpu-threads", "1"}).ok());
+      alive.push_back(c_.worker_pids().size() - 2);
+      alive.push_back(c_.worker_pids().size() - 1);
+      ASSERT_TRUE(c_.wait_for_workers(alive.size()).ok());
+    }
+    const std::string id = submit();
+    const int at = std::uniform_int_distribution<int>(0, kIterations - 2)(rng);
+    for (int i = 0; i < 4000 && get_json(c_, "/runtimes/" + id).value("iterations", 0) < at; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const size_t pick = std::uniform_int_distribution<size_t>(0, alive.size() - 1)(rng);
+    c_.kill_worker(alive[pick], SIGKILL);
+    alive.erase(alive.begin() + static_cast<long>(pick));
+    json rec = wait_until_finished(c_, id, 240);
+    ASSERT_EQ(rec["status"], "done") << rec.dump(2);
+    EXPECT_EQ(rec["result"]["aggregate"]["counts"], undisturbed["result"]["aggregate"]["counts"]);
+    const json& a = undisturbed["result"]["state"]["centroids"];
+    const json& b = rec["result"]["state"]["centroids"];
+    for (int q = 0; q < kK; ++q)
+      for (int j = 0; j < kDims; ++j)
+        EXPECT_NEAR(b[q][j].get<double>(), a[q][j].get<double>(), 1e-5 * std::max(1.0, std::fabs(a[q][j].get<double>())));
+  }
+}
+
 TEST_F(KillWorker, CancelStopsARunningRun) {
   const std::string id = submit();
   const std::string queued = submit();
@@ -323,6 +357,63 @@ TEST(Limits, OversizedBodiesGet413AndHugeHeaders431) {
   close(fd);
   EXPECT_NE(answer.find("HTTP/1.1 431"), std::string::npos) << answer.substr(0, 200);
   EXPECT_EQ(c.get("/ruok")->body, "imok");
+}
+
+}  // namespace
+}  // namespace lizard
+
+#include <sstream>
+
+#include "dataset/npy.h"
+
+namespace lizard {
+namespace {
+
+TEST(Uploads, UploadedNpyRunsLikeTheSameFileByPath) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(2).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/kmeans");
+  std::vector<float> pts;
+  for (int i = 0; i < 30000; ++i) pts.insert(pts.end(), {float(i % 3) * 5 + (i % 7) * 0.01f, float(i % 3)});
+  const std::string bytes = npy_bytes(DType::kFloat32, {30000, 2}, pts.data());
+  std::ofstream(c.dir() + "/pts.npy", std::ios::binary) << bytes;
+
+  auto up = http_request("POST", c.uri() + "/datasets", bytes, "application/octet-stream", 60);
+  ASSERT_TRUE(up.ok());
+  ASSERT_EQ(up->status, 201) << up->body;
+  json meta = json::parse(up->body);
+  EXPECT_EQ(meta["format"], "npy");
+  EXPECT_EQ(meta["shape"], json({30000, 2}));
+  EXPECT_EQ(meta["bytes"], bytes.size());
+  const std::string id = meta["id"];
+  EXPECT_EQ(get_json(c, "/datasets").size(), 1u);
+
+  auto run_with = [&](const json& source) {
+    json body = {{"params", {{"k", 3}, {"dims", 2}, {"max_iterations", 5}}},
+                 {"dataset", {{"points", source}}},
+                 {"state", {{"centroids", {{0, 0}, {4, 1}, {11, 2}}}}}};
+    auto r = c.post("/runtime/" + hash + "?wait=1", body.dump());
+    return r.ok() ? json::parse(r->body, nullptr, false) : json();
+  };
+  json by_upload = run_with({{"upload", id}});
+  json by_path = run_with({{"path", c.dir() + "/pts.npy"}});
+  ASSERT_EQ(by_upload.value("status", ""), "done") << by_upload.dump(2);
+  EXPECT_EQ(by_upload["result"]["aggregate"]["counts"], by_path["result"]["aggregate"]["counts"]);
+  for (int q = 0; q < 3; ++q)
+    for (int j = 0; j < 2; ++j)
+      EXPECT_NEAR(by_upload["result"]["state"]["centroids"][q][j].get<double>(),
+                  by_path["result"]["state"]["centroids"][q][j].get<double>(), 1e-5);
+  EXPECT_EQ(by_upload["plan"]["executors"].size(), 2u);
+
+  auto bad = http_request("POST", c.uri() + "/datasets", "not an npy file", "application/octet-stream", 30);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("format=raw"), std::string::npos) << bad->body;
+  auto raw = http_request("POST", c.uri() + "/datasets?format=raw", std::string(24, '\0'), "", 30);
+  EXPECT_EQ(raw->status, 201) << raw->body;
+  auto del = http_request("DELETE", c.uri() + "/datasets/" + id, "", "", 30);
+  EXPECT_EQ(del->status, 200);
+  json gone = run_with({{"upload", id}});
+  EXPECT_NE(gone.value("error", "").find("no such dataset"), std::string::npos) << gone.dump();
 }
 
 }  // namespace

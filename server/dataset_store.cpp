@@ -1,0 +1,131 @@
+#include "server/dataset_store.h"
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "dataset/input_file.h"
+#include "dataset/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace lizard {
+
+using nlohmann::json;
+
+namespace {
+
+std::string random_id() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  static const char* kHex = "0123456789abcdef";
+  std::string id = "u";
+  uint64_t v = rng();
+  for (int i = 0; i < 12; ++i, v >>= 4) id.push_back(kHex[v & 15]);
+  return id;
+}
+
+bool valid_id(const std::string& id) {
+  if (id.empty() || id.size() > 64 || id[0] == '.') return false;
+  for (char c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  return true;
+}
+
+// Describes an .npy file from its header.
+Result<json> describe_npy(const std::string& path) {
+  LIZARD_ASSIGN_OR_RETURN(InputFile f, InputFile::open(path));
+  std::string head(std::min<uint64_t>(f.size(), kNpyPreambleMax), '\0');
+  LIZARD_RETURN_IF_ERROR(f.read_at(0, head.size(), head.data()));
+  LIZARD_ASSIGN_OR_RETURN(size_t header_len, npy_header_length(head));
+  if (header_len > f.size()) return invalid_argument("the .npy header is truncated");
+  std::string header(header_len, '\0');
+  LIZARD_RETURN_IF_ERROR(f.read_at(0, header_len, header.data()));
+  LIZARD_ASSIGN_OR_RETURN(NpyHeader h, parse_npy_header(header));
+  if (h.data_offset + h.data_bytes() != f.size())
+    return invalid_argument("the .npy data is " + std::to_string(f.size() - h.data_offset) + " bytes; its header says " +
+                            std::to_string(h.data_bytes()));
+  return json{{"format", "npy"}, {"dtype", dtype_name(h.dtype)}, {"shape", h.shape}};
+}
+
+}  // namespace
+
+DatasetStore::DatasetStore(std::string state_dir) : dir_((fs::path(state_dir) / "datasets").string()) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    if (e.path().extension() == ".part") fs::remove(e.path(), ec);  // an upload cut short
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    json meta = json::parse(in, nullptr, false);
+    if (meta.is_object() && meta.contains("id")) datasets_[meta["id"].get<std::string>()] = meta;
+  }
+}
+
+std::string DatasetStore::reserve(std::string* id) {
+  *id = random_id();
+  return (fs::path(dir_) / (*id + ".part")).string();
+}
+
+Result<json> DatasetStore::commit(const std::string& id, const std::string& part, const std::string& format) {
+  std::error_code ec;
+  auto fail = [&](const Status& s) {
+    fs::remove(part, ec);
+    return s;
+  };
+  if (!format.empty() && format != "npy" && format != "raw")
+    return fail(invalid_argument("format must be npy or raw (got '" + format + "')"));
+  json meta;
+  if (format != "raw") {
+    auto npy = describe_npy(part);
+    if (!npy.ok())
+      return fail(invalid_argument("the upload is not a valid .npy file (" + npy.status().message() +
+                                   "); send ?format=raw for raw little-endian rows"));
+    meta = npy.value();
+  } else {
+    meta = {{"format", "raw"}};
+  }
+  const std::string ext = meta["format"] == "npy" ? ".npy" : ".raw";
+  const fs::path final_path = fs::path(dir_) / (id + ext);
+  fs::rename(part, final_path, ec);
+  if (ec) return fail(internal_error("cannot store the upload: " + ec.message()));
+  meta["id"] = id;
+  meta["bytes"] = fs::file_size(final_path, ec);
+  meta["file"] = final_path.string();
+  std::ofstream(fs::path(dir_) / (id + ".json")) << meta.dump();
+  std::lock_guard<std::mutex> l(mu_);
+  datasets_[id] = meta;
+  return meta;
+}
+
+json DatasetStore::list() const {
+  std::lock_guard<std::mutex> l(mu_);
+  json out = json::array();
+  for (const auto& [id, meta] : datasets_) out.push_back(meta);
+  return out;
+}
+
+Result<json> DatasetStore::get(const std::string& id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = datasets_.find(id);
+  if (it == datasets_.end()) return not_found("no such dataset: " + id);
+  return it->second;
+}
+
+Status DatasetStore::remove(const std::string& id) {
+  if (!valid_id(id)) return not_found("no such dataset: " + id);
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = datasets_.find(id);
+  if (it == datasets_.end()) return not_found("no such dataset: " + id);
+  std::error_code ec;
+  fs::remove(it->second.value("file", ""), ec);
+  fs::remove(fs::path(dir_) / (id + ".json"), ec);
+  datasets_.erase(it);
+  return Status::Ok();
+}
+
+Result<std::pair<std::string, FileFormat>> DatasetStore::lookup(const std::string& id) const {
+  LIZARD_ASSIGN_OR_RETURN(json meta, get(id));
+  return std::make_pair(meta.value("file", ""), meta.value("format", "") == "npy" ? FileFormat::kNpy : FileFormat::kRaw);
+}
+
+}  // namespace lizard

@@ -1,0 +1,42 @@
+// DatasetStore: datasets uploaded with POST /datasets, kept as files in the
+// server's state directory (<state-dir>/datasets/<id>.npy or .raw, plus a
+// <id>.json description).  Bodies stream to disk; nothing is held in memory.
+//
+//   DatasetStore ds(state_dir);
+//   std::string part = ds.reserve(&id);            // stream the body into `part`
+//   Result<nlohmann::json> meta = ds.commit(id, part, "npy");
+//   auto where = ds.lookup(id);                    // file and format, for a run
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "common/status.h"
+#include "dataset/file_format.h"
+
+namespace lizard {
+
+class DatasetStore {
+ public:
+  explicit DatasetStore(std::string state_dir);
+
+  // A fresh id and the file its body should be written to.
+  std::string reserve(std::string* id);
+  // Checks the written file (`format` "npy", "raw" or empty to detect .npy)
+  // and makes it available; on error the file is removed.
+  Result<nlohmann::json> commit(const std::string& id, const std::string& part, const std::string& format);
+  nlohmann::json list() const;
+  Result<nlohmann::json> get(const std::string& id) const;
+  Status remove(const std::string& id);
+  Result<std::pair<std::string, FileFormat>> lookup(const std::string& id) const;
+
+ private:
+  std::string dir_;
+  mutable std::mutex mu_;
+  std::map<std::string, nlohmann::json> datasets_;  // id → description
+};
+
+}  // namespace lizard
