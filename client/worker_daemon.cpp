@@ -127,7 +127,7 @@ void WorkerDaemon::Impl::handle(const Message& m) {
       std::string& buf = chunks[m.header.value("field", size_t{0})];
       const size_t offset = m.header.value("offset", size_t{0});
       if (buf.size() < offset + m.payload.size()) buf.resize(offset + m.payload.size());
-      std::memcpy(buf.data() + offset, m.payload.data(), m.payload.size());
+      if (!m.payload.empty()) std::memcpy(buf.data() + offset, m.payload.data(), m.payload.size());
       return;
     }
     case MessageType::kRunStart: {
@@ -267,7 +267,7 @@ Status WorkerDaemon::Impl::iterate(const Message& m, std::string* payload, doubl
   if (m.payload.size() != state.bytes.size())
     return invalid_argument("state of " + std::to_string(m.payload.size()) + " bytes; expected " +
                             std::to_string(state.bytes.size()));
-  std::memcpy(state.bytes.data(), m.payload.data(), state.bytes.size());
+  if (!state.bytes.empty()) std::memcpy(state.bytes.data(), m.payload.data(), state.bytes.size());
   const size_t n = run->executors.size();
   std::vector<SectionBuffer> aggs;
   for (size_t i = 0; i < n; ++i) {

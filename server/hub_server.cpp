@@ -144,7 +144,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // one is answered 408 and closed, and never holds up other connections.
   void do_read() {
     header_parser_.emplace();
-    header_parser_->body_limit(max_body_);
+    header_parser_->body_limit(boost::none);  // set per body type in on_header
     header_parser_->header_limit(16 * 1024);
     stream_.expires_after(std::chrono::seconds(read_timeout_ + 10));  // hard stop
     timed_out_ = false;
@@ -195,6 +195,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       stream_.expires_after(std::chrono::hours(6));
       return http::async_read(stream_, buffer_, *file_parser_,
                               beast::bind_front_handler(&HttpSession::on_upload, shared_from_this()));
+    }
+    if (h.has_content_length() && header_parser_->content_length() &&
+        *header_parser_->content_length() > max_body_) {
+      read_timer_.cancel();
+      return send_error(413);
     }
     parser_.emplace(std::move(*header_parser_));
     parser_->body_limit(max_body_);

@@ -25,8 +25,8 @@ extern "C" __global__ void blobs(global_params_t params, dataset_t data, global_
   const unsigned long long row = (unsigned long long)(data.first_row + i);
   const unsigned long long blob = row % (unsigned long long)params.k;
   for (int j = 0; j < params.dims; ++j) {
-    float centre = 10.0f * unit_float(mix64(data.seed ^ mix64(blob * 1000003ull + j)));
-    float noise = unit_float(mix64(data.seed + mix64(row * 64ull + j))) - 0.5f;
+    float centre = 10.0f * unit_float(mix64(data.generate_seed ^ mix64(blob * 1000003ull + j)));
+    float noise = unit_float(mix64(data.generate_seed + mix64(row * 64ull + j))) - 0.5f;
     data.points[i * params.dims + j] = centre + noise;
   }
 }

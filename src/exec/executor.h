@@ -54,7 +54,7 @@ struct PartitionData {
   int64_t rows = 0;
   std::vector<std::vector<uint8_t>> fields;
   // Generator kernels (names from manifest.generate) that fill fields once,
-  // after loading and before the first iteration; `seed` reaches them as data.seed.
+  // after loading and before the first iteration; `seed` reaches them as data.generate_seed.
   std::vector<std::string> generators;
   uint64_t seed = 0;
 };

@@ -218,7 +218,7 @@ StructLayout dataset_layout(const Manifest& m) {
   l.c_name = "dataset_t";
   add_member(&l, "rows", DType::kInt64, false);
   add_member(&l, "first_row", DType::kInt64, false);
-  add_member(&l, "seed", DType::kUInt64, false);
+  add_member(&l, "generate_seed", DType::kUInt64, false);
   for (const auto& f : m.dataset) add_member(&l, f.name, f.type, true);
   finish(&l);
   return l;

@@ -73,7 +73,7 @@ TEST(Layout, StructLayoutFollowsCAlignment) {
   for (const auto& mem : a.members) EXPECT_TRUE(mem.pointer) << mem.name;
   StructLayout d = dataset_layout(m);
   EXPECT_EQ(d.members[0].name, "rows");
-  EXPECT_EQ(d.members[2].name, "seed");
+  EXPECT_EQ(d.members[2].name, "generate_seed");
   EXPECT_EQ(d.members[3].name, "points");
   EXPECT_EQ(d.size, 40u);
 }

@@ -161,7 +161,7 @@ class ManifestParser {
 
   Status check_name(const std::string& name, const std::string& path) {
     if (!valid_identifier(name)) return fail(path, "'" + name + "' is not a valid C identifier");
-    if (name == "rows" || name == "first_row" || name == "sm_count")
+    if (name == "rows" || name == "first_row" || name == "generate_seed" || name == "sm_count")
       return fail(path, "'" + name + "' is reserved");
     if (!names_.insert(name).second) return fail(path, "'" + name + "' is defined twice");
     return Status::Ok();
