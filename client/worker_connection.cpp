@@ -58,6 +58,8 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
     ws->set_option(t);
     ws->read_message_max(uint64_t{16} << 30);
     ws->binary(true);
+    ws->auto_fragment(false);  // a message is one frame: no per-4 KiB writes
+    buffer.reserve(size_t{1} << 20);
     if (!token.empty())
       ws->set_option(websocket::stream_base::decorator([t = token](websocket::request_type& req) {
         req.set(beast::http::field::authorization, "Bearer " + t);

@@ -53,6 +53,8 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public
     ws_.set_option(t);
     ws_.read_message_max(uint64_t{16} << 30);
     ws_.binary(true);
+    ws_.auto_fragment(false);  // a message is one frame: no per-4 KiB writes
+    buffer_.reserve(size_t{1} << 20);
     ws_.async_accept(req, beast::bind_front_handler(&WorkerSession::on_accept, shared_from_this()));
   }
 
@@ -193,6 +195,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       }
       read_timer_.cancel();  // a large upload takes as long as it takes
       stream_.expires_after(std::chrono::hours(6));
+      buffer_.reserve(size_t{1} << 20);  // reads are sized by the buffer's free capacity
       return http::async_read(stream_, buffer_, *file_parser_,
                               beast::bind_front_handler(&HttpSession::on_upload, shared_from_this()));
     }
