@@ -1,10 +1,10 @@
 // The only client translation unit that includes Boost.Beast.
 #include "client/worker_connection.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
-#include <spdlog/spdlog.h>
 
 #include <deque>
 #include <optional>
@@ -36,14 +36,15 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
 
   void connect() {
     if (stopping) return;
-    resolver.async_resolve(host, std::to_string(port),
-                           [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
-                             if (ec) return self->retry("resolve " + self->host + ": " + ec.message());
-                             self->ws.emplace(self->ioc);
-                             beast::get_lowest_layer(*self->ws).expires_after(std::chrono::seconds(5));
-                             beast::get_lowest_layer(*self->ws).async_connect(
-                                 r, [self](beast::error_code ec, const tcp::endpoint&) { self->on_tcp(ec); });
-                           });
+    resolver.async_resolve(
+        host, std::to_string(port),
+        [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
+          if (ec) return self->retry("resolve " + self->host + ": " + ec.message());
+          self->ws.emplace(self->ioc);
+          beast::get_lowest_layer(*self->ws).expires_after(std::chrono::seconds(5));
+          beast::get_lowest_layer(*self->ws).async_connect(
+              r, [self](beast::error_code ec, const tcp::endpoint&) { self->on_tcp(ec); });
+        });
   }
 
   void on_tcp(beast::error_code ec) {
@@ -64,24 +65,27 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
       ws->set_option(websocket::stream_base::decorator([t = token](websocket::request_type& req) {
         req.set(beast::http::field::authorization, "Bearer " + t);
       }));
-    ws->async_handshake(host + ":" + std::to_string(port), "/workers",
-                        [self = shared_from_this()](beast::error_code ec) {
-                          if (ec == websocket::error::upgrade_declined)
-                            return self->retry("the server refused this worker (a wrong or missing --token?)");
-                          if (ec) return self->retry("handshake: " + ec.message());
-                          self->connected = true;
-                          self->warned = false;
-                          self->backoff = std::chrono::milliseconds(200);
-                          spdlog::info("connected to server {}:{}", self->host, self->port);
-                          if (self->cb.on_connected) self->cb.on_connected();
-                          self->do_read();
-                        });
+    ws->async_handshake(
+        host + ":" + std::to_string(port), "/workers",
+        [self = shared_from_this()](beast::error_code ec) {
+          if (ec == websocket::error::upgrade_declined)
+            return self->retry("the server refused this worker (a wrong or missing --token?)");
+          if (ec) return self->retry("handshake: " + ec.message());
+          self->connected = true;
+          self->warned = false;
+          self->backoff = std::chrono::milliseconds(200);
+          spdlog::info("connected to server {}:{}", self->host, self->port);
+          if (self->cb.on_connected) self->cb.on_connected();
+          self->do_read();
+        });
   }
 
   void retry(const std::string& why) {
     if (stopping) return;
-    if (!warned) spdlog::warn("server not reachable ({}); retrying", why);
-    else spdlog::debug("server not reachable ({}); retry in {} ms", why, backoff.count());
+    if (!warned)
+      spdlog::warn("server not reachable ({}); retrying", why);
+    else
+      spdlog::debug("server not reachable ({}); retry in {} ms", why, backoff.count());
     warned = true;
     timer.expires_after(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
@@ -110,14 +114,15 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
   }
 
   void do_write() {
-    ws->async_write(net::buffer(queue.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) {
-        self->queue.clear();
-        return;  // the read side reports the loss
-      }
-      self->queue.pop_front();
-      if (!self->queue.empty() && self->connected) self->do_write();
-    });
+    ws->async_write(net::buffer(queue.front()),
+                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                      if (ec) {
+                        self->queue.clear();
+                        return;  // the read side reports the loss
+                      }
+                      self->queue.pop_front();
+                      if (!self->queue.empty() && self->connected) self->do_write();
+                    });
   }
 };
 
@@ -130,7 +135,9 @@ WorkerConnection::WorkerConnection(std::string host, uint16_t port, std::string 
   impl_->cb = std::move(cb);
 }
 
-WorkerConnection::~WorkerConnection() { stop(); }
+WorkerConnection::~WorkerConnection() {
+  stop();
+}
 
 void WorkerConnection::start() {
   net::post(impl_->ioc, [impl = impl_] { impl->connect(); });

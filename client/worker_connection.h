@@ -15,8 +15,8 @@
 namespace lizard {
 
 struct ConnectionCallbacks {
-  std::function<void()> on_connected;             // send the hello here
-  std::function<void(std::string)> on_frame;      // one binary message
+  std::function<void()> on_connected;         // send the hello here
+  std::function<void(std::string)> on_frame;  // one binary message
   std::function<void()> on_disconnected;
 };
 

@@ -136,13 +136,16 @@ void WorkerDaemon::Impl::handle(const Message& m) {
         spdlog::warn("run {}: {}", run_id, st.message());
         abort_run();
       }
-      return reply(MessageType::kRunReady, {{"run_id", run_id}, {"ok", st.ok()}, {"error", st.message()}});
+      return reply(MessageType::kRunReady,
+                   {{"run_id", run_id}, {"ok", st.ok()}, {"error", st.message()}});
     }
     case MessageType::kIterate: {
       std::string payload;
       double kernel_ms = 0;
       Status st = iterate(m, &payload, &kernel_ms);
-      json h = {{"run_id", run_id}, {"iteration", m.header.value("iteration", 0)}, {"ok", st.ok()},
+      json h = {{"run_id", run_id},
+                {"iteration", m.header.value("iteration", 0)},
+                {"ok", st.ok()},
                 {"kernel_ms", kernel_ms}};
       if (!st.ok()) h["error"] = st.message();
       return reply(MessageType::kIterationResult, h, std::move(payload));
@@ -181,11 +184,14 @@ void WorkerDaemon::Impl::on_program(const Message& m) {
   if (st.ok() && image->hash != hash) st = internal_error("program checksum mismatch");
   if (st.ok()) {
     auto t0 = std::chrono::steady_clock::now();
-    st = first_error(for_each_executor(executors.size(), [&](size_t i) { return executors[i]->build(*image); }));
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    st = first_error(
+        for_each_executor(executors.size(), [&](size_t i) { return executors[i]->build(*image); }));
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (st.ok()) {
       programs[hash] = image;
-      spdlog::info("built program {} ({}) in {:.0f} ms", hash.substr(0, 12), image->manifest.name, ms);
+      spdlog::info("built program {} ({}) in {:.0f} ms", hash.substr(0, 12), image->manifest.name,
+                   ms);
     }
   }
   if (!st.ok()) spdlog::warn("program {} did not build: {}", hash.substr(0, 12), st.message());
@@ -196,7 +202,8 @@ Status WorkerDaemon::Impl::start_run(const Message& m) {
   abort_run();
   const json& h = m.header;
   auto it = programs.find(h.value("hash", ""));
-  if (it == programs.end()) return not_found("this worker has not built program " + h.value("hash", ""));
+  if (it == programs.end())
+    return not_found("this worker has not built program " + h.value("hash", ""));
   ActiveRun r;
   r.id = h.value("run_id", "");
   r.program = it->second;
@@ -209,7 +216,8 @@ Status WorkerDaemon::Impl::start_run(const Message& m) {
   std::vector<PartitionData> parts;
   for (const auto& p : h["parts"]) {
     size_t e = p.value("executor", size_t{0});
-    if (e >= executors.size()) return invalid_argument("run_start names executor " + std::to_string(e));
+    if (e >= executors.size())
+      return invalid_argument("run_start names executor " + std::to_string(e));
     PartitionData d;
     d.first_row = p.value("first_row", int64_t{0});
     d.rows = p.value("rows", int64_t{0});
@@ -221,15 +229,18 @@ Status WorkerDaemon::Impl::start_run(const Message& m) {
       std::vector<uint8_t> buf;
       const std::string kind = src.value("source", "none");
       if (kind == "inline") {
-        size_t off = src.value("offset", size_t{0}) + row_bytes * static_cast<size_t>(d.first_row - worker_first);
+        size_t off = src.value("offset", size_t{0}) +
+                     row_bytes * static_cast<size_t>(d.first_row - worker_first);
         size_t n = row_bytes * static_cast<size_t>(d.rows);
-        if (off + n > m.payload.size()) return invalid_argument("run_start: inline rows exceed the payload");
+        if (off + n > m.payload.size())
+          return invalid_argument("run_start: inline rows exceed the payload");
         buf.assign(m.payload.begin() + off, m.payload.begin() + off + n);
       } else if (kind == "chunks") {
         const std::string& all = chunks_run == r.id ? chunks[k] : std::string();
         size_t off = row_bytes * static_cast<size_t>(d.first_row - worker_first);
         size_t n = row_bytes * static_cast<size_t>(d.rows);
-        if (off + n > all.size()) return invalid_argument("run_start: rows of field '" + f.name + "' did not arrive");
+        if (off + n > all.size())
+          return invalid_argument("run_start: rows of field '" + f.name + "' did not arrive");
         buf.assign(all.begin() + static_cast<long>(off), all.begin() + static_cast<long>(off + n));
       } else if (kind == "generate") {
         buf.assign(row_bytes * static_cast<size_t>(d.rows), 0);
@@ -241,8 +252,8 @@ Status WorkerDaemon::Impl::start_run(const Message& m) {
         buf.resize(row_bytes * static_cast<size_t>(d.rows));
         auto fmt = parse_file_format(src.value("format", "raw"));
         if (!fmt.ok()) return fmt.status();
-        LIZARD_RETURN_IF_ERROR(read_rows(src.value("path", ""), fmt.value(), f.type, width, d.first_row,
-                                         d.rows, buf.data())
+        LIZARD_RETURN_IF_ERROR(read_rows(src.value("path", ""), fmt.value(), f.type, width,
+                                         d.first_row, d.rows, buf.data())
                                    .with_context("dataset field '" + f.name + "'"));
       }
       d.fields.push_back(std::move(buf));
@@ -255,13 +266,15 @@ Status WorkerDaemon::Impl::start_run(const Message& m) {
   LIZARD_RETURN_IF_ERROR(first_error(for_each_executor(parts.size(), [&](size_t i) {
     return executors[r.executors[i]]->begin_run(*r.program, r.params, std::move(parts[i]));
   })));
-  spdlog::debug("run {}: loaded rows {}..{}", r.id, worker_first, worker_first + h.value("rows", int64_t{0}));
+  spdlog::debug("run {}: loaded rows {}..{}", r.id, worker_first,
+                worker_first + h.value("rows", int64_t{0}));
   run = std::move(r);
   return Status::Ok();
 }
 
 Status WorkerDaemon::Impl::iterate(const Message& m, std::string* payload, double* kernel_ms) {
-  if (!run || run->id != m.header.value("run_id", "")) return not_found("no such run on this worker");
+  if (!run || run->id != m.header.value("run_id", ""))
+    return not_found("no such run on this worker");
   const Manifest& man = run->program->manifest;
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(man.state, man, run->params));
   if (m.payload.size() != state.bytes.size())
@@ -284,7 +297,8 @@ Status WorkerDaemon::Impl::iterate(const Message& m, std::string* payload, doubl
     for (size_t i = 1; i < n; ++i) fold_into(&aggs[0], aggs[i]);
     aggs.resize(1);
   }
-  for (const auto& a : aggs) payload->append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+  for (const auto& a : aggs)
+    payload->append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
   return Status::Ok();
 }
 
@@ -325,11 +339,14 @@ void WorkerDaemon::Impl::abort_run() {
   run.reset();
 }
 
-WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) { impl_->opts = std::move(opts); }
+WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
+  impl_->opts = std::move(opts);
+}
 WorkerDaemon::~WorkerDaemon() = default;
 
 Status WorkerDaemon::init() {
-  LIZARD_ASSIGN_OR_RETURN(impl_->executors, make_executors(impl_->opts.backend, &impl_->backend_note));
+  LIZARD_ASSIGN_OR_RETURN(impl_->executors,
+                          make_executors(impl_->opts.backend, &impl_->backend_note));
   if (!impl_->backend_note.empty()) spdlog::warn("{}", impl_->backend_note);
   for (const auto& e : impl_->executors) {
     const auto& i = e->info();
@@ -341,13 +358,13 @@ Status WorkerDaemon::init() {
 
 bool WorkerDaemon::run() {
   Impl* d = impl_.get();
-  d->conn = std::make_unique<WorkerConnection>(
-      d->opts.host, d->opts.port, d->opts.token,
-      ConnectionCallbacks{
-          [d] { d->reply(MessageType::kHello, d->hello()); },
-          [d](std::string f) { d->inbox.push(std::move(f)); },
-          [d] { d->inbox.push(std::nullopt); },
-      });
+  d->conn =
+      std::make_unique<WorkerConnection>(d->opts.host, d->opts.port, d->opts.token,
+                                         ConnectionCallbacks{
+                                             [d] { d->reply(MessageType::kHello, d->hello()); },
+                                             [d](std::string f) { d->inbox.push(std::move(f)); },
+                                             [d] { d->inbox.push(std::nullopt); },
+                                         });
   d->conn->start();
   while (!d->stopping) {
     auto item = d->inbox.pop();

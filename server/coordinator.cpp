@@ -1,8 +1,8 @@
 #include "server/coordinator.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <chrono>
@@ -26,9 +26,9 @@
 #include "program/bundle.h"
 #include "program/reducers.h"
 #include "protocol/wire.h"
+#include "server/dataset_store.h"
 #include "server/host_hooks.h"
 #include "server/run_request.h"
-#include "server/dataset_store.h"
 #include "server/run_store.h"
 
 namespace lizard {
@@ -40,19 +40,31 @@ namespace {
 
 int http_status(const Status& s) {
   switch (s.code()) {
-    case Code::kOk: return 200;
-    case Code::kInvalidArgument: return 400;
-    case Code::kNotFound: return 404;
-    case Code::kConflict: return 409;
-    case Code::kTooLarge: return 413;
-    case Code::kCompileError: return 422;
-    case Code::kUnavailable: return 503;
-    default: return 500;
+    case Code::kOk:
+      return 200;
+    case Code::kInvalidArgument:
+      return 400;
+    case Code::kNotFound:
+      return 404;
+    case Code::kConflict:
+      return 409;
+    case Code::kTooLarge:
+      return 413;
+    case Code::kCompileError:
+      return 422;
+    case Code::kUnavailable:
+      return 503;
+    default:
+      return 500;
   }
 }
 
-HttpResponse json_response(int status, const json& j) { return {status, "application/json", j.dump(2) + "\n"}; }
-HttpResponse error_response(const Status& s) { return json_response(http_status(s), {{"error", s.message()}}); }
+HttpResponse json_response(int status, const json& j) {
+  return {status, "application/json", j.dump(2) + "\n"};
+}
+HttpResponse error_response(const Status& s) {
+  return json_response(http_status(s), {{"error", s.message()}});
+}
 
 std::string now_iso() {
   auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -67,7 +79,8 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-std::vector<std::string> split_path(const std::string& target, std::map<std::string, std::string>* query) {
+std::vector<std::string> split_path(const std::string& target,
+                                    std::map<std::string, std::string>* query) {
   std::string path = target, q;
   if (auto p = target.find('?'); p != std::string::npos) {
     path = target.substr(0, p);
@@ -98,7 +111,8 @@ json section_to_json(const SectionBuffer& s, const Manifest& m, const ParamValue
   json out = json::object();
   for (const auto& slot : s.slots) {
     auto dims = field_dims(*slot.spec, m, p);
-    out[slot.spec->name] = values_to_json(s.data(slot), slot.spec->type, dims.ok() ? dims.value() : std::vector<int64_t>{slot.count});
+    out[slot.spec->name] = values_to_json(
+        s.data(slot), slot.spec->type, dims.ok() ? dims.value() : std::vector<int64_t>{slot.count});
   }
   return out;
 }
@@ -119,10 +133,14 @@ struct WorkerEntry {
   std::string connected_at;
 
   json to_json() const {
-    json j = {{"id", id}, {"address", link ? link->peer() : ""}, {"connected_at", connected_at},
-              {"hardware", report}, {"programs", json::object()}};
+    json j = {{"id", id},
+              {"address", link ? link->peer() : ""},
+              {"connected_at", connected_at},
+              {"hardware", report},
+              {"programs", json::object()}};
     for (const auto& [h, b] : programs)
-      j["programs"][h] = b.done ? (b.ok ? json("ready") : json({{"error", b.error}})) : json("building");
+      j["programs"][h] =
+          b.done ? (b.ok ? json("ready") : json({{"error", b.error}})) : json("building");
     return j;
   }
 };
@@ -164,11 +182,15 @@ struct RunEntry {
   bool finished() const { return status == "done" || status == "failed" || status == "cancelled"; }
   json to_json() const {
     if (!restored.is_null()) return restored;
-    json j = {{"runtime_id", id},        {"program", hash},
+    json j = {{"runtime_id", id},
+              {"program", hash},
               {"program_name", program ? program->image.manifest.name : ""},
-              {"status", status},        {"params", params_json},
-              {"rows", request.rows},    {"max_iterations", request.max_iterations},
-              {"iterations", iterations}, {"created_at", created_at},
+              {"status", status},
+              {"params", params_json},
+              {"rows", request.rows},
+              {"max_iterations", request.max_iterations},
+              {"iterations", iterations},
+              {"created_at", created_at},
               {"timings", timings}};
     if (!started_at.empty()) j["started_at"] = started_at;
     if (!finished_at.empty()) {
@@ -181,7 +203,8 @@ struct RunEntry {
     if (!result.is_null()) j["result"] = result;
     if (!outputs.empty()) {
       j["fields"] = json::object();
-      for (const auto& [n, _] : outputs) j["fields"][n] = "/runtimes/" + id + "/fields/" + n + ".npy";
+      for (const auto& [n, _] : outputs)
+        j["fields"][n] = "/runtimes/" + id + "/fields/" + n + ".npy";
     }
     return j;
   }
@@ -232,17 +255,21 @@ struct Coordinator::Impl {
   void handle(HttpRequest req, Responder respond);
   std::optional<HttpResponse> check_token(const HttpRequest& req) const;
   HttpResponse datasets_endpoint(const std::string& method, const std::vector<std::string>& parts,
-                                 std::map<std::string, std::string>& query, const std::string& body_file);
+                                 std::map<std::string, std::string>& query,
+                                 const std::string& body_file);
   Status send_upload_rows(const std::string& worker_id, const std::string& wire_id, size_t field,
                           const DatasetSource& s, DType type, int64_t first, int64_t count);
   HttpResponse get_clients(const std::vector<std::string>& parts);
   HttpResponse get_programs(const std::vector<std::string>& parts);
-  HttpResponse get_runtimes(const std::vector<std::string>& parts, std::map<std::string, std::string>& query);
+  HttpResponse get_runtimes(const std::vector<std::string>& parts,
+                            std::map<std::string, std::string>& query);
   void post_program(std::string body, Responder respond);
   void post_run(std::string hash, std::string body, bool wait, Responder respond);
 
   // ---- persistence --------------------------------------------------------
-  std::filesystem::path program_dir() const { return std::filesystem::path(opts.state_dir) / "programs"; }
+  std::filesystem::path program_dir() const {
+    return std::filesystem::path(opts.state_dir) / "programs";
+  }
   void save_program(const ProgramEntry& p);
   void forget_program(const std::string& hash);
   void load_programs();
@@ -261,10 +288,12 @@ struct Coordinator::Impl {
   Result<std::vector<std::string>> start_partitions(const std::shared_ptr<RunEntry>& run,
                                                     const std::string& wire_id);
   Status run_one_iteration(const std::shared_ptr<RunEntry>& run, const std::string& wire_id,
-                           const std::vector<std::string>& participants, int64_t it, SectionBuffer* state,
-                           SectionBuffer* agg, SectionBuffer* partial, bool* done);
+                           const std::vector<std::string>& participants, int64_t it,
+                           SectionBuffer* state, SectionBuffer* agg, SectionBuffer* partial,
+                           bool* done);
   Result<std::map<std::string, Message>> collect(const RunEntry& run, const std::string& wire_id,
-                                                 MessageType type, const std::vector<std::string>& from);
+                                                 MessageType type,
+                                                 const std::vector<std::string>& from);
   void cancel(const std::string& id, Responder respond);
   void finish(const std::shared_ptr<RunEntry>& run, const Status& st);
 };
@@ -278,13 +307,15 @@ void Coordinator::Impl::handle(HttpRequest req, Responder respond) {
   if (!health) {
     if (auto refusal = check_token(req)) return respond(std::move(*refusal));
   }
-  if (parts.empty()) return respond(json_response(200, {{"service", "lizard"}, {"version", LIZARD_VERSION}}));
+  if (parts.empty())
+    return respond(json_response(200, {{"service", "lizard"}, {"version", LIZARD_VERSION}}));
   const std::string& top = parts[0];
   if (health && method == "GET") return respond({200, "text/plain", "imok"});
   if (top == "clients" && method == "GET") return respond(get_clients(parts));
   if (top == "programs") {
     if (method == "GET") return respond(get_programs(parts));
-    if (method == "POST" && parts.size() == 1) return post_program(std::move(req.body), std::move(respond));
+    if (method == "POST" && parts.size() == 1)
+      return post_program(std::move(req.body), std::move(respond));
   }
   if ((top == "runtime" || top == "runtimes") && method == "POST" && parts.size() == 2) {
     bool wait = query.count("wait") && query["wait"] != "0" && query["wait"] != "false";
@@ -292,7 +323,8 @@ void Coordinator::Impl::handle(HttpRequest req, Responder respond) {
   }
   if (top == "datasets") return respond(datasets_endpoint(method, parts, query, req.body_file));
   if (top == "runtimes" && method == "GET") return respond(get_runtimes(parts, query));
-  if (top == "runtimes" && method == "DELETE" && parts.size() == 2) return cancel(parts[1], std::move(respond));
+  if (top == "runtimes" && method == "DELETE" && parts.size() == 2)
+    return cancel(parts[1], std::move(respond));
   respond(json_response(404, {{"error", "no such endpoint: " + method + " " + req.target}}));
 }
 
@@ -308,11 +340,13 @@ std::optional<HttpResponse> Coordinator::Impl::check_token(const HttpRequest& re
                                            " token: send Authorization: Bearer <token>"}});
 }
 
-HttpResponse Coordinator::Impl::datasets_endpoint(const std::string& method, const std::vector<std::string>& parts,
+HttpResponse Coordinator::Impl::datasets_endpoint(const std::string& method,
+                                                  const std::vector<std::string>& parts,
                                                   std::map<std::string, std::string>& query,
                                                   const std::string& body_file) {
   if (method == "POST" && parts.size() == 1) {
-    if (body_file.empty()) return json_response(400, {{"error", "POST /datasets takes the file as the request body"}});
+    if (body_file.empty())
+      return json_response(400, {{"error", "POST /datasets takes the file as the request body"}});
     std::string id = std::filesystem::path(body_file).stem().string();
     auto meta = datasets->commit(id, body_file, query["format"]);
     if (!meta.ok()) return error_response(meta.status());
@@ -333,8 +367,9 @@ HttpResponse Coordinator::Impl::datasets_endpoint(const std::string& method, con
 
 // Streams a worker's rows of an uploaded field in chunks of about 8 MiB,
 // pacing itself so that no more than 64 MiB wait in the connection's queue.
-Status Coordinator::Impl::send_upload_rows(const std::string& worker_id, const std::string& wire_id, size_t field,
-                                           const DatasetSource& s, DType type, int64_t first, int64_t count) {
+Status Coordinator::Impl::send_upload_rows(const std::string& worker_id, const std::string& wire_id,
+                                           size_t field, const DatasetSource& s, DType type,
+                                           int64_t first, int64_t count) {
   std::shared_ptr<WorkerLink> link;
   {
     std::lock_guard<std::mutex> l(mu);
@@ -343,14 +378,19 @@ Status Coordinator::Impl::send_upload_rows(const std::string& worker_id, const s
     link = it->second.link;
   }
   const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(type);
-  const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{8} << 20) / static_cast<int64_t>(row_bytes));
+  const int64_t rows_per_chunk =
+      std::max<int64_t>(1, (int64_t{8} << 20) / static_cast<int64_t>(row_bytes));
   for (int64_t done = 0; done < count;) {
     const int64_t n = std::min(rows_per_chunk, count - done);
     std::string payload(static_cast<size_t>(n) * row_bytes, '\0');
-    LIZARD_RETURN_IF_ERROR(read_rows(s.path, s.format, type, s.width, first + done, n, payload.data()));
-    while (link->queued_bytes() > (size_t{64} << 20)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    LIZARD_RETURN_IF_ERROR(
+        read_rows(s.path, s.format, type, s.width, first + done, n, payload.data()));
+    while (link->queued_bytes() > (size_t{64} << 20))
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     link->send(encode(Message{MessageType::kDataChunk,
-                              {{"run_id", wire_id}, {"field", field}, {"offset", static_cast<size_t>(done) * row_bytes},
+                              {{"run_id", wire_id},
+                               {"field", field},
+                               {"offset", static_cast<size_t>(done) * row_bytes},
                                {"bytes", payload.size()}},
                               std::move(payload)}));
     done += n;
@@ -376,14 +416,16 @@ HttpResponse Coordinator::Impl::get_programs(const std::vector<std::string>& par
   std::lock_guard<std::mutex> l(mu);
   auto describe = [&](const ProgramEntry& p) {
     const Manifest& m = p.image.manifest;
-    json j = {{"hash", p.image.hash}, {"name", m.name}, {"version", m.version},
-              {"registered_at", p.registered_at}, {"kernels", json::array()}, {"workers", json::object()}};
+    json j = {{"hash", p.image.hash},     {"name", m.name},
+              {"version", m.version},     {"registered_at", p.registered_at},
+              {"kernels", json::array()}, {"workers", json::object()}};
     for (const auto& k : m.iterate) j["kernels"].push_back(k.kernel);
     for (const auto& [id, w] : workers) {
       auto b = w.programs.find(p.image.hash);
       if (b != w.programs.end())
-        j["workers"][id] = b->second.done ? (b->second.ok ? json("ready") : json({{"error", b->second.error}}))
-                                          : json("building");
+        j["workers"][id] = b->second.done
+                               ? (b->second.ok ? json("ready") : json({{"error", b->second.error}}))
+                               : json("building");
     }
     return j;
   };
@@ -405,13 +447,16 @@ HttpResponse Coordinator::Impl::get_runtimes(const std::vector<std::string>& par
                                              std::map<std::string, std::string>& query) {
   std::lock_guard<std::mutex> l(mu);
   if (parts.size() == 1) {
-    static const std::set<std::string> kStatuses = {"queued", "running", "done", "failed", "cancelled"};
+    static const std::set<std::string> kStatuses = {"queued", "running", "done", "failed",
+                                                    "cancelled"};
     const std::string want = query["status"];
     if (!want.empty() && !kStatuses.count(want))
-      return json_response(400, {{"error", "status must be one of queued, running, done, failed, cancelled"}});
+      return json_response(
+          400, {{"error", "status must be one of queued, running, done, failed, cancelled"}});
     std::vector<std::shared_ptr<RunEntry>> ordered;
     for (const auto& [id, r] : runs) ordered.push_back(r);
-    std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a->seq < b->seq; });
+    std::sort(ordered.begin(), ordered.end(),
+              [](const auto& a, const auto& b) { return a->seq < b->seq; });
     json out = json::array();
     for (const auto& r : ordered) {
       if (!want.empty() && r->status != want) continue;
@@ -431,12 +476,14 @@ HttpResponse Coordinator::Impl::get_runtimes(const std::vector<std::string>& par
     if (name.size() > 4 && name.substr(name.size() - 4) == ".npy") name.resize(name.size() - 4);
     auto f = r.outputs.find(name);
     if (f != r.outputs.end())
-      return {200, "application/octet-stream", npy_bytes(f->second.type, f->second.dims, f->second.bytes.data())};
+      return {200, "application/octet-stream",
+              npy_bytes(f->second.type, f->second.dims, f->second.bytes.data())};
     if (store && r.restored.contains("fields") && r.restored["fields"].contains(name)) {
       auto blob = store->load_blob(r.id, name);
       if (blob.ok()) return {200, "application/octet-stream", std::move(blob).value()};
     }
-    return json_response(404, {{"error", "runtime " + r.id + " has no output field '" + name + "'"}});
+    return json_response(404,
+                         {{"error", "runtime " + r.id + " has no output field '" + name + "'"}});
   }
   return json_response(404, {{"error", "no such endpoint"}});
 }
@@ -444,7 +491,8 @@ HttpResponse Coordinator::Impl::get_runtimes(const std::vector<std::string>& par
 void Coordinator::Impl::post_program(std::string body, Responder respond) {
   boost::asio::post(pool, [this, body = std::move(body), respond = std::move(respond)] {
     json j = json::parse(body, nullptr, false);
-    if (j.is_discarded()) return respond(error_response(invalid_argument("request body is not valid JSON")));
+    if (j.is_discarded())
+      return respond(error_response(invalid_argument("request body is not valid JSON")));
     auto bundle = ProgramBundle::from_json(j);
     if (!bundle.ok()) return respond(error_response(bundle.status()));
     auto image = make_program_image(bundle.value());
@@ -475,14 +523,16 @@ void Coordinator::Impl::post_program(std::string body, Responder respond) {
       return true;
     };
     cv.wait_until(l, deadline, [&] { return stopping || all_done(); });
-    json result = {{"hash", hash}, {"name", programs[hash]->image.manifest.name}, {"workers", json::object()}};
+    json result = {
+        {"hash", hash}, {"name", programs[hash]->image.manifest.name}, {"workers", json::object()}};
     std::string errors;
     for (const auto& [id, w] : workers) {
       auto b = w.programs.find(hash);
       if (!w.hello || b == w.programs.end()) continue;
       if (!b->second.done) {
         result["workers"][id] = "building";
-        errors += "worker " + id + ": still building after " + std::to_string(opts.program_build_timeout_s) + " s\n";
+        errors += "worker " + id + ": still building after " +
+                  std::to_string(opts.program_build_timeout_s) + " s\n";
       } else if (!b->second.ok) {
         result["workers"][id] = {{"error", b->second.error}};
         errors += "worker " + id + ": " + b->second.error + "\n";
@@ -497,7 +547,8 @@ void Coordinator::Impl::post_program(std::string body, Responder respond) {
         for (auto& [id, w] : workers) w.programs.erase(hash);
       }
       l.unlock();
-      return respond(json_response(422, {{"error", "the program did not build:\n" + errors}, {"hash", hash},
+      return respond(json_response(422, {{"error", "the program did not build:\n" + errors},
+                                         {"hash", hash},
                                          {"workers", result["workers"]}}));
     }
     l.unlock();
@@ -516,9 +567,10 @@ void Coordinator::Impl::post_run(std::string hash, std::string body, bool wait, 
     }
     if (!program) return respond(json_response(404, {{"error", "no such program: " + hash}}));
     json j = body.empty() ? json::object() : json::parse(body, nullptr, false);
-    if (j.is_discarded()) return respond(error_response(invalid_argument("request body is not valid JSON")));
-    auto request = parse_run_request(program->image, j,
-                                     [this](const std::string& id) { return datasets->lookup(id); });
+    if (j.is_discarded())
+      return respond(error_response(invalid_argument("request body is not valid JSON")));
+    auto request = parse_run_request(
+        program->image, j, [this](const std::string& id) { return datasets->lookup(id); });
     if (!request.ok()) return respond(error_response(request.status()));
     auto run = std::make_shared<RunEntry>();
     run->hash = hash;
@@ -533,7 +585,8 @@ void Coordinator::Impl::post_run(std::string hash, std::string body, bool wait, 
     queue.push_back(run);
     persist(*run, run->to_json());
     cv.notify_all();
-    spdlog::info("queued {} for program {} ({} rows)", run->id, hash.substr(0, 12), run->request.rows);
+    spdlog::info("queued {} for program {} ({} rows)", run->id, hash.substr(0, 12),
+                 run->request.rows);
     if (wait) {
       run->waiters.push_back(std::move(respond));
     } else {
@@ -551,7 +604,9 @@ void Coordinator::Impl::cancel(const std::string& id, Responder respond) {
     if (it == runs.end()) return respond(json_response(404, {{"error", "no such runtime: " + id}}));
     run = it->second;
     if (run->finished())
-      return respond(json_response(409, {{"error", "runtime " + id + " is " + run->status + " already"}, {"status", run->status}}));
+      return respond(
+          json_response(409, {{"error", "runtime " + id + " is " + run->status + " already"},
+                              {"status", run->status}}));
     run->cancel_requested = true;
     auto q = std::find(queue.begin(), queue.end(), run);
     if (q != queue.end()) {
@@ -561,7 +616,8 @@ void Coordinator::Impl::cancel(const std::string& id, Responder respond) {
   }
   cv.notify_all();
   if (was_queued) finish(run, Status(Code::kCancelled, "cancelled before it started"));
-  respond(json_response(202, {{"runtime_id", id}, {"status", was_queued ? "cancelled" : "cancelling"}}));
+  respond(json_response(202,
+                        {{"runtime_id", id}, {"status", was_queued ? "cancelled" : "cancelling"}}));
 }
 
 void Coordinator::Impl::persist(const RunEntry& run, const json& record) {
@@ -613,7 +669,8 @@ void Coordinator::Impl::save_program(const ProgramEntry& p) {
     std::ofstream out(tmp, std::ios::binary);
     out << p.bundle.to_json().dump();
     if (!out) {
-      spdlog::warn("cannot save program {} in {}", p.image.hash.substr(0, 12), program_dir().string());
+      spdlog::warn("cannot save program {} in {}", p.image.hash.substr(0, 12),
+                   program_dir().string());
       return;
     }
   }
@@ -634,7 +691,8 @@ void Coordinator::Impl::load_programs() {
     std::ifstream in(f.path(), std::ios::binary);
     json j = json::parse(in, nullptr, false);
     auto bundle = ProgramBundle::from_json(j);
-    auto image = bundle.ok() ? make_program_image(bundle.value()) : Result<ProgramImage>(bundle.status());
+    auto image =
+        bundle.ok() ? make_program_image(bundle.value()) : Result<ProgramImage>(bundle.status());
     if (!image.ok()) {
       spdlog::warn("skipping stored program {}: {}", f.path().string(), image.status().message());
       continue;
@@ -645,11 +703,13 @@ void Coordinator::Impl::load_programs() {
     entry->registered_at = now_iso();
     auto hooks = HostHooks::build(entry->image, compiler);
     if (!hooks.ok()) {
-      spdlog::warn("skipping stored program {}: {}", entry->image.hash.substr(0, 12), hooks.status().message());
+      spdlog::warn("skipping stored program {}: {}", entry->image.hash.substr(0, 12),
+                   hooks.status().message());
       continue;
     }
     entry->hooks = hooks.value();
-    spdlog::info("restored program {} ({})", entry->image.hash.substr(0, 12), entry->image.manifest.name);
+    spdlog::info("restored program {} ({})", entry->image.hash.substr(0, 12),
+                 entry->image.manifest.name);
     programs[entry->image.hash] = std::move(entry);
   }
 }
@@ -666,7 +726,8 @@ void Coordinator::Impl::send(const std::string& worker_id, const Message& m) {
 
 void Coordinator::Impl::push_program(WorkerEntry& w, const ProgramEntry& p) {
   w.programs[p.image.hash] = ProgramBuild{};
-  w.link->send(encode(Message{MessageType::kProgram, {{"hash", p.image.hash}, {"bundle", p.bundle.to_json()}}, ""}));
+  w.link->send(encode(Message{
+      MessageType::kProgram, {{"hash", p.image.hash}, {"bundle", p.bundle.to_json()}}, ""}));
 }
 
 void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame) {
@@ -685,9 +746,10 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
       w.report = m->header;
       w.executors.clear();
       if (m->header.contains("executors") && m->header["executors"].is_array())
-        for (const auto& e : m->header["executors"]) w.executors.push_back(ExecutorInfo::from_json(e));
-      spdlog::info("worker {} joined from {}: {} executor(s), backend {}", worker_id, w.link->peer(),
-                   w.executors.size(), m->header.value("backend", "?"));
+        for (const auto& e : m->header["executors"])
+          w.executors.push_back(ExecutorInfo::from_json(e));
+      spdlog::info("worker {} joined from {}: {} executor(s), backend {}", worker_id,
+                   w.link->peer(), w.executors.size(), m->header.value("backend", "?"));
       w.link->send(encode(Message{MessageType::kWelcome, {{"worker_id", worker_id}}, ""}));
       for (const auto& [h, p] : programs) push_program(w, *p);
       cv.notify_all();
@@ -728,7 +790,8 @@ void Coordinator::Impl::drive() {
 }
 
 Result<std::map<std::string, Message>> Coordinator::Impl::collect(
-    const RunEntry& run, const std::string& wire_id, MessageType type, const std::vector<std::string>& from) {
+    const RunEntry& run, const std::string& wire_id, MessageType type,
+    const std::vector<std::string>& from) {
   std::map<std::string, Message> got;
   while (got.size() < from.size()) {
     auto ev = events.pop_for(std::chrono::milliseconds(200));
@@ -741,10 +804,12 @@ Result<std::map<std::string, Message>> Coordinator::Impl::collect(
     bool ours = std::find(from.begin(), from.end(), ev->worker_id) != from.end();
     if (!ours) continue;
     if (ev->disconnected) return Status(Code::kUnavailable, kWorkerLost + ev->worker_id);
-    if (ev->msg.header.value("run_id", "") != wire_id) continue;  // stale message of an earlier attempt
+    if (ev->msg.header.value("run_id", "") != wire_id)
+      continue;  // stale message of an earlier attempt
     if (ev->msg.type != type) continue;
     if (!ev->msg.header.value("ok", true))
-      return runtime_error("worker " + ev->worker_id + ": " + ev->msg.header.value("error", "failed"));
+      return runtime_error("worker " + ev->worker_id + ": " +
+                           ev->msg.header.value("error", "failed"));
     got[ev->worker_id] = std::move(ev->msg);
   }
   return got;
@@ -786,8 +851,9 @@ Result<std::vector<ExecutorSlot>> Coordinator::Impl::wait_for_executors(const Ru
     auto b = w.programs.find(run.hash);
     if (!w.hello || b == w.programs.end() || !b->second.ok) continue;
     for (size_t e = 0; e < w.executors.size(); ++e)
-      slots.push_back({id, static_cast<int>(e), w.executors[e].weight,
-                       static_cast<int64_t>(std::min<uint64_t>(w.executors[e].free_memory, INT64_MAX))});
+      slots.push_back(
+          {id, static_cast<int>(e), w.executors[e].weight,
+           static_cast<int64_t>(std::min<uint64_t>(w.executors[e].free_memory, INT64_MAX))});
   }
   if (slots.empty()) return unavailable("the workers that built the program report no executors");
   return slots;
@@ -795,7 +861,8 @@ Result<std::vector<ExecutorSlot>> Coordinator::Impl::wait_for_executors(const Ru
 
 // Turns each executor's free memory (max_rows holds bytes on entry) into the
 // rows it can hold; fails before any work when the cluster cannot hold them all.
-Status Coordinator::Impl::limit_rows_to_memory(const RunEntry& run, std::vector<ExecutorSlot>* slots) {
+Status Coordinator::Impl::limit_rows_to_memory(const RunEntry& run,
+                                               std::vector<ExecutorSlot>* slots) {
   const Manifest& m = run.program->image.manifest;
   const ParamValues& p = run.request.params;
   int64_t row_bytes = 0;
@@ -805,22 +872,26 @@ Status Coordinator::Impl::limit_rows_to_memory(const RunEntry& run, std::vector<
   }
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer st, make_section(m.state, m, p));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer ag, make_section(m.aggregate, m, p));
-  const int64_t fixed = static_cast<int64_t>(st.bytes.size() + 2 * ag.bytes.size()) + (int64_t{64} << 20);
+  const int64_t fixed =
+      static_cast<int64_t>(st.bytes.size() + 2 * ag.bytes.size()) + (int64_t{64} << 20);
   int64_t room = 0;
   for (auto& s : *slots) {
     const int64_t free_bytes = s.max_rows;
-    s.max_rows = free_bytes <= 0 || row_bytes == 0 ? -1 : std::max<int64_t>(0, free_bytes - fixed) / row_bytes;
+    s.max_rows = free_bytes <= 0 || row_bytes == 0
+                     ? -1
+                     : std::max<int64_t>(0, free_bytes - fixed) / row_bytes;
     room += std::max<int64_t>(0, free_bytes - fixed);
   }
   if (fits(run.request.rows, *slots)) return Status::Ok();
   return too_large("the dataset does not fit: " + std::to_string(run.request.rows) + " rows x " +
-                   std::to_string(row_bytes) + " bytes = " + std::to_string(run.request.rows * row_bytes) +
-                   " bytes, but the " + std::to_string(slots->size()) + " executor(s) have " +
-                   std::to_string(room) + " bytes free between them");
+                   std::to_string(row_bytes) +
+                   " bytes = " + std::to_string(run.request.rows * row_bytes) + " bytes, but the " +
+                   std::to_string(slots->size()) + " executor(s) have " + std::to_string(room) +
+                   " bytes free between them");
 }
 
-Result<std::vector<std::string>> Coordinator::Impl::start_partitions(const std::shared_ptr<RunEntry>& run,
-                                                                     const std::string& wire_id) {
+Result<std::vector<std::string>> Coordinator::Impl::start_partitions(
+    const std::shared_ptr<RunEntry>& run, const std::string& wire_id) {
   const Manifest& m = run->program->image.manifest;
   const RunRequest& req = run->request;
   LIZARD_ASSIGN_OR_RETURN(auto slots, wait_for_executors(*run));
@@ -852,7 +923,8 @@ Result<std::vector<std::string>> Coordinator::Impl::start_partitions(const std::
         f["source"] = "inline";
         f["offset"] = payload.size();
         f["bytes"] = row_bytes * count;
-        payload.append(reinterpret_cast<const char*>(s.values.data()) + row_bytes * first, row_bytes * count);
+        payload.append(reinterpret_cast<const char*>(s.values.data()) + row_bytes * first,
+                       row_bytes * count);
       } else if (s.kind == DatasetSource::Kind::kPath) {
         f["source"] = "path";
         f["path"] = s.path;
@@ -862,15 +934,22 @@ Result<std::vector<std::string>> Coordinator::Impl::start_partitions(const std::
         f["kernel"] = s.generator;
       } else if (s.kind == DatasetSource::Kind::kUpload) {
         f["source"] = "chunks";  // sent just before run_start
-        LIZARD_RETURN_IF_ERROR(send_upload_rows(id, wire_id, k, s, m.dataset[k].type, first, count));
+        LIZARD_RETURN_IF_ERROR(
+            send_upload_rows(id, wire_id, k, s, m.dataset[k].type, first, count));
       } else {
         f["source"] = "none";
       }
       fields.push_back(f);
     }
     send(id, Message{MessageType::kRunStart,
-                     {{"run_id", wire_id}, {"hash", run->hash}, {"params", run->params_json}, {"seed", req.seed},
-                      {"first_row", first}, {"rows", count}, {"parts", parts}, {"fields", fields}},
+                     {{"run_id", wire_id},
+                      {"hash", run->hash},
+                      {"params", run->params_json},
+                      {"seed", req.seed},
+                      {"first_row", first},
+                      {"rows", count},
+                      {"parts", parts},
+                      {"fields", fields}},
                      std::move(payload)});
   }
   auto ready = collect(*run, wire_id, MessageType::kRunReady, participants);
@@ -915,7 +994,8 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
     ~Release() {
       if (!armed) return;
       for (const auto& id : participants)
-        self->send(id, Message{MessageType::kRunEnd, {{"run_id", wire_id}, {"want_outputs", false}}, ""});
+        self->send(
+            id, Message{MessageType::kRunEnd, {{"run_id", wire_id}, {"want_outputs", false}}, ""});
     }
   } release{this, wire_id, participants};
   for (int attempt = 0; !done; ++attempt) {
@@ -956,7 +1036,8 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
   want_outputs = !wanted.empty();
   for (const auto& id : participants)
     send(id, Message{MessageType::kRunEnd,
-                     {{"run_id", wire_id}, {"want_outputs", want_outputs}, {"outputs", wanted}}, ""});
+                     {{"run_id", wire_id}, {"want_outputs", want_outputs}, {"outputs", wanted}},
+                     ""});
   std::map<std::string, OutputField> outputs;
   if (want_outputs) {
     auto outs = collect(*run, wire_id, MessageType::kRunOutputs, participants);
@@ -986,9 +1067,10 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
   auto add_section = [&](const SectionBuffer& s) {
     for (const auto& slot : s.slots) {
       auto dims = field_dims(*slot.spec, m, req.params);
-      run->outputs.emplace(slot.spec->name,
-                           OutputField{slot.spec->type, dims.ok() ? dims.value() : std::vector<int64_t>{},
-                                       std::string(reinterpret_cast<const char*>(s.data(slot)), slot.bytes)});
+      run->outputs.emplace(
+          slot.spec->name,
+          OutputField{slot.spec->type, dims.ok() ? dims.value() : std::vector<int64_t>{},
+                      std::string(reinterpret_cast<const char*>(s.data(slot)), slot.bytes)});
     }
   };
   add_section(state);
@@ -996,10 +1078,11 @@ Status Coordinator::Impl::run_iterations(const std::shared_ptr<RunEntry>& run) {
   return Status::Ok();
 }
 
-Status Coordinator::Impl::run_one_iteration(const std::shared_ptr<RunEntry>& run, const std::string& wire_id,
-                                            const std::vector<std::string>& participants, int64_t it,
-                                            SectionBuffer* state, SectionBuffer* agg, SectionBuffer* partial,
-                                            bool* done) {
+Status Coordinator::Impl::run_one_iteration(const std::shared_ptr<RunEntry>& run,
+                                            const std::string& wire_id,
+                                            const std::vector<std::string>& participants,
+                                            int64_t it, SectionBuffer* state, SectionBuffer* agg,
+                                            SectionBuffer* partial, bool* done) {
   const ProgramEntry& prog = *run->program;
   const Manifest& m = prog.image.manifest;
   const RunRequest& req = run->request;
@@ -1017,8 +1100,9 @@ Status Coordinator::Impl::run_one_iteration(const std::shared_ptr<RunEntry>& run
     const size_t n = partial->bytes.size();
     if (n == 0) continue;
     if (msg.payload.size() % n != 0)
-      return internal_error("worker " + id + " sent an aggregate of " + std::to_string(msg.payload.size()) +
-                            " bytes; expected a multiple of " + std::to_string(n));
+      return internal_error("worker " + id + " sent an aggregate of " +
+                            std::to_string(msg.payload.size()) + " bytes; expected a multiple of " +
+                            std::to_string(n));
     for (size_t off = 0; off < msg.payload.size(); off += n) {
       std::memcpy(partial->bytes.data(), msg.payload.data() + off, n);
       fold_into(agg, *partial);
@@ -1028,8 +1112,10 @@ Status Coordinator::Impl::run_one_iteration(const std::shared_ptr<RunEntry>& run
   *done = prog.hooks->update_state(m, req.params, agg, state, it);
   std::lock_guard<std::mutex> l(mu);
   run->iterations = it + 1;
-  run->timings.push_back(
-      {{"iteration", it}, {"ms", ms_since(t0)}, {"kernel_ms", kernel_ms}, {"fold_ms", ms_since(t_fold)}});
+  run->timings.push_back({{"iteration", it},
+                          {"ms", ms_since(t0)},
+                          {"kernel_ms", kernel_ms},
+                          {"fold_ms", ms_since(t_fold)}});
   return Status::Ok();
 }
 
@@ -1052,7 +1138,8 @@ void Coordinator::Impl::finish(const std::shared_ptr<RunEntry>& run, const Statu
     persist(*run, record);
   }
   if (st.ok())
-    spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations, run->elapsed_ms);
+    spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations,
+                 run->elapsed_ms);
   else
     spdlog::warn("{} failed: {}", run->id, st.message());
   for (auto& w : waiters) w(json_response(200, record));
@@ -1067,7 +1154,9 @@ Coordinator::Coordinator(CoordinatorOptions opts) : impl_(new Impl(std::move(opt
   impl_->driver = std::thread([this] { impl_->drive(); });
 }
 
-Coordinator::~Coordinator() { shutdown(); }
+Coordinator::~Coordinator() {
+  shutdown();
+}
 
 void Coordinator::shutdown() {
   {
@@ -1084,10 +1173,13 @@ void Coordinator::shutdown() {
     std::lock_guard<std::mutex> l(impl_->mu);
     queued.swap(impl_->queue);
   }
-  for (auto& run : queued) impl_->finish(run, unavailable("the server shut down before the run started"));
+  for (auto& run : queued)
+    impl_->finish(run, unavailable("the server shut down before the run started"));
 }
 
-void Coordinator::on_http(HttpRequest req, Responder respond) { impl_->handle(std::move(req), std::move(respond)); }
+void Coordinator::on_http(HttpRequest req, Responder respond) {
+  impl_->handle(std::move(req), std::move(respond));
+}
 
 std::variant<std::string, HttpResponse> Coordinator::upload_destination(const HttpRequest& head) {
   if (auto refusal = impl_->check_token(head)) return *refusal;
@@ -1098,7 +1190,8 @@ std::variant<std::string, HttpResponse> Coordinator::upload_destination(const Ht
 bool Coordinator::authorize_worker(const std::map<std::string, std::string>& headers) {
   if (impl_->opts.token.empty()) return true;
   auto it = headers.find("authorization");
-  bool ok = it != headers.end() && constant_time_equals(bearer_token(it->second), impl_->opts.token);
+  bool ok =
+      it != headers.end() && constant_time_equals(bearer_token(it->second), impl_->opts.token);
   if (!ok) spdlog::warn("refused a worker without a valid token");
   return ok;
 }

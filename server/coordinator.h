@@ -19,10 +19,10 @@
 namespace lizard {
 
 struct CoordinatorOptions {
-  std::string state_dir;                 // compiled hooks and program bundles live here
-  int program_build_timeout_s = 300;     // how long POST /programs waits for workers
-  int worker_wait_s = 60;                // how long a run waits for a worker with its program
-  std::string token;       // required of workers and of POST/DELETE requests, when set
+  std::string state_dir;              // compiled hooks and program bundles live here
+  int program_build_timeout_s = 300;  // how long POST /programs waits for workers
+  int worker_wait_s = 60;             // how long a run waits for a worker with its program
+  std::string token;                  // required of workers and of POST/DELETE requests, when set
   std::string read_token;  // required of GET requests too, when set (the token also works)
 };
 

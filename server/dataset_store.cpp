@@ -42,14 +42,15 @@ Result<json> describe_npy(const std::string& path) {
   LIZARD_RETURN_IF_ERROR(f.read_at(0, header_len, header.data()));
   LIZARD_ASSIGN_OR_RETURN(NpyHeader h, parse_npy_header(header));
   if (h.data_offset + h.data_bytes() != f.size())
-    return invalid_argument("the .npy data is " + std::to_string(f.size() - h.data_offset) + " bytes; its header says " +
-                            std::to_string(h.data_bytes()));
+    return invalid_argument("the .npy data is " + std::to_string(f.size() - h.data_offset) +
+                            " bytes; its header says " + std::to_string(h.data_bytes()));
   return json{{"format", "npy"}, {"dtype", dtype_name(h.dtype)}, {"shape", h.shape}};
 }
 
 }  // namespace
 
-DatasetStore::DatasetStore(std::string state_dir) : dir_((fs::path(state_dir) / "datasets").string()) {
+DatasetStore::DatasetStore(std::string state_dir)
+    : dir_((fs::path(state_dir) / "datasets").string()) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
@@ -66,7 +67,8 @@ std::string DatasetStore::reserve(std::string* id) {
   return (fs::path(dir_) / (*id + ".part")).string();
 }
 
-Result<json> DatasetStore::commit(const std::string& id, const std::string& part, const std::string& format) {
+Result<json> DatasetStore::commit(const std::string& id, const std::string& part,
+                                  const std::string& format) {
   std::error_code ec;
   auto fail = [&](const Status& s) {
     fs::remove(part, ec);
@@ -78,7 +80,8 @@ Result<json> DatasetStore::commit(const std::string& id, const std::string& part
   if (format != "raw") {
     auto npy = describe_npy(part);
     if (!npy.ok())
-      return fail(invalid_argument("the upload is not a valid .npy file (" + npy.status().message() +
+      return fail(invalid_argument("the upload is not a valid .npy file (" +
+                                   npy.status().message() +
                                    "); send ?format=raw for raw little-endian rows"));
     meta = npy.value();
   } else {
@@ -125,7 +128,8 @@ Status DatasetStore::remove(const std::string& id) {
 
 Result<std::pair<std::string, FileFormat>> DatasetStore::lookup(const std::string& id) const {
   LIZARD_ASSIGN_OR_RETURN(json meta, get(id));
-  return std::make_pair(meta.value("file", ""), meta.value("format", "") == "npy" ? FileFormat::kNpy : FileFormat::kRaw);
+  return std::make_pair(meta.value("file", ""),
+                        meta.value("format", "") == "npy" ? FileFormat::kNpy : FileFormat::kRaw);
 }
 
 }  // namespace lizard

@@ -27,7 +27,8 @@ class DatasetStore {
   std::string reserve(std::string* id);
   // Checks the written file (`format` "npy", "raw" or empty to detect .npy)
   // and makes it available; on error the file is removed.
-  Result<nlohmann::json> commit(const std::string& id, const std::string& part, const std::string& format);
+  Result<nlohmann::json> commit(const std::string& id, const std::string& part,
+                                const std::string& format);
   nlohmann::json list() const;
   Result<nlohmann::json> get(const std::string& id) const;
   Status remove(const std::string& id);

@@ -8,8 +8,9 @@ Result<std::shared_ptr<HostHooks>> HostHooks::build(const ProgramImage& image,
   const std::string& src = image.manifest.host_source;
   if (src.empty()) {
     if (image.manifest.has_custom_reducer())
-      return invalid_argument("config.yaml: aggregate: a `custom` reducer needs sources.host with an "
-                              "extern \"C\" aggregate() hook");
+      return invalid_argument(
+          "config.yaml: aggregate: a `custom` reducer needs sources.host with an "
+          "extern \"C\" aggregate() hook");
     return hooks;
   }
   std::map<std::string, std::string> files = image.sources;
@@ -25,8 +26,9 @@ Result<std::shared_ptr<HostHooks>> HostHooks::build(const ProgramImage& image,
   hooks->aggregate_ = hooks->lib_.symbol<AggregateFn>("aggregate");
   hooks->update_ = hooks->lib_.symbol<UpdateFn>("update_global_state");
   if (!hooks->init_ && !hooks->aggregate_ && !hooks->update_)
-    return invalid_argument(src + " defines none of the hooks init_global_state, aggregate, "
-                                  "update_global_state (are they declared extern \"C\"?)");
+    return invalid_argument(src +
+                            " defines none of the hooks init_global_state, aggregate, "
+                            "update_global_state (are they declared extern \"C\"?)");
   if (image.manifest.has_custom_reducer() && !hooks->aggregate_)
     return invalid_argument(src + ": the manifest has a `custom` reducer but " + src +
                             " defines no extern \"C\" aggregate() hook");

@@ -1,16 +1,16 @@
 // The only server translation unit that includes Boost.Beast.
 #include "server/hub_server.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <deque>
-#include <variant>
 #include <thread>
+#include <variant>
 
 namespace lizard {
 
@@ -24,11 +24,16 @@ namespace {
 
 const char* reason_json(int status) {
   switch (status) {
-    case 408: return R"({"error": "request timed out"})";
-    case 413: return R"({"error": "request body too large"})";
-    case 431: return R"({"error": "request header fields too large"})";
-    case 404: return R"({"error": "no such endpoint"})";
-    default: return R"({"error": "bad request"})";
+    case 408:
+      return R"({"error": "request timed out"})";
+    case 413:
+      return R"({"error": "request body too large"})";
+    case 431:
+      return R"({"error": "request header fields too large"})";
+    case 404:
+      return R"({"error": "no such endpoint"})";
+    default:
+      return R"({"error": "bad request"})";
   }
 }
 
@@ -132,8 +137,11 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(tcp::socket&& socket, ServerHandler* handler, const HubServerOptions& opts)
-      : stream_(std::move(socket)), handler_(handler), max_body_(opts.max_body),
-        heartbeat_s_(opts.heartbeat_timeout_s), read_timeout_(opts.read_timeout_s),
+      : stream_(std::move(socket)),
+        handler_(handler),
+        max_body_(opts.max_body),
+        heartbeat_s_(opts.heartbeat_timeout_s),
+        read_timeout_(opts.read_timeout_s),
         read_timer_(stream_.get_executor()) {}
 
   void run() {
@@ -164,10 +172,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool read_failed(beast::error_code ec, bool got_some) {
     if (!ec && !timed_out_) return false;
     read_timer_.cancel();
-    if (ec == http::error::end_of_stream || ec == net::error::eof) do_close();
-    else if (ec == http::error::body_limit) send_error(413);
-    else if (ec == http::error::header_limit) send_error(431);
-    else if (timed_out_) got_some ? send_error(408) : do_close();
+    if (ec == http::error::end_of_stream || ec == net::error::eof)
+      do_close();
+    else if (ec == http::error::body_limit)
+      send_error(413);
+    else if (ec == http::error::header_limit)
+      send_error(431);
+    else if (timed_out_)
+      got_some ? send_error(408) : do_close();
     return true;
   }
 
@@ -191,13 +203,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       if (fec) {
         read_timer_.cancel();
         keep_alive_ = false;
-        return write(HttpResponse{500, "application/json", "{\"error\": \"cannot store the upload\"}"});
+        return write(
+            HttpResponse{500, "application/json", "{\"error\": \"cannot store the upload\"}"});
       }
       read_timer_.cancel();  // a large upload takes as long as it takes
       stream_.expires_after(std::chrono::hours(6));
       buffer_.reserve(size_t{1} << 20);  // reads are sized by the buffer's free capacity
-      return http::async_read(stream_, buffer_, *file_parser_,
-                              beast::bind_front_handler(&HttpSession::on_upload, shared_from_this()));
+      return http::async_read(
+          stream_, buffer_, *file_parser_,
+          beast::bind_front_handler(&HttpSession::on_upload, shared_from_this()));
     }
     if (h.has_content_length() && header_parser_->content_length() &&
         *header_parser_->content_length() > max_body_) {
@@ -254,10 +268,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       if (req.target() == "/workers") {
         if (!handler_->authorize_worker(to_request(req, "").headers)) {
           keep_alive_ = false;
-          return write(HttpResponse{401, "application/json", R"x({"error": "this server needs a worker token (--token)"})x"});
+          return write(
+              HttpResponse{401, "application/json",
+                           R"x({"error": "this server needs a worker token (--token)"})x"});
         }
         stream_.expires_never();
-        std::make_shared<WorkerSession>(stream_.release_socket(), handler_, heartbeat_s_)->run(std::move(req));
+        std::make_shared<WorkerSession>(stream_.release_socket(), handler_, heartbeat_s_)
+            ->run(std::move(req));
         return;
       }
       return send_error(404);
@@ -343,7 +360,9 @@ HubServer::HubServer(ServerHandler* handler, HubServerOptions opts) : impl_(new 
   impl_->opts = std::move(opts);
 }
 
-HubServer::~HubServer() { stop(); }
+HubServer::~HubServer() {
+  stop();
+}
 
 Status HubServer::start() {
   beast::error_code ec;

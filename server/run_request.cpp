@@ -17,44 +17,52 @@ Status check_keys(const json& body) {
     bool known = false;
     for (const char* n : kKeys) known = known || k == n;
     if (!known)
-      return invalid_argument("unknown key '" + k +
-                              "' in the run request (expected params, dataset, state, max_iterations, outputs)");
+      return invalid_argument(
+          "unknown key '" + k +
+          "' in the run request (expected params, dataset, state, max_iterations, outputs)");
   }
   return Status::Ok();
 }
 
 Result<DatasetSource> parse_generate(const Manifest& m, const std::string& what, const json& spec,
                                      DatasetSource s, int64_t* rows, uint64_t* seed) {
-  if (!spec["generate"].is_string()) return invalid_argument(what + ": `generate` must name a generator kernel");
+  if (!spec["generate"].is_string())
+    return invalid_argument(what + ": `generate` must name a generator kernel");
   s.kind = DatasetSource::Kind::kGenerate;
   s.generator = spec["generate"].get<std::string>();
   if (!m.find_generator(s.generator)) {
     std::string known;
     for (const auto& g : m.generate) known += (known.empty() ? "" : ", ") + g.kernel;
-    return invalid_argument(what + ": '" + s.generator + "' is not in the manifest's `generate` list (" +
+    return invalid_argument(what + ": '" + s.generator +
+                            "' is not in the manifest's `generate` list (" +
                             (known.empty() ? "it has none" : known) + ")");
   }
-  if (!spec.contains("rows") || !spec["rows"].is_number_integer() || spec["rows"].get<int64_t>() < 1)
+  if (!spec.contains("rows") || !spec["rows"].is_number_integer() ||
+      spec["rows"].get<int64_t>() < 1)
     return invalid_argument(what + ": a generated field needs `rows`, a positive integer");
   *rows = spec["rows"].get<int64_t>();
   if (spec.contains("seed")) {
-    if (!spec["seed"].is_number_unsigned() && !(spec["seed"].is_number_integer() && spec["seed"].get<int64_t>() >= 0))
+    if (!spec["seed"].is_number_unsigned() &&
+        !(spec["seed"].is_number_integer() && spec["seed"].get<int64_t>() >= 0))
       return invalid_argument(what + ": `seed` must be a non-negative integer");
     *seed = spec["seed"].get<uint64_t>();
   }
   return s;
 }
 
-Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_t width, const json& spec,
-                                   int64_t* rows, uint64_t* seed, const UploadLookup& uploads) {
+Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_t width,
+                                   const json& spec, int64_t* rows, uint64_t* seed,
+                                   const UploadLookup& uploads) {
   const std::string what = "dataset field '" + f.name + "'";
   DatasetSource s;
   s.width = width;
   if (!spec.is_object())
-    return invalid_argument(what + ": expected an object such as {\"values\": [...]} or {\"path\": ...}");
+    return invalid_argument(what +
+                            ": expected an object such as {\"values\": [...]} or {\"path\": ...}");
   if (spec.contains("values")) {
     s.kind = DatasetSource::Kind::kInline;
-    LIZARD_ASSIGN_OR_RETURN(s.values, values_from_json(spec["values"], f.type, {-1, width}, what, rows));
+    LIZARD_ASSIGN_OR_RETURN(s.values,
+                            values_from_json(spec["values"], f.type, {-1, width}, what, rows));
     return s;
   }
   if (spec.contains("path")) {
@@ -63,7 +71,8 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     s.path = spec["path"].get<std::string>();
     std::string fmt;
     if (spec.contains("format")) {
-      if (!spec["format"].is_string()) return invalid_argument(what + ": `format` must be a string");
+      if (!spec["format"].is_string())
+        return invalid_argument(what + ": `format` must be a string");
       fmt = spec["format"].get<std::string>();
     }
     auto format = resolve_file_format(fmt, s.path);
@@ -76,7 +85,8 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
   }
   if (spec.contains("generate")) return parse_generate(m, what, spec, std::move(s), rows, seed);
   if (spec.contains("upload")) {
-    if (!spec["upload"].is_string()) return invalid_argument(what + ": `upload` must be a dataset id");
+    if (!spec["upload"].is_string())
+      return invalid_argument(what + ": `upload` must be a dataset id");
     if (!uploads) return invalid_argument(what + ": uploads are not available here");
     auto found = uploads(spec["upload"].get<std::string>());
     if (!found.ok()) return found.status().with_context(what);
@@ -84,7 +94,8 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     s.path = found->first;
     s.format = found->second;
     auto n = count_rows(s.path, s.format, f.type, width);
-    if (!n.ok()) return n.status().with_context(what + " (upload " + spec["upload"].get<std::string>() + ")");
+    if (!n.ok())
+      return n.status().with_context(what + " (upload " + spec["upload"].get<std::string>() + ")");
     *rows = n.value();
     return s;
   }
@@ -99,7 +110,8 @@ Status parse_dataset(const ProgramImage& image, const json& body, const UploadLo
   for (const auto& [k, _] : ds.items()) {
     const FieldSpec* f = m.find_dataset(k);
     if (!f) return invalid_argument("`dataset` names '" + k + "', which is not a dataset field");
-    if (!f->input) return invalid_argument("dataset field '" + k + "' is not an input (input: false)");
+    if (!f->input)
+      return invalid_argument("dataset field '" + k + "' is not an input (input: false)");
   }
   int64_t rows = -1;
   bool seeded = false;
@@ -115,10 +127,12 @@ Status parse_dataset(const ProgramImage& image, const json& body, const UploadLo
     if (!ds.contains(f.name)) return invalid_argument("missing dataset field '" + f.name + "'");
     int64_t n = 0;
     uint64_t seed = 0;
-    LIZARD_ASSIGN_OR_RETURN(DatasetSource s, parse_source(m, f, width, ds[f.name], &n, &seed, uploads));
+    LIZARD_ASSIGN_OR_RETURN(DatasetSource s,
+                            parse_source(m, f, width, ds[f.name], &n, &seed, uploads));
     if (s.kind == DatasetSource::Kind::kGenerate) {
       if (seeded && seed != out->seed)
-        return invalid_argument("dataset field '" + f.name + "': generated fields must share one seed");
+        return invalid_argument("dataset field '" + f.name +
+                                "': generated fields must share one seed");
       out->seed = seed;
       seeded = true;
     }
@@ -146,11 +160,11 @@ Status parse_state(const ProgramImage& image, const json& body, RunRequest* out)
     if (!slot) return invalid_argument("`state` names '" + k + "', which is not a state field");
     LIZARD_ASSIGN_OR_RETURN(auto dims, field_dims(*slot->spec, m, out->params));
     int64_t rows = 0;
-    LIZARD_ASSIGN_OR_RETURN(auto bytes,
-                            values_from_json(v, slot->spec->type, dims, "state field '" + k + "'", &rows));
+    LIZARD_ASSIGN_OR_RETURN(
+        auto bytes, values_from_json(v, slot->spec->type, dims, "state field '" + k + "'", &rows));
     if (bytes.size() != slot->bytes)
-      return invalid_argument("state field '" + k + "' needs " +
-                              std::to_string(slot->count) + " values");
+      return invalid_argument("state field '" + k + "' needs " + std::to_string(slot->count) +
+                              " values");
     std::copy(bytes.begin(), bytes.end(), buf.data(*slot));
   }
   out->state = std::move(buf);
@@ -180,8 +194,8 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
   if (!body.is_object()) return invalid_argument("the run request must be a JSON object");
   LIZARD_RETURN_IF_ERROR(check_keys(body));
   RunRequest out;
-  LIZARD_ASSIGN_OR_RETURN(out.params,
-                          bind_params(image.manifest, body.contains("params") ? body["params"] : json()));
+  LIZARD_ASSIGN_OR_RETURN(
+      out.params, bind_params(image.manifest, body.contains("params") ? body["params"] : json()));
   // Shapes must resolve with these params before anything else is read.
   for (const auto* section : {&image.manifest.state, &image.manifest.aggregate})
     for (const auto& f : *section) {

@@ -21,7 +21,7 @@ namespace lizard {
 
 struct DatasetSource {
   enum class Kind { kNone, kInline, kPath, kGenerate, kUpload };
-  Kind kind = Kind::kNone;  // kNone: not an input field (allocated on workers)
+  Kind kind = Kind::kNone;      // kNone: not an input field (allocated on workers)
   std::vector<uint8_t> values;  // kInline: all rows, row-major
   std::string path;             // kPath, kUpload (the server's copy)
   std::string generator;        // kGenerate: a kernel of manifest.generate
@@ -40,7 +40,8 @@ struct RunRequest {
 };
 
 // Finds an uploaded dataset (POST /datasets) by id: its file and format.
-using UploadLookup = std::function<Result<std::pair<std::string, FileFormat>>(const std::string& id)>;
+using UploadLookup =
+    std::function<Result<std::pair<std::string, FileFormat>>(const std::string& id)>;
 
 // Reads file headers (or scans text files) to count rows; may block on I/O.
 Result<RunRequest> parse_run_request(const ProgramImage& image, const nlohmann::json& body,

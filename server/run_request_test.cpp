@@ -34,10 +34,12 @@ iterate: [step]
 )";
 
 TEST(RunRequest, InlineValuesStateAndIterationCap) {
-  auto r = parse_run_request(image(kConfig), json{{"params", {{"dims", 2}}},
-                                                  {"dataset", {{"x", {{"values", {{1, 2}, {3, 4}, {5, 6}}}}},
-                                                               {"y", {{"values", {1, 0, 1}}}}}},
-                                                  {"state", {{"w", {0.5, -0.5}}}}});
+  auto r = parse_run_request(
+      image(kConfig),
+      json{{"params", {{"dims", 2}}},
+           {"dataset",
+            {{"x", {{"values", {{1, 2}, {3, 4}, {5, 6}}}}}, {"y", {{"values", {1, 0, 1}}}}}},
+           {"state", {{"w", {0.5, -0.5}}}}});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->rows, 3);
   EXPECT_EQ(r->max_iterations, 7);  // from the max_iterations param
@@ -55,33 +57,42 @@ std::string error_of(const json& body) {
 
 TEST(RunRequest, ErrorsNameTheProblem) {
   json x = {{"values", {{1, 2}}}}, y = {{"values", {1}}};
-  EXPECT_NE(error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", x}}}}).find("missing dataset field 'y'"),
+  EXPECT_NE(error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", x}}}})
+                .find("missing dataset field 'y'"),
             std::string::npos);
-  EXPECT_NE(error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", x}, {"y", {{"values", {1, 2}}}}}}})
-                .find("has 2 rows but 'x' has 1"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", x}, {"y", {{"values", {1, 2}}}}}}})
+          .find("has 2 rows but 'x' has 1"),
+      std::string::npos);
   EXPECT_NE(error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", x}, {"y", y}, {"out", y}}}})
                 .find("not an input"),
             std::string::npos);
-  EXPECT_NE(error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", x}, {"y", y}}}, {"state", {{"w", {1}}}}})
-                .find("state field 'w'"),
-            std::string::npos);
-  EXPECT_NE(error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", x}, {"y", y}}}, {"max_iterations", 0}})
-                .find("positive integer"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(
+          {{"params", {{"dims", 2}}}, {"dataset", {{"x", x}, {"y", y}}}, {"state", {{"w", {1}}}}})
+          .find("state field 'w'"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(
+          {{"params", {{"dims", 2}}}, {"dataset", {{"x", x}, {"y", y}}}, {"max_iterations", 0}})
+          .find("positive integer"),
+      std::string::npos);
   EXPECT_NE(error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", x}, {"y", y}}}, {"bogus", 1}})
                 .find("unknown key 'bogus'"),
             std::string::npos);
   EXPECT_NE(error_of({{"params", {{"dims", 2}}},
-                      {"dataset", {{"x", {{"values", json::array()}}}, {"y", {{"values", json::array()}}}}}})
+                      {"dataset",
+                       {{"x", {{"values", json::array()}}}, {"y", {{"values", json::array()}}}}}})
                 .find("no rows"),
             std::string::npos);
-  EXPECT_NE(error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", {{"path", "/nonexistent.csv"}}}, {"y", y}}}})
+  EXPECT_NE(error_of({{"params", {{"dims", 2}}},
+                      {"dataset", {{"x", {{"path", "/nonexistent.csv"}}}, {"y", y}}}})
                 .find("cannot open /nonexistent.csv"),
             std::string::npos);
-  EXPECT_NE(error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", {{"upload", "u1"}}}, {"y", y}}}})
-                .find("upload"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", {{"upload", "u1"}}}, {"y", y}}}})
+          .find("upload"),
+      std::string::npos);
 }
 
 TEST(HostHooks, CustomReducerNeedsAnAggregateHook) {

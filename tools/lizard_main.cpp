@@ -1,15 +1,15 @@
 // lizard: the cluster daemons.
 //   lizard server -v [--host 0.0.0.0] [--port 5000]      head node
 //   lizard client -a HOST -p 5000 [-v]                   every GPU node
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -22,7 +22,8 @@ namespace {
 
 std::string default_dir(const char* xdg_var, const char* fallback) {
   if (const char* x = std::getenv(xdg_var); x && *x) return std::string(x) + "/lizard";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/" + fallback + "/lizard";
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return std::string(h) + "/" + fallback + "/lizard";
   return "/tmp/lizard";
 }
 
@@ -120,16 +121,22 @@ int main(int argc, char** argv) {
   server->add_flag("-v,--verbose", verbose, "Debug logging");
   server->add_option("--host", sf.host, "Address to listen on");
   server->add_option("--port", sf.port, "Port for users and workers");
-  server->add_option("--state-dir", sf.state_dir, "Where programs, run records and compiled hooks are kept");
+  server->add_option("--state-dir", sf.state_dir,
+                     "Where programs, run records and compiled hooks are kept");
   server->add_option("--worker-wait,--run-timeout", sf.worker_wait,
                      "Seconds a run waits for a worker with its program");
-  server->add_option("--heartbeat-timeout", sf.heartbeat, "Seconds of silence after which a worker is dropped")
+  server
+      ->add_option("--heartbeat-timeout", sf.heartbeat,
+                   "Seconds of silence after which a worker is dropped")
       ->check(CLI::Range(2, 3600));
-  server->add_option("--read-timeout", sf.read_timeout, "Seconds within which a request must arrive whole (408)")
+  server
+      ->add_option("--read-timeout", sf.read_timeout,
+                   "Seconds within which a request must arrive whole (408)")
       ->check(CLI::Range(1, 86400));
   server->add_option("--max-body", sf.max_body, "Largest request body in bytes (413)");
-  server->add_option("--token", sf.token,
-                     "Token required of workers and of POST/DELETE requests (default: $LIZARD_TOKEN)");
+  server->add_option(
+      "--token", sf.token,
+      "Token required of workers and of POST/DELETE requests (default: $LIZARD_TOKEN)");
   server->add_option("--read-token", sf.read_token,
                      "Token required of GET requests too (default: $LIZARD_READ_TOKEN)");
 
@@ -145,7 +152,8 @@ int main(int argc, char** argv) {
   client->add_option("-i,--cuda-path", wo.backend.cuda_path, "CUDA toolkit directory (for NVRTC)");
   client->add_option("--cpu-threads", wo.backend.cpu_threads, "CPU backend threads (0: all cores)");
   client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached");
-  client->add_option("--weight", wo.weight, "Report this capability weight (testing, uneven nodes)");
+  client->add_option("--weight", wo.weight,
+                     "Report this capability weight (testing, uneven nodes)");
   client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)");
 
   CLI11_PARSE(app, argc, argv);

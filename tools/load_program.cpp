@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   std::string dir, uri;
   int timeout = 900;
   std::string token;
-  app.add_option("program-dir", dir, "Directory with config.yaml and the sources it lists")->required();
+  app.add_option("program-dir", dir, "Directory with config.yaml and the sources it lists")
+      ->required();
   app.add_option("server-uri", uri, "Server, e.g. http://127.0.0.1:5000")->required();
   app.add_option("--timeout", timeout, "Seconds to wait for the server and its workers");
   app.add_option("--token", token, "The server's token (default: $LIZARD_TOKEN)");
@@ -31,15 +32,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string url = "http://" + base->host + ":" + base->port + base->base_path + "/programs";
-  auto reply = lizard::http_request("POST", url, bundle->to_json().dump(), "application/json", timeout,
-                                    lizard::token_from(token, "LIZARD_TOKEN"));
+  auto reply = lizard::http_request("POST", url, bundle->to_json().dump(), "application/json",
+                                    timeout, lizard::token_from(token, "LIZARD_TOKEN"));
   if (!reply.ok()) {
     std::cerr << "load_program: " << reply.status().message() << "\n";
     return 1;
   }
   auto j = nlohmann::json::parse(reply->body, nullptr, false);
   if (reply->status != 200 && reply->status != 201) {
-    std::string msg = j.is_object() && j.contains("error") ? j["error"].get<std::string>() : reply->body;
+    std::string msg =
+        j.is_object() && j.contains("error") ? j["error"].get<std::string>() : reply->body;
     std::cerr << "load_program: the server refused the program (HTTP " << reply->status << "):\n"
               << msg << "\n";
     return 1;

@@ -20,7 +20,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // Load time of a finished run: its whole time less its iterations.
 double load_seconds(const nlohmann::json& rec) {
@@ -39,9 +41,11 @@ int main(int argc, char** argv) {
   const double gb = rows * 4 / 1e9;
 
   lizard::LocalCluster cluster;
-  if (auto st = cluster.start(2); !st.ok()) return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
+  if (auto st = cluster.start(2); !st.ok())
+    return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
   auto loaded = cluster.load_program(LIZARD_BENCH_DIR "/iteration_overhead/program");
-  if (loaded.exit_code != 0) return std::fprintf(stderr, "load_program: %s\n", loaded.output.c_str()), 1;
+  if (loaded.exit_code != 0)
+    return std::fprintf(stderr, "load_program: %s\n", loaded.output.c_str()), 1;
   const std::string hash = loaded.output.substr(loaded.output.find_last_not_of('\n') - 63, 64);
 
   const std::string path = cluster.dir() + "/data.npy";
@@ -63,7 +67,8 @@ int main(int argc, char** argv) {
     auto r = cluster.post("/runtime/" + hash + "?wait=1", body.dump());
     auto rec = r.ok() ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
     if (!rec.is_object() || rec.value("status", "") != "done") {
-      std::fprintf(stderr, "run failed: %s\n", r.ok() ? r->body.c_str() : r.status().message().c_str());
+      std::fprintf(stderr, "run failed: %s\n",
+                   r.ok() ? r->body.c_str() : r.status().message().c_str());
       std::exit(1);
     }
     return rec;
@@ -73,17 +78,20 @@ int main(int argc, char** argv) {
               static_cast<long long>(rows));
   for (int rep = 0; rep < 3; ++rep) {
     const double s = load_seconds(run({{"path", path}}));
-    std::printf("  path:   run start to first iteration %.3f s = %.2f GB/s   (target >= 1 GB/s)\n", s, gb / s);
+    std::printf("  path:   run start to first iteration %.3f s = %.2f GB/s   (target >= 1 GB/s)\n",
+                s, gb / s);
   }
   for (int rep = 0; rep < 2; ++rep) {
     auto t0 = Clock::now();
-    auto up = lizard::http_request("POST", cluster.uri() + "/datasets", bytes, "application/octet-stream", 600);
+    auto up = lizard::http_request("POST", cluster.uri() + "/datasets", bytes,
+                                   "application/octet-stream", 600);
     if (!up.ok() || up->status != 201) return std::fprintf(stderr, "upload failed\n"), 1;
     const double upload = seconds_since(t0);
     const std::string id = nlohmann::json::parse(up->body)["id"];
     const double load = load_seconds(run({{"upload", id}}));
-    std::printf("  upload: POST %.3f s + load %.3f s = %.2f GB/s end to end   (target >= 0.3 GB/s)\n", upload,
-                load, gb / (upload + load));
+    std::printf(
+        "  upload: POST %.3f s + load %.3f s = %.2f GB/s end to end   (target >= 0.3 GB/s)\n",
+        upload, load, gb / (upload + load));
     lizard::http_request("DELETE", cluster.uri() + "/datasets/" + id, "", "", 60);
   }
   return 0;

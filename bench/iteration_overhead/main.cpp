@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
                          {"max_iterations", iterations}};
   auto r = cluster.post("/runtime/" + hash + "?wait=1", body.dump());
   if (!r.ok() || r->status != 200) {
-    std::fprintf(stderr, "run failed: %s\n", r.ok() ? r->body.c_str() : r.status().message().c_str());
+    std::fprintf(stderr, "run failed: %s\n",
+                 r.ok() ? r->body.c_str() : r.status().message().c_str());
     return 1;
   }
   auto rec = nlohmann::json::parse(r->body);
@@ -40,9 +41,11 @@ int main(int argc, char** argv) {
   }
   std::sort(ms.begin(), ms.end());
   auto pct = [&](double p) { return ms[static_cast<size_t>(p * (ms.size() - 1))]; };
-  std::printf("iteration_overhead: %zu iterations, 2 CPU workers on 127.0.0.1, 1024 rows\n", ms.size());
-  std::printf("  median %.3f ms   p10 %.3f ms   p90 %.3f ms   p99 %.3f ms   (target: median <= 2 ms)\n",
-              pct(0.5), pct(0.1), pct(0.9), pct(0.99));
+  std::printf("iteration_overhead: %zu iterations, 2 CPU workers on 127.0.0.1, 1024 rows\n",
+              ms.size());
+  std::printf(
+      "  median %.3f ms   p10 %.3f ms   p90 %.3f ms   p99 %.3f ms   (target: median <= 2 ms)\n",
+      pct(0.5), pct(0.1), pct(0.9), pct(0.99));
   std::printf("  whole run %.1f ms\n", rec["elapsed_ms"].get<double>());
   return 0;
 }

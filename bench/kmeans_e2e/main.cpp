@@ -40,10 +40,12 @@ void write_points(const std::string& path, int64_t n, int d, int k) {
         h *= 0x94D049BB133111EBull;
         h ^= h >> 29;
         float noise = static_cast<float>(h >> 40) / float(1 << 24) - 0.5f;
-        chunk[static_cast<size_t>(i) * d + j] = static_cast<float>((row % k) * ((j % 4) + 1)) + noise;
+        chunk[static_cast<size_t>(i) * d + j] =
+            static_cast<float>((row % k) * ((j % 4) + 1)) + noise;
       }
     }
-    out.write(reinterpret_cast<const char*>(chunk.data()), static_cast<std::streamsize>(chunk.size() * 4));
+    out.write(reinterpret_cast<const char*>(chunk.data()),
+              static_cast<std::streamsize>(chunk.size() * 4));
   }
 }
 
@@ -57,11 +59,13 @@ int main(int argc, char** argv) {
   const int d = 32, k = 16;
 
   lizard::LocalCluster cluster;
-  if (auto st = cluster.start(0); !st.ok()) return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
+  if (auto st = cluster.start(0); !st.ok())
+    return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
   if (!cluster.add_worker({"--backend", backend}).ok() || !cluster.wait_for_workers(1, 120).ok())
     return std::fprintf(stderr, "the worker did not join (logs in %s)\n", cluster.dir().c_str()), 1;
   auto loaded = cluster.load_program(program);
-  if (loaded.exit_code != 0) return std::fprintf(stderr, "load_program: %s\n", loaded.output.c_str()), 1;
+  if (loaded.exit_code != 0)
+    return std::fprintf(stderr, "load_program: %s\n", loaded.output.c_str()), 1;
   const std::string hash = loaded.output.substr(loaded.output.find_last_not_of('\n') - 63, 64);
 
   const std::string path = cluster.dir() + "/points.npy";
@@ -74,7 +78,9 @@ int main(int argc, char** argv) {
                          {"state", {{"centroids", init}}}};
   auto r = cluster.post("/runtime/" + hash + "?wait=1", body.dump());
   if (!r.ok() || r->status != 200)
-    return std::fprintf(stderr, "run failed: %s\n", r.ok() ? r->body.c_str() : r.status().message().c_str()), 1;
+    return std::fprintf(stderr, "run failed: %s\n",
+                        r.ok() ? r->body.c_str() : r.status().message().c_str()),
+           1;
   auto rec = nlohmann::json::parse(r->body);
   if (rec["status"] != "done") return std::fprintf(stderr, "run failed: %s\n", r->body.c_str()), 1;
   std::vector<double> ms, kernel;
@@ -90,10 +96,11 @@ int main(int argc, char** argv) {
   std::sort(ms.begin(), ms.end());
   std::sort(kernel.begin(), kernel.end());
   auto hw = nlohmann::json::parse(cluster.get("/clients")->body)[0]["hardware"]["executors"][0];
-  std::printf("kmeans_e2e: N=%lld D=%d K=%d float32, 1 %s worker (%s) on 127.0.0.1, %zu timed iterations\n",
-              static_cast<long long>(n), d, k, backend.c_str(), hw.value("name", "?").c_str(), ms.size());
-  std::printf("  end-to-end per iteration: median %.3f ms (min %.3f, max %.3f)\n", ms[ms.size() / 2], ms.front(),
-              ms.back());
+  std::printf(
+      "kmeans_e2e: N=%lld D=%d K=%d float32, 1 %s worker (%s) on 127.0.0.1, %zu timed iterations\n",
+      static_cast<long long>(n), d, k, backend.c_str(), hw.value("name", "?").c_str(), ms.size());
+  std::printf("  end-to-end per iteration: median %.3f ms (min %.3f, max %.3f)\n",
+              ms[ms.size() / 2], ms.front(), ms.back());
   std::printf("  kernel per iteration:     median %.3f ms\n", kernel[kernel.size() / 2]);
   std::printf("  whole run (incl. loading %lld rows): %.1f ms\n", static_cast<long long>(n),
               rec["elapsed_ms"].get<double>());

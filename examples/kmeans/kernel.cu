@@ -67,6 +67,5 @@ extern "C" __global__ void assign(global_params_t params, dataset_t data, global
   for (int i = threadIdx.x; i < k * dims; i += blockDim.x)
     if (block_counts[i / dims] != 0ull) atomicAdd(&result.sums[i], block_sums[i]);
   for (int c = threadIdx.x; c < k; c += blockDim.x)
-    if (block_counts[c] != 0ull)
-      atomicAdd((unsigned long long*)&result.counts[c], block_counts[c]);
+    if (block_counts[c] != 0ull) atomicAdd((unsigned long long*)&result.counts[c], block_counts[c]);
 }

@@ -430,23 +430,41 @@ inline T __ldg(const T* p) {
 }
 // Cache-hinted loads and stores: plain memory accesses on the host.
 template <typename T>
-inline T __ldcg(const T* p) { return *p; }
+inline T __ldcg(const T* p) {
+  return *p;
+}
 template <typename T>
-inline T __ldca(const T* p) { return *p; }
+inline T __ldca(const T* p) {
+  return *p;
+}
 template <typename T>
-inline T __ldcs(const T* p) { return *p; }
+inline T __ldcs(const T* p) {
+  return *p;
+}
 template <typename T>
-inline T __ldlu(const T* p) { return *p; }
+inline T __ldlu(const T* p) {
+  return *p;
+}
 template <typename T>
-inline T __ldcv(const T* p) { return *p; }
+inline T __ldcv(const T* p) {
+  return *p;
+}
 template <typename T>
-inline void __stwb(T* p, T v) { *p = v; }
+inline void __stwb(T* p, T v) {
+  *p = v;
+}
 template <typename T>
-inline void __stcg(T* p, T v) { *p = v; }
+inline void __stcg(T* p, T v) {
+  *p = v;
+}
 template <typename T>
-inline void __stcs(T* p, T v) { *p = v; }
+inline void __stcs(T* p, T v) {
+  *p = v;
+}
 template <typename T>
-inline void __stwt(T* p, T v) { *p = v; }
+inline void __stwt(T* p, T v) {
+  *p = v;
+}
 
 // Bit casts.
 namespace lizard_cpu {
@@ -675,7 +693,9 @@ lizard_cpu_switch:
 struct Context {
   void* sp = nullptr;
 };
-inline void switch_context(Context* save, Context* load) { lizard_cpu_switch(&save->sp, load->sp); }
+inline void switch_context(Context* save, Context* load) {
+  lizard_cpu_switch(&save->sp, load->sp);
+}
 // Prepares `c` so that switching to it calls entry() on the stack [base, base + size).
 inline void make_context(Context* c, char* base, size_t size, void (*entry)()) {
   uintptr_t top = (reinterpret_cast<uintptr_t>(base) + size) & ~uintptr_t{15};
@@ -691,7 +711,9 @@ inline void make_context(Context* c, char* base, size_t size, void (*entry)()) {
 struct Context {
   ucontext_t uc;
 };
-inline void switch_context(Context* save, Context* load) { swapcontext(&save->uc, &load->uc); }
+inline void switch_context(Context* save, Context* load) {
+  swapcontext(&save->uc, &load->uc);
+}
 inline void make_context(Context* c, char* base, size_t size, void (*entry)()) {
   getcontext(&c->uc);
   c->uc.uc_stack.ss_sp = base;
@@ -762,7 +784,9 @@ inline Lane& current_lane() {
   return *block.current;
 }
 
-inline void suspend(Lane& l) { switch_context(&l.fiber, &l.sink); }
+inline void suspend(Lane& l) {
+  switch_context(&l.fiber, &l.sink);
+}
 
 // First frame of every fiber: runs the thread's body, then hands control back
 // to the scheduler for good.

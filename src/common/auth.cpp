@@ -20,7 +20,8 @@ std::string bearer_token(std::string_view v) {
   constexpr std::string_view kScheme = "Bearer ";
   if (v.size() <= kScheme.size()) return "";
   for (size_t i = 0; i < kScheme.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(v[i])) != std::tolower(static_cast<unsigned char>(kScheme[i])))
+    if (std::tolower(static_cast<unsigned char>(v[i])) !=
+        std::tolower(static_cast<unsigned char>(kScheme[i])))
       return "";
   v.remove_prefix(kScheme.size());
   while (!v.empty() && v.front() == ' ') v.remove_prefix(1);

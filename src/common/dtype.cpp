@@ -21,7 +21,9 @@ constexpr DTypeInfo kTypes[] = {
     {DType::kFloat32, "float32", "float", 4, "<f4"},
     {DType::kFloat64, "float64", "double", 8, "<f8"},
 };
-const DTypeInfo& info(DType t) { return kTypes[static_cast<int>(t)]; }
+const DTypeInfo& info(DType t) {
+  return kTypes[static_cast<int>(t)];
+}
 }  // namespace
 
 bool parse_dtype(const std::string& name, DType* out) {
@@ -34,15 +36,25 @@ bool parse_dtype(const std::string& name, DType* out) {
   return false;
 }
 
-const char* dtype_name(DType t) { return info(t).name; }
-const char* dtype_c_type(DType t) { return info(t).c_type; }
-size_t dtype_size(DType t) { return info(t).size; }
-bool dtype_is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+const char* dtype_name(DType t) {
+  return info(t).name;
+}
+const char* dtype_c_type(DType t) {
+  return info(t).c_type;
+}
+size_t dtype_size(DType t) {
+  return info(t).size;
+}
+bool dtype_is_float(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat64;
+}
 bool dtype_is_signed(DType t) {
   return t == DType::kInt8 || t == DType::kInt16 || t == DType::kInt32 || t == DType::kInt64 ||
          dtype_is_float(t);
 }
-const char* dtype_npy_descr(DType t) { return info(t).npy; }
+const char* dtype_npy_descr(DType t) {
+  return info(t).npy;
+}
 
 bool parse_npy_descr(const std::string& descr, DType* out) {
   if (descr.size() < 2) return false;

@@ -37,16 +37,26 @@ bool parse_npy_descr(const std::string& descr, DType* out);
 template <typename F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::kInt8: return f(int8_t{});
-    case DType::kInt16: return f(int16_t{});
-    case DType::kInt32: return f(int32_t{});
-    case DType::kInt64: return f(int64_t{});
-    case DType::kUInt8: return f(uint8_t{});
-    case DType::kUInt16: return f(uint16_t{});
-    case DType::kUInt32: return f(uint32_t{});
-    case DType::kUInt64: return f(uint64_t{});
-    case DType::kFloat32: return f(float{});
-    case DType::kFloat64: break;
+    case DType::kInt8:
+      return f(int8_t{});
+    case DType::kInt16:
+      return f(int16_t{});
+    case DType::kInt32:
+      return f(int32_t{});
+    case DType::kInt64:
+      return f(int64_t{});
+    case DType::kUInt8:
+      return f(uint8_t{});
+    case DType::kUInt16:
+      return f(uint16_t{});
+    case DType::kUInt32:
+      return f(uint32_t{});
+    case DType::kUInt64:
+      return f(uint64_t{});
+    case DType::kFloat32:
+      return f(float{});
+    case DType::kFloat64:
+      break;
   }
   return f(double{});
 }

@@ -49,18 +49,32 @@ class Status {
   std::string message_;
 };
 
-inline Status invalid_argument(std::string m) { return Status(Code::kInvalidArgument, std::move(m)); }
-inline Status not_found(std::string m) { return Status(Code::kNotFound, std::move(m)); }
-inline Status internal_error(std::string m) { return Status(Code::kInternal, std::move(m)); }
-inline Status unavailable(std::string m) { return Status(Code::kUnavailable, std::move(m)); }
-inline Status compile_error(std::string m) { return Status(Code::kCompileError, std::move(m)); }
-inline Status runtime_error(std::string m) { return Status(Code::kRuntimeError, std::move(m)); }
-inline Status too_large(std::string m) { return Status(Code::kTooLarge, std::move(m)); }
+inline Status invalid_argument(std::string m) {
+  return Status(Code::kInvalidArgument, std::move(m));
+}
+inline Status not_found(std::string m) {
+  return Status(Code::kNotFound, std::move(m));
+}
+inline Status internal_error(std::string m) {
+  return Status(Code::kInternal, std::move(m));
+}
+inline Status unavailable(std::string m) {
+  return Status(Code::kUnavailable, std::move(m));
+}
+inline Status compile_error(std::string m) {
+  return Status(Code::kCompileError, std::move(m));
+}
+inline Status runtime_error(std::string m) {
+  return Status(Code::kRuntimeError, std::move(m));
+}
+inline Status too_large(std::string m) {
+  return Status(Code::kTooLarge, std::move(m));
+}
 
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT
 
   bool ok() const { return status_.ok(); }
@@ -84,10 +98,10 @@ class Result {
 #define LIZARD_CONCAT(a, b) LIZARD_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function when `expr` (a Status) is not ok.
-#define LIZARD_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::lizard::Status _lz_st = (expr);         \
-    if (!_lz_st.ok()) return _lz_st;          \
+#define LIZARD_RETURN_IF_ERROR(expr)  \
+  do {                                \
+    ::lizard::Status _lz_st = (expr); \
+    if (!_lz_st.ok()) return _lz_st;  \
   } while (0)
 
 // Declares `lhs` from a Result-valued `expr`, returning its status on error.

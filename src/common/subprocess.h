@@ -17,6 +17,7 @@ struct CommandOutput {
 };
 
 // Fails only when the program cannot be started; its exit code is returned.
-Result<CommandOutput> run_command(const std::vector<std::string>& argv, const std::string& cwd = "");
+Result<CommandOutput> run_command(const std::vector<std::string>& argv,
+                                  const std::string& cwd = "");
 
 }  // namespace lizard

@@ -3,9 +3,14 @@
 namespace lizard {
 
 nlohmann::json ExecutorInfo::to_json() const {
-  nlohmann::json j = {{"kind", kind},         {"name", name},           {"ordinal", ordinal},
-                      {"sm_count", sm_count}, {"clock_khz", clock_khz}, {"total_memory", total_memory},
-                      {"free_memory", free_memory}, {"weight", weight}};
+  nlohmann::json j = {{"kind", kind},
+                      {"name", name},
+                      {"ordinal", ordinal},
+                      {"sm_count", sm_count},
+                      {"clock_khz", clock_khz},
+                      {"total_memory", total_memory},
+                      {"free_memory", free_memory},
+                      {"weight", weight}};
   if (!arch.empty()) j["arch"] = arch;
   if (!driver.empty()) j["driver"] = driver;
   return j;

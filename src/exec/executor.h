@@ -42,7 +42,7 @@ struct ExecutorInfo {
 struct ProgramImage {
   std::string hash;
   Manifest manifest;
-  std::string header;                         // generated lizard_program.h
+  std::string header;                          // generated lizard_program.h
   std::map<std::string, std::string> sources;  // kernel.cu and headers, by name
 };
 

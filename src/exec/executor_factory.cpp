@@ -27,7 +27,8 @@ Result<std::vector<int>> parse_gpu_list(const std::string& s) {
   size_t start = 0;
   while (start <= s.size()) {
     size_t comma = s.find(',', start);
-    std::string tok = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string tok =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     LIZARD_ASSIGN_OR_RETURN(int v, parse_int(tok));
     out.push_back(v);
     if (comma == std::string::npos) break;

@@ -19,8 +19,8 @@ struct BackendOptions {
   std::string backend = "auto";  // auto | cuda | cpu
   std::string gpus = "all";      // all | N (the first N) | 0,2 (ordinals)
   std::string cuda_path = "/usr/local/cuda";
-  int cpu_threads = 0;           // 0: all cores
-  std::string cache_dir;         // compiled kernels
+  int cpu_threads = 0;    // 0: all cores
+  std::string cache_dir;  // compiled kernels
 };
 
 Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptions& o,

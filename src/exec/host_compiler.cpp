@@ -1,9 +1,9 @@
 #include "exec/host_compiler.h"
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "common/sha256.h"
 #include "common/subprocess.h"
@@ -66,8 +66,9 @@ Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::
   }
   if (r->exit_code != 0) {
     fs::remove_all(tmp, ec);
-    return compile_error(r->output.empty() ? "compiler exited with code " + std::to_string(r->exit_code)
-                                           : r->output);
+    return compile_error(r->output.empty()
+                             ? "compiler exited with code " + std::to_string(r->exit_code)
+                             : r->output);
   }
   fs::rename(tmp, dir, ec);
   if (ec) {  // another builder won the race: use its result

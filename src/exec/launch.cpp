@@ -29,7 +29,8 @@ Result<LaunchConfig> plan_launch(const KernelStep& step, const Manifest& m, cons
   }
   // Spread very large grids over y so that grid.x stays within the CUDA limit.
   const int64_t kMaxX = 2147483647;
-  if (grid > kMaxX) return invalid_argument(where + ": grid of " + std::to_string(grid) + " blocks is too large");
+  if (grid > kMaxX)
+    return invalid_argument(where + ": grid of " + std::to_string(grid) + " blocks is too large");
   c.grid[0] = static_cast<uint32_t>(grid);
   if (step.shared_bytes) {
     LIZARD_ASSIGN_OR_RETURN(int64_t s, eval_expr(*step.shared_bytes, m, p, rows, sm_count));

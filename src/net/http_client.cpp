@@ -15,7 +15,8 @@ using tcp = net::ip::tcp;
 
 Result<ServerUri> parse_server_uri(const std::string& uri) {
   std::string rest = uri;
-  if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
+  if (rest.rfind("http://", 0) == 0)
+    rest = rest.substr(7);
   else if (rest.find("://") != std::string::npos)
     return invalid_argument("unsupported scheme in '" + uri + "' (use http://host:port)");
   ServerUri out;

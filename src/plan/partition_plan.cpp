@@ -40,7 +40,8 @@ std::vector<int64_t> proportional(int64_t rows, const std::vector<ExecutorSlot>&
   }
   std::stable_sort(remainders.begin(), remainders.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t k = 0; assigned < rows && !remainders.empty(); k = (k + 1) % remainders.size(), ++assigned)
+  for (size_t k = 0; assigned < rows && !remainders.empty();
+       k = (k + 1) % remainders.size(), ++assigned)
     ++counts[remainders[k].second];
   return counts;
 }
@@ -84,7 +85,8 @@ PartitionPlan plan_partition(int64_t rows, const std::vector<ExecutorSlot>& slot
   }
   int64_t first = 0;
   for (size_t i = 0; i < n; ++i) {
-    plan.entries.push_back({slots[i].worker_id, slots[i].executor, slots[i].weight, first, counts[i]});
+    plan.entries.push_back(
+        {slots[i].worker_id, slots[i].executor, slots[i].weight, first, counts[i]});
     first += counts[i];
   }
   return plan;

@@ -11,7 +11,9 @@ namespace lizard {
 
 using nlohmann::json;
 
-json ProgramBundle::to_json() const { return json{{"config", config}, {"sources", sources}}; }
+json ProgramBundle::to_json() const {
+  return json{{"config", config}, {"sources", sources}};
+}
 
 Result<ProgramBundle> ProgramBundle::from_json(const json& j) {
   if (!j.is_object()) return invalid_argument("the program bundle must be a JSON object");
@@ -81,7 +83,8 @@ Result<ProgramImage> make_program_image(const ProgramBundle& b) {
   for (const auto& [name, _] : b.sources) {
     bool listed = false;
     for (const auto& f : img.manifest.source_files()) listed = listed || f == name;
-    if (!listed) return invalid_argument("'" + name + "' was sent but config.yaml does not list it");
+    if (!listed)
+      return invalid_argument("'" + name + "' was sent but config.yaml does not list it");
   }
   img.sources = b.sources;
   img.header = generate_program_header(img.manifest);

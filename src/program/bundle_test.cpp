@@ -7,8 +7,10 @@ namespace {
 
 ProgramBundle bundle() {
   ProgramBundle b;
-  b.config = "sources: {cuda: kernel.cu, headers: [util.cuh]}\ndataset: {x: {type: float32, shape: [rows]}}\n"
-             "iterate: [run]\n";
+  b.config =
+      "sources: {cuda: kernel.cu, headers: [util.cuh]}\ndataset: {x: {type: float32, shape: "
+      "[rows]}}\n"
+      "iterate: [run]\n";
   b.sources = {{"kernel.cu", "// kernel"}, {"util.cuh", "// util"}};
   return b;
 }

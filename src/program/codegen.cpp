@@ -50,7 +50,8 @@ std::string generate_program_header(const Manifest& m) {
        "/* NVRTC has no constant offsetof; the asserted sizes still pin the layout. */\n"
        "#define LIZARD_OFFSET_ASSERT(t, m, off)\n"
        "#else\n"
-       "#define LIZARD_OFFSET_ASSERT(t, m, off) LIZARD_LAYOUT_ASSERT(__builtin_offsetof(t, m) == off)\n"
+       "#define LIZARD_OFFSET_ASSERT(t, m, off) LIZARD_LAYOUT_ASSERT(__builtin_offsetof(t, m) == "
+       "off)\n"
        "#endif\n\n";
   const StructLayout layouts[] = {params_layout(m), dataset_layout(m), state_layout(m),
                                   aggregate_layout(m)};

@@ -168,13 +168,16 @@ Result<int64_t> Expr::eval_node(int i, const Lookup& lookup) const {
   int64_t x = a.value(), y = b.value(), r = 0;
   switch (n.op) {
     case '+':
-      if (__builtin_add_overflow(x, y, &r)) return invalid_argument("overflow in \"" + text_ + "\"");
+      if (__builtin_add_overflow(x, y, &r))
+        return invalid_argument("overflow in \"" + text_ + "\"");
       return r;
     case '-':
-      if (__builtin_sub_overflow(x, y, &r)) return invalid_argument("overflow in \"" + text_ + "\"");
+      if (__builtin_sub_overflow(x, y, &r))
+        return invalid_argument("overflow in \"" + text_ + "\"");
       return r;
     case '*':
-      if (__builtin_mul_overflow(x, y, &r)) return invalid_argument("overflow in \"" + text_ + "\"");
+      if (__builtin_mul_overflow(x, y, &r))
+        return invalid_argument("overflow in \"" + text_ + "\"");
       return r;
     case '/':
       if (y == 0) return invalid_argument("division by zero in \"" + text_ + "\"");

@@ -38,7 +38,8 @@ TEST(Expr, ReportsNamesAndErrors) {
   EXPECT_NE(v.status().message().find("division by zero"), std::string::npos);
   auto unknown = Expr::parse("q")->eval([](const std::string&) { return std::nullopt; });
   EXPECT_NE(unknown.status().message().find("unknown name 'q'"), std::string::npos);
-  auto big = Expr::parse("4611686018427387904 * 4")->eval([](const std::string&) { return std::nullopt; });
+  auto big =
+      Expr::parse("4611686018427387904 * 4")->eval([](const std::string&) { return std::nullopt; });
   EXPECT_NE(big.status().message().find("overflow"), std::string::npos);
 }
 

@@ -61,8 +61,8 @@ Result<ParamValue> convert_param(const ParamSpec& spec, const json& v) {
   if (v.is_number_float()) {
     double d = v.get<double>();
     if (d != std::floor(d))
-      return invalid_argument(where + ": expected an integer (" + dtype_name(spec.type) + "), got " +
-                              v.dump());
+      return invalid_argument(where + ": expected an integer (" + dtype_name(spec.type) +
+                              "), got " + v.dump());
   }
   bool ok = visit_dtype(spec.type, [&](auto t) {
     using T = decltype(t);
@@ -75,9 +75,11 @@ Result<ParamValue> convert_param(const ParamSpec& spec, const json& v) {
     }
     if (v.is_number_integer()) {
       int64_t x = v.get<int64_t>();
-      if (std::numeric_limits<T>::is_signed ? (x < static_cast<int64_t>(std::numeric_limits<T>::lowest()) ||
-                                              x > static_cast<int64_t>(std::numeric_limits<T>::max()))
-                                           : (x < 0 || static_cast<uint64_t>(x) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
+      if (std::numeric_limits<T>::is_signed
+              ? (x < static_cast<int64_t>(std::numeric_limits<T>::lowest()) ||
+                 x > static_cast<int64_t>(std::numeric_limits<T>::max()))
+              : (x < 0 ||
+                 static_cast<uint64_t>(x) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
         return false;
       out.i = x;
       out.u = static_cast<uint64_t>(x);
@@ -89,11 +91,15 @@ Result<ParamValue> convert_param(const ParamSpec& spec, const json& v) {
     out.u = static_cast<uint64_t>(d < 0 ? 0 : d);
     return true;
   });
-  if (!ok) return invalid_argument(where + ": " + v.dump() + " is out of range for " + dtype_name(spec.type));
+  if (!ok)
+    return invalid_argument(where + ": " + v.dump() + " is out of range for " +
+                            dtype_name(spec.type));
   return out;
 }
 
-size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+size_t align_up(size_t v, size_t a) {
+  return (v + a - 1) / a * a;
+}
 
 void add_member(StructLayout* l, const std::string& name, DType type, bool pointer) {
   size_t size = pointer ? 8 : dtype_size(type);
@@ -165,8 +171,8 @@ Result<int64_t> eval_expr(const Expr& e, const Manifest& m, const ParamValues& p
   });
 }
 
-Result<std::vector<int64_t>> field_dims(const FieldSpec& f, const Manifest& m,
-                                        const ParamValues& p, int64_t rows) {
+Result<std::vector<int64_t>> field_dims(const FieldSpec& f, const Manifest& m, const ParamValues& p,
+                                        int64_t rows) {
   std::vector<int64_t> dims;
   for (const auto& e : f.shape) {
     LIZARD_ASSIGN_OR_RETURN(int64_t d, eval_expr(e, m, p, rows));
@@ -224,7 +230,9 @@ StructLayout dataset_layout(const Manifest& m) {
   return l;
 }
 
-StructLayout state_layout(const Manifest& m) { return section_layout("global_state_t", m.state, true); }
+StructLayout state_layout(const Manifest& m) {
+  return section_layout("global_state_t", m.state, true);
+}
 StructLayout aggregate_layout(const Manifest& m) {
   return section_layout("agg_res_t", m.aggregate, false);
 }
@@ -256,8 +264,9 @@ std::vector<uint8_t> pack_params(const StructLayout& l, const ParamValues& p) {
     const ParamValue& v = p.values[k];
     visit_dtype(v.type, [&](auto t) {
       using T = decltype(t);
-      T x = dtype_is_float(v.type) ? static_cast<T>(v.f)
-                                   : (dtype_is_signed(v.type) ? static_cast<T>(v.i) : static_cast<T>(v.u));
+      T x = dtype_is_float(v.type)
+                ? static_cast<T>(v.f)
+                : (dtype_is_signed(v.type) ? static_cast<T>(v.i) : static_cast<T>(v.u));
       put(&out, mem.offset, &x, sizeof(T));
     });
   }

@@ -23,9 +23,9 @@ namespace lizard {
 
 struct ParamValue {
   DType type;
-  int64_t i = 0;   // signed integer types
-  uint64_t u = 0;  // unsigned integer types
-  double f = 0;    // floating types
+  int64_t i = 0;           // signed integer types
+  uint64_t u = 0;          // unsigned integer types
+  double f = 0;            // floating types
   int64_t as_int() const;  // integer value (for expressions)
   nlohmann::json to_json() const;
 };
@@ -50,8 +50,8 @@ Result<int64_t> row_width(const FieldSpec& f, const Manifest& m, const ParamValu
 // Number of elements of a state/aggregate field (1 for scalars).
 Result<int64_t> field_elements(const FieldSpec& f, const Manifest& m, const ParamValues& p);
 // Resolved dimensions of a field (rows substituted when >= 0).
-Result<std::vector<int64_t>> field_dims(const FieldSpec& f, const Manifest& m,
-                                        const ParamValues& p, int64_t rows = -1);
+Result<std::vector<int64_t>> field_dims(const FieldSpec& f, const Manifest& m, const ParamValues& p,
+                                        int64_t rows = -1);
 
 struct StructMember {
   std::string name;

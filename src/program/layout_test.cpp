@@ -47,12 +47,20 @@ TEST(Layout, BindParamsAppliesDefaultsAndChecksTypes) {
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->values[2].f, 2.5);
   EXPECT_EQ(p->values[3].u, 1u);
-  EXPECT_NE(bind_params(m, json{{"k", 3}}).status().message().find("missing param(s): dims"), std::string::npos);
-  EXPECT_NE(bind_params(m, json{{"k", 3}, {"dims", 2}, {"flag", 300}}).status().message().find("out of range"),
+  EXPECT_NE(bind_params(m, json{{"k", 3}}).status().message().find("missing param(s): dims"),
             std::string::npos);
-  EXPECT_NE(bind_params(m, json{{"k", -1.5}, {"dims", 2}}).status().message().find("expected an integer"),
+  EXPECT_NE(bind_params(m, json{{"k", 3}, {"dims", 2}, {"flag", 300}})
+                .status()
+                .message()
+                .find("out of range"),
             std::string::npos);
-  EXPECT_NE(bind_params(m, json{{"k", true}, {"dims", 2}}).status().message().find("expected a number (int32)"),
+  EXPECT_NE(
+      bind_params(m, json{{"k", -1.5}, {"dims", 2}}).status().message().find("expected an integer"),
+      std::string::npos);
+  EXPECT_NE(bind_params(m, json{{"k", true}, {"dims", 2}})
+                .status()
+                .message()
+                .find("expected a number (int32)"),
             std::string::npos);
   EXPECT_FALSE(bind_params(m, json::array()).ok());
 }
@@ -83,7 +91,8 @@ TEST(Layout, StructLayoutFollowsCAlignment) {
 TEST(Layout, GeneratedHeaderCompilesAndAssertsTheLayout) {
   Manifest m = manifest();
   std::string header = generate_program_header(m);
-  EXPECT_NE(header.find("typedef struct {\n  float *centroids;\n  float shift;\n  int8_t tick;\n} global_state_t;"),
+  EXPECT_NE(header.find("typedef struct {\n  float *centroids;\n  float shift;\n  int8_t tick;\n} "
+                        "global_state_t;"),
             std::string::npos)
       << header;
   std::string dir = ::testing::TempDir();
@@ -91,7 +100,10 @@ TEST(Layout, GeneratedHeaderCompilesAndAssertsTheLayout) {
   std::fputs(header.c_str(), f);
   std::fclose(f);
   f = std::fopen((dir + "/use.c").c_str(), "w");
-  std::fputs("#include \"lizard_program.h\"\nint main(void) { global_params_t p; p.k = 1; return p.k - 1; }\n", f);
+  std::fputs(
+      "#include \"lizard_program.h\"\nint main(void) { global_params_t p; p.k = 1; return p.k - 1; "
+      "}\n",
+      f);
   std::fclose(f);
   for (const char* cc : {"cc", "c++"}) {
     std::vector<std::string> argv = {cc, "-fsyntax-only", "-I" + dir};

@@ -10,12 +10,18 @@ namespace lizard {
 
 const char* reducer_name(Reducer r) {
   switch (r) {
-    case Reducer::kNone: return "none";
-    case Reducer::kSum: return "sum";
-    case Reducer::kMin: return "min";
-    case Reducer::kMax: return "max";
-    case Reducer::kProd: return "prod";
-    case Reducer::kCustom: return "custom";
+    case Reducer::kNone:
+      return "none";
+    case Reducer::kSum:
+      return "sum";
+    case Reducer::kMin:
+      return "min";
+    case Reducer::kMax:
+      return "max";
+    case Reducer::kProd:
+      return "prod";
+    case Reducer::kCustom:
+      return "custom";
   }
   return "?";
 }
@@ -97,7 +103,8 @@ class ManifestParser {
       if (!allowed.count(k)) {
         std::string list;
         for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        return fail(path.empty() ? k : path + "." + k, "unknown key (expected one of: " + list + ")");
+        return fail(path.empty() ? k : path + "." + k,
+                    "unknown key (expected one of: " + list + ")");
       }
     }
     return Status::Ok();
@@ -181,7 +188,8 @@ class ManifestParser {
   Status check_default(const ParamSpec& p, const std::string& path) const {
     if (dtype_is_float(p.type)) return Status::Ok();
     const double v = *p.default_value;
-    if (v != std::floor(v)) return fail(path, "expected an integer for " + std::string(dtype_name(p.type)));
+    if (v != std::floor(v))
+      return fail(path, "expected an integer for " + std::string(dtype_name(p.type)));
     bool fits = visit_dtype(p.type, [&](auto t) {
       using T = decltype(t);
       return v >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
@@ -274,15 +282,20 @@ class ManifestParser {
         LIZARD_RETURN_IF_ERROR(parse_bool(kv.second["output"], path + ".output", &f.output));
       }
       if (is_agg) {
-        if (!kv.second["reduce"]) return fail(path + ".reduce", "missing (sum, min, max, prod or custom)");
-        LIZARD_ASSIGN_OR_RETURN(std::string r, scalar_string(kv.second["reduce"], path + ".reduce"));
-        static const std::pair<const char*, Reducer> kReducers[] = {
-            {"sum", Reducer::kSum}, {"min", Reducer::kMin},   {"max", Reducer::kMax},
-            {"prod", Reducer::kProd}, {"custom", Reducer::kCustom}};
+        if (!kv.second["reduce"])
+          return fail(path + ".reduce", "missing (sum, min, max, prod or custom)");
+        LIZARD_ASSIGN_OR_RETURN(std::string r,
+                                scalar_string(kv.second["reduce"], path + ".reduce"));
+        static const std::pair<const char*, Reducer> kReducers[] = {{"sum", Reducer::kSum},
+                                                                    {"min", Reducer::kMin},
+                                                                    {"max", Reducer::kMax},
+                                                                    {"prod", Reducer::kProd},
+                                                                    {"custom", Reducer::kCustom}};
         for (const auto& [n, v] : kReducers)
           if (r == n) f.reduce = v;
         if (f.reduce == Reducer::kNone)
-          return fail(path + ".reduce", "unknown reducer '" + r + "' (sum, min, max, prod or custom)");
+          return fail(path + ".reduce",
+                      "unknown reducer '" + r + "' (sum, min, max, prod or custom)");
       }
       out->push_back(std::move(f));
     }
@@ -299,7 +312,8 @@ class ManifestParser {
     return Status::Ok();
   }
 
-  Status parse_kernels(const YAML::Node& it, const std::string& section, std::vector<KernelStep>* out) {
+  Status parse_kernels(const YAML::Node& it, const std::string& section,
+                       std::vector<KernelStep>* out) {
     for (size_t i = 0; i < it.size(); ++i) {
       std::string path = section + "[" + std::to_string(i) + "]";
       KernelStep k;
@@ -314,7 +328,8 @@ class ManifestParser {
         if (n["threads"] && n["blocks"])
           return fail(path, "give either `threads` or `blocks`, not both");
         if (n["threads"]) {
-          LIZARD_ASSIGN_OR_RETURN(k.threads, parse_expr(n["threads"], path + ".threads", true, false));
+          LIZARD_ASSIGN_OR_RETURN(k.threads,
+                                  parse_expr(n["threads"], path + ".threads", true, false));
         }
         if (n["blocks"]) {
           LIZARD_ASSIGN_OR_RETURN(k.blocks, parse_expr(n["blocks"], path + ".blocks", true, true));
@@ -323,8 +338,8 @@ class ManifestParser {
           LIZARD_ASSIGN_OR_RETURN(k.block, parse_expr(n["block"], path + ".block", false, false));
         }
         if (n["shared_bytes"]) {
-          LIZARD_ASSIGN_OR_RETURN(k.shared_bytes,
-                                  parse_expr(n["shared_bytes"], path + ".shared_bytes", false, false));
+          LIZARD_ASSIGN_OR_RETURN(
+              k.shared_bytes, parse_expr(n["shared_bytes"], path + ".shared_bytes", false, false));
         }
       } else {
         return fail(path, "expected a kernel name or a mapping with `kernel`");

@@ -30,9 +30,9 @@ struct ParamSpec {
 struct FieldSpec {
   std::string name;
   DType type = DType::kFloat32;
-  std::vector<Expr> shape;  // empty: a scalar; dataset fields start with `rows`
-  bool input = true;        // dataset only
-  bool output = false;      // dataset only
+  std::vector<Expr> shape;          // empty: a scalar; dataset fields start with `rows`
+  bool input = true;                // dataset only
+  bool output = false;              // dataset only
   Reducer reduce = Reducer::kNone;  // aggregate only
   bool is_scalar() const { return shape.empty(); }
 };
@@ -48,9 +48,9 @@ struct KernelStep {
 struct Manifest {
   std::string name;
   std::string version;
-  std::string cuda_source;              // e.g. "kernel.cu"
-  std::string host_source;              // empty when there is no host.cpp
-  std::vector<std::string> headers;     // extra headers shipped with the kernel
+  std::string cuda_source;           // e.g. "kernel.cu"
+  std::string host_source;           // empty when there is no host.cpp
+  std::vector<std::string> headers;  // extra headers shipped with the kernel
   std::vector<ParamSpec> params;
   std::vector<FieldSpec> dataset;
   std::vector<FieldSpec> state;

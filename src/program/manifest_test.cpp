@@ -72,9 +72,10 @@ TEST(Manifest, MissingKernelSourceIsAnError) {
 }
 
 TEST(Manifest, RowsOnlyAsFirstDatasetDimension) {
-  EXPECT_NE(error_of("sources: {cuda: k.cu}\nstate: {c: {type: int32, shape: [rows]}}\niterate: [r]\n")
-                .find("`rows` is not allowed here"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("sources: {cuda: k.cu}\nstate: {c: {type: int32, shape: [rows]}}\niterate: [r]\n")
+          .find("`rows` is not allowed here"),
+      std::string::npos);
   EXPECT_NE(error_of("sources: {cuda: k.cu}\ndataset: {c: {type: int32, shape: [4, rows]}}\n"
                      "iterate: [r]\n")
                 .find("first dimension of a dataset field must be `rows`"),
@@ -94,10 +95,11 @@ iterate: [run]
 TEST(Manifest, RejectsUnknownKeysDuplicatesAndBadYaml) {
   EXPECT_NE(error_of("sources: {cuda: k.cu}\niterate: [r]\nextra: 1\n").find("extra: unknown key"),
             std::string::npos);
-  EXPECT_NE(error_of("sources: {cuda: k.cu}\nparams: {a: {type: int32}}\nstate: {a: {type: int32}}\n"
-                     "iterate: [r]\n")
-                .find("defined twice"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("sources: {cuda: k.cu}\nparams: {a: {type: int32}}\nstate: {a: {type: int32}}\n"
+               "iterate: [r]\n")
+          .find("defined twice"),
+      std::string::npos);
   EXPECT_NE(error_of("sources: [").find("not valid YAML"), std::string::npos);
   EXPECT_NE(error_of("sources: {cuda: ../../etc/passwd}\niterate: [r]\n").find("plain relative"),
             std::string::npos);

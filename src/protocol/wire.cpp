@@ -6,18 +6,30 @@ namespace lizard {
 
 const char* message_type_name(MessageType t) {
   switch (t) {
-    case MessageType::kHello: return "hello";
-    case MessageType::kWelcome: return "welcome";
-    case MessageType::kProgram: return "program";
-    case MessageType::kProgramStatus: return "program_status";
-    case MessageType::kRunStart: return "run_start";
-    case MessageType::kRunReady: return "run_ready";
-    case MessageType::kIterate: return "iterate";
-    case MessageType::kIterationResult: return "iteration_result";
-    case MessageType::kRunEnd: return "run_end";
-    case MessageType::kRunOutputs: return "run_outputs";
-    case MessageType::kHeartbeat: return "heartbeat";
-    case MessageType::kDataChunk: return "data_chunk";
+    case MessageType::kHello:
+      return "hello";
+    case MessageType::kWelcome:
+      return "welcome";
+    case MessageType::kProgram:
+      return "program";
+    case MessageType::kProgramStatus:
+      return "program_status";
+    case MessageType::kRunStart:
+      return "run_start";
+    case MessageType::kRunReady:
+      return "run_ready";
+    case MessageType::kIterate:
+      return "iterate";
+    case MessageType::kIterationResult:
+      return "iteration_result";
+    case MessageType::kRunEnd:
+      return "run_end";
+    case MessageType::kRunOutputs:
+      return "run_outputs";
+    case MessageType::kHeartbeat:
+      return "heartbeat";
+    case MessageType::kDataChunk:
+      return "data_chunk";
   }
   return "unknown";
 }

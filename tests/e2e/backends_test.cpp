@@ -30,7 +30,8 @@ void expect_numbers_close(const json& a, const json& b, double rel, const std::s
     EXPECT_NEAR(x, y, rel * std::max(1.0, std::max(std::fabs(x), std::fabs(y)))) << where;
   } else if (a.is_array()) {
     ASSERT_EQ(a.size(), b.size()) << where;
-    for (size_t i = 0; i < a.size(); ++i) expect_numbers_close(a[i], b[i], rel, where + "[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < a.size(); ++i)
+      expect_numbers_close(a[i], b[i], rel, where + "[" + std::to_string(i) + "]");
   } else if (a.is_object()) {
     for (const auto& [k, v] : a.items()) {
       ASSERT_TRUE(b.contains(k)) << where << "." << k;
@@ -65,8 +66,10 @@ std::vector<Case> cases() {
          std::normal_distribution<float> noise(0.f, 1.f);
          std::vector<float> pts(size_t(n) * d);
          for (int i = 0; i < n; ++i)
-           for (int j = 0; j < d; ++j) pts[size_t(i) * d + j] = 6.f * ((i % k) == j % k) + noise(rng);
-         std::ofstream(dir + "/pts.npy", std::ios::binary) << npy_bytes(DType::kFloat32, {n, d}, pts.data());
+           for (int j = 0; j < d; ++j)
+             pts[size_t(i) * d + j] = 6.f * ((i % k) == j % k) + noise(rng);
+         std::ofstream(dir + "/pts.npy", std::ios::binary)
+             << npy_bytes(DType::kFloat32, {n, d}, pts.data());
          std::vector<float> init(pts.begin(), pts.begin() + k * d);
          return json{{"params", {{"k", k}, {"dims", d}, {"max_iterations", 10}, {"threshold", -1}}},
                      {"dataset", {{"points", {{"path", dir + "/pts.npy"}}}}},
@@ -90,15 +93,19 @@ std::vector<Case> cases() {
            for (int j = 0; j < d; ++j) z += (j - 2.5f) * (x[size_t(i) * d + j] = g(rng));
            y[i] = z + g(rng) > 0 ? 1.f : 0.f;
          }
-         std::ofstream(dir + "/x.npy", std::ios::binary) << npy_bytes(DType::kFloat32, {n, d}, x.data());
-         std::ofstream(dir + "/y.npy", std::ios::binary) << npy_bytes(DType::kFloat32, {n}, y.data());
-         return json{{"params", {{"dims", d}, {"lr", 0.5}, {"tol", 0}, {"max_iterations", 40}}},
-                     {"dataset", {{"x", {{"path", dir + "/x.npy"}}}, {"y", {{"path", dir + "/y.npy"}}}}}};
+         std::ofstream(dir + "/x.npy", std::ios::binary)
+             << npy_bytes(DType::kFloat32, {n, d}, x.data());
+         std::ofstream(dir + "/y.npy", std::ios::binary)
+             << npy_bytes(DType::kFloat32, {n}, y.data());
+         return json{
+             {"params", {{"dims", d}, {"lr", 0.5}, {"tol", 0}, {"max_iterations", 40}}},
+             {"dataset", {{"x", {{"path", dir + "/x.npy"}}}, {"y", {{"path", dir + "/y.npy"}}}}}};
        }},
       {"sum",
        [](const std::string&) {
          return json{{"params", {{"dims", 8}}},
-                     {"dataset", {{"values", {{"path", LIZARD_SEED_DATA_DIR "/lizard-demo-n2048-d8.csv"}}}}}};
+                     {"dataset",
+                      {{"values", {{"path", LIZARD_SEED_DATA_DIR "/lizard-demo-n2048-d8.csv"}}}}}};
        }},
   };
 }

@@ -55,7 +55,8 @@ TEST(Cluster, RowsSplitInProportionToWorkerWeight) {
   json rec = json::parse(r->body);
   ASSERT_EQ(rec["status"], "done") << r->body;
   std::map<double, int64_t> rows_by_weight;
-  for (const auto& e : rec["plan"]["executors"]) rows_by_weight[e["weight"].get<double>()] = e["rows"];
+  for (const auto& e : rec["plan"]["executors"])
+    rows_by_weight[e["weight"].get<double>()] = e["rows"];
   EXPECT_EQ(rows_by_weight, (std::map<double, int64_t>{{1.0, 100}, {2.0, 200}, {3.0, 300}}));
   EXPECT_EQ(rec["result"]["aggregate"]["sums"][0], 599.0 * 600 / 2);
 }
@@ -64,8 +65,8 @@ TEST(Cluster, TokensGuardWorkersWritesAndReads) {
   LocalCluster c;
   c.set_token("r3ad");
   ASSERT_TRUE(c.start(0, {}, {"--token", "s3cret", "--read-token", "r3ad"}).ok());
-  ASSERT_TRUE(c.add_worker().ok());                         // no token: refused
-  ASSERT_TRUE(c.add_worker({"--token", "wrong"}).ok());     // wrong token: refused
+  ASSERT_TRUE(c.add_worker().ok());                      // no token: refused
+  ASSERT_TRUE(c.add_worker({"--token", "wrong"}).ok());  // wrong token: refused
   ASSERT_TRUE(c.add_worker({"--token", "s3cret"}).ok());
   ASSERT_TRUE(c.wait_for_workers(1).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -89,8 +90,9 @@ TEST(Cluster, TokensGuardWorkersWritesAndReads) {
   c.set_token("s3cret");  // the token does both
   EXPECT_EQ(c.get("/clients")->status, 200);
   const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
-  auto run = c.post("/runtime/" + hash + "?wait=1",
-                    json{{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"values", {1, 2, 3}}}}}}}.dump());
+  auto run = c.post(
+      "/runtime/" + hash + "?wait=1",
+      json{{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"values", {1, 2, 3}}}}}}}.dump());
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(json::parse(run->body)["result"]["aggregate"]["sums"][0], 6.0) << run->body;
 }
@@ -114,7 +116,8 @@ class KillWorker : public ::testing::Test {
   static float centre(int c, int j) { return 10.f * ((c >> j) & 1) + 3.f * c; }
 
   std::string submit() {
-    json body = {{"params", {{"k", kK}, {"dims", kDims}, {"max_iterations", kIterations}, {"threshold", -1}}},
+    json body = {{"params",
+                  {{"k", kK}, {"dims", kDims}, {"max_iterations", kIterations}, {"threshold", -1}}},
                  {"dataset", {{"points", {{"path", path_}}}}},
                  {"state", {{"centroids", init_}}}};
     auto r = c_.post("/runtime/" + hash_, body.dump());
@@ -184,7 +187,8 @@ TEST_F(KillWorker, DISABLED_SoakRandomVictimAndMoment) {
     const json& b = rec["result"]["state"]["centroids"];
     for (int q = 0; q < kK; ++q)
       for (int j = 0; j < kDims; ++j)
-        EXPECT_NEAR(b[q][j].get<double>(), a[q][j].get<double>(), 1e-5 * std::max(1.0, std::fabs(a[q][j].get<double>())));
+        EXPECT_NEAR(b[q][j].get<double>(), a[q][j].get<double>(),
+                    1e-5 * std::max(1.0, std::fabs(a[q][j].get<double>())));
   }
 }
 
@@ -224,7 +228,8 @@ TEST(Cluster, LostWorkerKeepsPerRowResults) {
   const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/anneal");
   std::vector<uint64_t> seeds;
   for (uint64_t i = 1; i <= 3000; ++i) seeds.push_back(i);
-  json body = {{"params", {{"steps", 300}, {"max_iterations", 8}}}, {"dataset", {{"seed", {{"values", seeds}}}}}};
+  json body = {{"params", {{"steps", 300}, {"max_iterations", 8}}},
+               {"dataset", {{"seed", {{"values", seeds}}}}}};
   auto submit = [&] {
     auto r = c.post("/runtime/" + hash, body.dump());
     return r.ok() ? json::parse(r->body).value("runtime_id", "") : "";
@@ -239,7 +244,8 @@ TEST(Cluster, LostWorkerKeepsPerRowResults) {
   ASSERT_EQ(rec["status"], "done") << rec.dump(2);
   ASSERT_TRUE(rec.contains("recoveries")) << "the kill came too late to test recovery";
   EXPECT_EQ(rec["result"]["aggregate"], undisturbed["result"]["aggregate"]);
-  auto a = c.get("/runtimes/" + undisturbed["runtime_id"].get<std::string>() + "/fields/best_f.npy");
+  auto a =
+      c.get("/runtimes/" + undisturbed["runtime_id"].get<std::string>() + "/fields/best_f.npy");
   auto b = c.get("/runtimes/" + id + "/fields/best_f.npy");
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->body, b->body);
@@ -351,7 +357,8 @@ TEST(Limits, OversizedBodiesGet413AndHugeHeaders431) {
   EXPECT_NE(r->body.find("too large"), std::string::npos) << r->body;
   int fd = connect_raw(c.uri());
   ASSERT_GE(fd, 0);
-  const std::string req = "GET /ruok HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'y') + "\r\n\r\n";
+  const std::string req =
+      "GET /ruok HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'y') + "\r\n\r\n";
   (void)!write(fd, req.data(), req.size());
   const std::string answer = read_all(fd);
   close(fd);
@@ -374,7 +381,8 @@ TEST(Uploads, UploadedNpyRunsLikeTheSameFileByPath) {
   ASSERT_TRUE(c.start(2).ok());
   const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/kmeans");
   std::vector<float> pts;
-  for (int i = 0; i < 30000; ++i) pts.insert(pts.end(), {float(i % 3) * 5 + (i % 7) * 0.01f, float(i % 3)});
+  for (int i = 0; i < 30000; ++i)
+    pts.insert(pts.end(), {float(i % 3) * 5 + (i % 7) * 0.01f, float(i % 3)});
   const std::string bytes = npy_bytes(DType::kFloat32, {30000, 2}, pts.data());
   std::ofstream(c.dir() + "/pts.npy", std::ios::binary) << bytes;
 
@@ -405,7 +413,8 @@ TEST(Uploads, UploadedNpyRunsLikeTheSameFileByPath) {
                   by_path["result"]["state"]["centroids"][q][j].get<double>(), 1e-5);
   EXPECT_EQ(by_upload["plan"]["executors"].size(), 2u);
 
-  auto bad = http_request("POST", c.uri() + "/datasets", "not an npy file", "application/octet-stream", 30);
+  auto bad = http_request("POST", c.uri() + "/datasets", "not an npy file",
+                          "application/octet-stream", 30);
   EXPECT_EQ(bad->status, 400);
   EXPECT_NE(bad->body.find("format=raw"), std::string::npos) << bad->body;
   auto raw = http_request("POST", c.uri() + "/datasets?format=raw", std::string(24, '\0'), "", 30);

@@ -104,7 +104,8 @@ std::vector<float> flat_floats(const json& nested) {
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rel) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], rel * std::max(1.0, std::fabs(double(want[i])))) << "element " << i;
+    EXPECT_NEAR(got[i], want[i], rel * std::max(1.0, std::fabs(double(want[i]))))
+        << "element " << i;
 }
 
 TEST_F(EndToEnd, KmeansFindsKnownBlobCentres) {
@@ -136,7 +137,8 @@ TEST_F(EndToEnd, KmeansFindsKnownBlobCentres) {
   EXPECT_EQ(rec["result"]["aggregate"]["counts"], json({per, per, per}));
 
   // The labels output comes back in row order as .npy.
-  auto labels = cluster_->get("/runtimes/" + rec["runtime_id"].get<std::string>() + "/fields/labels.npy");
+  auto labels =
+      cluster_->get("/runtimes/" + rec["runtime_id"].get<std::string>() + "/fields/labels.npy");
   ASSERT_TRUE(labels.ok());
   ASSERT_EQ(labels->status, 200);
   auto hl = npy_header_length(labels->body);
@@ -160,10 +162,12 @@ TEST_F(EndToEnd, KmeansOnSeedDataMatchesReference) {
   ASSERT_EQ(n, 2048);
   const int k = 8;
   std::vector<float> init(pts.begin(), pts.begin() + k * 16);
-  json body = {{"params", {{"k", k}, {"dims", 16}, {"max_iterations", 15}, {"threshold", 1e-5}}},
-               {"dataset", {{"points", {{"path", LIZARD_SEED_DATA_DIR "/lizard-kmeans-n2048-d16.txt"},
-                                        {"format", "lizard"}}}}},
-               {"state", {{"centroids", init}}}};
+  json body = {
+      {"params", {{"k", k}, {"dims", 16}, {"max_iterations", 15}, {"threshold", 1e-5}}},
+      {"dataset",
+       {{"points",
+         {{"path", LIZARD_SEED_DATA_DIR "/lizard-kmeans-n2048-d16.txt"}, {"format", "lizard"}}}}},
+      {"state", {{"centroids", init}}}};
   json rec = run(hash, body);
   ASSERT_EQ(rec["status"], "done") << rec.dump(2);
   int ref_iters = 0;
@@ -185,14 +189,18 @@ TEST_F(EndToEnd, SumOfSeedCsvMatchesReference) {
     for (int j = 0; std::getline(s, cell, ','); ++j) want[j] += std::stod(cell);
     ++rows;
   }
-  json rec = run(hash, {{"params", {{"dims", 8}}},
-                        {"dataset", {{"values", {{"path", LIZARD_SEED_DATA_DIR "/lizard-demo-n2048-d8.csv"}}}}}});
+  json rec = run(
+      hash,
+      {{"params", {{"dims", 8}}},
+       {"dataset", {{"values", {{"path", LIZARD_SEED_DATA_DIR "/lizard-demo-n2048-d8.csv"}}}}}});
   ASSERT_EQ(rec["status"], "done") << rec.dump(2);
   EXPECT_EQ(rec["result"]["aggregate"]["count"], rows);
   for (int j = 0; j < 8; ++j)
-    EXPECT_NEAR(rec["result"]["aggregate"]["sums"][j].get<double>(), want[j], 1e-9 * std::max(1.0, std::fabs(want[j])));
+    EXPECT_NEAR(rec["result"]["aggregate"]["sums"][j].get<double>(), want[j],
+                1e-9 * std::max(1.0, std::fabs(want[j])));
   // Inline values take the same path through the workers.
-  json inline_rec = run(hash, {{"params", {{"dims", 2}}}, {"dataset", {{"values", {{"values", {{1, 2}, {3, 4}, {5, 6}}}}}}}});
+  json inline_rec = run(hash, {{"params", {{"dims", 2}}},
+                               {"dataset", {{"values", {{"values", {{1, 2}, {3, 4}, {5, 6}}}}}}}});
   EXPECT_EQ(inline_rec["result"]["aggregate"]["sums"], json({9.0, 12.0}));
 }
 
@@ -214,12 +222,15 @@ TEST_F(EndToEnd, ManifestErrorsReachLoadProgramOutput) {
     std::string config;
     std::string expect;
   } cases[] = {
-      {"unknown-type", "sources: {cuda: kernel.cu}\ndataset: {x: {type: float16, shape: [rows]}}\niterate: [run]\n",
+      {"unknown-type",
+       "sources: {cuda: kernel.cu}\ndataset: {x: {type: float16, shape: [rows]}}\niterate: [run]\n",
        "dataset.x.type: unknown type 'float16'"},
-      {"missing-param", "sources: {cuda: kernel.cu}\nstate: {c: {type: float32, shape: [k]}}\niterate: [run]\n",
+      {"missing-param",
+       "sources: {cuda: kernel.cu}\nstate: {c: {type: float32, shape: [k]}}\niterate: [run]\n",
        "state.c.shape[0]: 'k' is not a param"},
       {"no-kernel-source", "sources: {host: host.cpp}\niterate: [run]\n", "sources.cuda"},
-      {"rows-outside-dataset", "sources: {cuda: kernel.cu}\nstate: {c: {type: float32, shape: [rows]}}\niterate: [run]\n",
+      {"rows-outside-dataset",
+       "sources: {cuda: kernel.cu}\nstate: {c: {type: float32, shape: [rows]}}\niterate: [run]\n",
        "`rows` is not allowed here"},
   };
   for (const auto& c : cases) {
@@ -233,15 +244,20 @@ TEST_F(EndToEnd, ManifestErrorsReachLoadProgramOutput) {
 
 TEST_F(EndToEnd, CompilerLogReachesLoadProgramOutput) {
   fs::path dir = fs::path(cluster_->dir()) / "broken";
-  write_program(dir, "sources: {cuda: kernel.cu}\ndataset: {x: {type: float32, shape: [rows]}}\niterate: [run]\n",
-                "#include \"lizard_program.h\"\nextern \"C\" __global__ void run(global_params_t p, dataset_t d,"
-                " global_state_t s, agg_res_t r) { this_is_not_declared = 1; }\n");
+  write_program(
+      dir,
+      "sources: {cuda: kernel.cu}\ndataset: {x: {type: float32, shape: [rows]}}\niterate: [run]\n",
+      "#include \"lizard_program.h\"\nextern \"C\" __global__ void run(global_params_t p, "
+      "dataset_t d,"
+      " global_state_t s, agg_res_t r) { this_is_not_declared = 1; }\n");
   CommandResult r = cluster_->load_program(dir.string());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("this_is_not_declared"), std::string::npos) << r.output;
   // A kernel named in `iterate` but not defined is a build error too.
   fs::path dir2 = fs::path(cluster_->dir()) / "missing-kernel";
-  write_program(dir2, "sources: {cuda: kernel.cu}\ndataset: {x: {type: float32, shape: [rows]}}\niterate: [absent]\n",
+  write_program(dir2,
+                "sources: {cuda: kernel.cu}\ndataset: {x: {type: float32, shape: "
+                "[rows]}}\niterate: [absent]\n",
                 kTinyKernel);
   CommandResult r2 = cluster_->load_program(dir2.string());
   EXPECT_NE(r2.exit_code, 0);
@@ -250,7 +266,8 @@ TEST_F(EndToEnd, CompilerLogReachesLoadProgramOutput) {
 
 TEST_F(EndToEnd, BadRequestsGetClearErrors) {
   const std::string hash = register_program(LIZARD_SOURCE_DIR "/examples/kmeans");
-  auto expect_error = [&](const std::string& path, const std::string& body, int status, const std::string& text) {
+  auto expect_error = [&](const std::string& path, const std::string& body, int status,
+                          const std::string& text) {
     auto r = cluster_->post(path, body);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->status, status) << path << " " << body << " -> " << r->body;
@@ -263,21 +280,29 @@ TEST_F(EndToEnd, BadRequestsGetClearErrors) {
   expect_error("/programs", "{not json", 400, "not valid JSON");
   expect_error("/runtime/" + hash, "{not json", 400, "not valid JSON");
   expect_error("/runtime/0000", "{}", 404, "no such program");
-  expect_error("/runtime/" + hash, json({{"params", {{"dims", 3}}}, {"dataset", points}}).dump(), 400,
-               "missing param(s): k");
-  expect_error("/runtime/" + hash, json({{"params", {{"k", "two"}, {"dims", 3}}}, {"dataset", points}}).dump(), 400,
+  expect_error("/runtime/" + hash, json({{"params", {{"dims", 3}}}, {"dataset", points}}).dump(),
+               400, "missing param(s): k");
+  expect_error("/runtime/" + hash,
+               json({{"params", {{"k", "two"}, {"dims", 3}}}, {"dataset", points}}).dump(), 400,
                "param 'k': expected a number (int32)");
-  expect_error("/runtime/" + hash, json({{"params", {{"k", 2.5}, {"dims", 3}}}, {"dataset", points}}).dump(), 400,
+  expect_error("/runtime/" + hash,
+               json({{"params", {{"k", 2.5}, {"dims", 3}}}, {"dataset", points}}).dump(), 400,
                "expected an integer");
-  expect_error("/runtime/" + hash, json({{"params", {{"k", 2}, {"dims", 3}, {"kk", 1}}}, {"dataset", points}}).dump(),
+  expect_error("/runtime/" + hash,
+               json({{"params", {{"k", 2}, {"dims", 3}, {"kk", 1}}}, {"dataset", points}}).dump(),
                400, "unknown param 'kk'");
-  expect_error("/runtime/" + hash, json({{"params", {{"k", 2}, {"dims", 4}}}, {"dataset", points}}).dump(), 400,
+  expect_error("/runtime/" + hash,
+               json({{"params", {{"k", 2}, {"dims", 4}}}, {"dataset", points}}).dump(), 400,
                "line 1");
   expect_error("/runtime/" + hash,
-               json({{"params", {{"k", 2}, {"dims", 3}}}, {"dataset", {{"points", {{"path", "/no/such/file.csv"}}}}}}).dump(),
+               json({{"params", {{"k", 2}, {"dims", 3}}},
+                     {"dataset", {{"points", {{"path", "/no/such/file.csv"}}}}}})
+                   .dump(),
                400, "/no/such/file.csv");
   expect_error("/runtime/" + hash,
-               json({{"params", {{"k", 2}, {"dims", 2}}}, {"dataset", {{"points", {{"values", {{1, 2}, {3}}}}}}}}).dump(),
+               json({{"params", {{"k", 2}, {"dims", 2}}},
+                     {"dataset", {{"points", {{"values", {{1, 2}, {3}}}}}}}})
+                   .dump(),
                400, "row 1");
   auto r = cluster_->get("/runtimes/r999999");
   ASSERT_TRUE(r.ok());

@@ -39,8 +39,8 @@ int64_t peak_rss(pid_t pid) {
   return kb * 1024;
 }
 
-json run_generated_kmeans(LocalCluster& c, int64_t rows, int k, int dims, uint64_t seed, int iterations,
-                          json outputs = nullptr) {
+json run_generated_kmeans(LocalCluster& c, int64_t rows, int k, int dims, uint64_t seed,
+                          int iterations, json outputs = nullptr) {
   CommandResult r = c.load_program(LIZARD_SOURCE_DIR "/examples/kmeans");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const std::string hash = r.output.substr(r.output.find_last_not_of('\n') - 63, 64);
@@ -49,9 +49,10 @@ json run_generated_kmeans(LocalCluster& c, int64_t rows, int k, int dims, uint64
     init.emplace_back();
     for (int j = 0; j < dims; ++j) init.back().push_back(centre(seed, b, j) + 0.3f);
   }
-  json body = {{"params", {{"k", k}, {"dims", dims}, {"max_iterations", iterations}, {"threshold", -1}}},
-               {"dataset", {{"points", {{"generate", "blobs"}, {"seed", seed}, {"rows", rows}}}}},
-               {"state", {{"centroids", init}}}};
+  json body = {
+      {"params", {{"k", k}, {"dims", dims}, {"max_iterations", iterations}, {"threshold", -1}}},
+      {"dataset", {{"points", {{"generate", "blobs"}, {"seed", seed}, {"rows", rows}}}}},
+      {"state", {{"centroids", init}}}};
   if (!outputs.is_null()) body["outputs"] = outputs;
   auto reply = c.post("/runtime/" + hash + "?wait=1", body.dump());
   EXPECT_TRUE(reply.ok());
@@ -81,11 +82,16 @@ TEST(Generated, UnknownGeneratorAndMissingRowsAreErrors) {
   CommandResult r = c.load_program(LIZARD_SOURCE_DIR "/examples/kmeans");
   const std::string hash = r.output.substr(r.output.find_last_not_of('\n') - 63, 64);
   json params = {{"k", 2}, {"dims", 2}};
-  auto bad = c.post("/runtime/" + hash,
-                    json{{"params", params}, {"dataset", {{"points", {{"generate", "nope"}, {"rows", 10}}}}}}.dump());
+  auto bad = c.post(
+      "/runtime/" + hash,
+      json{{"params", params}, {"dataset", {{"points", {{"generate", "nope"}, {"rows", 10}}}}}}
+          .dump());
   EXPECT_EQ(bad->status, 400);
-  EXPECT_NE(bad->body.find("'nope' is not in the manifest's `generate` list (blobs)"), std::string::npos) << bad->body;
-  bad = c.post("/runtime/" + hash, json{{"params", params}, {"dataset", {{"points", {{"generate", "blobs"}}}}}}.dump());
+  EXPECT_NE(bad->body.find("'nope' is not in the manifest's `generate` list (blobs)"),
+            std::string::npos)
+      << bad->body;
+  bad = c.post("/runtime/" + hash,
+               json{{"params", params}, {"dataset", {{"points", {{"generate", "blobs"}}}}}}.dump());
   EXPECT_EQ(bad->status, 400);
   EXPECT_NE(bad->body.find("needs `rows`"), std::string::npos) << bad->body;
 }
@@ -95,7 +101,8 @@ TEST(Generated, ADatasetLargerThanTheClusterFailsBeforeAnyWork) {
   ASSERT_TRUE(c.start(2).ok());
   json rec = run_generated_kmeans(c, int64_t{1} << 40, 4, 16, 1, 3);
   EXPECT_EQ(rec.value("status", ""), "failed") << rec.dump(2);
-  EXPECT_NE(rec.value("error", "").find("does not fit"), std::string::npos) << rec.value("error", "");
+  EXPECT_NE(rec.value("error", "").find("does not fit"), std::string::npos)
+      << rec.value("error", "");
   EXPECT_EQ(rec.value("iterations", -1), 0);
   // The workers are still there for the next run.
   json ok = run_generated_kmeans(c, 10000, 2, 2, 3, 2);
@@ -119,7 +126,8 @@ TEST(Large, TwoHundredMillionGeneratedRowsStayPartitioned) {
   for (pid_t w : c.worker_pids()) {
     int64_t rss = peak_rss(w);
     EXPECT_GT(rss, partition * 9 / 10) << "worker " << w << " did not hold its partition?";
-    EXPECT_LT(rss, partition + (int64_t{300} << 20)) << "worker " << w << " held more than its partition";
+    EXPECT_LT(rss, partition + (int64_t{300} << 20))
+        << "worker " << w << " held more than its partition";
   }
   EXPECT_LT(peak_rss(c.server_pid()), int64_t{300} << 20) << "the server held row data";
 }

@@ -1,8 +1,8 @@
 #include "local_cluster.h"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -76,8 +76,17 @@ pid_t LocalCluster::spawn(const std::vector<std::string>& argv, const std::strin
 
 Status LocalCluster::start(int workers, const std::vector<std::string>& worker_args,
                            const std::vector<std::string>& server_args) {
-  std::vector<std::string> argv = {LIZARD_BIN, "server", "-v", "--host", "127.0.0.1", "--port", std::to_string(port_),
-                                   "--state-dir", dir_ + "/server", "--worker-wait", "20"};
+  std::vector<std::string> argv = {LIZARD_BIN,
+                                   "server",
+                                   "-v",
+                                   "--host",
+                                   "127.0.0.1",
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--state-dir",
+                                   dir_ + "/server",
+                                   "--worker-wait",
+                                   "20"};
   argv.insert(argv.end(), server_args.begin(), server_args.end());
   server_argv_ = argv;
   LIZARD_RETURN_IF_ERROR(start_server());
@@ -106,9 +115,12 @@ Status LocalCluster::restart_server() {
 
 Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
   const std::string n = std::to_string(workers_.size());
-  std::vector<std::string> argv = {LIZARD_BIN, "client", "-v", "-a", "127.0.0.1", "-p", std::to_string(port_),
-                                   "--cache-dir", dir_ + "/cache" + n};
-  auto given = [&](const std::string& flag) { return std::find(extra.begin(), extra.end(), flag) != extra.end(); };
+  std::vector<std::string> argv = {
+      LIZARD_BIN,    "client",           "-v", "-a", "127.0.0.1", "-p", std::to_string(port_),
+      "--cache-dir", dir_ + "/cache" + n};
+  auto given = [&](const std::string& flag) {
+    return std::find(extra.begin(), extra.end(), flag) != extra.end();
+  };
   if (!given("--backend")) {
     const char* b = std::getenv("LIZARD_E2E_BACKEND");  // "cuda" on GPU machines
     argv.insert(argv.end(), {"--backend", b && *b ? b : "cpu"});
@@ -131,7 +143,8 @@ Status LocalCluster::wait_for_workers(size_t n, int timeout_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return unavailable("workers did not join within " + std::to_string(timeout_s) + " s (logs in " + dir_ + ")");
+  return unavailable("workers did not join within " + std::to_string(timeout_s) + " s (logs in " +
+                     dir_ + ")");
 }
 
 void LocalCluster::stop() {

@@ -8,8 +8,8 @@
 //   auto run = c.post_json("/runtime/" + hash + "?wait=1", body);
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <sys/types.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>

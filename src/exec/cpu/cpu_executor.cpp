@@ -1,7 +1,7 @@
 #include "exec/cpu/cpu_executor.h"
 
-#include <cstring>
 #include <unistd.h>
+#include <cstring>
 
 #include <atomic>
 #include <chrono>
@@ -138,7 +138,8 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
     ptrs.push_back(reinterpret_cast<uint64_t>(run->fields.back().data()));
   }
   run->params_packed = pack_params(params_layout(rm), params);
-  run->dataset_packed = pack_dataset(dataset_layout(rm), data.rows, data.first_row, ptrs, data.seed);
+  run->dataset_packed =
+      pack_dataset(dataset_layout(rm), data.rows, data.first_row, ptrs, data.seed);
   run->state_layout = state_layout(rm);
   run->aggregate_layout = aggregate_layout(rm);
   for (const KernelStep& step : rm.iterate) {
@@ -184,13 +185,16 @@ Status CpuExecutor::run_generators(const std::vector<std::string>& names) {
     if (!step) return invalid_argument("'" + name + "' is not a generator kernel of the program");
     LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, run_->params));
     LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(m.aggregate, m, run_->params));
-    auto state_packed = pack_section(run_->state_layout, state, reinterpret_cast<uint64_t>(state.bytes.data()));
-    auto agg_packed = pack_section(run_->aggregate_layout, agg, reinterpret_cast<uint64_t>(agg.bytes.data()));
-    const void* args[4] = {run_->params_packed.data(), run_->dataset_packed.data(), state_packed.data(),
-                           agg_packed.data()};
+    auto state_packed =
+        pack_section(run_->state_layout, state, reinterpret_cast<uint64_t>(state.bytes.data()));
+    auto agg_packed =
+        pack_section(run_->aggregate_layout, agg, reinterpret_cast<uint64_t>(agg.bytes.data()));
+    const void* args[4] = {run_->params_packed.data(), run_->dataset_packed.data(),
+                           state_packed.data(), agg_packed.data()};
     int64_t rows = 0;
     std::memcpy(&rows, run_->dataset_packed.data(), sizeof rows);
-    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c, plan_launch(*step, m, run_->params, rows, info_.sm_count, 256));
+    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c,
+                            plan_launch(*step, m, run_->params, rows, info_.sm_count, 256));
     LIZARD_RETURN_IF_ERROR(launch(Step{name, run_->module->kernels.at(name), c}, args));
   }
   return Status::Ok();

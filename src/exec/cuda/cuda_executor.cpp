@@ -55,7 +55,7 @@ bool all_zero(const std::vector<uint8_t>& b) {
 struct Module {
   std::string cubin;
   CUmodule module = nullptr;
-  std::vector<CUfunction> kernels;  // manifest.iterate order
+  std::vector<CUfunction> kernels;               // manifest.iterate order
   std::map<std::string, CUfunction> generators;  // manifest.generate, by name
 };
 
@@ -335,21 +335,26 @@ Status CudaExecutor::run_generators(const Module& m, const std::vector<std::stri
   Run* run = run_.get();
   const Manifest& man = run->program.manifest;
   if (run->state_bytes)
-    LIZARD_RETURN_IF_ERROR(check(cu_->cuMemsetD8(run->state, 0, run->state_bytes), "zeroing the state"));
+    LIZARD_RETURN_IF_ERROR(
+        check(cu_->cuMemsetD8(run->state, 0, run->state_bytes), "zeroing the state"));
   if (run->agg_bytes)
-    LIZARD_RETURN_IF_ERROR(check(cu_->cuMemsetD8(run->aggregate, 0, run->agg_bytes), "zeroing the aggregate"));
+    LIZARD_RETURN_IF_ERROR(
+        check(cu_->cuMemsetD8(run->aggregate, 0, run->agg_bytes), "zeroing the aggregate"));
   std::vector<uint8_t> state_arg = pack_section(run->state_layout, zero_state, run->state);
   for (const std::string& name : names) {
     const KernelStep* step = man.find_generator(name);
     auto f = m.generators.find(name);
     if (!step || f == m.generators.end())
       return invalid_argument("'" + name + "' is not a generator kernel of the program");
-    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c, plan_launch(*step, man, run->params, run->rows, info_.sm_count,
-                                                        kDefaultBlock, static_cast<uint32_t>(max_block_)));
+    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c,
+                            plan_launch(*step, man, run->params, run->rows, info_.sm_count,
+                                        kDefaultBlock, static_cast<uint32_t>(max_block_)));
     if (c.empty()) continue;
-    void* args[] = {run->params_arg.data(), run->dataset_arg.data(), state_arg.data(), run->agg_arg.data()};
-    CUresult r = cu_->cuLaunchKernel(f->second, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
-                                     c.block[2], static_cast<unsigned>(c.shared_bytes), stream_, args, nullptr);
+    void* args[] = {run->params_arg.data(), run->dataset_arg.data(), state_arg.data(),
+                    run->agg_arg.data()};
+    CUresult r = cu_->cuLaunchKernel(f->second, c.grid[0], c.grid[1], c.grid[2], c.block[0],
+                                     c.block[1], c.block[2], static_cast<unsigned>(c.shared_bytes),
+                                     stream_, args, nullptr);
     if (r == CUDA_SUCCESS) r = cu_->cuStreamSynchronize(stream_);
     if (r != CUDA_SUCCESS) return fail_iteration(r, "generator kernel '" + name + "'");
   }

@@ -47,8 +47,8 @@ extern "C" __global__ void global_ops(global_params_t params, dataset_t data, gl
   atomicXor((ull*)&data.cells64[3], (ull)i * i << 10);
 }
 
-extern "C" __global__ void shared_ops(global_params_t params, dataset_t data,
-                                      global_state_t state, agg_res_t r) {
+extern "C" __global__ void shared_ops(global_params_t params, dataset_t data, global_state_t state,
+                                      agg_res_t r) {
   __shared__ int s_i32[4];
   __shared__ unsigned s_u32[8];
   __shared__ ull s_u64[2];
