@@ -1192,7 +1192,14 @@ bool Coordinator::authorize_worker(const std::map<std::string, std::string>& hea
   auto it = headers.find("authorization");
   bool ok =
       it != headers.end() && constant_time_equals(bearer_token(it->second), impl_->opts.token);
-  if (!ok) spdlog::warn("refused a worker without a valid token");
+  if (!ok) {  // workers retry every few seconds: say it once a minute
+    static std::atomic<int64_t> last{0};
+    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+    if (now - last.load() >= 60) {
+      last = now;
+      spdlog::warn("refused a worker without a valid token");
+    }
+  }
   return ok;
 }
 

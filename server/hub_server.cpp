@@ -153,6 +153,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // A request must arrive whole within the read timeout; a slow or stalled
   // one is answered 408 and closed, and never holds up other connections.
   void do_read() {
+    parser_.reset();
+    file_parser_.reset();
     header_parser_.emplace();
     header_parser_->body_limit(boost::none);  // set per body type in on_header
     header_parser_->header_limit(16 * 1024);
@@ -187,8 +189,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_header(beast::error_code ec, std::size_t) {
     if (read_failed(ec, header_parser_->got_some())) return;
     const auto& h = header_parser_->get();
-    if (h.method() == http::verb::post && h.target().substr(0, 9) == "/datasets" &&
-        !websocket::is_upgrade(h)) {
+    const std::string_view target(h.target().data(), h.target().size());
+    const bool upload = h.method() == http::verb::post &&
+                        (target == "/datasets" || target.substr(0, 10) == "/datasets?");
+    if (upload) {
       auto dest = handler_->upload_destination(to_request(h, ""));
       if (auto* refusal = std::get_if<HttpResponse>(&dest)) {
         keep_alive_ = false;
@@ -209,9 +213,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       read_timer_.cancel();  // a large upload takes as long as it takes
       stream_.expires_after(std::chrono::hours(6));
       buffer_.reserve(size_t{1} << 20);  // reads are sized by the buffer's free capacity
-      return http::async_read(
-          stream_, buffer_, *file_parser_,
-          beast::bind_front_handler(&HttpSession::on_upload, shared_from_this()));
+      return continue_then([self = shared_from_this()] {
+        http::async_read(self->stream_, self->buffer_, *self->file_parser_,
+                         beast::bind_front_handler(&HttpSession::on_upload, self));
+      });
     }
     if (h.has_content_length() && header_parser_->content_length() &&
         *header_parser_->content_length() > max_body_) {
@@ -220,8 +225,23 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     parser_.emplace(std::move(*header_parser_));
     parser_->body_limit(max_body_);
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
+    continue_then([self = shared_from_this()] {
+      http::async_read(self->stream_, self->buffer_, *self->parser_,
+                       beast::bind_front_handler(&HttpSession::on_read, self));
+    });
+  }
+
+  // Answers "Expect: 100-continue" (curl sends it before large bodies), then
+  // reads the body.
+  template <typename ReadBody>
+  void continue_then(ReadBody read_body) {
+    const auto& h = file_parser_ ? file_parser_->get().base() : parser_->get().base();
+    auto expect = h.find(http::field::expect);
+    if (expect == h.end() || !beast::iequals(expect->value(), "100-continue")) return read_body();
+    auto res = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+    http::async_write(stream_, *res, [res, read_body](beast::error_code ec, std::size_t) {
+      if (!ec) read_body();
+    });
   }
 
   void on_upload(beast::error_code ec, std::size_t) {

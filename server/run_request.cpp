@@ -99,7 +99,7 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     *rows = n.value();
     return s;
   }
-  return invalid_argument(what + ": give `values`, `path` or `generate`");
+  return invalid_argument(what + ": give `values`, `path`, `upload` or `generate`");
 }
 
 Status parse_dataset(const ProgramImage& image, const json& body, const UploadLookup& uploads,
