@@ -1,4 +1,5 @@
 #include "server/coordinator.h"
+#include "common/clock.h"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
@@ -64,15 +65,6 @@ HttpResponse json_response(int status, const json& j) {
 }
 HttpResponse error_response(const Status& s) {
   return json_response(http_status(s), {{"error", s.message()}});
-}
-
-std::string now_iso() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char buf[32];
-  std::tm tm;
-  gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 double ms_since(Clock::time_point t) {
@@ -1194,7 +1186,8 @@ bool Coordinator::authorize_worker(const std::map<std::string, std::string>& hea
       it != headers.end() && constant_time_equals(bearer_token(it->second), impl_->opts.token);
   if (!ok) {  // workers retry every few seconds: say it once a minute
     static std::atomic<int64_t> last{0};
-    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
     if (now - last.load() >= 60) {
       last = now;
       spdlog::warn("refused a worker without a valid token");

@@ -1,4 +1,5 @@
 #include "server/run_store.h"
+#include "common/clock.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -31,15 +32,6 @@ constexpr int kSchemaVersion = 1;
 // that are not UTF-8 are replaced rather than refused.
 std::string to_text(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string now_iso() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char buf[32];
-  std::tm tm;
-  gmtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // Run ids and field names become file names, so they must not reach outside

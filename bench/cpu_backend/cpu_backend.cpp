@@ -13,8 +13,8 @@
 #include <sstream>
 #include <thread>
 
-#include "common/sha256.h"
 #include "exec/cpu/cpu_executor.h"
+#include "program/bundle.h"
 #include "program/codegen.h"
 
 using namespace lizard;
@@ -43,21 +43,9 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 Result<ProgramImage> load_program(const std::string& dir) {
-  ProgramImage p;
-  const std::string yaml = read_text(dir + "/config.yaml");
-  LIZARD_ASSIGN_OR_RETURN(p.manifest, parse_manifest(yaml, dir + "/config.yaml"));
-  p.header = generate_program_header(p.manifest);
-  p.sources["kernel.cu"] = read_text(dir + "/kernel.cu");
-  p.hash = sha256_hex(yaml + p.sources["kernel.cu"]);
-  return p;
+  LIZARD_ASSIGN_OR_RETURN(ProgramBundle bundle, read_program_dir(dir));
+  return make_program_image(bundle);
 }
 
 std::vector<float> make_points(int64_t n) {
