@@ -112,7 +112,7 @@ TEST(Generated, ADatasetLargerThanTheClusterFailsBeforeAnyWork) {
 // 200,000,000 rows on the CPU backend: each worker holds only its half.
 TEST(Large, TwoHundredMillionGeneratedRowsStayPartitioned) {
   LocalCluster c;
-  ASSERT_TRUE(c.start(2, {"--cpu-threads", "1"}).ok());
+  ASSERT_TRUE(c.start(2, {"--backend", "cpu", "--cpu-threads", "1"}).ok());
   const int64_t rows = 200000000;
   const int k = 4, dims = 2;
   json rec = run_generated_kmeans(c, rows, k, dims, 7, 2, json::array());  // no per-row outputs
