@@ -287,6 +287,7 @@ struct Coordinator::Impl {
                                                  MessageType type,
                                                  const std::vector<std::string>& from);
   void cancel(const std::string& id, Responder respond);
+  void serve_field(const std::string& id, std::string name, Responder respond);
   void finish(const std::shared_ptr<RunEntry>& run, const Status& st);
 };
 
@@ -314,6 +315,8 @@ void Coordinator::Impl::handle(HttpRequest req, Responder respond) {
     return post_run(parts[1], std::move(req.body), wait, std::move(respond));
   }
   if (top == "datasets") return respond(datasets_endpoint(method, parts, query, req.body_file));
+  if (top == "runtimes" && method == "GET" && parts.size() == 4 && parts[2] == "fields")
+    return serve_field(parts[1], parts[3], std::move(respond));
   if (top == "runtimes" && method == "GET") return respond(get_runtimes(parts, query));
   if (top == "runtimes" && method == "DELETE" && parts.size() == 2)
     return cancel(parts[1], std::move(respond));
@@ -463,21 +466,32 @@ HttpResponse Coordinator::Impl::get_runtimes(const std::vector<std::string>& par
   if (it == runs.end()) return json_response(404, {{"error", "no such runtime: " + parts[1]}});
   const RunEntry& r = *it->second;
   if (parts.size() == 2) return json_response(200, r.to_json());
-  if (parts.size() == 4 && parts[2] == "fields") {
-    std::string name = parts[3];
-    if (name.size() > 4 && name.substr(name.size() - 4) == ".npy") name.resize(name.size() - 4);
-    auto f = r.outputs.find(name);
-    if (f != r.outputs.end())
-      return {200, "application/octet-stream",
-              npy_bytes(f->second.type, f->second.dims, f->second.bytes.data())};
-    if (store && r.restored.contains("fields") && r.restored["fields"].contains(name)) {
-      auto blob = store->load_blob(r.id, name);
-      if (blob.ok()) return {200, "application/octet-stream", std::move(blob).value()};
-    }
-    return json_response(404,
-                         {{"error", "runtime " + r.id + " has no output field '" + name + "'"}});
-  }
   return json_response(404, {{"error", "no such endpoint"}});
+}
+
+// GET /runtimes/<id>/fields/<name>.npy.  Fields can be large: the file is
+// assembled (or read back from the run store) on the pool, not the io thread.
+// A finished run's fields no longer change, so they are read without the lock.
+void Coordinator::Impl::serve_field(const std::string& id, std::string name, Responder respond) {
+  std::shared_ptr<RunEntry> run;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    auto it = runs.find(id);
+    if (it != runs.end() && it->second->finished()) run = it->second;
+  }
+  if (!run) return respond(json_response(404, {{"error", "no finished runtime " + id}}));
+  if (name.size() > 4 && name.substr(name.size() - 4) == ".npy") name.resize(name.size() - 4);
+  boost::asio::post(pool, [this, run, name, respond = std::move(respond)] {
+    auto f = run->outputs.find(name);
+    if (f != run->outputs.end())
+      return respond({200, "application/octet-stream",
+                      npy_bytes(f->second.type, f->second.dims, f->second.bytes.data())});
+    if (store && run->restored.contains("fields") && run->restored["fields"].contains(name)) {
+      auto blob = store->load_blob(run->id, name);
+      if (blob.ok()) return respond({200, "application/octet-stream", std::move(blob).value()});
+    }
+    respond(json_response(404, {{"error", "runtime " + run->id + " has no field '" + name + "'"}}));
+  });
 }
 
 void Coordinator::Impl::post_program(std::string body, Responder respond) {
