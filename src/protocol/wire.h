@@ -38,7 +38,8 @@ enum class MessageType : uint8_t {
   kRunOutputs =
       10,  // worker → server: {run_id, ok, error, fields: [{name, bytes}]}; payload: outputs
   kHeartbeat = 11,  // both ways: {}
-  kDataChunk = 12,  // server → worker, before kRunStart: {run_id, field, offset, bytes}; payload: rows
+  kDataChunk =
+      12,  // server → worker, before kRunStart: {run_id, field, offset, bytes}; payload: rows
 };
 
 const char* message_type_name(MessageType t);
