@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "load_program failed: %s\n", loaded.output.c_str());
     return 1;
   }
-  std::string hash = loaded.output.substr(loaded.output.find_last_not_of("\n") - 63, 64);
+  std::string hash = lizard::printed_checksum(loaded);
   nlohmann::json body = {{"params", {{"iterations", iterations}}},
                          {"dataset", {{"x", {{"values", std::vector<float>(1024, 1.0f)}}}}},
                          {"max_iterations", iterations}};

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   auto loaded = cluster.load_program(program);
   if (loaded.exit_code != 0)
     return std::fprintf(stderr, "load_program: %s\n", loaded.output.c_str()), 1;
-  const std::string hash = loaded.output.substr(loaded.output.find_last_not_of('\n') - 63, 64);
+  const std::string hash = lizard::printed_checksum(loaded);
 
   const std::string path = cluster.dir() + "/points.npy";
   write_points(path, n, d, k);

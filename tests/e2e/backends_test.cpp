@@ -48,8 +48,7 @@ json run_on(const std::string& backend, const Case& c) {
   EXPECT_TRUE(cluster.wait_for_workers(1, 60).ok());
   CommandResult r = cluster.load_program(std::string(LIZARD_SOURCE_DIR) + "/examples/" + c.example);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  auto end = r.output.find_last_not_of("\n");
-  std::string hash = r.output.substr(end - 63, 64);
+  const std::string hash = printed_checksum(r);
   auto reply = cluster.post("/runtime/" + hash + "?wait=1", c.request(cluster.dir()).dump());
   EXPECT_TRUE(reply.ok());
   json rec = json::parse(reply->body, nullptr, false);

@@ -20,8 +20,7 @@ using nlohmann::json;
 std::string register_program(const LocalCluster& c, const std::string& dir) {
   CommandResult r = c.load_program(dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  auto end = r.output.find_last_not_of("\n");
-  return end == std::string::npos || end < 63 ? "" : r.output.substr(end - 63, 64);
+  return printed_checksum(r);
 }
 
 json get_json(const LocalCluster& c, const std::string& path) {

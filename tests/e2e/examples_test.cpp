@@ -35,11 +35,7 @@ class Examples : public ::testing::Test {
   static std::string register_program(const std::string& dir) {
     CommandResult r = cluster_->load_program(dir);
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    std::istringstream lines(r.output);
-    std::string line, last;
-    while (std::getline(lines, line))
-      if (!line.empty()) last = line;
-    return last;
+    return printed_checksum(r);
   }
 
   static json run(const std::string& hash, const json& body) {

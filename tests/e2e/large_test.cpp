@@ -43,7 +43,7 @@ json run_generated_kmeans(LocalCluster& c, int64_t rows, int k, int dims, uint64
                           int iterations, json outputs = nullptr) {
   CommandResult r = c.load_program(LIZARD_SOURCE_DIR "/examples/kmeans");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  const std::string hash = r.output.substr(r.output.find_last_not_of('\n') - 63, 64);
+  const std::string hash = printed_checksum(r);
   std::vector<std::vector<float>> init;
   for (int b = 0; b < k; ++b) {
     init.emplace_back();
@@ -80,7 +80,7 @@ TEST(Generated, UnknownGeneratorAndMissingRowsAreErrors) {
   LocalCluster c;
   ASSERT_TRUE(c.start(1).ok());
   CommandResult r = c.load_program(LIZARD_SOURCE_DIR "/examples/kmeans");
-  const std::string hash = r.output.substr(r.output.find_last_not_of('\n') - 63, 64);
+  const std::string hash = printed_checksum(r);
   json params = {{"k", 2}, {"dims", 2}};
   auto bad = c.post(
       "/runtime/" + hash,

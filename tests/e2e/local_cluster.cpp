@@ -48,6 +48,13 @@ void kill_and_reap(pid_t pid) {
 
 }  // namespace
 
+std::string printed_checksum(const CommandResult& r) {
+  if (r.exit_code != 0) return "";
+  const size_t end = r.output.find_last_not_of("\n");
+  if (end == std::string::npos || end < 63) return "";
+  return r.output.substr(end - 63, 64);
+}
+
 LocalCluster::LocalCluster() {
   char tmpl[] = "/tmp/lizard-e2e-XXXXXX";
   dir_ = mkdtemp(tmpl);

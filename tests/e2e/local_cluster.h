@@ -24,6 +24,9 @@ struct CommandResult {
   std::string output;
 };
 
+// The checksum load_program printed (its last line); empty when it failed.
+std::string printed_checksum(const CommandResult& r);
+
 class LocalCluster {
  public:
   LocalCluster();
