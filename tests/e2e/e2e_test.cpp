@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "dataset/npy.h"
-#include "local_cluster.h"
+#include "shared_cluster.h"
 
 namespace lizard {
 namespace {
@@ -17,37 +17,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// One shared cluster for the suite: starting processes is the slow part.
-class EndToEnd : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    cluster_ = new LocalCluster();
-    Status st = cluster_->start(2);
-    ASSERT_TRUE(st.ok()) << st.message();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void TearDown() override { EXPECT_TRUE(cluster_->server_alive()) << "the server died"; }
-
-  static std::string register_program(const std::string& dir) {
-    CommandResult r = cluster_->load_program(dir);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return printed_checksum(r);
-  }
-
-  static json run(const std::string& hash, const json& body, int expect_status = 200) {
-    auto r = cluster_->post("/runtime/" + hash + "?wait=1", body.dump());
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    if (!r.ok()) return json();
-    EXPECT_EQ(r->status, expect_status) << r->body;
-    return json::parse(r->body, nullptr, false);
-  }
-
-  static LocalCluster* cluster_;
-};
-LocalCluster* EndToEnd::cluster_ = nullptr;
+class EndToEnd : public SharedClusterTest {};
 
 // Lloyd's algorithm as the kmeans example defines it: float32 distances,
 // means of the assigned points, empty clusters stay, done after max_iter

@@ -11,41 +11,15 @@
 #include <sstream>
 
 #include "dataset/npy.h"
-#include "local_cluster.h"
+#include "shared_cluster.h"
 
 namespace lizard {
 namespace {
 
 using nlohmann::json;
 
-class Examples : public ::testing::Test {
+class Examples : public SharedClusterTest {
  protected:
-  static void SetUpTestSuite() {
-    cluster_ = new LocalCluster();
-    Status st = cluster_->start(2);
-    ASSERT_TRUE(st.ok()) << st.message();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void TearDown() override { EXPECT_TRUE(cluster_->server_alive()) << "the server died"; }
-
-  // Registers a program directory; returns its checksum (the last line load_program prints).
-  static std::string register_program(const std::string& dir) {
-    CommandResult r = cluster_->load_program(dir);
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return printed_checksum(r);
-  }
-
-  static json run(const std::string& hash, const json& body) {
-    auto r = cluster_->post("/runtime/" + hash + "?wait=1", body.dump());
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    if (!r.ok()) return json();
-    EXPECT_EQ(r->status, 200) << r->body;
-    return json::parse(r->body, nullptr, false);
-  }
-
   // Downloads an output field as .npy and returns its elements.
   template <typename T>
   static std::vector<T> download(const json& rec, const std::string& field, DType dtype,
@@ -69,10 +43,7 @@ class Examples : public ::testing::Test {
     std::memcpy(out.data(), r->body.data() + len.value(), out.size() * sizeof(T));
     return out;
   }
-
-  static LocalCluster* cluster_;
 };
-LocalCluster* Examples::cluster_ = nullptr;
 
 // ---- anneal ------------------------------------------------------------------
 
