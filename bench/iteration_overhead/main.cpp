@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
     return 1;
   }
-  auto loaded = cluster.load_program(LIZARD_BENCH_PROGRAM_DIR);
+  auto loaded = cluster.load_program(LIZARD_BENCH_DIR "/iteration_overhead/program");
   if (loaded.exit_code != 0) {
     std::fprintf(stderr, "load_program failed: %s\n", loaded.output.c_str());
     return 1;
