@@ -78,7 +78,7 @@ struct WorkerDaemon::Impl {
   std::optional<ActiveRun> run;
   // Rows of uploaded fields that arrived ahead of their run_start: by field index.
   std::string chunks_run;
-  std::map<size_t, std::string> chunks;
+  std::map<size_t, std::vector<uint8_t>> chunks;
   Mailbox<std::optional<std::string>> inbox;  // frames; nullopt = connection lost
   std::unique_ptr<WorkerConnection> conn;
   std::atomic<bool> stopping{false};
@@ -102,16 +102,17 @@ struct WorkerDaemon::Impl {
     conn->send(encode(Message{t, std::move(header), std::move(payload)}));
   }
 
-  void handle(const Message& m);
-  void on_program(const Message& m);
-  Status start_run(const Message& m);
-  Status iterate(const Message& m, std::string* payload, double* kernel_ms);
+  void handle(const MessageView& m);
+  void on_program(const MessageView& m);
+  void on_chunk(const MessageView& m);
+  Status start_run(const MessageView& m);
+  Status iterate(const MessageView& m, std::string* payload, double* kernel_ms);
   Status end_run(bool want_outputs, const std::vector<std::string>& wanted, json* fields,
                  std::string* payload);
   void abort_run();
 };
 
-void WorkerDaemon::Impl::handle(const Message& m) {
+void WorkerDaemon::Impl::handle(const MessageView& m) {
   const std::string run_id = m.header.value("run_id", "");
   switch (m.type) {
     case MessageType::kWelcome:
@@ -119,17 +120,8 @@ void WorkerDaemon::Impl::handle(const Message& m) {
       return;
     case MessageType::kProgram:
       return on_program(m);
-    case MessageType::kDataChunk: {
-      if (run_id != chunks_run) {
-        chunks.clear();
-        chunks_run = run_id;
-      }
-      std::string& buf = chunks[m.header.value("field", size_t{0})];
-      const size_t offset = m.header.value("offset", size_t{0});
-      if (buf.size() < offset + m.payload.size()) buf.resize(offset + m.payload.size());
-      if (!m.payload.empty()) std::memcpy(buf.data() + offset, m.payload.data(), m.payload.size());
-      return;
-    }
+    case MessageType::kDataChunk:
+      return on_chunk(m);
     case MessageType::kRunStart: {
       Status st = start_run(m);
       if (!st.ok()) {
@@ -171,7 +163,27 @@ void WorkerDaemon::Impl::handle(const Message& m) {
   }
 }
 
-void WorkerDaemon::Impl::on_program(const Message& m) {
+// Copies a chunk of uploaded rows into its field's buffer, which is
+// allocated once at the size the first chunk announces.
+void WorkerDaemon::Impl::on_chunk(const MessageView& m) {
+  const std::string run_id = m.header.value("run_id", "");
+  if (run_id != chunks_run) {
+    chunks.clear();
+    chunks_run = run_id;
+  }
+  std::vector<uint8_t>& buf = chunks[m.header.value("field", size_t{0})];
+  const size_t offset = m.header.value("offset", size_t{0});
+  const size_t total = m.header.value("total", size_t{0});
+  if (buf.empty() && total > 0) buf.resize(total);
+  if (offset > buf.size() || m.payload.size() > buf.size() - offset) {
+    spdlog::warn("run {}: rows at byte {} lie outside the {} bytes announced; dropped", run_id,
+                 offset, buf.size());
+    return;
+  }
+  if (!m.payload.empty()) std::memcpy(buf.data() + offset, m.payload.data(), m.payload.size());
+}
+
+void WorkerDaemon::Impl::on_program(const MessageView& m) {
   const std::string hash = m.header.value("hash", "");
   auto bundle = ProgramBundle::from_json(m.header.contains("bundle") ? m.header["bundle"] : json());
   Status st = bundle.status();
@@ -198,7 +210,7 @@ void WorkerDaemon::Impl::on_program(const Message& m) {
   reply(MessageType::kProgramStatus, {{"hash", hash}, {"ok", st.ok()}, {"error", st.message()}});
 }
 
-Status WorkerDaemon::Impl::start_run(const Message& m) {
+Status WorkerDaemon::Impl::start_run(const MessageView& m) {
   abort_run();
   const json& h = m.header;
   auto it = programs.find(h.value("hash", ""));
@@ -236,12 +248,17 @@ Status WorkerDaemon::Impl::start_run(const Message& m) {
           return invalid_argument("run_start: inline rows exceed the payload");
         buf.assign(m.payload.begin() + off, m.payload.begin() + off + n);
       } else if (kind == "chunks") {
-        const std::string& all = chunks_run == r.id ? chunks[k] : std::string();
+        std::vector<uint8_t> none;
+        std::vector<uint8_t>& all = chunks_run == r.id ? chunks[k] : none;
         size_t off = row_bytes * static_cast<size_t>(d.first_row - worker_first);
         size_t n = row_bytes * static_cast<size_t>(d.rows);
         if (off + n > all.size())
           return invalid_argument("run_start: rows of field '" + f.name + "' did not arrive");
-        buf.assign(all.begin() + static_cast<long>(off), all.begin() + static_cast<long>(off + n));
+        if (off == 0 && n == all.size())
+          buf = std::move(all);  // the usual case: one executor takes all of them
+        else
+          buf.assign(all.begin() + static_cast<long>(off),
+                     all.begin() + static_cast<long>(off + n));
       } else if (kind == "generate") {
         buf.assign(row_bytes * static_cast<size_t>(d.rows), 0);
         const std::string kernel = src.value("kernel", "");
@@ -272,7 +289,7 @@ Status WorkerDaemon::Impl::start_run(const Message& m) {
   return Status::Ok();
 }
 
-Status WorkerDaemon::Impl::iterate(const Message& m, std::string* payload, double* kernel_ms) {
+Status WorkerDaemon::Impl::iterate(const MessageView& m, std::string* payload, double* kernel_ms) {
   if (!run || run->id != m.header.value("run_id", ""))
     return not_found("no such run on this worker");
   const Manifest& man = run->program->manifest;
@@ -373,7 +390,7 @@ bool WorkerDaemon::run() {
       d->abort_run();
       continue;
     }
-    auto m = decode(**item);
+    auto m = decode_view(**item);
     if (!m.ok()) {
       spdlog::warn("bad frame from the server: {}", m.status().message());
       continue;

@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -277,6 +278,9 @@ struct Coordinator::Impl {
   Status run_iterations(const std::shared_ptr<RunEntry>& run);
   Result<std::vector<ExecutorSlot>> wait_for_executors(const RunEntry& run);
   Status limit_rows_to_memory(const RunEntry& run, std::vector<ExecutorSlot>* slots);
+  Status start_worker_partition(const RunEntry& run, const std::string& wire_id,
+                                const std::string& worker_id,
+                                const std::vector<const PlanEntry*>& entries);
   Result<std::vector<std::string>> start_partitions(const std::shared_ptr<RunEntry>& run,
                                                     const std::string& wire_id);
   Status run_one_iteration(const std::shared_ptr<RunEntry>& run, const std::string& wire_id,
@@ -360,8 +364,10 @@ HttpResponse Coordinator::Impl::datasets_endpoint(const std::string& method,
   return json_response(404, {{"error", "no such endpoint: " + method + " /" + parts[0]}});
 }
 
-// Streams a worker's rows of an uploaded field in chunks of about 8 MiB,
-// pacing itself so that no more than 64 MiB wait in the connection's queue.
+// Streams a worker's rows of an uploaded field in chunks of about 8 MiB, read
+// from the stored file straight into the frames, pacing itself so that no
+// more than 64 MiB wait in the connection's queue.  Each chunk names the
+// field's total size on this worker so that it is allocated once.
 Status Coordinator::Impl::send_upload_rows(const std::string& worker_id, const std::string& wire_id,
                                            size_t field, const DatasetSource& s, DType type,
                                            int64_t first, int64_t count) {
@@ -375,19 +381,22 @@ Status Coordinator::Impl::send_upload_rows(const std::string& worker_id, const s
   const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(type);
   const int64_t rows_per_chunk =
       std::max<int64_t>(1, (int64_t{8} << 20) / static_cast<int64_t>(row_bytes));
+  const size_t total = static_cast<size_t>(count) * row_bytes;
   for (int64_t done = 0; done < count;) {
     const int64_t n = std::min(rows_per_chunk, count - done);
-    std::string payload(static_cast<size_t>(n) * row_bytes, '\0');
-    LIZARD_RETURN_IF_ERROR(
-        read_rows(s.path, s.format, type, s.width, first + done, n, payload.data()));
+    const size_t bytes = static_cast<size_t>(n) * row_bytes;
+    std::string frame = encode_header(MessageType::kDataChunk,
+                                      {{"run_id", wire_id},
+                                       {"field", field},
+                                       {"offset", static_cast<size_t>(done) * row_bytes},
+                                       {"bytes", bytes},
+                                       {"total", total}},
+                                      bytes);
+    LIZARD_RETURN_IF_ERROR(read_rows(s.path, s.format, type, s.width, first + done, n,
+                                     frame.data() + frame.size() - bytes));
     while (link->queued_bytes() > (size_t{64} << 20))
       std::this_thread::sleep_for(std::chrono::microseconds(200));
-    link->send(encode(Message{MessageType::kDataChunk,
-                              {{"run_id", wire_id},
-                               {"field", field},
-                               {"offset", static_cast<size_t>(done) * row_bytes},
-                               {"bytes", payload.size()}},
-                              std::move(payload)}));
+    link->send(std::move(frame));
     done += n;
   }
   return Status::Ok();
@@ -896,9 +905,62 @@ Status Coordinator::Impl::limit_rows_to_memory(const RunEntry& run,
                    " bytes free between them");
 }
 
+// Sends one worker its rows (uploaded ones as chunks, others as sources it
+// reads or generates) and then its run_start.
+Status Coordinator::Impl::start_worker_partition(const RunEntry& run, const std::string& wire_id,
+                                                 const std::string& worker_id,
+                                                 const std::vector<const PlanEntry*>& entries) {
+  const Manifest& m = run.program->image.manifest;
+  const RunRequest& req = run.request;
+  json parts = json::array();
+  for (const auto* e : entries)
+    parts.push_back({{"executor", e->executor}, {"first_row", e->first_row}, {"rows", e->rows}});
+  const int64_t first = entries.front()->first_row;
+  int64_t count = 0;
+  for (const auto* e : entries) count += e->rows;
+  json fields = json::array();
+  std::string payload;
+  for (size_t k = 0; k < m.dataset.size(); ++k) {
+    const DatasetSource& s = req.dataset[k];
+    json f = {{"name", m.dataset[k].name}};
+    if (s.kind == DatasetSource::Kind::kInline) {
+      const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(m.dataset[k].type);
+      f["source"] = "inline";
+      f["offset"] = payload.size();
+      f["bytes"] = row_bytes * count;
+      payload.append(reinterpret_cast<const char*>(s.values.data()) + row_bytes * first,
+                     row_bytes * count);
+    } else if (s.kind == DatasetSource::Kind::kPath) {
+      f["source"] = "path";
+      f["path"] = s.path;
+      f["format"] = file_format_name(s.format);
+    } else if (s.kind == DatasetSource::Kind::kGenerate) {
+      f["source"] = "generate";
+      f["kernel"] = s.generator;
+    } else if (s.kind == DatasetSource::Kind::kUpload) {
+      f["source"] = "chunks";  // sent just before run_start
+      LIZARD_RETURN_IF_ERROR(
+          send_upload_rows(worker_id, wire_id, k, s, m.dataset[k].type, first, count));
+    } else {
+      f["source"] = "none";
+    }
+    fields.push_back(f);
+  }
+  send(worker_id, Message{MessageType::kRunStart,
+                          {{"run_id", wire_id},
+                           {"hash", run.hash},
+                           {"params", run.params_json},
+                           {"seed", req.seed},
+                           {"first_row", first},
+                           {"rows", count},
+                           {"parts", parts},
+                           {"fields", fields}},
+                          std::move(payload)});
+  return Status::Ok();
+}
+
 Result<std::vector<std::string>> Coordinator::Impl::start_partitions(
     const std::shared_ptr<RunEntry>& run, const std::string& wire_id) {
-  const Manifest& m = run->program->image.manifest;
   const RunRequest& req = run->request;
   LIZARD_ASSIGN_OR_RETURN(auto slots, wait_for_executors(*run));
   LIZARD_RETURN_IF_ERROR(limit_rows_to_memory(*run, &slots));
@@ -910,54 +972,22 @@ Result<std::vector<std::string>> Coordinator::Impl::start_partitions(
   std::map<std::string, std::vector<const PlanEntry*>> by_worker;
   for (const auto& e : plan.entries)
     if (e.rows > 0) by_worker[e.worker_id].push_back(&e);
+  // Each worker is loaded on a thread of its own, so uploaded rows stream to
+  // all of them at once; its run_start follows its rows on the connection.
   std::vector<std::string> participants;
+  std::vector<std::future<Status>> loads;
   for (const auto& [id, entries] : by_worker) {
     participants.push_back(id);
-    json parts = json::array();
-    for (const auto* e : entries)
-      parts.push_back({{"executor", e->executor}, {"first_row", e->first_row}, {"rows", e->rows}});
-    const int64_t first = entries.front()->first_row;
-    int64_t count = 0;
-    for (const auto* e : entries) count += e->rows;
-    json fields = json::array();
-    std::string payload;
-    for (size_t k = 0; k < m.dataset.size(); ++k) {
-      const DatasetSource& s = req.dataset[k];
-      json f = {{"name", m.dataset[k].name}};
-      if (s.kind == DatasetSource::Kind::kInline) {
-        const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(m.dataset[k].type);
-        f["source"] = "inline";
-        f["offset"] = payload.size();
-        f["bytes"] = row_bytes * count;
-        payload.append(reinterpret_cast<const char*>(s.values.data()) + row_bytes * first,
-                       row_bytes * count);
-      } else if (s.kind == DatasetSource::Kind::kPath) {
-        f["source"] = "path";
-        f["path"] = s.path;
-        f["format"] = file_format_name(s.format);
-      } else if (s.kind == DatasetSource::Kind::kGenerate) {
-        f["source"] = "generate";
-        f["kernel"] = s.generator;
-      } else if (s.kind == DatasetSource::Kind::kUpload) {
-        f["source"] = "chunks";  // sent just before run_start
-        LIZARD_RETURN_IF_ERROR(
-            send_upload_rows(id, wire_id, k, s, m.dataset[k].type, first, count));
-      } else {
-        f["source"] = "none";
-      }
-      fields.push_back(f);
-    }
-    send(id, Message{MessageType::kRunStart,
-                     {{"run_id", wire_id},
-                      {"hash", run->hash},
-                      {"params", run->params_json},
-                      {"seed", req.seed},
-                      {"first_row", first},
-                      {"rows", count},
-                      {"parts", parts},
-                      {"fields", fields}},
-                     std::move(payload)});
+    loads.push_back(std::async(std::launch::async, [&, id = id, entries = entries] {
+      return start_worker_partition(*run, wire_id, id, entries);
+    }));
   }
+  Status loaded = Status::Ok();
+  for (auto& f : loads) {
+    Status st = f.get();
+    if (loaded.ok() && !st.ok()) loaded = st;
+  }
+  LIZARD_RETURN_IF_ERROR(loaded);
   auto ready = collect(*run, wire_id, MessageType::kRunReady, participants);
   if (!ready.ok()) return ready.status().with_context("loading the dataset");
   return participants;

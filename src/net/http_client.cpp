@@ -6,6 +6,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
 namespace lizard {
 
 namespace beast = boost::beast;
@@ -37,6 +41,31 @@ Result<ServerUri> parse_server_uri(const std::string& uri) {
   return out;
 }
 
+namespace {
+
+template <class Body>
+void set_common_fields(http::request<Body>* req, const ServerUri& u, const std::string& token) {
+  req->set(http::field::host, u.host + ":" + u.port);
+  req->set(http::field::user_agent, "lizard/" LIZARD_VERSION);
+  if (!token.empty()) req->set(http::field::authorization, "Bearer " + token);
+}
+
+HttpReply read_reply(beast::tcp_stream& stream) {
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(uint64_t{1} << 34);
+  http::read(stream, buffer, parser);
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  return HttpReply{static_cast<int>(parser.get().result_int()), std::move(parser.get().body())};
+}
+
+std::string target_of(const ServerUri& u) {
+  return u.base_path.empty() ? "/" : u.base_path;
+}
+
+}  // namespace
+
 Result<HttpReply> http_request(const std::string& method, const std::string& url,
                                const std::string& body, const std::string& content_type,
                                int timeout_s, const std::string& bearer_token) {
@@ -47,24 +76,49 @@ Result<HttpReply> http_request(const std::string& method, const std::string& url
     beast::tcp_stream stream(ioc);
     stream.expires_after(std::chrono::seconds(timeout_s));
     stream.connect(resolver.resolve(u.host, u.port));
-    http::request<http::string_body> req(http::string_to_verb(method),
-                                         u.base_path.empty() ? "/" : u.base_path, 11);
-    req.set(http::field::host, u.host + ":" + u.port);
-    req.set(http::field::user_agent, "lizard/" LIZARD_VERSION);
-    if (!bearer_token.empty()) req.set(http::field::authorization, "Bearer " + bearer_token);
+    http::request<http::string_body> req(http::string_to_verb(method), target_of(u), 11);
+    set_common_fields(&req, u, bearer_token);
     if (!body.empty() || method == "POST") {
       req.set(http::field::content_type, content_type);
       req.body() = body;
     }
     req.prepare_payload();
     http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(uint64_t{1} << 34);
-    http::read(stream, buffer, parser);
-    beast::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    return HttpReply{static_cast<int>(parser.get().result_int()), std::move(parser.get().body())};
+    return read_reply(stream);
+  } catch (const std::exception& e) {
+    return unavailable("cannot reach " + u.host + ":" + u.port + ": " + e.what());
+  }
+}
+
+Result<HttpReply> http_upload_file(const std::string& method, const std::string& url,
+                                   const std::string& path, const std::string& content_type,
+                                   int timeout_s, const std::string& bearer_token) {
+  LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
+  std::ifstream in(path, std::ios::binary);
+  std::error_code size_error;
+  const uint64_t size = std::filesystem::file_size(path, size_error);
+  if (!in || size_error) return not_found("cannot read " + path);
+  try {
+    net::io_context ioc;
+    tcp::resolver resolver(ioc);
+    beast::tcp_stream stream(ioc);
+    stream.expires_after(std::chrono::seconds(timeout_s));
+    stream.connect(resolver.resolve(u.host, u.port));
+    http::request<http::empty_body> req(http::string_to_verb(method), target_of(u), 11);
+    set_common_fields(&req, u, bearer_token);
+    req.set(http::field::content_type, content_type);
+    req.set(http::field::content_length, std::to_string(size));
+    http::request_serializer<http::empty_body> header(req);
+    http::write_header(stream, header);
+    std::vector<char> block(size_t{4} << 20);
+    for (uint64_t sent = 0; sent < size;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), size - sent));
+      if (!in.read(block.data(), static_cast<std::streamsize>(n)))
+        return invalid_argument(path + ": short read at byte " + std::to_string(sent));
+      net::write(stream, net::buffer(block.data(), n));
+      sent += n;
+    }
+    return read_reply(stream);
   } catch (const std::exception& e) {
     return unavailable("cannot reach " + u.host + ":" + u.port + ": " + e.what());
   }

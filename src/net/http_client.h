@@ -32,4 +32,11 @@ Result<HttpReply> http_request(const std::string& method, const std::string& url
                                const std::string& content_type = "application/json",
                                int timeout_s = 600, const std::string& bearer_token = "");
 
+// As http_request, with the body streamed from the file at `path` in blocks,
+// never held in memory whole (dataset uploads).
+Result<HttpReply> http_upload_file(const std::string& method, const std::string& url,
+                                   const std::string& path,
+                                   const std::string& content_type = "application/octet-stream",
+                                   int timeout_s = 600, const std::string& bearer_token = "");
+
 }  // namespace lizard

@@ -34,22 +34,27 @@ const char* message_type_name(MessageType t) {
   return "unknown";
 }
 
-std::string encode(const Message& m) {
-  const std::string header = m.header.dump();
-  const uint32_t n = static_cast<uint32_t>(header.size());
-  std::string out;
-  out.reserve(8 + header.size() + m.payload.size());
-  out.push_back('L');
-  out.push_back('Z');
-  out.push_back(static_cast<char>(kWireVersion));
-  out.push_back(static_cast<char>(m.type));
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-  out += header;
-  out += m.payload;
+std::string encode_header(MessageType type, const nlohmann::json& header, size_t payload_bytes) {
+  const std::string text = header.dump();
+  const uint32_t n = static_cast<uint32_t>(text.size());
+  std::string out(8 + text.size() + payload_bytes, '\0');
+  out[0] = 'L';
+  out[1] = 'Z';
+  out[2] = static_cast<char>(kWireVersion);
+  out[3] = static_cast<char>(type);
+  for (int i = 0; i < 4; ++i) out[4 + i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  std::memcpy(out.data() + 8, text.data(), text.size());
   return out;
 }
 
-Result<Message> decode(std::string_view frame) {
+std::string encode(const Message& m) {
+  std::string out = encode_header(m.type, m.header, m.payload.size());
+  if (!m.payload.empty())
+    std::memcpy(out.data() + out.size() - m.payload.size(), m.payload.data(), m.payload.size());
+  return out;
+}
+
+Result<MessageView> decode_view(std::string_view frame) {
   if (frame.size() < 8 || frame[0] != 'L' || frame[1] != 'Z')
     return invalid_argument("not a lizard frame");
   if (static_cast<uint8_t>(frame[2]) != kWireVersion)
@@ -62,12 +67,17 @@ Result<Message> decode(std::string_view frame) {
   uint32_t n = 0;
   for (int i = 0; i < 4; ++i) n |= uint32_t(static_cast<uint8_t>(frame[4 + i])) << (8 * i);
   if (n > frame.size() - 8) return invalid_argument("frame header length exceeds the frame");
-  Message m;
+  MessageView m;
   m.type = static_cast<MessageType>(type);
   m.header = nlohmann::json::parse(frame.substr(8, n), nullptr, /*allow_exceptions=*/false);
   if (!m.header.is_object()) return invalid_argument("frame header is not a JSON object");
-  m.payload.assign(frame.substr(8 + n));
+  m.payload = frame.substr(8 + n);
   return m;
+}
+
+Result<Message> decode(std::string_view frame) {
+  LIZARD_ASSIGN_OR_RETURN(MessageView v, decode_view(frame));
+  return Message{v.type, std::move(v.header), std::string(v.payload)};
 }
 
 }  // namespace lizard

@@ -10,6 +10,9 @@
 //
 //   std::string frame = encode(Message{MessageType::kIterate, {{"run_id", id}}, state_bytes});
 //   Result<Message> m = decode(frame);
+//
+// Bulk data avoids copies: encode_header() leaves the payload's room for the
+// caller to fill in place, and decode_view() points into the frame.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -50,9 +53,21 @@ struct Message {
   std::string payload;
 };
 
+// A decoded frame whose payload still lies in the frame it was decoded from.
+struct MessageView {
+  MessageType type = MessageType::kHeartbeat;
+  nlohmann::json header = nlohmann::json::object();
+  std::string_view payload;
+};
+
 std::string encode(const Message& m);
+// A frame of `payload_bytes` zero bytes of payload, which the caller then
+// writes at frame.data() + frame.size() - payload_bytes.
+std::string encode_header(MessageType type, const nlohmann::json& header, size_t payload_bytes);
 // Rejects frames that are short, of another version, of an unknown type, or
 // whose header is not a JSON object.  Never throws.
 Result<Message> decode(std::string_view frame);
+// As decode(), without copying the payload: valid while `frame` is.
+Result<MessageView> decode_view(std::string_view frame);
 
 }  // namespace lizard

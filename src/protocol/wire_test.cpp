@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 namespace lizard {
 namespace {
 
@@ -14,6 +16,18 @@ TEST(Wire, RoundTripsHeaderAndBinaryPayload) {
   EXPECT_EQ(d->header["run_id"], "r1");
   EXPECT_EQ(d->header["iteration"], 3);
   EXPECT_EQ(d->payload, m.payload);
+}
+
+TEST(Wire, PayloadWrittenInPlaceDecodesAsAView) {
+  const std::string rows("\x10\x20\x00\x30", 4);
+  std::string frame = encode_header(MessageType::kDataChunk, {{"field", 1}}, rows.size());
+  std::memcpy(frame.data() + frame.size() - rows.size(), rows.data(), rows.size());
+  EXPECT_EQ(frame, encode(Message{MessageType::kDataChunk, {{"field", 1}}, rows}));
+  auto v = decode_view(frame);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(v->header["field"], 1);
+  EXPECT_EQ(v->payload, rows);
+  EXPECT_EQ(v->payload.data(), frame.data() + frame.size() - rows.size());
 }
 
 TEST(Wire, RejectsMalformedFrames) {

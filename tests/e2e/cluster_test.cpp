@@ -424,5 +424,49 @@ TEST(Uploads, UploadedNpyRunsLikeTheSameFileByPath) {
   EXPECT_NE(gone.value("error", "").find("no such dataset"), std::string::npos) << gone.dump();
 }
 
+// An upload larger than one chunk per worker, streamed from disk: every row
+// lands where it belongs (the labels follow a pattern that no chunk size
+// divides) and the run matches the rows the file holds.
+TEST(Uploads, MultiChunkUploadKeepsRowOrder) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(2).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/kmeans");
+  const int64_t rows = 5'000'000;  // 20 MB: each worker gets a full 8 MiB chunk and more
+  std::vector<float> pts(rows);
+  int64_t far = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    pts[r] = r % 7 == 3 ? 1000.f : 0.f;
+    far += r % 7 == 3;
+  }
+  const std::string path = c.dir() + "/pattern.npy";
+  std::ofstream(path, std::ios::binary) << npy_bytes(DType::kFloat32, {rows, 1}, pts.data());
+
+  auto up = http_upload_file("POST", c.uri() + "/datasets", path);
+  ASSERT_TRUE(up.ok()) << up.status().message();
+  ASSERT_EQ(up->status, 201) << up->body;
+  const std::string id = json::parse(up->body)["id"];
+  json body = {{"params", {{"k", 2}, {"dims", 1}, {"max_iterations", 1}}},
+               {"dataset", {{"points", {{"upload", id}}}}},
+               {"state", {{"centroids", {{0}, {1000}}}}}};
+  auto r = c.post("/runtime/" + hash + "?wait=1", body.dump());
+  ASSERT_TRUE(r.ok());
+  json rec = json::parse(r->body);
+  ASSERT_EQ(rec.value("status", ""), "done") << r->body;
+  EXPECT_EQ(rec["plan"]["executors"].size(), 2u);
+  EXPECT_EQ(rec["result"]["aggregate"]["counts"], json({rows - far, far}));
+
+  auto labels = c.get("/runtimes/" + rec["runtime_id"].get<std::string>() + "/fields/labels.npy");
+  ASSERT_TRUE(labels.ok());
+  ASSERT_EQ(labels->status, 200);
+  auto hl = npy_header_length(labels->body);
+  ASSERT_TRUE(hl.ok());
+  ASSERT_EQ(labels->body.size() - hl.value(), size_t(rows) * 4);
+  const int32_t* l = reinterpret_cast<const int32_t*>(labels->body.data() + hl.value());
+  for (int64_t i = 0; i < rows; ++i) ASSERT_EQ(l[i], i % 7 == 3 ? 1 : 0) << "row " << i;
+
+  auto missing = http_upload_file("POST", c.uri() + "/datasets", c.dir() + "/no-such-file.npy");
+  EXPECT_FALSE(missing.ok());
+}
+
 }  // namespace
 }  // namespace lizard
