@@ -66,7 +66,18 @@ struct ActiveRun {
   std::shared_ptr<const ProgramImage> program;
   ParamValues params;
   std::vector<size_t> executors;  // indices into the executor list, in row order
+  std::vector<int64_t> rows;      // each executor's rows
+  bool report_progress = false;   // run iterations in slices, reporting each
 };
+
+// Slices of an iteration whose progress is reported: enough to show it
+// moving, few enough that each slice's launches stay cheap beside its work.
+constexpr int64_t kMinSliceRows = 4096;
+constexpr int64_t kMaxSlices = 32;
+
+int64_t slice_count(int64_t rows) {
+  return std::clamp<int64_t>(rows / kMinSliceRows, 1, kMaxSlices);
+}
 
 }  // namespace
 
@@ -218,6 +229,7 @@ Status WorkerDaemon::Impl::start_run(const MessageView& m) {
     return not_found("this worker has not built program " + h.value("hash", ""));
   ActiveRun r;
   r.id = h.value("run_id", "");
+  r.report_progress = h.value("progress", false);
   r.program = it->second;
   const Manifest& man = r.program->manifest;
   LIZARD_ASSIGN_OR_RETURN(r.params, bind_params(man, h.value("params", json::object())));
@@ -276,6 +288,7 @@ Status WorkerDaemon::Impl::start_run(const MessageView& m) {
       d.fields.push_back(std::move(buf));
     }
     r.executors.push_back(e);
+    r.rows.push_back(d.rows);
     parts.push_back(std::move(d));
   }
   chunks.clear();
@@ -298,20 +311,40 @@ Status WorkerDaemon::Impl::iterate(const MessageView& m, std::string* payload, d
     return invalid_argument("state of " + std::to_string(m.payload.size()) + " bytes; expected " +
                             std::to_string(state.bytes.size()));
   if (!state.bytes.empty()) std::memcpy(state.bytes.data(), m.payload.data(), state.bytes.size());
+  // Each executor's aggregates: one, or one per slice when progress is reported.
   const size_t n = run->executors.size();
-  std::vector<SectionBuffer> aggs;
-  for (size_t i = 0; i < n; ++i) {
-    LIZARD_ASSIGN_OR_RETURN(SectionBuffer a, make_section(man.aggregate, man, run->params));
-    aggs.push_back(std::move(a));
-  }
-  std::vector<IterationStats> stats(n);
-  LIZARD_RETURN_IF_ERROR(first_error(for_each_executor(n, [&](size_t i) {
-    return executors[run->executors[i]]->iterate(state, &aggs[i], &stats[i]);
+  std::vector<std::vector<SectionBuffer>> per_executor(n);
+  std::vector<double> executor_ms(n, 0.0);
+  const int64_t iteration = m.header.value("iteration", int64_t{0});
+  LIZARD_RETURN_IF_ERROR(first_error(for_each_executor(n, [&](size_t i) -> Status {
+    Executor& e = *executors[run->executors[i]];
+    const int64_t rows = run->rows[i];
+    const int64_t slices = run->report_progress ? slice_count(rows) : 1;
+    for (int64_t k = 0; k < slices; ++k) {
+      LIZARD_ASSIGN_OR_RETURN(SectionBuffer a, make_section(man.aggregate, man, run->params));
+      IterationStats st;
+      if (slices == 1) {
+        LIZARD_RETURN_IF_ERROR(e.iterate(state, &a, &st));
+      } else {
+        const int64_t first = rows * k / slices, end = rows * (k + 1) / slices;
+        LIZARD_RETURN_IF_ERROR(e.iterate_rows(state, &a, &st, first, end - first));
+        reply(MessageType::kProgress, {{"run_id", run->id},
+                                       {"iteration", iteration},
+                                       {"executor", run->executors[i]},
+                                       {"rows_done", end}});
+      }
+      executor_ms[i] += st.kernel_ms;
+      per_executor[i].push_back(std::move(a));
+    }
+    return Status::Ok();
   })));
-  for (const auto& s : stats) *kernel_ms = std::max(*kernel_ms, s.kernel_ms);
+  std::vector<SectionBuffer> aggs;
+  for (auto& v : per_executor)
+    for (auto& a : v) aggs.push_back(std::move(a));
+  for (double ms : executor_ms) *kernel_ms = std::max(*kernel_ms, ms);
   // Built-in reducers fold here; custom ones go to the server's aggregate hook.
   if (!man.has_custom_reducer()) {
-    for (size_t i = 1; i < n; ++i) fold_into(&aggs[0], aggs[i]);
+    for (size_t i = 1; i < aggs.size(); ++i) fold_into(&aggs[0], aggs[i]);
     aggs.resize(1);
   }
   for (const auto& a : aggs)

@@ -171,6 +171,30 @@ struct RunEntry {
   uint64_t seq = 0;
   json recoveries = json::array();
   json restored;  // the stored record of a run from before a restart
+  // Rows of the current iteration each executor of the plan has finished:
+  // reported slice by slice in map-style runs, whole at the iteration's end.
+  int64_t progress_iteration = -1;
+  std::map<std::pair<std::string, int64_t>, int64_t> rows_done;  // by (worker, executor)
+
+  json progress_json() const {
+    json executors = json::array();
+    int64_t done = 0;
+    for (const auto& e : plan.value("executors", json::array())) {
+      const std::string worker = e.value("worker", "");
+      const int64_t executor = e.value("executor", int64_t{0});
+      auto it = rows_done.find({worker, executor});
+      const int64_t n = it == rows_done.end() ? 0 : it->second;
+      done += n;
+      executors.push_back({{"worker", worker},
+                           {"executor", executor},
+                           {"rows", e.value("rows", 0)},
+                           {"rows_done", n}});
+    }
+    return {{"iteration", progress_iteration},
+            {"rows", request.rows},
+            {"rows_done", done},
+            {"executors", executors}};
+  }
 
   bool finished() const { return status == "done" || status == "failed" || status == "cancelled"; }
   json to_json() const {
@@ -191,6 +215,7 @@ struct RunEntry {
       j["elapsed_ms"] = elapsed_ms;
     }
     if (!plan.is_null()) j["plan"] = plan;
+    if (!plan.is_null() && progress_iteration >= 0) j["progress"] = progress_json();
     if (!recoveries.empty()) j["recoveries"] = recoveries;
     if (!error.empty()) j["error"] = error;
     if (!result.is_null()) j["result"] = result;
@@ -269,6 +294,7 @@ struct Coordinator::Impl {
 
   // ---- workers ------------------------------------------------------------
   void on_frame(const std::string& worker_id, std::string frame);
+  void on_progress(const std::string& worker_id, const json& header);
   void send(const std::string& worker_id, const Message& m);
   void push_program(WorkerEntry& w, const ProgramEntry& p);
 
@@ -785,9 +811,24 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
     }
     case MessageType::kHeartbeat:
       return;
+    case MessageType::kProgress:
+      return on_progress(worker_id, m->header);
     default:
       events.push(WorkerEvent{worker_id, false, std::move(m).value()});
   }
+}
+
+// Records how many rows of the running iteration an executor has finished.
+void Coordinator::Impl::on_progress(const std::string& worker_id, const json& header) {
+  const std::string wire_id = header.value("run_id", "");
+  std::lock_guard<std::mutex> l(mu);
+  auto it = runs.find(wire_id.substr(0, wire_id.rfind('.')));
+  if (it == runs.end()) return;
+  RunEntry& run = *it->second;
+  if (run.status != "running" || header.value("iteration", int64_t{-1}) != run.progress_iteration)
+    return;
+  int64_t& done = run.rows_done[{worker_id, header.value("executor", int64_t{0})}];
+  done = std::max(done, header.value("rows_done", int64_t{0}));
 }
 
 void Coordinator::Impl::drive() {
@@ -912,6 +953,8 @@ Status Coordinator::Impl::start_worker_partition(const RunEntry& run, const std:
                                                  const std::vector<const PlanEntry*>& entries) {
   const Manifest& m = run.program->image.manifest;
   const RunRequest& req = run.request;
+  // A map-style run (one iteration) runs in slices that report progress.
+  const bool map_style = req.max_iterations == 1 || !run.program->hooks->has_update();
   json parts = json::array();
   for (const auto* e : entries)
     parts.push_back({{"executor", e->executor}, {"first_row", e->first_row}, {"rows", e->rows}});
@@ -954,7 +997,8 @@ Status Coordinator::Impl::start_worker_partition(const RunEntry& run, const std:
                            {"first_row", first},
                            {"rows", count},
                            {"parts", parts},
-                           {"fields", fields}},
+                           {"fields", fields},
+                           {"progress", map_style}},
                           std::move(payload)});
   return Status::Ok();
 }
@@ -1124,6 +1168,11 @@ Status Coordinator::Impl::run_one_iteration(const std::shared_ptr<RunEntry>& run
   const RunRequest& req = run->request;
   auto t0 = Clock::now();
   const std::string state_bytes(state->bytes.begin(), state->bytes.end());
+  {
+    std::lock_guard<std::mutex> l(mu);
+    run->progress_iteration = it;
+    run->rows_done.clear();
+  }
   for (const auto& id : participants)
     send(id, Message{MessageType::kIterate, {{"run_id", wire_id}, {"iteration", it}}, state_bytes});
   auto results = collect(*run, wire_id, MessageType::kIterationResult, participants);
@@ -1148,6 +1197,9 @@ Status Coordinator::Impl::run_one_iteration(const std::shared_ptr<RunEntry>& run
   *done = prog.hooks->update_state(m, req.params, agg, state, it);
   std::lock_guard<std::mutex> l(mu);
   run->iterations = it + 1;
+  for (const auto& e : run->plan.value("executors", json::array()))
+    run->rows_done[{e.value("worker", ""), e.value("executor", int64_t{0})}] =
+        e.value("rows", int64_t{0});
   run->timings.push_back({{"iteration", it},
                           {"ms", ms_since(t0)},
                           {"kernel_ms", kernel_ms},

@@ -5,7 +5,8 @@
 // Life of a run on an executor:
 //   build(program)                       once per program (cached by hash)
 //   begin_run(program, params, data)     allocate, upload the partition
-//   iterate(state, &aggregate) ...       once per iteration
+//   iterate(state, &aggregate) ...       once per iteration (or iterate_rows
+//                                        over slices of the partition)
 //   end_run(want_outputs)                copy output fields back, free
 #pragma once
 
@@ -78,6 +79,12 @@ class Executor {
   // the `iterate` kernels with `state`, and leaves their results in `aggregate`.
   virtual Status iterate(const SectionBuffer& state, SectionBuffer* aggregate,
                          IterationStats* stats) = 0;
+  // As iterate(), over rows [first, first + count) of the partition alone, as
+  // if they were the whole partition: the kernels see data.rows == count and
+  // data.first_row advanced by `first`.  A worker runs a long iteration in
+  // such slices, folding their aggregates, to report its progress.
+  virtual Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
+                              IterationStats* stats, int64_t first, int64_t count) = 0;
   // Ends the run.  With `want_outputs`, returns the dataset fields marked
   // `output: true` (others empty), in manifest order.
   virtual Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) = 0;

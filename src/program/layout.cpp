@@ -308,4 +308,18 @@ std::vector<uint8_t> pack_dataset(const StructLayout& l, int64_t rows, int64_t f
   return out;
 }
 
+Result<std::vector<uint64_t>> field_ptrs_at_row(const Manifest& m, const ParamValues& p,
+                                                const std::vector<uint64_t>& field_ptrs,
+                                                int64_t first) {
+  if (field_ptrs.size() != m.dataset.size())
+    return invalid_argument("expected " + std::to_string(m.dataset.size()) + " field addresses");
+  std::vector<uint64_t> out;
+  for (size_t k = 0; k < m.dataset.size(); ++k) {
+    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(m.dataset[k], m, p));
+    out.push_back(field_ptrs[k] + static_cast<uint64_t>(first) * static_cast<uint64_t>(width) *
+                                      dtype_size(m.dataset[k].type));
+  }
+  return out;
+}
+
 }  // namespace lizard

@@ -106,4 +106,10 @@ void unpack_section_values(const StructLayout& l, const std::vector<uint8_t>& pa
 std::vector<uint8_t> pack_dataset(const StructLayout& l, int64_t rows, int64_t first_row,
                                   const std::vector<uint64_t>& field_ptrs, uint64_t seed = 0);
 
+// The addresses of row `first` of each dataset field, given the addresses of
+// row 0 (manifest.dataset order): where a slice of a partition begins.
+Result<std::vector<uint64_t>> field_ptrs_at_row(const Manifest& m, const ParamValues& p,
+                                                const std::vector<uint64_t>& field_ptrs,
+                                                int64_t first);
+
 }  // namespace lizard

@@ -142,6 +142,16 @@ TEST(Layout, PackedStructsPointIntoTheSectionBuffer) {
   EXPECT_EQ(dims, 3);
 }
 
+TEST(Layout, FieldAddressesOfASliceAdvanceByRowWidth) {
+  Manifest m = manifest();
+  auto p = bind_params(m, {{"k", 2}, {"dims", 3}});
+  ASSERT_TRUE(p.ok());
+  auto at = field_ptrs_at_row(m, *p, {1000, 50000}, 10);
+  ASSERT_TRUE(at.ok()) << at.status().message();
+  EXPECT_EQ(*at, (std::vector<uint64_t>{1000 + 10 * 3 * 4, 50000 + 10 * 8}));
+  EXPECT_FALSE(field_ptrs_at_row(m, *p, {1000}, 10).ok());
+}
+
 TEST(Reducers, IdentitiesAndFolds) {
   Manifest m = manifest();
   auto p = bind_params(m, json{{"k", 2}, {"dims", 1}});

@@ -32,17 +32,20 @@ enum class MessageType : uint8_t {
   kWelcome = 2,        // server → worker: {worker_id}
   kProgram = 3,        // server → worker: {hash, bundle}
   kProgramStatus = 4,  // worker → server: {hash, ok, error}
-  kRunStart = 5,  // server → worker: {run_id, hash, params, parts, fields}; payload: inline rows
-  kRunReady = 6,  // worker → server: {run_id, ok, error}
-  kIterate = 7,   // server → worker: {run_id, iteration}; payload: state section
+  kRunStart = 5,       // server → worker: {run_id, hash, params, parts, fields, progress};
+                       // payload: inline rows
+  kRunReady = 6,       // worker → server: {run_id, ok, error}
+  kIterate = 7,        // server → worker: {run_id, iteration}; payload: state section
   kIterationResult =
       8,  // worker → server: {run_id, iteration, ok, error, parts, kernel_ms}; payload: aggregates
   kRunEnd = 9,  // server → worker: {run_id, want_outputs}
   kRunOutputs =
       10,  // worker → server: {run_id, ok, error, fields: [{name, bytes}]}; payload: outputs
   kHeartbeat = 11,  // both ways: {}
-  kDataChunk =
-      12,  // server → worker, before kRunStart: {run_id, field, offset, bytes}; payload: rows
+  kDataChunk = 12,  // server → worker, before kRunStart: {run_id, field, offset, bytes, total};
+                    // payload: rows
+  kProgress = 13,   // worker → server, within an iteration: {run_id, iteration, executor,
+                    // rows_done}
 };
 
 const char* message_type_name(MessageType t);

@@ -69,6 +69,9 @@ struct CpuExecutor::Run {
   std::vector<uint8_t> params_packed, dataset_packed;
   std::vector<uint8_t> state_bytes;  // the kernels' copy of the state
   std::vector<Step> steps;
+  int64_t rows = 0, first_row = 0;
+  uint64_t seed = 0;
+  std::vector<uint64_t> field_ptrs;  // row 0 of each field
 };
 
 CpuExecutor::CpuExecutor(const CpuExecutorOptions& o)
@@ -140,6 +143,10 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
   run->params_packed = pack_params(params_layout(rm), params);
   run->dataset_packed =
       pack_dataset(dataset_layout(rm), data.rows, data.first_row, ptrs, data.seed);
+  run->rows = data.rows;
+  run->first_row = data.first_row;
+  run->seed = data.seed;
+  run->field_ptrs = ptrs;
   run->state_layout = state_layout(rm);
   run->aggregate_layout = aggregate_layout(rm);
   for (const KernelStep& step : rm.iterate) {
@@ -154,17 +161,45 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
 Status CpuExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
                             IterationStats* stats) {
   if (!run_) return internal_error("iterate() called outside a run");
+  return iterate_rows(state, aggregate, stats, 0, run_->rows);
+}
+
+Status CpuExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
+                                 IterationStats* stats, int64_t first, int64_t count) {
+  if (!run_) return internal_error("iterate() called outside a run");
+  if (first < 0 || count < 0 || first > run_->rows - count)
+    return invalid_argument("rows [" + std::to_string(first) + ", " +
+                            std::to_string(first + count) + ") are not within the partition's " +
+                            std::to_string(run_->rows));
   const Clock::time_point start = Clock::now();
+  const Manifest& m = run_->program.manifest;
+  const std::vector<uint8_t>* dataset = &run_->dataset_packed;
+  const std::vector<Step>* steps = &run_->steps;
+  std::vector<uint8_t> slice_dataset;
+  std::vector<Step> slice_steps;
+  if (first != 0 || count != run_->rows) {
+    LIZARD_ASSIGN_OR_RETURN(auto ptrs, field_ptrs_at_row(m, run_->params, run_->field_ptrs, first));
+    slice_dataset =
+        pack_dataset(dataset_layout(m), count, run_->first_row + first, ptrs, run_->seed);
+    for (size_t k = 0; k < m.iterate.size(); ++k) {
+      Step s = run_->steps[k];
+      LIZARD_ASSIGN_OR_RETURN(
+          s.config, plan_launch(m.iterate[k], m, run_->params, count, info_.sm_count, 256));
+      slice_steps.push_back(s);
+    }
+    dataset = &slice_dataset;
+    steps = &slice_steps;
+  }
   set_identity(aggregate);
   run_->state_bytes.assign(state.bytes.begin(), state.bytes.end());
   const std::vector<uint8_t> state_packed =
       pack_section(run_->state_layout, state, reinterpret_cast<uint64_t>(run_->state_bytes.data()));
   const std::vector<uint8_t> aggregate_packed = pack_section(
       run_->aggregate_layout, *aggregate, reinterpret_cast<uint64_t>(aggregate->bytes.data()));
-  const void* args[4] = {run_->params_packed.data(), run_->dataset_packed.data(),
-                         state_packed.data(), aggregate_packed.data()};
+  const void* args[4] = {run_->params_packed.data(), dataset->data(), state_packed.data(),
+                         aggregate_packed.data()};
   double kernel_ms = 0;
-  for (const Step& step : run_->steps) {
+  for (const Step& step : *steps) {
     const Clock::time_point t = Clock::now();
     LIZARD_RETURN_IF_ERROR(launch(step, args));
     kernel_ms += ms_since(t);

@@ -53,6 +53,8 @@ class CpuExecutor : public Executor {
                    PartitionData data) override;
   Status iterate(const SectionBuffer& state, SectionBuffer* aggregate,
                  IterationStats* stats) override;
+  Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate, IterationStats* stats,
+                      int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
 
  private:

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "program/codegen.h"
+#include "program/reducers.h"
 
 namespace lizard {
 namespace {
@@ -135,6 +136,60 @@ TEST(CpuExecutor, PlainKernelWritesFieldsAndAggregates) {
   for (int i = 0; i < rows; ++i) {
     ASSERT_EQ(y[i], 2.0f * i) << i;
     ASSERT_EQ(hits[i], 3) << i;  // values persist across iterations
+  }
+}
+
+// A partition run in slices (iterate_rows) gives each slice's rows, with
+// data.first_row advanced, and folding the slices' aggregates gives the
+// aggregate of the whole partition.
+TEST(CpuExecutor, SlicesOfThePartitionFoldToTheWhole) {
+  auto e = make_executor();
+  const char* kernel = R"(
+extern "C" __global__ void scale(global_params_t params, dataset_t data, global_state_t state,
+                                 agg_res_t result) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= data.rows) return;
+  data.y[i] = data.x[i] * params.scale;
+  data.hits[i] += (int)(data.first_row + i);
+  atomicAdd(result.total, (double)data.y[i]);
+  atomicMax(result.biggest, (int)data.x[i]);
+}
+)";
+  ProgramImage p = make_program(kScaleYaml, kernel);
+  const int rows = 1000;
+  std::vector<float> x(rows);
+  std::iota(x.begin(), x.end(), 0.0f);
+  PartitionData d;
+  d.first_row = 500;
+  d.rows = rows;
+  d.fields = {bytes_of(x), {}, {}};
+  auto params = bind_params(p.manifest, {{"scale", 2.0}});
+  ASSERT_TRUE(params.ok());
+  ASSERT_TRUE(e->begin_run(p, *params, std::move(d)).ok());
+  auto state = make_section(p.manifest.state, p.manifest, *params);
+  auto whole = make_section(p.manifest.aggregate, p.manifest, *params);
+  const int cuts[] = {0, 0, 1, 500, 1000};  // an empty slice, a one-row slice and two more
+  for (int k = 0; k + 1 < 5; ++k) {
+    auto part = make_section(p.manifest.aggregate, p.manifest, *params);
+    IterationStats st;
+    Status s = e->iterate_rows(*state, &*part, &st, cuts[k], cuts[k + 1] - cuts[k]);
+    ASSERT_TRUE(s.ok()) << s.message();
+    if (k == 0)
+      *whole = *part;
+    else
+      fold_into(&*whole, *part);
+  }
+  IterationStats st;
+  EXPECT_FALSE(e->iterate_rows(*state, &*whole, &st, 900, 101).ok());  // past the end
+  auto out = e->end_run(true);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(scalar<double>(*whole, "total"), 999000.0);
+  EXPECT_EQ(scalar<int32_t>(*whole, "biggest"), 999);
+  std::vector<float> y = values_of<float>((*out)[1]);
+  std::vector<int32_t> hits = values_of<int32_t>((*out)[2]);
+  for (int i = 0; i < rows; ++i) {
+    ASSERT_EQ(y[i], 2.0f * i) << i;
+    ASSERT_EQ(hits[i], 500 + i) << i;  // each row once, knowing its global index
   }
 }
 

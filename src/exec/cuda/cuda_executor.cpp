@@ -65,6 +65,7 @@ struct Run {
   ParamValues params;
   int64_t rows = 0;
   int64_t first_row = 0;
+  uint64_t seed = 0;
   std::vector<CUdeviceptr> fields;  // manifest.dataset order; 0 when empty
   std::vector<uint64_t> field_bytes;
   CUdeviceptr state = 0;
@@ -102,6 +103,8 @@ class CudaExecutor final : public Executor {
                    PartitionData data) override;
   Status iterate(const SectionBuffer& state, SectionBuffer* aggregate,
                  IterationStats* stats) override;
+  Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate, IterationStats* stats,
+                      int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
 
  private:
@@ -125,7 +128,12 @@ class CudaExecutor final : public Executor {
                         const SectionBuffer& zero_state);
   Status allocate_run(Run* run, PartitionData* data);
   Status prepare_launches(Run* run, const Module& m);
-  Status enqueue_iteration(Run* run, const SectionBuffer& state, std::string* where);
+  // The kernels' dataset argument and launches for an iteration.
+  struct Rows {
+    const std::vector<uint8_t>* dataset_arg;
+    const std::vector<LaunchConfig>* launches;
+  };
+  Status enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows, std::string* where);
   Status fail_iteration(CUresult r, const std::string& where);
   void release_run();
   Status reset_device();
@@ -316,6 +324,7 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
     run_->identity_is_zero = all_zero(agg.bytes);
     std::memcpy(run_->pinned_identity(), agg.bytes.data(), agg.bytes.size());
     run_->params_arg = pack_params(params_layout(man), params);
+    run_->seed = data.seed;
     run_->dataset_arg =
         pack_dataset(dataset_layout(man), run_->rows, run_->first_row,
                      std::vector<uint64_t>(run_->fields.begin(), run_->fields.end()), data.seed);
@@ -448,15 +457,43 @@ Status CudaExecutor::prepare_launches(Run* run, const Module& m) {
 
 Status CudaExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
                              IterationStats* stats) {
+  if (!run_) return Status(Code::kConflict, "iterate without begin_run");
+  return iterate_rows(state, aggregate, stats, 0, run_->rows);
+}
+
+Status CudaExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
+                                  IterationStats* stats, int64_t first, int64_t count) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!run_) return Status(Code::kConflict, "iterate without begin_run");
+  if (first < 0 || count < 0 || first > run_->rows - count)
+    return invalid_argument("rows [" + std::to_string(first) + ", " +
+                            std::to_string(first + count) + ") are not within the partition's " +
+                            std::to_string(run_->rows));
   if (!run_->failed.ok()) return run_->failed;
   if (!lost_.ok()) return lost_;
   if (state.bytes.size() != run_->state_bytes || aggregate->bytes.size() != run_->agg_bytes)
     return invalid_argument("state or aggregate buffer does not match the program's layout");
   LIZARD_RETURN_IF_ERROR(make_current());
+  Rows rows{&run_->dataset_arg, &run_->launches};
+  std::vector<uint8_t> slice_arg;
+  std::vector<LaunchConfig> slice_launches;
+  if (first != 0 || count != run_->rows) {
+    const Manifest& man = run_->program.manifest;
+    LIZARD_ASSIGN_OR_RETURN(
+        auto ptrs,
+        field_ptrs_at_row(man, run_->params,
+                          std::vector<uint64_t>(run_->fields.begin(), run_->fields.end()), first));
+    slice_arg = pack_dataset(dataset_layout(man), count, run_->first_row + first, ptrs, run_->seed);
+    for (const KernelStep& step : man.iterate) {
+      LIZARD_ASSIGN_OR_RETURN(
+          LaunchConfig c, plan_launch(step, man, run_->params, count, info_.sm_count, kDefaultBlock,
+                                      static_cast<uint32_t>(max_block_)));
+      slice_launches.push_back(c);
+    }
+    rows = Rows{&slice_arg, &slice_launches};
+  }
   std::string where;
-  Status st = enqueue_iteration(run_.get(), state, &where);
+  Status st = enqueue_iteration(run_.get(), state, rows, &where);
   if (!st.ok()) return st;
   CUresult r = cu_->cuStreamSynchronize(stream_);
   if (r != CUDA_SUCCESS) return fail_iteration(r, where);
@@ -472,7 +509,8 @@ Status CudaExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregat
 
 // Queues the state upload, the aggregate reset, the kernels and the result
 // copy.  On a driver error, fails the iteration; `where` names the work in flight.
-Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, std::string* where) {
+Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows,
+                                       std::string* where) {
   auto step = [&](CUresult r, const std::string& what) {
     *where = what;
     return r == CUDA_SUCCESS ? Status::Ok() : fail_iteration(r, what);
@@ -494,11 +532,11 @@ Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, std
   LIZARD_RETURN_IF_ERROR(step(cu_->cuEventRecord(ev_begin_, stream_), "cuEventRecord"));
   std::string kernels;
   for (size_t k = 0; k < run->kernels.size(); ++k) {
-    const LaunchConfig& c = run->launches[k];
+    const LaunchConfig& c = (*rows.launches)[k];
     kernels += (kernels.empty() ? "" : ", ") + run->program.manifest.iterate[k].kernel;
     if (c.empty()) continue;
-    void* args[] = {run->params_arg.data(), run->dataset_arg.data(), state_arg.data(),
-                    run->agg_arg.data()};
+    void* args[] = {run->params_arg.data(), const_cast<uint8_t*>(rows.dataset_arg->data()),
+                    state_arg.data(), run->agg_arg.data()};
     LIZARD_RETURN_IF_ERROR(
         step(cu_->cuLaunchKernel(run->kernels[k], c.grid[0], c.grid[1], c.grid[2], c.block[0],
                                  c.block[1], c.block[2], static_cast<unsigned>(c.shared_bytes),

@@ -158,6 +158,40 @@ TEST_F(CudaGpu, RunsAProgramAndMatchesTheHost) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i] - 3) << i;
 }
 
+// Slices of the partition (iterate_rows), the grid-stride step included,
+// fold to the aggregate of the whole and write each row once.
+TEST_F(CudaGpu, SlicesOfThePartitionFoldToTheWhole) {
+  std::vector<int32_t> x(70001);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int32_t>(i % 1000) - 400;
+  ASSERT_TRUE(gpu_->build(program_).ok());
+  ParamValues p = params(0);
+  ASSERT_TRUE(gpu_->begin_run(program_, p, partition(x)).ok());
+  SectionBuffer state = section(program_.manifest.state, p);
+  SectionBuffer whole = section(program_.manifest.aggregate, p);
+  const int64_t cuts[] = {0, 0, 1, 40000, 70001};
+  for (int k = 0; k + 1 < 5; ++k) {
+    SectionBuffer part = section(program_.manifest.aggregate, p);
+    IterationStats stats;
+    Status st = gpu_->iterate_rows(state, &part, &stats, cuts[k], cuts[k + 1] - cuts[k]);
+    ASSERT_TRUE(st.ok()) << st.message();
+    if (k == 0)
+      whole = part;
+    else
+      fold_into(&whole, part);
+  }
+  int64_t total = 0;
+  int32_t low = INT32_MAX;
+  for (int32_t v : x) total += v, low = std::min(low, v);
+  EXPECT_EQ(get<int64_t>(whole, "total"), total);
+  EXPECT_EQ(get<int64_t>(whole, "ysum"), total);
+  EXPECT_EQ(get<int32_t>(whole, "low"), low);
+  auto out = gpu_->end_run(true);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  std::vector<int32_t> y(x.size());
+  std::memcpy(y.data(), (*out)[1].data(), (*out)[1].size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i]) << i;
+}
+
 // Runs a faulting kernel, then a good run on the same executor.  Returns ""
 // when the executor behaves, else what went wrong; `*outcome` says whether
 // the GPU recovered in process or asked for a restart.
