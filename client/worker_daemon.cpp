@@ -271,8 +271,7 @@ Status WorkerDaemon::Impl::start_run(const MessageView& m) {
         else
           buf.assign(all.begin() + static_cast<long>(off),
                      all.begin() + static_cast<long>(off + n));
-      } else if (kind == "generate") {
-        buf.assign(row_bytes * static_cast<size_t>(d.rows), 0);
+      } else if (kind == "generate") {  // left empty: the executor allocates it zeroed
         const std::string kernel = src.value("kernel", "");
         if (std::find(d.generators.begin(), d.generators.end(), kernel) == d.generators.end())
           d.generators.push_back(kernel);

@@ -48,8 +48,8 @@ struct ProgramImage {
 };
 
 // One executor's rows of a run.  `fields` follows manifest.dataset order:
-// input fields hold rows * row_width elements; other fields are empty and the
-// executor allocates them zeroed.
+// input fields hold rows * row_width elements; other fields, and input fields
+// left to the generators, are empty and the executor allocates them zeroed.
 struct PartitionData {
   int64_t first_row = 0;
   int64_t rows = 0;

@@ -133,7 +133,7 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
     LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, rm, params));
     const size_t bytes = static_cast<size_t>(data.rows * width) * dtype_size(f.type);
     std::vector<uint8_t>& field = data.fields[i];
-    if (!f.input) field.assign(bytes, 0);
+    if (!f.input || (field.empty() && !data.generators.empty())) field.assign(bytes, 0);
     if (field.size() != bytes)
       return invalid_argument("dataset field '" + f.name + "' has " + std::to_string(field.size()) +
                               " bytes, expected " + std::to_string(bytes));

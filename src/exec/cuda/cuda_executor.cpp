@@ -398,7 +398,8 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data) {
     const FieldSpec& f = man.dataset[k];
     const uint64_t bytes = run->field_bytes[k];
     const auto& host = data->fields[k];
-    if (f.input && host.size() != bytes)
+    const bool generated = host.empty() && !data->generators.empty();
+    if (f.input && host.size() != bytes && !generated)
       return invalid_argument("dataset field '" + f.name + "' has " + std::to_string(host.size()) +
                               " bytes for " + std::to_string(run->rows) + " rows, expected " +
                               std::to_string(bytes));
