@@ -22,6 +22,7 @@
 #include "common/mailbox.h"
 #include "dataset/dataset_file.h"
 #include "dataset/json_values.h"
+#include "dataset/mapped_rows.h"
 #include "dataset/npy.h"
 #include "exec/host_compiler.h"
 #include "plan/partition_plan.h"
@@ -390,10 +391,11 @@ HttpResponse Coordinator::Impl::datasets_endpoint(const std::string& method,
   return json_response(404, {{"error", "no such endpoint: " + method + " /" + parts[0]}});
 }
 
-// Streams a worker's rows of an uploaded field in chunks of about 8 MiB, read
-// from the stored file straight into the frames, pacing itself so that no
-// more than 64 MiB wait in the connection's queue.  Each chunk names the
-// field's total size on this worker so that it is allocated once.
+// Streams a worker's rows of an uploaded field in chunks of about 8 MiB,
+// pacing itself so that no more than 64 MiB wait in the connection's queue.
+// The stored file is mapped and each chunk's rows go to the socket from the
+// mapping, never copied into a buffer; each chunk names the field's total
+// size on this worker so that the worker allocates it once.
 Status Coordinator::Impl::send_upload_rows(const std::string& worker_id, const std::string& wire_id,
                                            size_t field, const DatasetSource& s, DType type,
                                            int64_t first, int64_t count) {
@@ -404,25 +406,25 @@ Status Coordinator::Impl::send_upload_rows(const std::string& worker_id, const s
     if (it == workers.end()) return Status(Code::kUnavailable, kWorkerLost + worker_id);
     link = it->second.link;
   }
-  const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(type);
+  LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<const MappedRows> file,
+                          MappedRows::open(s.path, s.format, type, s.width));
+  const size_t row_bytes = file->row_bytes();
   const int64_t rows_per_chunk =
       std::max<int64_t>(1, (int64_t{8} << 20) / static_cast<int64_t>(row_bytes));
   const size_t total = static_cast<size_t>(count) * row_bytes;
   for (int64_t done = 0; done < count;) {
     const int64_t n = std::min(rows_per_chunk, count - done);
-    const size_t bytes = static_cast<size_t>(n) * row_bytes;
-    std::string frame = encode_header(MessageType::kDataChunk,
-                                      {{"run_id", wire_id},
-                                       {"field", field},
-                                       {"offset", static_cast<size_t>(done) * row_bytes},
-                                       {"bytes", bytes},
-                                       {"total", total}},
-                                      bytes);
-    LIZARD_RETURN_IF_ERROR(read_rows(s.path, s.format, type, s.width, first + done, n,
-                                     frame.data() + frame.size() - bytes));
+    LIZARD_ASSIGN_OR_RETURN(std::string_view rows, file->rows(first + done, n));
     while (link->queued_bytes() > (size_t{64} << 20))
       std::this_thread::sleep_for(std::chrono::microseconds(200));
-    link->send(std::move(frame));
+    link->send(OutgoingFrame(encode(Message{MessageType::kDataChunk,
+                                            {{"run_id", wire_id},
+                                             {"field", field},
+                                             {"offset", static_cast<size_t>(done) * row_bytes},
+                                             {"bytes", rows.size()},
+                                             {"total", total}},
+                                            ""}),
+                             rows, file));
     done += n;
   }
   return Status::Ok();

@@ -7,6 +7,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <thread>
@@ -63,7 +64,7 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public
     ws_.async_accept(req, beast::bind_front_handler(&WorkerSession::on_accept, shared_from_this()));
   }
 
-  void send(std::string frame) override {
+  void send(OutgoingFrame frame) override {
     queued_bytes_ += frame.size();
     net::post(ws_.get_executor(), [self = shared_from_this(), f = std::move(frame)]() mutable {
       self->queue_.push_back(std::move(f));
@@ -108,8 +109,10 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public
   }
 
   void do_write() {
-    ws_.async_write(net::buffer(queue_.front()),
-                    beast::bind_front_handler(&WorkerSession::on_write, shared_from_this()));
+    const OutgoingFrame& f = queue_.front();
+    const std::array<net::const_buffer, 2> parts{net::buffer(f.head),
+                                                 net::buffer(f.tail.data(), f.tail.size())};
+    ws_.async_write(parts, beast::bind_front_handler(&WorkerSession::on_write, shared_from_this()));
   }
 
   void on_write(beast::error_code ec, std::size_t) {
@@ -126,7 +129,7 @@ class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public
   websocket::stream<beast::tcp_stream> ws_;
   ServerHandler* handler_;
   beast::flat_buffer buffer_;
-  std::deque<std::string> queue_;
+  std::deque<OutgoingFrame> queue_;
   std::atomic<size_t> queued_bytes_{0};
   std::string id_, peer_;
   int heartbeat_s_;

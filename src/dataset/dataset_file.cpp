@@ -34,12 +34,6 @@ Status past_end(const std::string& path, int64_t first_row, int64_t rows, int64_
 
 // ---- npy and raw: fixed-size rows after a header -----------------------------
 
-struct BinaryLayout {
-  uint64_t data_offset = 0;
-  uint64_t row_bytes = 0;
-  int64_t rows = 0;
-};
-
 Status check_npy_header(const std::string& path, const NpyHeader& h, DType dtype, int64_t width) {
   if (h.dtype != dtype)
     return invalid_argument(path + ": expected " + dtype_npy_descr(dtype) + " (" +
@@ -61,7 +55,7 @@ Status check_npy_header(const std::string& path, const NpyHeader& h, DType dtype
   return Status::Ok();
 }
 
-Result<BinaryLayout> npy_layout(const InputFile& f, DType dtype, int64_t width) {
+Result<BinaryRows> npy_layout(const InputFile& f, DType dtype, int64_t width) {
   const std::string& path = f.path();
   std::string head(std::min<uint64_t>(f.size(), kNpyPreambleMax), '\0');
   LIZARD_RETURN_IF_ERROR(f.read_at(0, head.size(), head.data()));
@@ -86,28 +80,27 @@ Result<BinaryLayout> npy_layout(const InputFile& f, DType dtype, int64_t width) 
   if (available > h->data_bytes())
     return invalid_argument(path + ": " + std::to_string(available - h->data_bytes()) +
                             " unexpected bytes after the data: " + described);
-  return BinaryLayout{h->data_offset, static_cast<uint64_t>(width) * dtype_size(dtype),
-                      h->shape[0]};
+  return BinaryRows{h->data_offset, static_cast<uint64_t>(width) * dtype_size(dtype), h->shape[0]};
 }
 
-Result<BinaryLayout> raw_layout(const InputFile& f, DType dtype, int64_t width) {
+Result<BinaryRows> raw_layout(const InputFile& f, DType dtype, int64_t width) {
   uint64_t row_bytes = static_cast<uint64_t>(width) * dtype_size(dtype);
   if (f.size() % row_bytes != 0)
     return invalid_argument(f.path() + ": size " + std::to_string(f.size()) +
                             " bytes is not a multiple of the row size " +
                             std::to_string(row_bytes) + " bytes (" + std::to_string(width) + " " +
                             dtype_name(dtype) + " values)");
-  return BinaryLayout{0, row_bytes, static_cast<int64_t>(f.size() / row_bytes)};
+  return BinaryRows{0, row_bytes, static_cast<int64_t>(f.size() / row_bytes)};
 }
 
-Result<BinaryLayout> binary_layout(const InputFile& f, FileFormat format, DType dtype,
-                                   int64_t width) {
+Result<BinaryRows> binary_layout(const InputFile& f, FileFormat format, DType dtype,
+                                 int64_t width) {
   return format == FileFormat::kNpy ? npy_layout(f, dtype, width) : raw_layout(f, dtype, width);
 }
 
 Status read_binary_rows(const InputFile& f, FileFormat format, DType dtype, int64_t width,
                         int64_t first_row, int64_t rows, void* dst) {
-  LIZARD_ASSIGN_OR_RETURN(BinaryLayout layout, binary_layout(f, format, dtype, width));
+  LIZARD_ASSIGN_OR_RETURN(BinaryRows layout, binary_layout(f, format, dtype, width));
   if (first_row + rows > layout.rows) return past_end(f.path(), first_row, rows, layout.rows);
   return f.read_at(layout.data_offset + static_cast<uint64_t>(first_row) * layout.row_bytes,
                    static_cast<size_t>(rows) * layout.row_bytes, dst);
@@ -285,7 +278,7 @@ Result<int64_t> count_rows(const std::string& path, FileFormat format, DType dty
   LIZARD_RETURN_IF_ERROR(check_width(width, dtype));
   LIZARD_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
   if (is_binary(format)) {
-    LIZARD_ASSIGN_OR_RETURN(BinaryLayout layout, binary_layout(file, format, dtype, width));
+    LIZARD_ASSIGN_OR_RETURN(BinaryRows layout, binary_layout(file, format, dtype, width));
     return layout.rows;
   }
   TextFile tf{path, format, dtype, width};
@@ -303,6 +296,16 @@ Status read_rows(const std::string& path, FileFormat format, DType dtype, int64_
     using T = decltype(t);
     return read_text_rows<T>(&file, tf, first_row, rows, static_cast<T*>(dst));
   });
+}
+
+Result<BinaryRows> binary_rows(const std::string& path, FileFormat format, DType dtype,
+                               int64_t width) {
+  LIZARD_RETURN_IF_ERROR(check_width(width, dtype));
+  if (!is_binary(format))
+    return invalid_argument(path + ": " + file_format_name(format) +
+                            " rows have no fixed place in the file");
+  LIZARD_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
+  return binary_layout(file, format, dtype, width);
 }
 
 }  // namespace lizard

@@ -36,4 +36,14 @@ Result<int64_t> count_rows(const std::string& path, FileFormat format, DType dty
 Status read_rows(const std::string& path, FileFormat format, DType dtype, int64_t width,
                  int64_t first_row, int64_t rows, void* dst);
 
+// Where the rows of a binary (npy, raw) file lie, after the same checks as
+// count_rows(): row r occupies [data_offset + r * row_bytes, + row_bytes).
+struct BinaryRows {
+  uint64_t data_offset = 0;
+  uint64_t row_bytes = 0;
+  int64_t rows = 0;
+};
+Result<BinaryRows> binary_rows(const std::string& path, FileFormat format, DType dtype,
+                               int64_t width);
+
 }  // namespace lizard

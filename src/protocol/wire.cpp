@@ -36,23 +36,18 @@ const char* message_type_name(MessageType t) {
   return "unknown";
 }
 
-std::string encode_header(MessageType type, const nlohmann::json& header, size_t payload_bytes) {
-  const std::string text = header.dump();
-  const uint32_t n = static_cast<uint32_t>(text.size());
-  std::string out(8 + text.size() + payload_bytes, '\0');
-  out[0] = 'L';
-  out[1] = 'Z';
-  out[2] = static_cast<char>(kWireVersion);
-  out[3] = static_cast<char>(type);
-  for (int i = 0; i < 4; ++i) out[4 + i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  std::memcpy(out.data() + 8, text.data(), text.size());
-  return out;
-}
-
 std::string encode(const Message& m) {
-  std::string out = encode_header(m.type, m.header, m.payload.size());
-  if (!m.payload.empty())
-    std::memcpy(out.data() + out.size() - m.payload.size(), m.payload.data(), m.payload.size());
+  const std::string header = m.header.dump();
+  const uint32_t n = static_cast<uint32_t>(header.size());
+  std::string out;
+  out.reserve(8 + header.size() + m.payload.size());
+  out.push_back('L');
+  out.push_back('Z');
+  out.push_back(static_cast<char>(kWireVersion));
+  out.push_back(static_cast<char>(m.type));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out += header;
+  out += m.payload;
   return out;
 }
 

@@ -11,8 +11,10 @@
 //   std::string frame = encode(Message{MessageType::kIterate, {{"run_id", id}}, state_bytes});
 //   Result<Message> m = decode(frame);
 //
-// Bulk data avoids copies: encode_header() leaves the payload's room for the
-// caller to fill in place, and decode_view() points into the frame.
+// The payload is the rest of the frame, so a frame is also the encoding of its
+// message with an empty payload followed by the payload bytes: bulk rows can
+// be sent from where they lie without being copied.  decode_view() points
+// into the frame instead of copying the payload out.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -64,9 +66,6 @@ struct MessageView {
 };
 
 std::string encode(const Message& m);
-// A frame of `payload_bytes` zero bytes of payload, which the caller then
-// writes at frame.data() + frame.size() - payload_bytes.
-std::string encode_header(MessageType type, const nlohmann::json& header, size_t payload_bytes);
 // Rejects frames that are short, of another version, of an unknown type, or
 // whose header is not a JSON object.  Never throws.
 Result<Message> decode(std::string_view frame);
