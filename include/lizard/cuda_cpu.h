@@ -16,10 +16,11 @@
 // a fiber and the fibers switch at barriers and warp collectives; otherwise
 // the threads of a block run one after the other in a plain loop.
 //
-// Static `__shared__` variables are thread_local, so blocks running on
-// different OS threads do not share them.  `extern __shared__ T name[];` is
-// rewritten by the builder into a pointer to this OS thread's dynamic shared
-// buffer (lizard_cpu::dynamic_shared()).
+// threadIdx and the rest of the per-OS-thread state are in one struct that
+// the executable exports (lizard_cpu_thread, below).  Static `__shared__`
+// variables are thread_local, so blocks running on different OS threads do
+// not share them.  `extern __shared__ T name[];` is rewritten by the builder
+// into a pointer to this OS thread's dynamic shared buffer.
 #ifndef LIZARD_CUDA_CPU_H
 #define LIZARD_CUDA_CPU_H
 
@@ -131,12 +132,41 @@ LIZARD_CPU_VEC2(long long, longlong2, 16)
 
 // ---------------------------------------------------------------------------
 // Per-OS-thread execution state.
-namespace lizard_cpu {
-
-struct Ranges {
-  uintptr_t lo[2] = {0, 0};  // dynamic shared buffer; this module's TLS block
-  uintptr_t len[2] = {0, 0};
+//
+// threadIdx, blockIdx, blockDim, gridDim and what the runtime consults on
+// every barrier and shared-memory atomic live in one struct per OS thread.
+// The executable defines it (src/exec/cpu/thread_state.cpp) and exports it;
+// the kernel library reaches it with the initial-exec TLS model, one load
+// relative to %fs, where a thread_local of the library itself would cost a
+// __tls_get_addr call on every access (the library is loaded with dlopen).
+extern "C" {
+struct lizard_cpu_thread_state {
+  uint3 thread_idx;
+  uint3 block_idx;
+  dim3 block_dim;
+  dim3 grid_dim;
+  // Memory that only the running block can reach, so atomics on it need no
+  // atomic instruction: [0] the dynamic shared buffer (shared_bytes of it),
+  // [1] this library's TLS block (static __shared__ variables).
+  uintptr_t shared_lo[2];
+  uintptr_t shared_len[2];
+  char* dynamic_shared;  // this OS thread's dynamic shared buffer
+  void* fibers;          // the lizard_cpu::Block of the running launch (fibers only)
 };
+extern __thread lizard_cpu_thread_state lizard_cpu_thread
+    __attribute__((tls_model("initial-exec"), visibility("default")));
+}
+// The executable reserves 128 bytes for it.
+static_assert(sizeof(lizard_cpu_thread_state) <= 128, "lizard_cpu_thread_state size");
+
+// Kernels only read these, as on a GPU.
+#define threadIdx (static_cast<const uint3&>(::lizard_cpu_thread.thread_idx))
+#define blockIdx (static_cast<const uint3&>(::lizard_cpu_thread.block_idx))
+#define blockDim (static_cast<const dim3&>(::lizard_cpu_thread.block_dim))
+#define gridDim (static_cast<const dim3&>(::lizard_cpu_thread.grid_dim))
+static constexpr int warpSize = 32;
+
+namespace lizard_cpu {
 
 // The dynamic shared buffer: reserved once per OS thread, at a fixed address
 // for the thread's life, so rewritten `extern __shared__` pointers stay valid.
@@ -149,17 +179,6 @@ struct DynamicShared {
   }
 };
 
-}  // namespace lizard_cpu
-
-static thread_local uint3 threadIdx;
-static thread_local uint3 blockIdx;
-static thread_local dim3 blockDim;
-static thread_local dim3 gridDim;
-static constexpr int warpSize = 32;
-
-namespace lizard_cpu {
-
-static thread_local Ranges block_local_ranges;
 static thread_local DynamicShared dynamic_shared_buffer;
 
 inline char* dynamic_shared() {
@@ -176,8 +195,8 @@ inline char* dynamic_shared() {
 // memory), so atomics on it need no atomic instruction.
 inline bool block_local(const void* p) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  const Ranges& r = block_local_ranges;
-  return a - r.lo[0] < r.len[0] || a - r.lo[1] < r.len[1];
+  const lizard_cpu_thread_state& t = lizard_cpu_thread;
+  return a - t.shared_lo[0] < t.shared_len[0] || a - t.shared_lo[1] < t.shared_len[1];
 }
 
 struct TlsQuery {
@@ -205,21 +224,34 @@ inline int find_module_tls(dl_phdr_info* info, size_t size, void* data) {
   return 1;
 }
 
-// Records where this OS thread's shared memory lies for `shared_bytes`.
-inline void set_block_local_ranges(uint64_t shared_bytes) {
-  Ranges& r = block_local_ranges;
-  r.lo[0] = reinterpret_cast<uintptr_t>(dynamic_shared());
-  r.len[0] = shared_bytes;
-  if (r.len[1] == 0) {
+// This library's TLS block on this OS thread, looked up on its first launch.
+struct ModuleTls {
+  bool known = false;
+  uintptr_t lo = 0;
+  uintptr_t len = 0;
+};
+static thread_local ModuleTls module_tls;
+
+// Points this OS thread's state at this library's shared memory for a launch
+// with `shared_bytes` of dynamic shared memory.
+inline void set_shared_memory(uint64_t shared_bytes) {
+  lizard_cpu_thread_state& t = lizard_cpu_thread;
+  t.dynamic_shared = dynamic_shared();
+  t.shared_lo[0] = reinterpret_cast<uintptr_t>(t.dynamic_shared);
+  t.shared_len[0] = shared_bytes;
+  ModuleTls& m = module_tls;  // allocates this thread's TLS block before the lookup
+  if (!m.known) {
     TlsQuery q;
     q.code = reinterpret_cast<uintptr_t>(&find_module_tls);
     dl_iterate_phdr(&find_module_tls, &q);
-    r.lo[1] = q.lo;
-    r.len[1] = q.len;
+    m = ModuleTls{true, q.lo, q.len};
   }
+  t.shared_lo[1] = m.lo;
+  t.shared_len[1] = m.len;
 }
 
-// A failure inside a kernel (__trap, a divergent barrier): unwinds the block.
+// A failure that unwinds the block's OS thread: __trap in threads without
+// fibers, a barrier or warp collective outside a kernel.
 struct Trap {
   const char* what;
 };
@@ -230,11 +262,16 @@ inline void set_error(char* err, size_t err_len, const char* text) {
 
 }  // namespace lizard_cpu
 
+namespace lizard_cpu {
+// Fails the running block with `what` (defined after the fibers, below).
+[[noreturn]] inline void trap(const char* what);
+}  // namespace lizard_cpu
+
 [[noreturn]] inline void __trap() {
-  throw lizard_cpu::Trap{"__trap() called"};
+  lizard_cpu::trap("__trap() called");
 }
 [[noreturn]] inline void __brkpt() {
-  throw lizard_cpu::Trap{"__brkpt() called"};
+  lizard_cpu::trap("__brkpt() called");
 }
 
 // ---------------------------------------------------------------------------
@@ -654,57 +691,66 @@ enum class BarrierOp : uint8_t { kSync, kCount, kAnd, kOr };
 #if LIZARD_CPU_FIBERS
 
 // Fibers: each GPU thread of a block gets its own stack, and control moves
-// between a thread and the block's scheduler with a context switch.  On
-// x86-64 the switch is a few instructions (callee-saved registers, the SSE and
-// x87 control words, the stack pointer); elsewhere it is ucontext.
+// from thread to thread with a context switch; elsewhere than x86-64 the
+// switch is ucontext.
+//
+// On x86-64 the switch is inline assembly: it pushes the address to resume
+// at (and rbp), stores the stack pointer, loads the other side's and jumps to
+// the address found there.  Every other register is declared clobbered, so
+// the compiler keeps only what is live across the switch, on the fiber's own
+// stack.  There is no call or return: a `ret` to another fiber's call site
+// is mispredicted whenever the two fibers stopped at different places, which
+// is the rule when control passes from thread to thread, while an indirect
+// jump from a given switch site almost always goes to the same place.  The
+// floating-point control state (MXCSR, x87 control word) belongs to the OS
+// thread and is shared by its fibers; CUDA code has no way to change it.
 #if defined(__x86_64__)
-extern "C" void lizard_cpu_switch(void** save_sp, void* load_sp);
-asm(R"(
-  .text
-  .p2align 4
-  .weak lizard_cpu_switch
-  .hidden lizard_cpu_switch
-  .type lizard_cpu_switch,@function
-lizard_cpu_switch:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  subq $16, %rsp
-  stmxcsr 8(%rsp)
-  fnstcw (%rsp)
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  fldcw (%rsp)
-  ldmxcsr 8(%rsp)
-  addq $16, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  ret
-  .size lizard_cpu_switch,.-lizard_cpu_switch
-)");
-
 struct Context {
-  void* sp = nullptr;
+  void* sp = nullptr;  // the suspended side's stack: its resume address, then its rbp
 };
-inline void switch_context(Context* save, Context* load) {
-  lizard_cpu_switch(&save->sp, load->sp);
+#if defined(__AVX512F__)
+#define LIZARD_CPU_AVX512_CLOBBERS                                                              \
+  , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25",   \
+      "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k0", "k1", "k2", "k3", "k4", "k5", \
+      "k6", "k7"
+#else
+#define LIZARD_CPU_AVX512_CLOBBERS
+#endif
+#if defined(__CET__) && (__CET__ & 1)
+#define LIZARD_CPU_LANDING "endbr64\n\t"  // an indirect jump's target under IBT
+#else
+#define LIZARD_CPU_LANDING
+#endif
+__attribute__((always_inline)) inline void switch_context(Context* save, Context* load) {
+  void* to = load->sp;
+  asm volatile(
+      "leaq -128(%%rsp), %%rsp\n\t"  // past the red zone of the code around
+      "pushq %%rbp\n\t"
+      "leaq 1f(%%rip), %%rax\n\t"
+      "pushq %%rax\n\t"
+      "movq %%rsp, (%0)\n\t"
+      "movq %1, %%rsp\n\t"
+      "popq %%rax\n\t"
+      "jmpq *%%rax\n"
+      "1:\n\t" LIZARD_CPU_LANDING
+      "popq %%rbp\n\t"
+      "leaq 128(%%rsp), %%rsp\n\t"
+      : "+D"(save), "+S"(to)
+      :
+      : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "memory",
+        "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+        "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "st", "st(1)", "st(2)", "st(3)",
+        "st(4)", "st(5)", "st(6)", "st(7)", "mm0", "mm1", "mm2", "mm3", "mm4", "mm5", "mm6",
+        "mm7" LIZARD_CPU_AVX512_CLOBBERS);
 }
+#undef LIZARD_CPU_AVX512_CLOBBERS
+#undef LIZARD_CPU_LANDING
 // Prepares `c` so that switching to it calls entry() on the stack [base, base + size).
 inline void make_context(Context* c, char* base, size_t size, void (*entry)()) {
   uintptr_t top = (reinterpret_cast<uintptr_t>(base) + size) & ~uintptr_t{15};
-  uint64_t* ret = reinterpret_cast<uint64_t*>(top - 16);  // 16-aligned: entry sees a call frame
-  *ret = reinterpret_cast<uint64_t>(entry);
-  uint64_t* sp = ret - 8;  // rbp rbx r12 r13 r14 r15 (zero), then the control words
-  for (int i = 0; i < 8; ++i) sp[i] = 0;
-  sp[0] = 0x037F;  // x87 control word: default
-  sp[1] = 0x1F80;  // MXCSR: default
+  uint64_t* sp = reinterpret_cast<uint64_t*>(top - 16);
+  sp[0] = reinterpret_cast<uint64_t>(entry);
+  sp[1] = 0;  // a return address that is never used: entry() sees the frame of a call
   c->sp = sp;
 }
 #else
@@ -723,39 +769,12 @@ inline void make_context(Context* c, char* base, size_t size, void (*entry)()) {
 }
 #endif
 
-// Fiber stacks with a guard page, reused across blocks: one pool per OS thread.
-class StackPool {
- public:
-  static constexpr size_t kStackBytes = 256 * 1024;
-  ~StackPool() {
-    for (char* p : free_) munmap(p - kGuard, kStackBytes + kGuard);
-  }
-  char* allocate() {
-    if (!free_.empty()) {
-      char* base = free_.back();
-      free_.pop_back();
-      return base;
-    }
-    void* m = mmap(nullptr, kStackBytes + kGuard, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    mprotect(m, kGuard, PROT_NONE);
-    return static_cast<char*>(m) + kGuard;
-  }
-  void release(char* base) { free_.push_back(base); }
-
- private:
-  static constexpr size_t kGuard = 4096;
-  std::vector<char*> free_;
-};
-
 enum class Wait : uint8_t { kRun, kBarrier, kWarp, kDone };
 
 struct Lane {
   Context fiber;  // the thread, while it is suspended
-  Context sink;   // the scheduler, while the thread runs
   char* stack = nullptr;
-  uint3 tid;
+  uint3 tid{0, 0, 0};
   Wait wait = Wait::kRun;
   WarpOp op = WarpOp::kSync;
   BarrierOp barrier_op = BarrierOp::kSync;
@@ -767,68 +786,55 @@ struct Lane {
   uint64_t result = 0;
 };
 
-// The threads of the block now running on this OS thread.
+// The threads of the blocks that run on one OS thread.  Lanes and their
+// stacks persist across blocks and launches: a lane that finishes its thread
+// waits at the top of its loop (fiber_main) to run the same thread of the next
+// block.  Control passes from lane to lane directly; the lane that stops last
+// in a round completes the warp collective or releases the barrier on its own
+// stack and carries on with the next lane, and only the end of the block or
+// an error returns to the scheduler (run_block).
 struct Block {
-  std::vector<Lane> lanes;
-  Lane* current = nullptr;
+  static constexpr size_t kStackBytes = 256 * 1024;
+  static constexpr size_t kGuard = 4096;
+
+  std::vector<Lane> lanes;  // the first `n` run the current block
+  size_t n = 0;
+  Lane* current = nullptr;  // the running lane
+  Context scheduler;        // run_block, while the lanes run
+  // The round robin: lanes [warp_first, warp_end) form the warp now running;
+  // `pos` is the next lane of it to look at; `warp_waits` is set when one of
+  // its lanes stopped at a warp collective in this pass.
+  size_t pos = 0;
+  size_t warp_first = 0;
+  size_t warp_end = 0;
+  size_t live = 0;  // lanes that have not finished
+  bool warp_waits = false;
+  bool stale = true;  // some lanes are not at the top of their loop: remake them
+  bool failed = false;
   const char* trap = nullptr;
+  char* err = nullptr;
+  size_t err_len = 0;
   void (*kernel)(void*) = nullptr;  // runs one GPU thread's body
   void* kernel_arg = nullptr;
+
+  Block() = default;
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  ~Block() {
+    for (Lane& l : lanes) munmap(l.stack - kGuard, kStackBytes + kGuard);
+  }
 };
 
-static thread_local Block block;
-static thread_local StackPool stack_pool;
+static thread_local Block fiber_block;
+
+inline Block& fibers() {
+  return *static_cast<Block*>(lizard_cpu_thread.fibers);
+}
 
 inline Lane& current_lane() {
-  if (!block.current) throw Trap{"barrier or warp collective outside a kernel"};
-  return *block.current;
-}
-
-inline void suspend(Lane& l) {
-  switch_context(&l.fiber, &l.sink);
-}
-
-// First frame of every fiber: runs the thread's body, then hands control back
-// to the scheduler for good.
-inline void fiber_main() {
-  Lane& l = *block.current;
-  try {
-    block.kernel(block.kernel_arg);
-  } catch (const Trap& t) {
-    block.trap = t.what;
-  }
-  l.wait = Wait::kDone;
-  switch_context(&l.fiber, &l.sink);
-  __builtin_trap();  // a finished fiber is never resumed
-}
-
-inline uint64_t warp_op(WarpOp op, uint32_t mask, uint64_t value, int arg, int width) {
-  Lane& l = current_lane();
-  l.op = op;
-  l.mask = mask;
-  l.value = value;
-  l.arg = arg;
-  l.width = width;
-  l.wait = Wait::kWarp;
-  suspend(l);
-  return l.result;
-}
-
-inline int barrier(int site, BarrierOp op, int pred) {
-  Lane& l = current_lane();
-  l.site = site;
-  l.barrier_op = op;
-  l.value = pred != 0;
-  l.wait = Wait::kBarrier;
-  suspend(l);
-  return static_cast<int>(l.result);
-}
-
-inline unsigned int active_lanes_of_warp(size_t first, size_t end) {
-  unsigned int m = 0;
-  for (size_t i = first; i < end; ++i)
-    if (block.lanes[i].wait != Wait::kDone) m |= 1u << (i - first);
-  return m;
+  Block* b = static_cast<Block*>(lizard_cpu_thread.fibers);
+  if (!b || !b->current) throw Trap{"barrier or warp collective outside a kernel"};
+  return *b->current;
 }
 
 // The lane that `l` (lane index `lane`) reads from, or -1 for its own value.
@@ -853,18 +859,18 @@ inline int shuffle_source(const Lane& l, int lane) {
 
 // Completes a warp collective: every lane of the warp waiting in one takes
 // part; lanes outside its mask, exited or elsewhere do not.
-inline void resolve_warp(size_t first, size_t end) {
+__attribute__((noinline)) inline void resolve_warp(Block& b, size_t first, size_t end) {
   uint32_t waiting = 0;
   for (size_t i = first; i < end; ++i)
-    if (block.lanes[i].wait == Wait::kWarp) waiting |= 1u << (i - first);
+    if (b.lanes[i].wait == Wait::kWarp) waiting |= 1u << (i - first);
   for (size_t i = first; i < end; ++i) {
-    Lane& l = block.lanes[i];
+    Lane& l = b.lanes[i];
     if (l.wait != Wait::kWarp) continue;
     const int lane = static_cast<int>(i - first);
     const uint32_t part = waiting & l.mask;
     uint32_t votes = 0;
     for (size_t j = first; j < end; ++j)
-      if ((part >> (j - first) & 1) && block.lanes[j].value) votes |= 1u << (j - first);
+      if ((part >> (j - first) & 1) && b.lanes[j].value) votes |= 1u << (j - first);
     switch (l.op) {
       case WarpOp::kBallot:
         l.result = votes;
@@ -881,50 +887,31 @@ inline void resolve_warp(size_t first, size_t end) {
       default: {
         const int src = shuffle_source(l, lane);
         const bool ok = src >= 0 && (waiting >> src & 1);
-        l.result = ok ? block.lanes[first + src].value : l.value;
+        l.result = ok ? b.lanes[first + src].value : l.value;
       }
     }
   }
   for (size_t i = first; i < end; ++i)
-    if (block.lanes[i].wait == Wait::kWarp) block.lanes[i].wait = Wait::kRun;
-}
-
-inline void run_lane(Lane& l) {
-  block.current = &l;
-  threadIdx = l.tid;
-  switch_context(&l.sink, &l.fiber);
-  block.current = nullptr;
-}
-
-// Runs the lanes of one warp until each waits at a barrier or has exited.
-inline void run_warp(size_t first, size_t end) {
-  for (;;) {
-    bool warp_waits = false;
-    for (size_t i = first; i < end; ++i) {
-      Lane& l = block.lanes[i];
-      if (l.wait == Wait::kRun) run_lane(l);
-      if (block.trap) return;
-      warp_waits |= l.wait == Wait::kWarp;
-    }
-    if (!warp_waits) return;
-    resolve_warp(first, end);
-  }
+    if (b.lanes[i].wait == Wait::kWarp) b.lanes[i].wait = Wait::kRun;
 }
 
 // Releases a barrier that every live thread waits at; false when they wait
-// at different barriers (the error is written to `err`).
-inline bool release_barrier(size_t live, char* err, size_t err_len) {
+// at different barriers (the error is written to the block's `err`).
+__attribute__((noinline)) inline bool release_barrier(Block& b) {
   const Lane* first = nullptr;
   size_t at_site = 0, votes = 0;
-  for (const Lane& l : block.lanes) {
+  for (size_t i = 0; i < b.n; ++i) {
+    const Lane& l = b.lanes[i];
     if (l.wait != Wait::kBarrier) continue;
     if (!first) first = &l;
     if (l.site == first->site) ++at_site;
     votes += l.value;
   }
-  if (at_site != live) {
-    snprintf(err, err_len, "__syncthreads reached by %zu of %zu threads of block (%u,%u,%u)",
-             at_site, live, blockIdx.x, blockIdx.y, blockIdx.z);
+  if (!first || at_site != b.live) {
+    if (b.err && b.err_len)
+      snprintf(b.err, b.err_len, "__syncthreads reached by %zu of %zu threads of block (%u,%u,%u)",
+               at_site, b.live, blockIdx.x, blockIdx.y, blockIdx.z);
+    b.failed = true;
     return false;
   }
   uint64_t r = 0;
@@ -936,13 +923,14 @@ inline bool release_barrier(size_t live, char* err, size_t err_len) {
       r = votes;
       break;
     case BarrierOp::kAnd:
-      r = votes == live;
+      r = votes == b.live;
       break;
     case BarrierOp::kOr:
       r = votes != 0;
       break;
   }
-  for (Lane& l : block.lanes) {
+  for (size_t i = 0; i < b.n; ++i) {
+    Lane& l = b.lanes[i];
     if (l.wait != Wait::kBarrier) continue;
     l.result = r;
     l.wait = Wait::kRun;
@@ -950,52 +938,158 @@ inline bool release_barrier(size_t live, char* err, size_t err_len) {
   return true;
 }
 
-template <typename K>
-inline void start_lanes(size_t n, K& kernel) {
-  block.kernel = [](void* k) { (*static_cast<K*>(k))(); };
-  block.kernel_arg = &kernel;
-  block.lanes.resize(n);
-  block.trap = nullptr;
-  size_t i = 0;
-  for (unsigned z = 0; z < blockDim.z; ++z)
-    for (unsigned y = 0; y < blockDim.y; ++y)
-      for (unsigned x = 0; x < blockDim.x; ++x, ++i) {
-        Lane& l = block.lanes[i];
-        l.tid = uint3{x, y, z};
-        l.wait = Wait::kRun;
-        if (!l.stack) l.stack = stack_pool.allocate();
-        make_context(&l.fiber, l.stack, StackPool::kStackBytes, &fiber_main);
+// The lane to run next, or nullptr when the block is over (every thread has
+// finished) or has failed.  Warps run in order; the lanes of a warp run in
+// order until each has stopped at a barrier or a warp collective, or has
+// finished; a warp collective is then completed and the warp's lanes run
+// again, and once no lane of the warp is left in one the next warp runs.
+// When every warp has stopped, the barrier they wait at is released and the
+// round starts again from the first warp.
+__attribute__((noinline)) inline Lane* next_lane(Block& b) {
+  if (b.trap) return nullptr;
+  for (;;) {
+    while (b.pos < b.warp_end) {
+      Lane& l = b.lanes[b.pos++];
+      if (l.wait == Wait::kRun) return &l;
+    }
+    if (b.warp_waits) {
+      b.warp_waits = false;
+      resolve_warp(b, b.warp_first, b.warp_end);
+      b.pos = b.warp_first;
+    } else if (b.warp_end < b.n) {
+      b.warp_first = b.warp_end;
+      b.warp_end = std::min(b.n, b.warp_first + 32);
+    } else if (b.live == 0 || !release_barrier(b)) {
+      return nullptr;
+    } else {
+      b.pos = b.warp_first = 0;
+      b.warp_end = std::min<size_t>(b.n, 32);
+    }
+  }
+}
+
+// Leaves lane `l`, which has stopped or finished, for the next lane, or for
+// the scheduler when there is none.  Returns when `l` runs again.
+inline void switch_away(Block& b, Lane& l) {
+  Lane* next = next_lane(b);
+  if (next == &l) return;
+  if (!next) {
+    switch_context(&l.fiber, &b.scheduler);
+    return;
+  }
+  b.current = next;
+  lizard_cpu_thread.thread_idx = next->tid;
+  switch_context(&l.fiber, &next->fiber);
+}
+
+// The body of every fiber: runs its thread of each block it is given.
+inline void fiber_main() {
+  Block& b = fibers();
+  for (;;) {
+    Lane& l = *b.current;
+    try {
+      b.kernel(b.kernel_arg);
+    } catch (const Trap& t) {
+      b.trap = t.what;
+    }
+    l.wait = Wait::kDone;
+    --b.live;
+    switch_away(b, l);
+  }
+}
+
+// Prepares the lanes for a launch's block size: stacks for new lanes, fresh
+// contexts after an error, and each lane's threadIdx.
+inline void prepare_lanes(Block& b) {
+  const dim3 bd = blockDim;
+  const size_t n = size_t{bd.x} * bd.y * bd.z;
+  if (b.lanes.size() < n) {
+    const size_t old = b.lanes.size();
+    b.lanes.resize(n);
+    b.stale = true;  // the lanes have moved: remake every context
+    for (size_t i = old; i < n; ++i) {
+      void* m = mmap(nullptr, Block::kStackBytes + Block::kGuard, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m == MAP_FAILED) {
+        b.lanes.resize(i);
+        throw std::bad_alloc();
       }
+      mprotect(m, Block::kGuard, PROT_NONE);
+      b.lanes[i].stack = static_cast<char*>(m) + Block::kGuard;
+    }
+  }
+  if (b.stale) {
+    for (Lane& l : b.lanes) make_context(&l.fiber, l.stack, Block::kStackBytes, &fiber_main);
+    b.stale = false;
+  }
+  size_t i = 0;
+  for (unsigned z = 0; z < bd.z; ++z)
+    for (unsigned y = 0; y < bd.y; ++y)
+      for (unsigned x = 0; x < bd.x; ++x) b.lanes[i++].tid = uint3{x, y, z};
+  b.n = n;
+}
+
+inline uint64_t warp_op(WarpOp op, uint32_t mask, uint64_t value, int arg, int width) {
+  Lane& l = current_lane();
+  l.op = op;
+  l.mask = mask;
+  l.value = value;
+  l.arg = arg;
+  l.width = width;
+  l.wait = Wait::kWarp;
+  Block& b = fibers();
+  b.warp_waits = true;
+  switch_away(b, l);
+  return l.result;
+}
+
+inline int barrier(int site, BarrierOp op, int pred) {
+  Lane& l = current_lane();
+  l.site = site;
+  l.barrier_op = op;
+  l.value = pred != 0;
+  l.wait = Wait::kBarrier;
+  switch_away(fibers(), l);
+  return static_cast<int>(l.result);
+}
+
+inline unsigned int active_lanes_of_warp(size_t first, size_t end) {
+  const Block& b = fibers();
+  unsigned int m = 0;
+  for (size_t i = first; i < end; ++i)
+    if (b.lanes[i].wait != Wait::kDone) m |= 1u << (i - first);
+  return m;
 }
 
 // Runs all threads of the current block; false on error (written to `err`).
 template <typename K>
 inline bool run_block(K& kernel, char* err, size_t err_len) {
-  const size_t n = size_t{blockDim.x} * blockDim.y * blockDim.z;
-  start_lanes(n, kernel);
-  bool ok = true;
-  for (;;) {
-    for (size_t w = 0; w < n && !block.trap; w += 32) run_warp(w, std::min(n, w + 32));
-    if (block.trap) {
-      set_error(err, err_len, block.trap);
-      ok = false;
-      break;
-    }
-    size_t live = 0;
-    for (const Lane& l : block.lanes) live += l.wait != Wait::kDone;
-    if (live == 0) break;
-    if (!release_barrier(live, err, err_len)) {
-      ok = false;
-      break;
-    }
+  Block& b = fibers();
+  b.kernel = [](void* k) { (*static_cast<K*>(k))(); };
+  b.kernel_arg = &kernel;
+  b.err = err;
+  b.err_len = err_len;
+  b.trap = nullptr;
+  b.failed = false;
+  for (size_t i = 0; i < b.n; ++i) b.lanes[i].wait = Wait::kRun;
+  b.live = b.n;
+  b.pos = b.warp_first = 0;
+  b.warp_end = std::min<size_t>(b.n, 32);
+  b.warp_waits = false;
+  Lane* first = next_lane(b);
+  if (first) {
+    b.current = first;
+    lizard_cpu_thread.thread_idx = first->tid;
+    switch_context(&b.scheduler, &first->fiber);
+    b.current = nullptr;
   }
-  // Threads left waiting after an error are abandoned with their stacks.
-  for (Lane& l : block.lanes) {
-    if (l.stack) stack_pool.release(l.stack);
-    l.stack = nullptr;
+  if (b.trap) set_error(err, err_len, b.trap);
+  if (b.trap || b.failed) {
+    // Threads left waiting are abandoned; their lanes start afresh next time.
+    b.stale = true;
+    return false;
   }
-  block.lanes.clear();
-  return ok;
+  return true;
 }
 
 #else  // !LIZARD_CPU_FIBERS
@@ -1018,7 +1112,7 @@ inline bool run_block(K& kernel, char* err, size_t err_len) {
     for (unsigned z = 0; z < blockDim.z; ++z)
       for (unsigned y = 0; y < blockDim.y; ++y)
         for (unsigned x = 0; x < blockDim.x; ++x) {
-          threadIdx = uint3{x, y, z};
+          lizard_cpu_thread.thread_idx = uint3{x, y, z};
           kernel();
         }
   } catch (const Trap& t) {
@@ -1029,6 +1123,23 @@ inline bool run_block(K& kernel, char* err, size_t err_len) {
 }
 
 #endif  // LIZARD_CPU_FIBERS
+
+#if LIZARD_CPU_FIBERS
+// On a fiber the thread is abandoned where it stands, like the threads left
+// waiting when a block fails: nothing unwinds its frames, and its lane starts
+// afresh on the next launch.  Elsewhere (threads without fibers) it throws.
+[[noreturn]] __attribute__((noinline, cold)) inline void trap(const char* what) {
+  Block* b = static_cast<Block*>(lizard_cpu_thread.fibers);
+  if (!b || !b->current) throw Trap{what};
+  b->trap = what;
+  switch_context(&b->current->fiber, &b->scheduler);
+  __builtin_trap();  // never resumed
+}
+#else
+[[noreturn]] __attribute__((noinline, cold)) inline void trap(const char* what) {
+  throw Trap{what};
+}
+#endif
 
 template <typename T>
 inline uint64_t to_bits(T v) {
@@ -1054,13 +1165,23 @@ inline int run_launch(const lizard_cpu_launch* launch, char* err, size_t err_len
              static_cast<unsigned long long>(kMaxDynamicShared));
     return 1;
   }
-  set_block_local_ranges(launch->shared_bytes);
-  gridDim = dim3(launch->grid[0], launch->grid[1], launch->grid[2]);
-  blockDim = dim3(launch->block[0], launch->block[1], launch->block[2]);
-  const uint64_t gx = gridDim.x, gxy = uint64_t{gridDim.x} * gridDim.y;
+  lizard_cpu_thread_state& t = lizard_cpu_thread;
+  set_shared_memory(launch->shared_bytes);
+  t.grid_dim = dim3(launch->grid[0], launch->grid[1], launch->grid[2]);
+  t.block_dim = dim3(launch->block[0], launch->block[1], launch->block[2]);
+#if LIZARD_CPU_FIBERS
+  t.fibers = &fiber_block;
+  try {
+    prepare_lanes(fiber_block);
+  } catch (const std::bad_alloc&) {
+    set_error(err, err_len, "out of memory for the block's fiber stacks");
+    return 1;
+  }
+#endif
+  const uint64_t gx = t.grid_dim.x, gy = t.grid_dim.y, gxy = gx * gy;
   for (uint64_t b = launch->first_block; b < launch->end_block; ++b) {
-    blockIdx = uint3{static_cast<unsigned>(b % gx), static_cast<unsigned>(b / gx % gridDim.y),
-                     static_cast<unsigned>(b / gxy)};
+    t.block_idx = uint3{static_cast<unsigned>(b % gx), static_cast<unsigned>(b / gx % gy),
+                        static_cast<unsigned>(b / gxy)};
     if (!run_block(kernel, err, err_len)) return 1;
   }
   return 0;

@@ -60,5 +60,88 @@ TEST(KernelAbi, ThreeDimensionalGridsBlocksAndRanges) {
   EXPECT_NE(std::string(err).find("exceeds the CPU backend's limit"), std::string::npos) << err;
 }
 
+// Lanes and their fiber stacks persist on an OS thread from launch to launch:
+// after a block fails (a trap, a divergent barrier) the waiting threads are
+// abandoned and the next launch starts afresh, with more or fewer threads.
+const char* kBarrierKernel = R"(
+extern "C" __global__ void k(global_params_t p, dataset_t d, global_state_t, agg_res_t) {
+  __shared__ int s[1024];
+  const unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned bid = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  s[tid] = (int)tid;
+  __syncthreads();
+  if (p.mode == 1 && bid == 1 && tid == 3) __trap();
+  if (p.mode == 2 && bid == 1 && tid < 5) __syncthreads();
+  const int partner = __shfl_xor_sync(0xffffffffu, (int)tid, 1);
+  const int mirrored = s[n - 1 - tid];
+  __syncthreads();
+  d.v[bid * n + tid] = mirrored * 1000 + partner;
+}
+)";
+
+TEST(KernelAbi, LaunchesAfterAFailedBlockStartAfresh) {
+  auto m = parse_manifest(
+      "sources: {cuda: kernel.cu}\nparams: {mode: {type: int32}}\n"
+      "dataset: {v: {type: int32, shape: [rows]}}\niterate: [k]\n",
+      "config.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ProgramImage p;
+  p.manifest = *m;
+  p.header = generate_program_header(*m);
+  p.sources["kernel.cu"] = kBarrierKernel;
+  auto plan = plan_cpu_build(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_TRUE(plan->fibers);
+  auto so = HostCompiler(testing::TempDir() + "lizard-kernel-abi-test")
+                .build_shared(plan->files, plan->units, plan->flags);
+  ASSERT_TRUE(so.ok()) << so.status().message();
+  auto lib = SharedLibrary::open(*so);
+  ASSERT_TRUE(lib.ok()) << lib.status().message();
+  auto fn = lib->symbol<CpuKernelFn>("lizard_cpu_kernel_k");
+  ASSERT_NE(fn, nullptr);
+
+  struct Launch {
+    int mode;
+    uint32_t block[3];
+    const char* error;  // expected in the message, or null for success
+  };
+  const Launch launches[] = {
+      {1, {64, 1, 1}, "__trap() called"},
+      {0, {96, 1, 1}, nullptr},
+      {2, {32, 2, 1}, "__syncthreads reached by 5 of 64 threads of block (1,0,0)"},
+      {0, {48, 1, 1}, nullptr},
+      {0, {4, 4, 2}, nullptr},
+  };
+  const unsigned blocks = 3;
+  for (const Launch& launch : launches) {
+    SCOPED_TRACE("mode " + std::to_string(launch.mode) + ", block of " +
+                 std::to_string(launch.block[0] * launch.block[1] * launch.block[2]));
+    const unsigned n = launch.block[0] * launch.block[1] * launch.block[2];
+    auto params = bind_params(*m, {{"mode", launch.mode}});
+    ASSERT_TRUE(params.ok()) << params.status().message();
+    std::vector<uint8_t> packed = pack_params(params_layout(*m), *params);
+    std::vector<int32_t> v(blocks * n, -1);
+    std::vector<uint8_t> dataset =
+        pack_dataset(dataset_layout(*m), v.size(), 0, {reinterpret_cast<uint64_t>(v.data())});
+    int32_t unused = 0;
+    const void* args[4] = {packed.data(), dataset.data(), &unused, &unused};
+    lizard_cpu_launch_abi l{
+        {blocks, 1, 1}, {launch.block[0], launch.block[1], launch.block[2]}, 0, 0, blocks};
+    char err[256] = "";
+    const int rc = fn(&l, args, err, sizeof err);
+    if (launch.error) {
+      EXPECT_NE(rc, 0);
+      EXPECT_NE(std::string(err).find(launch.error), std::string::npos) << err;
+      continue;
+    }
+    ASSERT_EQ(rc, 0) << err;
+    for (unsigned b = 0; b < blocks; ++b)
+      for (unsigned t = 0; t < n; ++t)
+        ASSERT_EQ(v[b * n + t], static_cast<int>((n - 1 - t) * 1000 + (t ^ 1)))
+            << "block " << b << " thread " << t;
+  }
+}
+
 }  // namespace
 }  // namespace lizard

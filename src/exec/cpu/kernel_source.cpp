@@ -68,6 +68,29 @@ std::string strip_attributes(std::string type) {
   return b == std::string::npos ? "" : type.substr(b, e - b + 1);
 }
 
+// True when the brace at `brace` in `code` (stripped) opens a namespace or a
+// linkage block (`extern "C" {`), whose contents are at namespace scope.
+bool opens_namespace(const std::string& code, size_t brace) {
+  static const std::regex kHead(
+      R"((^|[^\w])(namespace(\s+[A-Za-z_][\w:]*)?|extern\s*"[^"]*")\s*$)");
+  const size_t prev = brace == 0 ? std::string::npos : code.find_last_of(";{}", brace - 1);
+  const size_t from = prev == std::string::npos ? 0 : prev + 1;
+  return std::regex_search(code.substr(from, brace - from), kHead);
+}
+
+// True when `pos` in `code` (stripped) lies inside a function (or class)
+// body, false at namespace scope.
+bool in_function_body(const std::string& code, size_t pos) {
+  std::vector<bool> open;  // per enclosing brace: opens a namespace
+  for (size_t i = 0; i < pos && i < code.size(); ++i) {
+    if (code[i] == '{')
+      open.push_back(opens_namespace(code, i));
+    else if (code[i] == '}' && !open.empty())
+      open.pop_back();
+  }
+  return std::find(open.begin(), open.end(), false) != open.end();
+}
+
 std::string entry_function(const std::string& name) {
   std::ostringstream o;
   o << "extern \"C\" __attribute__((visibility(\"default\"))) int " << cpu_kernel_symbol(name)
@@ -156,17 +179,23 @@ bool needs_fibers(const std::string& code) {
 std::string rewrite_extern_shared(const std::string& text) {
   static const std::regex kDecl(
       R"(extern\s+__shared__\s+([^;{}]*?)\b([A-Za-z_]\w*)\s*\[\s*\]\s*;)");
+  const std::string code = strip_comments_and_literals(text);
   std::string out;
   auto begin = std::sregex_iterator(text.begin(), text.end(), kDecl);
   size_t last = 0;
   for (auto it = begin; it != std::sregex_iterator(); ++it) {
     const std::smatch& m = *it;
     const std::string type = strip_attributes(m[1].str());
-    out.append(text, last, m.position(0) - last);
-    out += "static thread_local " + type + "* const " + m[2].str() + " = reinterpret_cast<" + type +
-           "*>(::lizard_cpu::dynamic_shared());";
+    const size_t at = static_cast<size_t>(m.position(0));
+    out.append(text, last, at - last);
+    if (in_function_body(code, at))
+      out += type + "* const " + m[2].str() + " = reinterpret_cast<" + type +
+             "*>(::lizard_cpu_thread.dynamic_shared);";
+    else
+      out += "static thread_local " + type + "* const " + m[2].str() + " = reinterpret_cast<" +
+             type + "*>(::lizard_cpu::dynamic_shared());";
     out.append(std::count(m[0].first, m[0].second, '\n'), '\n');
-    last = m.position(0) + m.length(0);
+    last = at + m.length(0);
   }
   out.append(text, last, std::string::npos);
   return out;

@@ -38,7 +38,9 @@ std::string find_unsupported_feature(const std::string& code);
 // True when `code` (stripped) names a barrier or a warp collective.
 bool needs_fibers(const std::string& code);
 // Rewrites each `extern __shared__ T name[];` into a pointer to the dynamic
-// shared buffer; line numbers are kept.
+// shared buffer; line numbers are kept.  Inside a function the pointer is a
+// plain local read from the thread's state (lizard_cpu_thread); at namespace
+// scope it is a `static thread_local`.
 std::string rewrite_extern_shared(const std::string& text);
 
 }  // namespace lizard

@@ -50,6 +50,24 @@ TEST(KernelSource, RewritesExternSharedKeepingLines) {
   EXPECT_EQ(out.substr(out.size() - 2), "y;");
 }
 
+TEST(KernelSource, ExternSharedInAFunctionIsAPlainLocal) {
+  const std::string out = rewrite_extern_shared(
+      "namespace a { extern \"C\" {\n"
+      "extern __shared__ float ns[];\n"
+      "__global__ void k() { if (1) { extern __shared__ int fn[]; } }\n"
+      "struct S { void f() { extern __shared__ double mem[]; } };\n"
+      "} }\n"
+      "extern __shared__ char top[]; // {\n");
+  EXPECT_NE(out.find("static thread_local float* const ns = "), std::string::npos) << out;
+  EXPECT_NE(
+      out.find("{ int* const fn = reinterpret_cast<int*>(::lizard_cpu_thread.dynamic_shared);"),
+      std::string::npos)
+      << out;
+  EXPECT_NE(out.find("{ double* const mem = "), std::string::npos) << out;
+  EXPECT_NE(out.find("static thread_local char* const top = "), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 6);
+}
+
 TEST(KernelSource, PlanWritesEntryPointsAndFiberMode) {
   auto m = parse_manifest("sources: {cuda: kernel.cu}\niterate: [a, b, a]\n", "config.yaml");
   ASSERT_TRUE(m.ok()) << m.status().message();
