@@ -1,8 +1,8 @@
-// cpu_backend: times the k-means assign kernel (kernel.cu beside this file)
-// through CpuExecutor against a plain C++ loop doing the same work on the
-// same number of threads, and prints both times per iteration and the ratio.
+// cpu_backend: times the assign kernel of examples/kmeans through
+// CpuExecutor against a plain C++ loop doing the same work on the same number
+// of threads, and prints both times per iteration and the ratio.
 //
-//   cpu_backend [--n=1000000] [--iters=10] [--threads=0] [--dir=bench/cpu_backend]
+//   cpu_backend [--n=1000000] [--iters=10] [--threads=0] [--dir=examples/kmeans]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,7 +28,7 @@ struct Args {
   int64_t n = 1000000;
   int iters = 10;
   int threads = 0;
-  std::string dir = LIZARD_CPU_BACKEND_BENCH_DIR;
+  std::string dir = LIZARD_KMEANS_EXAMPLE_DIR;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -143,7 +143,11 @@ int main(int argc, char** argv) {
   if (Status s = exec->begin_run(*program, *params, std::move(part)); !s.ok()) return fail(s);
   auto state = make_section(program->manifest.state, program->manifest, *params);
   auto agg = make_section(program->manifest.aggregate, program->manifest, *params);
-  std::memcpy(state->data(state->slots[0]), cent.data(), cent.size() * sizeof(float));
+  const FieldSlot* centroids = state->find("centroids");
+  const FieldSlot* counts_slot = agg->find("counts");
+  if (!centroids || !counts_slot)
+    return fail(invalid_argument(a.dir + ": expected state.centroids and aggregate.counts"));
+  std::memcpy(state->data(*centroids), cent.data(), cent.size() * sizeof(float));
 
   std::vector<double> backend_ms, plain_ms;
   std::vector<int32_t> labels(a.n);
@@ -161,9 +165,10 @@ int main(int argc, char** argv) {
   if (!outputs.ok()) return fail(outputs.status());
 
   std::vector<int64_t> counts(kK);
-  std::memcpy(counts.data(), agg->data(agg->slots[1]), kK * sizeof(int64_t));
-  const bool same = counts == plain.counts &&
-                    std::memcmp((*outputs)[1].data(), labels.data(), labels.size() * 4) == 0;
+  std::memcpy(counts.data(), agg->data(*counts_slot), kK * sizeof(int64_t));
+  const std::vector<uint8_t>& out_labels = (*outputs)[1];  // dataset: points, labels
+  const bool same = counts == plain.counts && out_labels.size() == labels.size() * 4 &&
+                    std::memcmp(out_labels.data(), labels.data(), out_labels.size()) == 0;
   const double b = median(backend_ms), p = median(plain_ms);
   std::printf("k-means assign: n=%lld D=%d K=%d threads=%d iters=%d (build %.0f ms)\n",
               static_cast<long long>(a.n), kD, kK, threads, a.iters, build_ms);
