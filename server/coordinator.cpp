@@ -188,7 +188,7 @@ struct RunEntry {
       done += n;
       executors.push_back({{"worker", worker},
                            {"executor", executor},
-                           {"rows", e.value("rows", 0)},
+                           {"rows", e.value("rows", int64_t{0})},
                            {"rows_done", n}});
     }
     return {{"iteration", progress_iteration},
