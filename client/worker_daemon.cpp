@@ -90,13 +90,22 @@ struct WorkerDaemon::Impl {
   // Rows of uploaded fields that arrived ahead of their run_start: by field index.
   std::string chunks_run;
   std::map<size_t, std::vector<uint8_t>> chunks;
-  Mailbox<std::optional<std::string>> inbox;  // frames; nullopt = connection lost
+  // What the connection's io thread hands the daemon's thread, in order.
+  struct InboxItem {
+    enum Kind { kConnected, kFrame, kLost } kind;
+    std::string frame;
+  };
+  Mailbox<InboxItem> inbox;
+  std::vector<uint64_t> reported_free;  // free memory per executor, as last reported
   std::unique_ptr<WorkerConnection> conn;
   std::atomic<bool> stopping{false};
 
-  json hello() const {
+  json hello() {
     json ex = json::array();
+    reported_free.clear();
     for (const auto& e : executors) {
+      e->refresh_free_memory();
+      reported_free.push_back(e->info().free_memory);
       ExecutorInfo info = e->info();
       if (opts.weight > 0) info.weight = opts.weight;
       ex.push_back(info.to_json());
@@ -113,6 +122,7 @@ struct WorkerDaemon::Impl {
     conn->send(encode(Message{t, std::move(header), std::move(payload)}));
   }
 
+  void report_resources();
   void handle(const MessageView& m);
   void on_program(const MessageView& m);
   void on_chunk(const MessageView& m);
@@ -172,6 +182,27 @@ void WorkerDaemon::Impl::handle(const MessageView& m) {
     default:
       spdlog::debug("ignoring {} message", message_type_name(m.type));
   }
+}
+
+// Tells the server how much memory each executor has free now, when that
+// moved by 16 MiB or more since the last report (other processes on the node
+// allocate and free too), so that plans are capped by what is free.
+void WorkerDaemon::Impl::report_resources() {
+  constexpr uint64_t kReportStep = uint64_t{16} << 20;
+  bool changed = reported_free.size() != executors.size();
+  json free = json::array();
+  for (size_t i = 0; i < executors.size(); ++i) {
+    executors[i]->refresh_free_memory();
+    const uint64_t now = executors[i]->info().free_memory;
+    free.push_back(now);
+    if (i < reported_free.size()) {
+      const uint64_t before = reported_free[i];
+      changed = changed || (now > before ? now - before : before - now) >= kReportStep;
+    }
+  }
+  if (!changed) return;
+  reported_free = free.get<std::vector<uint64_t>>();
+  reply(MessageType::kResources, {{"free_memory", free}});
 }
 
 // Copies a chunk of uploaded rows into its field's buffer, which is
@@ -407,22 +438,36 @@ Status WorkerDaemon::init() {
 
 bool WorkerDaemon::run() {
   Impl* d = impl_.get();
-  d->conn =
-      std::make_unique<WorkerConnection>(d->opts.host, d->opts.port, d->opts.token,
-                                         ConnectionCallbacks{
-                                             [d] { d->reply(MessageType::kHello, d->hello()); },
-                                             [d](std::string f) { d->inbox.push(std::move(f)); },
-                                             [d] { d->inbox.push(std::nullopt); },
-                                         });
+  d->conn = std::make_unique<WorkerConnection>(
+      d->opts.host, d->opts.port, d->opts.token,
+      ConnectionCallbacks{
+          [d] {
+            d->inbox.push({Impl::InboxItem::kConnected, {}});
+          },
+          [d](std::string f) {
+            d->inbox.push({Impl::InboxItem::kFrame, std::move(f)});
+          },
+          [d] {
+            d->inbox.push({Impl::InboxItem::kLost, {}});
+          },
+      });
   d->conn->start();
   while (!d->stopping) {
-    auto item = d->inbox.pop();
-    if (!item) break;  // closed
-    if (!*item) {      // connection lost: drop the run, keep built programs
+    auto item = d->inbox.pop_for(std::chrono::seconds(2));
+    if (!item) {  // closed, or two quiet seconds
+      if (d->stopping) break;
+      if (!d->run) d->report_resources();
+      continue;
+    }
+    if (item->kind == Impl::InboxItem::kConnected) {
+      d->reply(MessageType::kHello, d->hello());
+      continue;
+    }
+    if (item->kind == Impl::InboxItem::kLost) {  // drop the run, keep built programs
       d->abort_run();
       continue;
     }
-    auto m = decode_view(**item);
+    auto m = decode_view(item->frame);
     if (!m.ok()) {
       spdlog::warn("bad frame from the server: {}", m.status().message());
       continue;

@@ -815,6 +815,20 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
       return;
     case MessageType::kProgress:
       return on_progress(worker_id, m->header);
+    case MessageType::kResources: {  // free memory now, for the next plans
+      std::lock_guard<std::mutex> l(mu);
+      auto it = workers.find(worker_id);
+      const json& free = m->header["free_memory"];
+      if (it == workers.end() || !free.is_array()) return;
+      std::vector<ExecutorInfo>& ex = it->second.executors;
+      json& shown = it->second.report["executors"];  // as GET /clients shows them
+      for (size_t i = 0; i < ex.size() && i < free.size(); ++i) {
+        if (!free[i].is_number_unsigned()) continue;
+        ex[i].free_memory = free[i].get<uint64_t>();
+        if (shown.is_array() && i < shown.size()) shown[i]["free_memory"] = ex[i].free_memory;
+      }
+      return;
+    }
     default:
       events.push(WorkerEvent{worker_id, false, std::move(m).value()});
   }

@@ -92,6 +92,8 @@ class Executor {
   // True when the device cannot be used again in this process (a GPU whose
   // context keeps a kernel fault); the worker then restarts itself.
   virtual bool lost() const { return false; }
+  // Reads the memory now free on the device into info().free_memory.
+  virtual void refresh_free_memory() = 0;
 };
 
 }  // namespace lizard

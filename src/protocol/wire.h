@@ -48,6 +48,7 @@ enum class MessageType : uint8_t {
                     // payload: rows
   kProgress = 13,   // worker → server, within an iteration: {run_id, iteration, executor,
                     // rows_done}
+  kResources = 14,  // worker → server, when idle: {free_memory: [bytes, per executor]}
 };
 
 const char* message_type_name(MessageType t);

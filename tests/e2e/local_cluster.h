@@ -47,6 +47,7 @@ class LocalCluster {
   void kill_worker(size_t i, int sig);
 
   std::string uri() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  uint16_t port() const { return static_cast<uint16_t>(port_); }
   CommandResult load_program(const std::string& dir) const;
   Result<HttpReply> get(const std::string& path) const;
   Result<HttpReply> post(const std::string& path, const std::string& body) const;

@@ -87,6 +87,10 @@ CpuExecutor::CpuExecutor(const CpuExecutorOptions& o)
 
 CpuExecutor::~CpuExecutor() = default;
 
+void CpuExecutor::refresh_free_memory() {
+  info_.free_memory = meminfo("MemAvailable");
+}
+
 Status CpuExecutor::build(const ProgramImage& program) {
   if (modules_.count(program.hash)) return Status::Ok();
   LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(program));

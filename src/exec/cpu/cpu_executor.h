@@ -56,6 +56,7 @@ class CpuExecutor : public Executor {
   Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate, IterationStats* stats,
                       int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
+  void refresh_free_memory() override;
 
  private:
   struct Module {

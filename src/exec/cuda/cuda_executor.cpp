@@ -106,6 +106,9 @@ class CudaExecutor final : public Executor {
   Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate, IterationStats* stats,
                       int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
+  void refresh_free_memory() override {
+    if (make_current().ok()) read_free_memory();
+  }
 
  private:
   Status check(CUresult r, const std::string& what) const {
@@ -118,7 +121,7 @@ class CudaExecutor final : public Executor {
   Status attach_context();
   void detach_context();
   Status fill_info();
-  void refresh_free_memory();
+  void read_free_memory();  // with the context current
 
   Result<Module*> load_program(const ProgramImage& program);
   Status load_module(const ProgramImage& program, Module* m);
@@ -211,14 +214,14 @@ Status CudaExecutor::fill_info() {
   size_t total = 0;
   LIZARD_RETURN_IF_ERROR(check(cu_->cuDeviceTotalMem(&total, dev_), "cuDeviceTotalMem"));
   info_.total_memory = total;
-  refresh_free_memory();
+  read_free_memory();
   const std::string module = kernel_module_version();
   info_.driver = (module.empty() ? "" : module + " ") + "(CUDA " + cu_->version_string() + ")";
   info_.weight = info_.sm_count * (info_.clock_khz / 1e6);
   return Status::Ok();
 }
 
-void CudaExecutor::refresh_free_memory() {
+void CudaExecutor::read_free_memory() {
   size_t free = 0, total = 0;
   if (cu_->cuMemGetInfo(&free, &total) == CUDA_SUCCESS) info_.free_memory = free;
 }
@@ -332,7 +335,7 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
     st = run_generators(*m, data.generators, state);
   }
   if (!st.ok()) release_run();
-  refresh_free_memory();
+  read_free_memory();
   return st;
 }
 
@@ -627,7 +630,7 @@ Result<std::vector<std::vector<uint8_t>>> CudaExecutor::end_run(bool want_output
     }
   }
   release_run();
-  refresh_free_memory();
+  read_free_memory();
   if (!st.ok() && want_outputs) return st;
   return out;
 }
