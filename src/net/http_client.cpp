@@ -64,6 +64,13 @@ std::string target_of(const ServerUri& u) {
   return u.base_path.empty() ? "/" : u.base_path;
 }
 
+// Connects to the server; every operation on the stream then has `timeout_s`.
+void connect(beast::tcp_stream* stream, const ServerUri& u, int timeout_s) {
+  tcp::resolver resolver(stream->get_executor());
+  stream->expires_after(std::chrono::seconds(timeout_s));
+  stream->connect(resolver.resolve(u.host, u.port));
+}
+
 }  // namespace
 
 Result<HttpReply> http_request(const std::string& method, const std::string& url,
@@ -72,10 +79,8 @@ Result<HttpReply> http_request(const std::string& method, const std::string& url
   LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
   try {
     net::io_context ioc;
-    tcp::resolver resolver(ioc);
     beast::tcp_stream stream(ioc);
-    stream.expires_after(std::chrono::seconds(timeout_s));
-    stream.connect(resolver.resolve(u.host, u.port));
+    connect(&stream, u, timeout_s);
     http::request<http::string_body> req(http::string_to_verb(method), target_of(u), 11);
     set_common_fields(&req, u, bearer_token);
     if (!body.empty() || method == "POST") {
@@ -100,10 +105,8 @@ Result<HttpReply> http_upload_file(const std::string& method, const std::string&
   if (!in || size_error) return not_found("cannot read " + path);
   try {
     net::io_context ioc;
-    tcp::resolver resolver(ioc);
     beast::tcp_stream stream(ioc);
-    stream.expires_after(std::chrono::seconds(timeout_s));
-    stream.connect(resolver.resolve(u.host, u.port));
+    connect(&stream, u, timeout_s);
     http::request<http::empty_body> req(http::string_to_verb(method), target_of(u), 11);
     set_common_fields(&req, u, bearer_token);
     req.set(http::field::content_type, content_type);

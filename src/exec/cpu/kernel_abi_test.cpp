@@ -11,6 +11,36 @@
 namespace lizard {
 namespace {
 
+// A kernel library built from a manifest and a kernel.cu, with the entry
+// point of its kernel `k`.
+struct KernelLibrary {
+  Manifest manifest;
+  bool fibers = false;
+  SharedLibrary library;
+  CpuKernelFn fn = nullptr;
+};
+
+void build(const std::string& yaml, const char* source, KernelLibrary* out) {
+  auto m = parse_manifest(yaml, "config.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ProgramImage p;
+  p.manifest = *m;
+  p.header = generate_program_header(*m);
+  p.sources["kernel.cu"] = source;
+  auto plan = plan_cpu_build(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  auto so = HostCompiler(testing::TempDir() + "lizard-kernel-abi-test")
+                .build_shared(plan->files, plan->units, plan->flags);
+  ASSERT_TRUE(so.ok()) << so.status().message();
+  auto lib = SharedLibrary::open(*so);
+  ASSERT_TRUE(lib.ok()) << lib.status().message();
+  out->manifest = *m;
+  out->fibers = plan->fibers;
+  out->library = std::move(lib).value();
+  out->fn = out->library.symbol<CpuKernelFn>("lizard_cpu_kernel_k");
+  ASSERT_NE(out->fn, nullptr);
+}
+
 const char* kKernel = R"(
 extern "C" __global__ void k(global_params_t, dataset_t d, global_state_t, agg_res_t) {
   const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -22,23 +52,12 @@ extern "C" __global__ void k(global_params_t, dataset_t d, global_state_t, agg_r
 )";
 
 TEST(KernelAbi, ThreeDimensionalGridsBlocksAndRanges) {
-  auto m = parse_manifest(
+  KernelLibrary k;
+  ASSERT_NO_FATAL_FAILURE(build(
       "sources: {cuda: kernel.cu}\ndataset: {v: {type: int32, shape: [rows]}}\niterate: [k]\n",
-      "config.yaml");
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  ProgramImage p;
-  p.manifest = *m;
-  p.header = generate_program_header(*m);
-  p.sources["kernel.cu"] = kKernel;
-  auto plan = plan_cpu_build(p);
-  ASSERT_TRUE(plan.ok()) << plan.status().message();
-  auto so = HostCompiler(testing::TempDir() + "lizard-kernel-abi-test")
-                .build_shared(plan->files, plan->units, plan->flags);
-  ASSERT_TRUE(so.ok()) << so.status().message();
-  auto lib = SharedLibrary::open(*so);
-  ASSERT_TRUE(lib.ok()) << lib.status().message();
-  auto fn = lib->symbol<CpuKernelFn>("lizard_cpu_kernel_k");
-  ASSERT_NE(fn, nullptr);
+      kKernel, &k));
+  const Manifest* m = &k.manifest;
+  const CpuKernelFn fn = k.fn;
 
   const unsigned blocks = 3 * 2 * 2, threads = 8 * 4 * 2;
   std::vector<int32_t> v(blocks * threads, -1);
@@ -81,25 +100,14 @@ extern "C" __global__ void k(global_params_t p, dataset_t d, global_state_t, agg
 )";
 
 TEST(KernelAbi, LaunchesAfterAFailedBlockStartAfresh) {
-  auto m = parse_manifest(
-      "sources: {cuda: kernel.cu}\nparams: {mode: {type: int32}}\n"
-      "dataset: {v: {type: int32, shape: [rows]}}\niterate: [k]\n",
-      "config.yaml");
-  ASSERT_TRUE(m.ok()) << m.status().message();
-  ProgramImage p;
-  p.manifest = *m;
-  p.header = generate_program_header(*m);
-  p.sources["kernel.cu"] = kBarrierKernel;
-  auto plan = plan_cpu_build(p);
-  ASSERT_TRUE(plan.ok()) << plan.status().message();
-  ASSERT_TRUE(plan->fibers);
-  auto so = HostCompiler(testing::TempDir() + "lizard-kernel-abi-test")
-                .build_shared(plan->files, plan->units, plan->flags);
-  ASSERT_TRUE(so.ok()) << so.status().message();
-  auto lib = SharedLibrary::open(*so);
-  ASSERT_TRUE(lib.ok()) << lib.status().message();
-  auto fn = lib->symbol<CpuKernelFn>("lizard_cpu_kernel_k");
-  ASSERT_NE(fn, nullptr);
+  KernelLibrary k;
+  ASSERT_NO_FATAL_FAILURE(
+      build("sources: {cuda: kernel.cu}\nparams: {mode: {type: int32}}\n"
+            "dataset: {v: {type: int32, shape: [rows]}}\niterate: [k]\n",
+            kBarrierKernel, &k));
+  ASSERT_TRUE(k.fibers);
+  const Manifest* m = &k.manifest;
+  const CpuKernelFn fn = k.fn;
 
   struct Launch {
     int mode;
