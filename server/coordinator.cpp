@@ -1279,6 +1279,13 @@ void Coordinator::shutdown() {
   }
   for (auto& run : queued)
     impl_->finish(run, unavailable("the server shut down before the run started"));
+  // The links belong to the network layer's io context: let them go while it
+  // still exists (the hub is stopped, not yet destroyed).
+  std::map<std::string, WorkerEntry> workers;
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    workers.swap(impl_->workers);
+  }
 }
 
 void Coordinator::on_http(HttpRequest req, Responder respond) {

@@ -38,7 +38,8 @@ class Coordinator : public ServerHandler {
   void on_worker_frame(const std::string& worker_id, std::string frame) override;
   void on_worker_close(const std::string& worker_id) override;
 
-  // Stops the driver and the pool; pending runs fail.
+  // Stops the driver and the pool, fails pending runs and lets the worker
+  // links go.  Call it after stopping the network layer, before destroying it.
   void shutdown();
 
  private:
