@@ -1,14 +1,18 @@
-// Coordinator: the head node's brain.  Implements the REST API and the worker
-// hub behind HubServer: registers programs (compiling host hooks and pushing
-// sources to workers), tracks workers, validates and queues runs, and drives
-// each run's iterations on its own thread.
+// Coordinator: the head node, wired from its role modules.  It implements the
+// network layer's ServerHandler: HTTP requests go to the routes
+// (http_routes.h), worker frames to the worker registry (membership, builds,
+// resources) or, by run id, to the run's driver (run_driver.h).  A scheduling
+// thread places queued runs on disjoint sets of free executors
+// (scheduler.h) and starts one driver per placed run, so that many runs
+// proceed at once.
 //
 //   Coordinator c({.state_dir = dir});
 //   HubServer hub(&c, {...}); hub.start();
+//   ...; hub.stop(); c.shutdown();
 //
 // Threads: HubServer's io thread calls the ServerHandler methods, which never
-// block; program builds and run validation go to a small pool; runs execute
-// one at a time, in submission order, on the driver thread.
+// block; program registration and run validation go to a small pool; each
+// placed run has its driver thread; the scheduling thread places runs.
 #pragma once
 
 #include <memory>
@@ -24,6 +28,7 @@ struct CoordinatorOptions {
   int worker_wait_s = 60;             // how long a run waits for a worker with its program
   std::string token;                  // required of workers and of POST/DELETE requests, when set
   std::string read_token;  // required of GET requests too, when set (the token also works)
+  int max_bypass = 16;     // later runs that may start ahead of a waiting one
 };
 
 class Coordinator : public ServerHandler {
@@ -38,8 +43,9 @@ class Coordinator : public ServerHandler {
   void on_worker_frame(const std::string& worker_id, std::string frame) override;
   void on_worker_close(const std::string& worker_id) override;
 
-  // Stops the driver and the pool, fails pending runs and lets the worker
-  // links go.  Call it after stopping the network layer, before destroying it.
+  // Stops the scheduler, the drivers and the pool, fails queued runs and lets
+  // the worker links go.  Call it after stopping the network layer, before
+  // destroying it.
   void shutdown();
 
  private:

@@ -12,14 +12,16 @@ namespace {
 constexpr int64_t kDefaultIterationCap = 1000;
 
 Status check_keys(const json& body) {
-  static const char* kKeys[] = {"params", "dataset", "state", "max_iterations", "outputs"};
+  static const char* kKeys[] = {"params",         "dataset", "state",
+                                "max_iterations", "outputs", "executors"};
   for (const auto& [k, _] : body.items()) {
     bool known = false;
     for (const char* n : kKeys) known = known || k == n;
     if (!known)
       return invalid_argument(
           "unknown key '" + k +
-          "' in the run request (expected params, dataset, state, max_iterations, outputs)");
+          "' in the run request (expected params, dataset, state, max_iterations, outputs, "
+          "executors)");
   }
   return Status::Ok();
 }
@@ -187,6 +189,28 @@ Status parse_outputs(const Manifest& m, const json& body, RunRequest* out) {
   return Status::Ok();
 }
 
+// "executors": N, or {"min": a, "max": b}; absent: every free executor.
+Status parse_executors(const json& body, ExecutorDemand* out) {
+  if (!body.contains("executors")) return Status::Ok();
+  const json& v = body["executors"];
+  auto count = [](const json& n) { return n.is_number_integer() && n.get<int64_t>() >= 1; };
+  constexpr const char* kForm =
+      "`executors` must be a positive integer or {\"min\": a, \"max\": b} with 1 <= a <= b";
+  if (count(v)) {
+    out->min = out->max = v.get<int64_t>();
+    return Status::Ok();
+  }
+  if (!v.is_object()) return invalid_argument(kForm);
+  for (const auto& [k, _] : v.items())
+    if (k != "min" && k != "max") return invalid_argument(kForm);
+  if (v.contains("min") && !count(v["min"])) return invalid_argument(kForm);
+  if (v.contains("max") && !count(v["max"])) return invalid_argument(kForm);
+  out->min = v.contains("min") ? v["min"].get<int64_t>() : 1;
+  out->max = v.contains("max") ? v["max"].get<int64_t>() : 0;
+  if (out->max != 0 && out->max < out->min) return invalid_argument(kForm);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body,
@@ -214,6 +238,7 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
   }
   if (out.max_iterations < 1) return invalid_argument("max_iterations must be at least 1");
   LIZARD_RETURN_IF_ERROR(parse_outputs(image.manifest, body, &out));
+  LIZARD_RETURN_IF_ERROR(parse_executors(body, &out.executors));
   return out;
 }
 

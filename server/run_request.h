@@ -29,6 +29,13 @@ struct DatasetSource {
   int64_t width = 1;  // elements per row
 };
 
+// How many executors a run needs (min) and may use (max; 0: every one free
+// when it starts).
+struct ExecutorDemand {
+  int64_t min = 1;
+  int64_t max = 0;
+};
+
 struct RunRequest {
   ParamValues params;
   std::vector<DatasetSource> dataset;  // manifest.dataset order
@@ -37,6 +44,7 @@ struct RunRequest {
   std::optional<SectionBuffer> state;  // initial state when given
   int64_t max_iterations = 0;
   std::vector<bool> want_output;  // manifest.dataset order: gather this output field
+  ExecutorDemand executors;
 };
 
 // Finds an uploaded dataset (POST /datasets) by id: its file and format.

@@ -26,6 +26,7 @@ enum class Code {
   kCompileError,     // user code does not compile (422)
   kRuntimeError,     // user code failed while running
   kCancelled,
+  kWorkerLost,  // a worker serving a run went away (503; the run re-plans)
 };
 
 class Status {
@@ -66,6 +67,9 @@ inline Status compile_error(std::string m) {
 }
 inline Status runtime_error(std::string m) {
   return Status(Code::kRuntimeError, std::move(m));
+}
+inline Status worker_lost(std::string m) {
+  return Status(Code::kWorkerLost, std::move(m));
 }
 inline Status too_large(std::string m) {
   return Status(Code::kTooLarge, std::move(m));

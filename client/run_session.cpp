@@ -1,0 +1,287 @@
+#include "client/run_session.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/clock.h"
+#include "common/parallel.h"
+#include "dataset/dataset_file.h"
+#include "program/reducers.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+namespace {
+
+// Slices of an iteration whose progress is reported: enough to show it
+// moving, few enough that each slice's launches stay cheap beside its work.
+constexpr int64_t kMinSliceRows = 4096;
+constexpr int64_t kMaxSlices = 32;
+
+int64_t slice_count(int64_t rows) {
+  return std::clamp<int64_t>(rows / kMinSliceRows, 1, kMaxSlices);
+}
+
+}  // namespace
+
+RunSession::RunSession(SessionContext ctx, std::map<size_t, std::vector<uint8_t>> uploaded)
+    : ctx_(std::move(ctx)), uploaded_(std::move(uploaded)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+RunSession::~RunSession() {
+  abort();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RunSession::abort() {
+  aborting_ = true;
+  inbox_.close();
+  for (auto& h : *ctx_.executors) {  // wakes a session waiting for an executor
+    { std::lock_guard<std::mutex> l(h->mu); }
+    h->freed.notify_all();
+  }
+}
+
+void RunSession::loop() {
+  while (!finished_) {
+    auto frame = inbox_.pop();
+    if (!frame) break;  // aborted
+    auto m = decode_view(*frame);
+    if (!m.ok()) continue;
+    handle(m.value());
+  }
+  release();
+  finished_ = true;
+}
+
+void RunSession::handle(const MessageView& m) {
+  switch (m.type) {
+    case MessageType::kRunStart: {
+      auto h = RunStartMsg::parse(m.header);
+      RunReadyMsg ready;
+      ready.run_id = h.ok() ? h->run_id : "";
+      Status st = h.status();
+      if (st.ok()) st = start(m, h.value(), &ready.compile_ms);
+      if (!st.ok()) {
+        spdlog::warn("run {}: {}", ready.run_id, st.message());
+        release();
+      }
+      ready.ok = st.ok();
+      ready.error = st.message();
+      ready.compile_cache_hit = st.ok() && ready.compile_ms == 0;
+      return ctx_.send(encode(ready.to_message()));
+    }
+    case MessageType::kIterate: {
+      auto h = IterateMsg::parse(m.header);
+      IterationResultMsg r;
+      r.run_id = h.ok() ? h->run_id : run_id_;
+      r.iteration = h.ok() ? h->iteration : 0;
+      std::string payload;
+      Status st = h.status();
+      if (st.ok()) st = iterate(m, h.value(), &payload, &r.kernel_ms);
+      r.ok = st.ok();
+      r.error = st.message();
+      return ctx_.send(encode(r.to_message(st.ok() ? std::move(payload) : std::string())));
+    }
+    case MessageType::kRunEnd: {
+      auto h = RunEndMsg::parse(m.header);
+      if (!h.ok()) return;
+      RunOutputsMsg out;
+      out.run_id = h->run_id;
+      std::string payload;
+      Status st = end(h.value(), &out.fields, &payload);
+      out.ok = st.ok();
+      out.error = st.message();
+      if (h->want_outputs) ctx_.send(encode(out.to_message(std::move(payload))));
+      finished_ = true;
+      return;
+    }
+    default:
+      spdlog::debug("run {}: ignoring {} message", run_id_, message_type_name(m.type));
+  }
+}
+
+Status RunSession::start(const MessageView& m, const RunStartMsg& h, double* compile_ms) {
+  run_id_ = h.run_id;
+  report_progress_ = h.progress;
+  program_ = ctx_.find_program(h.hash);
+  if (!program_) return not_found("this worker has not built program " + h.hash);
+  const Manifest& man = program_->manifest;
+  LIZARD_ASSIGN_OR_RETURN(params_, bind_params(man, h.params));
+  if (h.fields.size() != man.dataset.size())
+    return invalid_argument("run_start: field list does not match the manifest");
+  std::vector<PartitionData> parts;
+  for (const PartSpec& p : h.parts) {
+    if (static_cast<size_t>(p.executor) >= ctx_.executors->size())
+      return invalid_argument("run_start names executor " + std::to_string(p.executor));
+    PartitionData d;
+    d.first_row = p.first_row;
+    d.rows = p.rows;
+    if (d.first_row < h.first_row) return invalid_argument("run_start: a part precedes its rows");
+    const size_t local_row = static_cast<size_t>(d.first_row - h.first_row);
+    for (size_t k = 0; k < man.dataset.size(); ++k) {
+      const FieldSpec& f = man.dataset[k];
+      const FieldSource& src = h.fields[k];
+      LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, man, params_));
+      const size_t row_bytes = static_cast<size_t>(width) * dtype_size(f.type);
+      const size_t off = row_bytes * local_row, n = row_bytes * static_cast<size_t>(d.rows);
+      std::vector<uint8_t> buf;
+      if (src.source == "inline") {
+        if (src.offset + off + n > m.payload.size())
+          return invalid_argument("run_start: inline rows exceed the payload");
+        buf.assign(m.payload.begin() + static_cast<long>(src.offset + off),
+                   m.payload.begin() + static_cast<long>(src.offset + off + n));
+      } else if (src.source == "chunks") {
+        std::vector<uint8_t>& all = uploaded_[k];
+        if (off + n > all.size())
+          return invalid_argument("run_start: rows of field '" + f.name + "' did not arrive");
+        if (off == 0 && n == all.size())
+          buf = std::move(all);  // the usual case: one executor takes all of them
+        else
+          buf.assign(all.begin() + static_cast<long>(off),
+                     all.begin() + static_cast<long>(off + n));
+      } else if (src.source == "generate") {  // left empty: the executor allocates it zeroed
+        if (std::find(d.generators.begin(), d.generators.end(), src.kernel) == d.generators.end())
+          d.generators.push_back(src.kernel);
+        d.seed = h.seed;
+      } else if (src.source == "path") {
+        buf.resize(n);
+        LIZARD_ASSIGN_OR_RETURN(FileFormat fmt, parse_file_format(src.format));
+        LIZARD_RETURN_IF_ERROR(
+            read_rows(src.path, fmt, f.type, width, d.first_row, d.rows, buf.data())
+                .with_context("dataset field '" + f.name + "'"));
+      }
+      d.fields.push_back(std::move(buf));
+    }
+    executors_.push_back(static_cast<size_t>(p.executor));
+    rows_.push_back(d.rows);
+    parts.push_back(std::move(d));
+  }
+  uploaded_.clear();
+  LIZARD_RETURN_IF_ERROR(acquire_executors());
+  Status st = first_error(for_each_parallel(parts.size(), [&](size_t i) {
+    std::lock_guard<std::mutex> l(lock_of(i));
+    return executor(i).begin_run(*program_, params_, std::move(parts[i]));
+  }));
+  begun_ = true;  // end_run frees whatever did begin
+  LIZARD_RETURN_IF_ERROR(st);
+  *compile_ms = 0;  // programs are compiled when they are built; begin_run loads that binary
+  spdlog::debug("run {}: loaded rows {}..{}", run_id_, h.first_row, h.first_row + h.rows);
+  return Status::Ok();
+}
+
+Status RunSession::iterate(const MessageView& m, const IterateMsg& h, std::string* payload,
+                           double* kernel_ms) {
+  if (!begun_ || h.run_id != run_id_) return not_found("no such run on this worker");
+  const Manifest& man = program_->manifest;
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(man.state, man, params_));
+  if (m.payload.size() != state.bytes.size())
+    return invalid_argument("state of " + std::to_string(m.payload.size()) + " bytes; expected " +
+                            std::to_string(state.bytes.size()));
+  if (!state.bytes.empty()) std::memcpy(state.bytes.data(), m.payload.data(), state.bytes.size());
+  // Each executor's aggregates: one, or one per slice when progress is reported.
+  const size_t n = executors_.size();
+  std::vector<std::vector<SectionBuffer>> per_executor(n);
+  std::vector<double> executor_ms(n, 0.0);
+  LIZARD_RETURN_IF_ERROR(first_error(for_each_parallel(n, [&](size_t i) -> Status {
+    std::lock_guard<std::mutex> l(lock_of(i));
+    Executor& e = executor(i);
+    const int64_t rows = rows_[i];
+    const int64_t slices = report_progress_ ? slice_count(rows) : 1;
+    for (int64_t k = 0; k < slices; ++k) {
+      LIZARD_ASSIGN_OR_RETURN(SectionBuffer a, make_section(man.aggregate, man, params_));
+      IterationStats st;
+      if (slices == 1) {
+        LIZARD_RETURN_IF_ERROR(e.iterate(state, &a, &st));
+      } else {
+        const int64_t first = rows * k / slices, end = rows * (k + 1) / slices;
+        LIZARD_RETURN_IF_ERROR(e.iterate_rows(state, &a, &st, first, end - first));
+        ctx_.send(encode(ProgressMsg{run_id_, h.iteration, static_cast<int64_t>(executors_[i]), end}
+                             .to_message()));
+      }
+      executor_ms[i] += st.kernel_ms;
+      per_executor[i].push_back(std::move(a));
+    }
+    return Status::Ok();
+  })));
+  std::vector<SectionBuffer> aggs;
+  for (auto& v : per_executor)
+    for (auto& a : v) aggs.push_back(std::move(a));
+  for (double ms : executor_ms) *kernel_ms = std::max(*kernel_ms, ms);
+  // Built-in reducers fold here; custom ones go to the server's aggregate hook.
+  if (!man.has_custom_reducer()) {
+    for (size_t i = 1; i < aggs.size(); ++i) fold_into(&aggs[0], aggs[i]);
+    aggs.resize(1);
+  }
+  for (const auto& a : aggs)
+    payload->append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+  return Status::Ok();
+}
+
+Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload) {
+  if (!begun_ || h.run_id != run_id_) return not_found("no such run on this worker");
+  const Manifest& man = program_->manifest;
+  std::vector<std::vector<std::vector<uint8_t>>> outs(executors_.size());
+  Status st;
+  for (size_t i = 0; i < executors_.size(); ++i) {
+    std::lock_guard<std::mutex> l(lock_of(i));
+    auto r = executor(i).end_run(h.want_outputs);
+    if (!r.ok()) {
+      st = r.status();
+      continue;
+    }
+    outs[i] = std::move(r).value();
+  }
+  begun_ = false;
+  release();
+  if (!h.want_outputs || !st.ok()) return st;
+  for (size_t k = 0; k < man.dataset.size(); ++k) {
+    if (!man.dataset[k].output) continue;
+    if (std::find(h.outputs.begin(), h.outputs.end(), man.dataset[k].name) == h.outputs.end())
+      continue;
+    uint64_t bytes = 0;
+    for (const auto& o : outs) {
+      if (k >= o.size()) continue;
+      payload->append(reinterpret_cast<const char*>(o[k].data()), o[k].size());
+      bytes += o[k].size();
+    }
+    fields->push_back({man.dataset[k].name, bytes});
+  }
+  return Status::Ok();
+}
+
+// Waits until the previous runs on this run's executors have let them go
+// (their run_end may still be on its way through their sessions).
+Status RunSession::acquire_executors() {
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(60);
+  for (; owned_ < executors_.size(); ++owned_) {
+    ExecutorHandle& h = *(*ctx_.executors)[executors_[owned_]];
+    std::unique_lock<std::mutex> l(h.mu);
+    if (!h.freed.wait_until(l, deadline, [&] { return h.owner.empty() || aborting_; }) || aborting_)
+      return unavailable("executor " + std::to_string(executors_[owned_]) + " is still busy with " +
+                         (h.owner.empty() ? std::string("another run") : h.owner));
+    h.owner = run_id_;
+  }
+  return Status::Ok();
+}
+
+// Frees the run's buffers on every executor it began on and lets them go.
+void RunSession::release() {
+  for (size_t i = 0; i < owned_; ++i) {
+    ExecutorHandle& h = *(*ctx_.executors)[executors_[i]];
+    {
+      std::lock_guard<std::mutex> l(h.mu);
+      if (begun_) (void)h.executor->end_run(false);
+      h.owner.clear();
+    }
+    h.freed.notify_all();
+  }
+  owned_ = 0;
+  begun_ = false;
+}
+
+}  // namespace lizard

@@ -1,0 +1,91 @@
+// RunSession: one run on this worker, on a thread of its own, so that runs
+// placed on different executors of the worker proceed at the same time.  It
+// loads the worker's rows onto the run's executors (run_start), runs each
+// iteration on them at once and folds their aggregates into one reply
+// (iterate), and returns the output fields (run_end).  The daemon hands it
+// the run's messages in order with post(); the session replies through
+// `send` and is done after run_end (or abort()).
+//
+//   RunSession s(ctx, program, std::move(uploaded_rows));
+//   s.post(run_start_frame);  s.post(iterate_frame);  ...  s.post(run_end_frame);
+//   if (s.finished()) ...;    // the daemon then drops it
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/mailbox.h"
+#include "common/status.h"
+#include "exec/executor.h"
+#include "protocol/messages.h"
+
+namespace lizard {
+
+// An executor of the worker, the lock that serialises calls on it between
+// sessions and program builds, and the run that owns it: a run's session
+// takes it over only after the previous run's session has let it go.
+struct ExecutorHandle {
+  std::unique_ptr<Executor> executor;
+  std::mutex mu;
+  std::condition_variable freed;
+  std::string owner;  // GUARDED_BY(mu): the run whose rows it holds, or empty
+};
+
+struct SessionContext {
+  std::vector<std::unique_ptr<ExecutorHandle>>* executors = nullptr;
+  std::function<void(std::string frame)> send;
+  // The program a run_start names, when this worker has built it.
+  std::function<std::shared_ptr<const ProgramImage>(const std::string& hash)> find_program;
+};
+
+class RunSession {
+ public:
+  // `uploaded` holds the rows of uploaded fields that arrived ahead of the
+  // run_start, by field index.
+  RunSession(SessionContext ctx, std::map<size_t, std::vector<uint8_t>> uploaded);
+  ~RunSession();
+  RunSession(const RunSession&) = delete;
+  RunSession& operator=(const RunSession&) = delete;
+
+  void post(std::string frame) { inbox_.push(std::move(frame)); }
+  // Ends the run without replying (the server went away).
+  void abort();
+  bool finished() const { return finished_; }
+
+ private:
+  void loop();
+  void handle(const MessageView& m);
+  Status start(const MessageView& m, const RunStartMsg& h, double* compile_ms);
+  Status iterate(const MessageView& m, const IterateMsg& h, std::string* payload,
+                 double* kernel_ms);
+  Status end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload);
+  Status acquire_executors();
+  void release();
+  Executor& executor(size_t i) { return *(*ctx_.executors)[executors_[i]]->executor; }
+  std::mutex& lock_of(size_t i) { return (*ctx_.executors)[executors_[i]]->mu; }
+
+  SessionContext ctx_;
+  std::map<size_t, std::vector<uint8_t>> uploaded_;
+  std::string run_id_;
+  std::shared_ptr<const ProgramImage> program_;
+  ParamValues params_;
+  std::vector<size_t> executors_;  // indices into the worker's executors, in row order
+  std::vector<int64_t> rows_;      // each executor's rows
+  bool report_progress_ = false;   // run iterations in slices, reporting each
+  bool begun_ = false;
+  size_t owned_ = 0;  // executors_[0, owned_) are owned by this run
+
+  Mailbox<std::string> inbox_;
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> aborting_{false};
+  std::thread thread_;
+};
+
+}  // namespace lizard

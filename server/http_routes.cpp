@@ -1,0 +1,260 @@
+#include "server/http_routes.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "common/auth.h"
+#include "server/dataset_store.h"
+#include "server/program_registry.h"
+#include "server/run_book.h"
+#include "server/worker_registry.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+int http_status(const Status& s) {
+  switch (s.code()) {
+    case Code::kOk:
+      return 200;
+    case Code::kInvalidArgument:
+      return 400;
+    case Code::kNotFound:
+      return 404;
+    case Code::kConflict:
+      return 409;
+    case Code::kTooLarge:
+      return 413;
+    case Code::kCompileError:
+      return 422;
+    case Code::kUnavailable:
+    case Code::kWorkerLost:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+HttpResponse json_response(int status, const json& j) {
+  return {status, "application/json", j.dump(2) + "\n"};
+}
+
+HttpResponse error_response(const Status& s) {
+  return json_response(http_status(s), {{"error", s.message()}});
+}
+
+namespace {
+
+std::vector<std::string> segments(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) parts.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return parts;
+}
+
+std::map<std::string, std::string> parse_query(const std::string& q) {
+  std::map<std::string, std::string> out;
+  size_t start = 0;
+  while (start < q.size()) {
+    size_t amp = q.find('&', start);
+    std::string kv = q.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
+    size_t eq = kv.find('=');
+    out[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    if (amp == std::string::npos) break;
+    start = amp + 1;
+  }
+  return out;
+}
+
+// Matches a path against a route's template; fills the {names}.
+bool match(const std::string& pattern, const std::vector<std::string>& parts,
+           std::map<std::string, std::string>* params) {
+  const auto want = segments(pattern);
+  if (want.size() != parts.size()) return false;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i].size() > 2 && want[i].front() == '{' && want[i].back() == '}')
+      (*params)[want[i].substr(1, want[i].size() - 2)] = parts[i];
+    else if (want[i] != parts[i])
+      return false;
+  }
+  return true;
+}
+
+// Responds with a Result's JSON value, or its error.
+void reply(Responder& r, const Result<json>& j, int ok_status = 200) {
+  r(j.ok() ? json_response(ok_status, j.value()) : error_response(j.status()));
+}
+
+bool truthy(const std::map<std::string, std::string>& q, const char* key) {
+  auto it = q.find(key);
+  return it != q.end() && it->second != "0" && it->second != "false";
+}
+
+}  // namespace
+
+const std::vector<HttpRoutes::Route>& HttpRoutes::table() {
+  using C = Call;
+  using R = Responder;
+  static const std::vector<Route> routes = {
+      {{"GET", "/"}, [](HttpRoutes* h, C& c, R& r) { h->get_root(c, r); }},
+      {{"GET", "/ruok"},
+       [](HttpRoutes*, C&, R& r) {
+         r({200, "text/plain", "imok"});
+       }},
+      {{"GET", "/clients"}, [](HttpRoutes* h, C&, R& r) { reply(r, h->s_.workers->to_json()); }},
+      {{"GET", "/clients/{id}"},
+       [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.workers->to_json(c.path["id"])); }},
+      {{"GET", "/programs"}, [](HttpRoutes* h, C& c, R& r) { h->get_programs(c, r); }},
+      {{"GET", "/programs/{hash}"}, [](HttpRoutes* h, C& c, R& r) { h->get_program(c, r); }},
+      {{"POST", "/programs"},
+       [](HttpRoutes* h, C& c, R& r) {
+         h->s_.actions->register_program(std::move(c.req.body), std::move(r));
+       }},
+      {{"POST", "/runtime/{hash}"},
+       [](HttpRoutes* h, C& c, R& r) {
+         h->s_.actions->submit_run(c.path["hash"], std::move(c.req.body), truthy(c.query, "wait"),
+                                   std::move(r));
+       }},
+      {{"POST", "/runtimes/{hash}"},
+       [](HttpRoutes* h, C& c, R& r) {
+         h->s_.actions->submit_run(c.path["hash"], std::move(c.req.body), truthy(c.query, "wait"),
+                                   std::move(r));
+       }},
+      {{"GET", "/runtimes"},
+       [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.runs->list_json(c.query["status"])); }},
+      {{"GET", "/runtimes/{id}"},
+       [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.runs->get_json(c.path["id"])); }},
+      {{"DELETE", "/runtimes/{id}"},
+       [](HttpRoutes* h, C& c, R& r) { h->s_.actions->cancel_run(c.path["id"], std::move(r)); }},
+      {{"GET", "/runtimes/{id}/fields/{name}"},
+       [](HttpRoutes* h, C& c, R& r) { h->get_field(c, r); }},
+      {{"POST", "/datasets"}, [](HttpRoutes* h, C& c, R& r) { h->post_dataset(c, r); }},
+      {{"GET", "/datasets"},
+       [](HttpRoutes* h, C&, R& r) { r(json_response(200, h->s_.datasets->list())); }},
+      {{"GET", "/datasets/{id}"},
+       [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.datasets->get(c.path["id"])); }},
+      {{"DELETE", "/datasets/{id}"},
+       [](HttpRoutes* h, C& c, R& r) {
+         Status st = h->s_.datasets->remove(c.path["id"]);
+         r(st.ok() ? json_response(200, {{"deleted", c.path["id"]}}) : error_response(st));
+       }},
+  };
+  return routes;
+}
+
+const std::vector<RouteSpec>& route_specs() {
+  static const std::vector<RouteSpec> specs = [] {
+    std::vector<RouteSpec> out;
+    for (const auto& r : HttpRoutes::table()) out.push_back(r.spec);
+    return out;
+  }();
+  return specs;
+}
+
+HttpRoutes::HttpRoutes(RoutesOptions opts, RouteServices services)
+    : opts_(std::move(opts)), s_(std::move(services)) {}
+
+void HttpRoutes::handle(HttpRequest req, Responder respond) {
+  spdlog::debug("{} {}", req.method, req.target);
+  Call call;
+  std::string path = req.target;
+  if (auto q = path.find('?'); q != std::string::npos) {
+    call.query = parse_query(path.substr(q + 1));
+    path.resize(q);
+  }
+  const auto parts = segments(path);
+  const bool health = parts.size() == 1 && parts[0] == "ruok";
+  if (!health)
+    if (auto refusal = check_token(req)) return respond(std::move(*refusal));
+  std::vector<std::string> allowed;
+  for (const Route& route : table()) {
+    Params params;
+    if (!match(route.spec.path, parts, &params)) continue;
+    if (route.spec.method != req.method) {
+      allowed.push_back(route.spec.method);
+      continue;
+    }
+    call.req = std::move(req);
+    call.path = std::move(params);
+    return route.handler(this, call, respond);
+  }
+  if (!allowed.empty()) {
+    std::string list;
+    for (const auto& m : allowed) list += (list.empty() ? "" : ", ") + m;
+    return respond(json_response(
+        405, {{"error", req.method + " is not allowed on " + path + " (allowed: " + list + ")"}}));
+  }
+  respond(json_response(404, {{"error", "no such endpoint: " + req.method + " " + req.target}}));
+}
+
+std::optional<HttpResponse> HttpRoutes::check_token(const HttpRequest& req) const {
+  auto it = req.headers.find("authorization");
+  const std::string given = it == req.headers.end() ? "" : bearer_token(it->second);
+  const bool writes = req.method != "GET" && req.method != "HEAD";
+  const std::string& need = writes ? opts_.token : opts_.read_token;
+  bool ok = need.empty() || constant_time_equals(given, need) ||
+            (!writes && !opts_.token.empty() && constant_time_equals(given, opts_.token));
+  if (ok) return std::nullopt;
+  return json_response(401, {{"error", std::string(given.empty() ? "missing" : "wrong") +
+                                           " token: send Authorization: Bearer <token>"}});
+}
+
+void HttpRoutes::get_root(Call&, Responder& r) {
+  r(json_response(200, {{"service", "lizard"}, {"version", LIZARD_VERSION}}));
+}
+
+void HttpRoutes::get_programs(Call&, Responder& r) {
+  json out = json::array();
+  for (const auto& p : s_.programs->list()) {
+    const Manifest& m = p->image.manifest;
+    json j = {{"hash", p->image.hash},    {"name", m.name},
+              {"version", m.version},     {"registered_at", p->registered_at},
+              {"kernels", json::array()}, {"workers", s_.workers->builds_of(p->image.hash)}};
+    for (const auto& k : m.iterate) j["kernels"].push_back(k.kernel);
+    out.push_back(std::move(j));
+  }
+  r(json_response(200, out));
+}
+
+void HttpRoutes::get_program(Call& c, Responder& r) {
+  auto p = s_.programs->find(c.path["hash"]);
+  if (!p) return r(json_response(404, {{"error", "no such program: " + c.path["hash"]}}));
+  const Manifest& m = p->image.manifest;
+  json j = {{"hash", p->image.hash},      {"name", m.name},
+            {"version", m.version},       {"registered_at", p->registered_at},
+            {"kernels", json::array()},   {"workers", s_.workers->builds_of(p->image.hash)},
+            {"config", p->bundle.config}, {"header", p->image.header}};
+  for (const auto& k : m.iterate) j["kernels"].push_back(k.kernel);
+  r(json_response(200, j));
+}
+
+// Fields can be large: the file is assembled (or read back from the run
+// store) off the io thread.
+void HttpRoutes::get_field(Call& c, Responder& r) {
+  std::string name = c.path["name"];
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
+    name.resize(name.size() - 4);
+  s_.offload([runs = s_.runs, id = c.path["id"], name, respond = std::move(r)] {
+    auto bytes = runs->field_npy(id, name);
+    if (!bytes.ok()) return respond(error_response(bytes.status()));
+    respond({200, "application/octet-stream", std::move(bytes).value()});
+  });
+}
+
+void HttpRoutes::post_dataset(Call& c, Responder& r) {
+  if (c.req.body_file.empty())
+    return r(json_response(400, {{"error", "POST /datasets takes the file as the request body"}}));
+  const std::string id = std::filesystem::path(c.req.body_file).stem().string();
+  auto meta = s_.datasets->commit(id, c.req.body_file, c.query["format"]);
+  if (!meta.ok()) return r(error_response(meta.status()));
+  spdlog::info("stored dataset {} ({} bytes)", id, meta->value("bytes", uint64_t{0}));
+  r(json_response(201, meta.value()));
+}
+
+}  // namespace lizard

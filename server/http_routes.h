@@ -1,0 +1,100 @@
+// HttpRoutes: the REST API — the route table, bearer tokens, and the JSON
+// views of programs, workers, runs and datasets.  Reads are answered from the
+// registries directly; work that may block (registering a program, checking
+// a run request, assembling a field) goes to `offload`, and actions go to
+// the RouteActions the coordinator implements.
+//
+// Called on the network layer's io thread; never blocks it.
+//
+//   HttpRoutes routes(opts, services);
+//   routes.handle(std::move(req), std::move(respond));
+//   for (const RouteSpec& r : route_specs()) ...     // e.g. to check docs/openapi.yaml
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "server/transport.h"
+
+namespace lizard {
+
+class DatasetStore;
+class ProgramRegistry;
+class RunBook;
+class WorkerRegistry;
+
+// One route: method and path, with OpenAPI templating ("/runtimes/{id}").
+struct RouteSpec {
+  std::string method;
+  std::string path;
+};
+const std::vector<RouteSpec>& route_specs();
+
+// What a route asks the coordinator to do.
+class RouteActions {
+ public:
+  virtual ~RouteActions() = default;
+  virtual void register_program(std::string body, Responder respond) = 0;
+  virtual void submit_run(const std::string& hash, std::string body, bool wait,
+                          Responder respond) = 0;
+  virtual void cancel_run(const std::string& id, Responder respond) = 0;
+};
+
+struct RoutesOptions {
+  std::string token;       // required of POST/DELETE (and the workers), when set
+  std::string read_token;  // required of GET too, when set (the token also works)
+};
+
+struct RouteServices {
+  ProgramRegistry* programs = nullptr;
+  WorkerRegistry* workers = nullptr;
+  RunBook* runs = nullptr;
+  DatasetStore* datasets = nullptr;
+  RouteActions* actions = nullptr;
+  std::function<void(std::function<void()>)> offload;  // runs work off the io thread
+};
+
+// The HTTP status for an error Status.
+int http_status(const Status& s);
+HttpResponse json_response(int status, const nlohmann::json& j);
+HttpResponse error_response(const Status& s);
+
+class HttpRoutes {
+ public:
+  HttpRoutes(RoutesOptions opts, RouteServices services);
+  void handle(HttpRequest req, Responder respond);
+  // The refusal for a request without the token it needs; nullopt when allowed.
+  std::optional<HttpResponse> check_token(const HttpRequest& req) const;
+
+ private:
+  using Params = std::map<std::string, std::string>;
+  struct Call {
+    HttpRequest req;
+    Params path;   // from the route's {templates}
+    Params query;  // from ?a=b&c
+  };
+  using Handler = std::function<void(HttpRoutes*, Call&, Responder&)>;
+  struct Route {
+    RouteSpec spec;
+    Handler handler;
+  };
+  static const std::vector<Route>& table();
+  friend const std::vector<RouteSpec>& route_specs();
+
+  void get_root(Call& c, Responder& r);
+  void get_programs(Call& c, Responder& r);
+  void get_program(Call& c, Responder& r);
+  void get_field(Call& c, Responder& r);
+  void post_dataset(Call& c, Responder& r);
+
+  RoutesOptions opts_;
+  RouteServices s_;
+};
+
+}  // namespace lizard

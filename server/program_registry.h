@@ -1,0 +1,68 @@
+// ProgramRegistry: the programs registered with the server, by checksum.  It
+// owns each program's bundle, its generated image and its host hooks, keeps
+// the bundles in <state-dir>/programs/ so that they survive a restart, and
+// builds a program the same way whether it arrives with POST /programs or is
+// read back at start.  Pushing programs to workers and waiting for their
+// builds is the coordinator's (it knows the workers).
+//
+// Thread-safe: `mu_` guards the map; entries are immutable once added.
+//
+//   ProgramRegistry reg(state_dir, &compiler);
+//   reg.load_stored();
+//   Result<std::shared_ptr<ProgramEntry>> p = reg.prepare(bundle_json);   // may take seconds
+//   auto [entry, is_new] = reg.add(*p);
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "exec/executor.h"
+#include "exec/host_compiler.h"
+#include "program/bundle.h"
+#include "server/host_hooks.h"
+
+namespace lizard {
+
+struct ProgramEntry {
+  ProgramImage image;
+  ProgramBundle bundle;
+  std::shared_ptr<HostHooks> hooks;
+  std::string registered_at;
+};
+
+class ProgramRegistry {
+ public:
+  ProgramRegistry(std::string state_dir, const HostCompiler* compiler);
+
+  // Checks a bundle, generates its image and builds its host hooks, without
+  // registering it.  Errors are the user's (400, 422).
+  Result<std::shared_ptr<ProgramEntry>> prepare(const nlohmann::json& bundle) const;
+  // Registers and stores `entry` unless a program of its checksum is there;
+  // returns the registered entry and whether it is new.
+  std::pair<std::shared_ptr<const ProgramEntry>, bool> add(std::shared_ptr<ProgramEntry> entry);
+  // Forgets a program and its stored bundle.
+  void remove(const std::string& hash);
+  std::shared_ptr<const ProgramEntry> find(const std::string& hash) const;
+  std::vector<std::shared_ptr<const ProgramEntry>> list() const;
+  // Registers the programs stored by an earlier server; skips (and logs) those
+  // that no longer build.
+  void load_stored();
+
+ private:
+  std::string dir() const;
+  void store(const ProgramEntry& p) const;
+
+  const std::string state_dir_;
+  const HostCompiler* compiler_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const ProgramEntry>> programs_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace lizard

@@ -1,0 +1,32 @@
+// RowStreamer: sends a worker its rows of an uploaded dataset field as paced
+// data_chunk messages, straight from a mapping of the stored file (no copy),
+// never letting more than `max_queued` bytes wait on the worker's link.
+//
+//   Status st = stream_upload_rows(link, wire_id, field, source, type, first, count);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/dtype.h"
+#include "common/status.h"
+#include "server/run_request.h"
+#include "server/transport.h"
+
+namespace lizard {
+
+struct RowStreamOptions {
+  size_t chunk_bytes = size_t{8} << 20;
+  size_t max_queued = size_t{64} << 20;
+};
+
+// Sends rows [first, first + count) of an uploaded field `field` of a run;
+// each chunk names the field's total size on this worker, so that the worker
+// allocates it once.
+Status stream_upload_rows(WorkerLink& link, const std::string& wire_id, size_t field,
+                          const DatasetSource& source, DType type, int64_t first, int64_t count,
+                          RowStreamOptions opts = {});
+
+}  // namespace lizard

@@ -1,0 +1,279 @@
+#include "server/run_book.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/clock.h"
+#include "dataset/npy.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+namespace {
+HttpResponse record_response(const json& record) {
+  return {200, "application/json", record.dump(2) + "\n"};
+}
+}  // namespace
+
+RunBook::RunBook(const std::string& state_dir) {
+  restore(state_dir);
+}
+
+// Run records from before a restart: finished ones as they were; those that
+// were queued or running fail, since their requests are not kept.
+void RunBook::restore(const std::string& state_dir) {
+  auto opened = RunStore::open(state_dir);
+  if (!opened.ok()) {
+    spdlog::warn("run records will not survive a restart: {}", opened.status().message());
+    return;
+  }
+  store_ = std::move(opened).value();
+  auto stored = store_->load_all();
+  if (!stored.ok()) {
+    spdlog::warn("cannot read earlier run records: {}", stored.status().message());
+    return;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  for (StoredRun& s : stored.value()) {
+    auto run = std::make_shared<RunRecord>();
+    run->id = s.id;
+    run->seq = s.seq;
+    run->hash = s.record.value("program", "");
+    run->status = parse_run_status(s.status).value_or(RunStatus::kFailed);
+    if (!is_finished(run->status)) {
+      s.record["status"] = "failed";
+      s.record["error"] = "the server restarted while the run was " + s.status;
+      s.record["finished_at"] = now_iso();
+      run->status = RunStatus::kFailed;
+    }
+    run->restored = std::move(s.record);
+    if (run->restored.value("status", "") != s.status) persist_locked(*run, run->restored);
+    next_seq_ = std::max(next_seq_, s.seq + 1);
+    runs_[run->id] = std::move(run);
+  }
+  if (!runs_.empty()) spdlog::info("restored {} run record(s)", runs_.size());
+}
+
+std::shared_ptr<RunRecord> RunBook::submit(std::shared_ptr<const ProgramEntry> program,
+                                           const std::string& hash, RunRequest request) {
+  auto run = std::make_shared<RunRecord>();
+  run->hash = hash;
+  run->params_json = request.params.to_json(program->image.manifest);
+  run->program = std::move(program);
+  run->request = std::move(request);
+  run->created_at = now_iso();
+  run->queued_since = SteadyClock::now();
+  std::lock_guard<std::mutex> l(mu_);
+  run->seq = next_seq_++;
+  run->id = "r" + std::to_string(run->seq);
+  runs_[run->id] = run;
+  queue_.push_back(run);
+  persist_locked(*run, run->to_json());
+  spdlog::info("queued {} for program {} ({} rows)", run->id, hash.substr(0, 12),
+               run->request.rows);
+  return run;
+}
+
+void RunBook::add_waiter(const std::shared_ptr<RunRecord>& run, Responder respond) {
+  json record;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!is_finished(run->status)) {
+      run->waiters.push_back(std::move(respond));
+      return;
+    }
+    record = run->to_json();
+  }
+  respond(record_response(record));
+}
+
+std::shared_ptr<RunRecord> RunBook::find(const std::string& id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = runs_.find(id);
+  return it == runs_.end() ? nullptr : it->second;
+}
+
+std::vector<PendingRun> RunBook::pending() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<PendingRun> out;
+  std::vector<std::shared_ptr<RunRecord>> recovering;
+  for (const auto& [_, r] : runs_)
+    if (r->needs_executors && r->status == RunStatus::kRunning) recovering.push_back(r);
+  std::sort(recovering.begin(), recovering.end(),
+            [](const auto& a, const auto& b) { return a->seq < b->seq; });
+  for (const auto& r : recovering)
+    out.push_back({r->id, r->hash, 1, r->request.executors.max, r->bypassed});
+  for (const auto& r : queue_)
+    out.push_back(
+        {r->id, r->hash, r->request.executors.min, r->request.executors.max, r->bypassed});
+  return out;
+}
+
+void RunBook::note_bypassed(const std::vector<std::string>& ids) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& id : ids)
+    if (auto it = runs_.find(id); it != runs_.end()) ++it->second->bypassed;
+}
+
+bool RunBook::start(const std::shared_ptr<RunRecord>& run,
+                    const std::vector<ExecutorRef>& executors) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (run->cancel_requested || is_finished(run->status)) return false;
+  run->executors = executors;
+  run->bypassed = 0;
+  if (run->needs_executors) {
+    run->needs_executors = false;
+    return true;
+  }
+  auto q = std::find(queue_.begin(), queue_.end(), run);
+  if (q != queue_.end()) queue_.erase(q);
+  run->status = RunStatus::kRunning;
+  run->started_at = now_iso();
+  run->phases["queued_ms"] = ms_since(run->queued_since);
+  persist_locked(*run, run->to_json());
+  return true;
+}
+
+void RunBook::persist(const std::shared_ptr<RunRecord>& run) {
+  std::lock_guard<std::mutex> l(mu_);
+  persist_locked(*run, run->to_json());
+}
+
+void RunBook::persist_locked(const RunRecord& run, const json& record) {
+  if (!store_) return;
+  Status st = store_->save(run.id, run.seq, run_status_name(run.status), record);
+  if (!st.ok()) spdlog::warn("run {} not saved: {}", run.id, st.message());
+}
+
+Result<RunBook::CancelOutcome> RunBook::cancel(const std::string& id) {
+  std::shared_ptr<RunRecord> run;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = runs_.find(id);
+    if (it == runs_.end()) return not_found("no such runtime: " + id);
+    run = it->second;
+    if (is_finished(run->status))
+      return Status(Code::kConflict,
+                    "runtime " + id + " is " + run_status_name(run->status) + " already");
+    run->cancel_requested = true;
+    auto q = std::find(queue_.begin(), queue_.end(), run);
+    if (q == queue_.end()) return CancelOutcome::kCancelling;
+    queue_.erase(q);
+  }
+  finish(run, Status(Code::kCancelled, "cancelled before it started"));
+  return CancelOutcome::kCancelled;
+}
+
+void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
+  std::vector<Responder> waiters;
+  json record;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (is_finished(run->status)) return;
+    run->status = st.ok()                         ? RunStatus::kDone
+                  : st.code() == Code::kCancelled ? RunStatus::kCancelled
+                                                  : RunStatus::kFailed;
+    run->error = st.ok() ? "" : st.message();
+    run->finished_at = now_iso();
+    run->executors.clear();
+    run->needs_executors = false;
+    waiters.swap(run->waiters);
+    record = run->to_json();
+    auto q = std::find(queue_.begin(), queue_.end(), run);
+    if (q != queue_.end()) queue_.erase(q);
+  }
+  // Outputs no longer change once the run has finished: stored outside the lock.
+  if (store_) {
+    for (const auto& [name, f] : run->outputs) {
+      Status s = store_->save_blob(run->id, name, npy_bytes(f.type, f.dims, f.bytes.data()));
+      if (!s.ok()) spdlog::warn("run {}: field {} not saved: {}", run->id, name, s.message());
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    persist_locked(*run, record);
+  }
+  if (st.ok())
+    spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations,
+                 run->elapsed_ms);
+  else
+    spdlog::warn("{} {}: {}", run->id, run_status_name(run->status), st.message());
+  for (auto& w : waiters) w(record_response(record));
+}
+
+void RunBook::fail_queued(const std::string& reason) {
+  std::deque<std::shared_ptr<RunRecord>> queued;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    queued.swap(queue_);
+  }
+  for (auto& run : queued) finish(run, unavailable(reason));
+}
+
+void RunBook::progress(const std::string& worker_id, const ProgressMsg& m) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = runs_.find(run_of_wire_id(m.run_id));
+  if (it == runs_.end()) return;
+  RunRecord& run = *it->second;
+  if (run.status != RunStatus::kRunning || m.iteration != run.progress_iteration) return;
+  int64_t& done = run.rows_done[{worker_id, m.executor}];
+  done = std::max(done, m.rows_done);
+}
+
+Result<json> RunBook::list_json(const std::string& status) const {
+  std::optional<RunStatus> want;
+  if (!status.empty()) {
+    want = parse_run_status(status);
+    if (!want)
+      return invalid_argument("status must be one of queued, running, done, failed, cancelled");
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::shared_ptr<RunRecord>> ordered;
+  for (const auto& [_, r] : runs_) ordered.push_back(r);
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a->seq < b->seq; });
+  json out = json::array();
+  for (const auto& r : ordered) {
+    if (want && r->status != *want) continue;
+    json j = r->to_json();
+    j.erase("result");
+    j.erase("timings");
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Result<json> RunBook::get_json(const std::string& id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = runs_.find(id);
+  if (it == runs_.end()) return not_found("no such runtime: " + id);
+  return it->second->to_json();
+}
+
+Result<std::string> RunBook::field_npy(const std::string& id, const std::string& name) const {
+  std::shared_ptr<RunRecord> run;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = runs_.find(id);
+    if (it != runs_.end() && is_finished(it->second->status)) run = it->second;
+  }
+  if (!run) return not_found("no finished runtime " + id);
+  // A finished run's fields no longer change, so they are read without the lock.
+  auto f = run->outputs.find(name);
+  if (f != run->outputs.end())
+    return npy_bytes(f->second.type, f->second.dims, f->second.bytes.data());
+  if (store_ && run->restored.contains("fields") && run->restored["fields"].contains(name)) {
+    auto blob = store_->load_blob(run->id, name);
+    if (blob.ok()) return blob;
+  }
+  return not_found("runtime " + run->id + " has no field '" + name + "'");
+}
+
+std::map<RunStatus, int64_t> RunBook::count_by_status() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::map<RunStatus, int64_t> out;
+  for (const auto& [_, r] : runs_) ++out[r->status];
+  return out;
+}
+
+}  // namespace lizard

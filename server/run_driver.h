@@ -1,0 +1,93 @@
+// RunDriver: drives one run on the executors the scheduler gave it, on a
+// thread of its own, so that many runs proceed at once.  It plans the run's
+// rows over its executors, loads them (uploaded rows as paced chunks), runs
+// the iterations — state out, aggregates back, folded with the program's
+// reducers and hooks — and gathers the output fields.  When a worker it uses
+// is lost, it re-plans over the executors it still holds (or waits for the
+// scheduler to give it others) and resumes at the interrupted iteration, or
+// starts over where kernels keep per-row values.
+//
+// The coordinator routes the run's worker messages, worker losses, new
+// placements and wake-ups (cancel) into the driver's mailbox with deliver();
+// nothing else touches the driver's state.  Records change through the RunBook.
+//
+//   RunDriver d(run, ctx);
+//   d.start([&](const std::string& id) { ...release its executors... });
+//   d.deliver({DriverEvent::Kind::kMessage, "w1", std::move(msg)});
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/mailbox.h"
+#include "common/status.h"
+#include "program/layout.h"
+#include "protocol/wire.h"
+#include "server/run_book.h"
+#include "server/worker_registry.h"
+
+namespace lizard {
+
+struct DriverEvent {
+  enum class Kind { kMessage, kWorkerLost, kPlacement, kWake };
+  Kind kind = Kind::kWake;
+  std::string worker_id;
+  Message msg;                         // kMessage
+  std::vector<ExecutorRef> executors;  // kPlacement
+};
+
+// What a driver uses of the rest of the server.
+struct DriverContext {
+  RunBook* book = nullptr;
+  WorkerRegistry* workers = nullptr;
+  int worker_wait_s = 60;                // how long to wait for new executors
+  std::function<bool()> stopping;        // the server is shutting down
+  std::function<void()> wake_scheduler;  // after asking for executors again
+};
+
+class RunDriver {
+ public:
+  RunDriver(std::shared_ptr<RunRecord> run, DriverContext ctx);
+  ~RunDriver();
+  RunDriver(const RunDriver&) = delete;
+  RunDriver& operator=(const RunDriver&) = delete;
+
+  // Starts the run's thread; `on_exit` runs on it after the run has finished.
+  void start(std::function<void(const std::string& run_id)> on_exit);
+  void deliver(DriverEvent ev) { inbox_.push(std::move(ev)); }
+  bool exited() const { return exited_; }
+  void join();
+
+ private:
+  struct Sections;
+  Status drive();
+  Status run_attempts(Sections* s);
+  Status wait_for_placement();
+  Result<std::vector<std::string>> start_partitions(const std::string& wire_id);
+  Status start_worker(const std::string& wire_id, const std::string& worker_id,
+                      const std::vector<const PlanEntry*>& entries);
+  Status limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const;
+  Status iterate(const std::string& wire_id, const std::vector<std::string>& participants,
+                 int64_t it, Sections* s, bool* done);
+  Status gather_outputs(const std::string& wire_id, const std::vector<std::string>& participants,
+                        const Sections& s);
+  void end_on_workers(const std::string& wire_id, const std::vector<std::string>& participants,
+                      bool want_outputs, const std::vector<std::string>& outputs = {});
+  Result<std::map<std::string, Message>> collect(const std::string& wire_id, MessageType type,
+                                                 const std::vector<std::string>& from);
+  Status interrupted() const;
+  void drop_executors_of(const std::string& worker_id);
+
+  std::shared_ptr<RunRecord> run_;
+  DriverContext ctx_;
+  Mailbox<DriverEvent> inbox_;
+  std::thread thread_;
+  std::atomic<bool> exited_{false};
+};
+
+}  // namespace lizard

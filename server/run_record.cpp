@@ -1,0 +1,94 @@
+#include "server/run_record.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+const char* run_status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::kQueued:
+      return "queued";
+    case RunStatus::kRunning:
+      return "running";
+    case RunStatus::kDone:
+      return "done";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kCancelled:
+      return "cancelled";
+  }
+  return "failed";
+}
+
+std::optional<RunStatus> parse_run_status(const std::string& name) {
+  for (RunStatus s : {RunStatus::kQueued, RunStatus::kRunning, RunStatus::kDone, RunStatus::kFailed,
+                      RunStatus::kCancelled})
+    if (name == run_status_name(s)) return s;
+  return std::nullopt;
+}
+
+json RunRecord::progress_json() const {
+  json executors_json = json::array();
+  int64_t done = 0;
+  if (plan)
+    for (const auto& e : plan->entries) {
+      auto it = rows_done.find({e.worker_id, e.executor});
+      const int64_t n = it == rows_done.end() ? 0 : it->second;
+      done += n;
+      executors_json.push_back(
+          {{"worker", e.worker_id}, {"executor", e.executor}, {"rows", e.rows}, {"rows_done", n}});
+    }
+  return {{"iteration", progress_iteration},
+          {"rows", request.rows},
+          {"rows_done", done},
+          {"executors", executors_json}};
+}
+
+json RunRecord::to_json() const {
+  if (!restored.is_null()) return restored;
+  json t = json::array();
+  for (const auto& it : timings) {
+    json e = {{"iteration", it.iteration},
+              {"ms", it.ms},
+              {"kernel_ms", it.kernel_ms},
+              {"fold_ms", it.fold_ms}};
+    if (!it.state.empty()) e["state"] = it.state;
+    t.push_back(std::move(e));
+  }
+  json j = {{"runtime_id", id},
+            {"program", hash},
+            {"program_name", program ? program->image.manifest.name : ""},
+            {"status", run_status_name(status)},
+            {"params", params_json},
+            {"rows", request.rows},
+            {"max_iterations", request.max_iterations},
+            {"iterations", iterations},
+            {"created_at", created_at},
+            {"timings", t},
+            {"phases", phases}};
+  json demand = {{"min", request.executors.min}};
+  if (request.executors.max > 0) demand["max"] = request.executors.max;
+  j["executors_requested"] = demand;
+  if (!executors.empty()) {
+    j["executors"] = json::array();
+    for (const auto& e : executors)
+      j["executors"].push_back({{"worker", e.worker_id}, {"executor", e.index}});
+  }
+  if (!started_at.empty()) j["started_at"] = started_at;
+  if (!finished_at.empty()) {
+    j["finished_at"] = finished_at;
+    j["elapsed_ms"] = elapsed_ms;
+  }
+  if (plan) j["plan"] = plan->to_json();
+  if (plan && progress_iteration >= 0) j["progress"] = progress_json();
+  if (!recoveries.empty()) j["recoveries"] = recoveries;
+  if (!error.empty()) j["error"] = error;
+  if (!result.is_null()) j["result"] = result;
+  if (!outputs.empty()) {
+    j["fields"] = json::object();
+    for (const auto& [n, _] : outputs) j["fields"][n] = "/runtimes/" + id + "/fields/" + n + ".npy";
+  }
+  return j;
+}
+
+}  // namespace lizard

@@ -1,0 +1,88 @@
+// RunRecord: everything the server knows about one run — its request, the
+// executors it holds, its plan, progress, timings, result and output fields —
+// and its JSON view (GET /runtimes/<id>).  Records are owned by the RunBook,
+// whose mutex guards their mutable fields; the run's driver changes them
+// through RunBook::update().
+//
+//   RunStatus s = RunStatus::kQueued;  run_status_name(s) == "queued";
+//   json view = record.to_json();
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "plan/partition_plan.h"
+#include "server/program_registry.h"
+#include "server/run_request.h"
+#include "server/scheduler.h"
+#include "server/transport.h"
+
+namespace lizard {
+
+enum class RunStatus { kQueued, kRunning, kDone, kFailed, kCancelled };
+
+const char* run_status_name(RunStatus s);
+std::optional<RunStatus> parse_run_status(const std::string& name);
+inline bool is_finished(RunStatus s) {
+  return s == RunStatus::kDone || s == RunStatus::kFailed || s == RunStatus::kCancelled;
+}
+
+// A field of a finished run, downloadable as .npy.
+struct OutputField {
+  DType type = DType::kFloat32;
+  std::vector<int64_t> dims;
+  std::string bytes;
+};
+
+// One completed iteration, as the record lists it.
+struct IterationTiming {
+  int64_t iteration = 0;
+  double ms = 0, kernel_ms = 0, fold_ms = 0;
+  nlohmann::json state;  // the state's scalar fields after the iteration
+};
+
+struct RunRecord {
+  // Set at submission, then constant.
+  std::string id;
+  uint64_t seq = 0;
+  std::string hash;
+  std::shared_ptr<const ProgramEntry> program;
+  RunRequest request;
+  nlohmann::json params_json;
+  std::chrono::steady_clock::time_point queued_since;
+
+  // Guarded by the RunBook's mutex.
+  RunStatus status = RunStatus::kQueued;
+  std::string error;
+  std::string created_at, started_at, finished_at;
+  int64_t iterations = 0;
+  std::vector<IterationTiming> timings;
+  nlohmann::json phases = nlohmann::json::object();  // queued_ms, planning_ms, loading_ms, ...
+  std::vector<ExecutorRef> executors;                // held now
+  std::optional<PartitionPlan> plan;
+  nlohmann::json result;
+  std::map<std::string, OutputField> outputs;
+  std::vector<Responder> waiters;
+  double elapsed_ms = 0;
+  bool cancel_requested = false;
+  bool needs_executors = false;  // lost every executor: waits for the scheduler again
+  int bypassed = 0;
+  nlohmann::json recoveries = nlohmann::json::array();
+  nlohmann::json restored;  // the stored record of a run from before a restart
+  // Rows of the current iteration each executor of the plan has finished.
+  int64_t progress_iteration = -1;
+  std::map<std::pair<std::string, int64_t>, int64_t> rows_done;  // by (worker, executor)
+
+  nlohmann::json to_json() const;
+  nlohmann::json progress_json() const;
+};
+
+}  // namespace lizard

@@ -1,0 +1,93 @@
+// Scheduler: the placement policy for queued runs, a pure function of the
+// queue and the cluster's executors (no sockets, no threads, no clocks), so
+// that it is tested on its own.
+//
+// Each run asks for between `min` and `max` executors (max 0: every free
+// one).  A pass walks the queue in submission order and places each run on a
+// set of free executors of workers that have built its program, disjoint from
+// every other run's.  A run that cannot start yet does not block the ones
+// behind it (backfill), but each pass that places a later run while it waits
+// counts as a bypass; once a run has been bypassed `max_bypass` times, the
+// executors it could use are held for it, so it cannot starve.  A run that
+// the connected workers can never serve (too few executors with its program,
+// or a program no worker could build) is refused with the reason.
+//
+//   Scheduler s({.max_bypass = 16});
+//   SchedulePass p = s.schedule(queue, cluster);
+//   for (const Placement& pl : p.placements) start(pl.run_id, pl.executors);
+//   for (const std::string& id : p.bypassed) ++bypasses[id];
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace lizard {
+
+// One executor of one worker.
+struct ExecutorRef {
+  std::string worker_id;
+  int index = 0;
+  bool operator<(const ExecutorRef& o) const {
+    return worker_id != o.worker_id ? worker_id < o.worker_id : index < o.index;
+  }
+  bool operator==(const ExecutorRef& o) const {
+    return worker_id == o.worker_id && index == o.index;
+  }
+};
+
+// A worker as the scheduler sees it.
+struct WorkerView {
+  std::string id;
+  struct Executor {
+    double weight = 1;
+    bool busy = false;  // serving a run
+  };
+  std::vector<Executor> executors;
+  std::set<std::string> ready;                // programs built on every executor
+  std::set<std::string> building;             // programs being built
+  std::map<std::string, std::string> failed;  // programs that did not build: their error
+};
+
+// A queued run, in submission order.
+struct PendingRun {
+  std::string id;
+  std::string program;
+  int64_t min = 1;
+  int64_t max = 0;  // 0: every free executor
+  int bypassed = 0;
+};
+
+struct Placement {
+  std::string run_id;
+  std::vector<ExecutorRef> executors;  // grouped by worker, in index order
+};
+
+struct Refusal {
+  std::string run_id;
+  std::string reason;
+};
+
+struct SchedulePass {
+  std::vector<Placement> placements;
+  std::vector<Refusal> refusals;
+  std::vector<std::string> bypassed;  // waiting runs a later run was placed ahead of
+};
+
+struct SchedulerOptions {
+  int max_bypass = 16;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerOptions opts = {}) : opts_(opts) {}
+  SchedulePass schedule(const std::vector<PendingRun>& queue,
+                        const std::vector<WorkerView>& cluster) const;
+
+ private:
+  SchedulerOptions opts_;
+};
+
+}  // namespace lizard

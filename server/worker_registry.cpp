@@ -1,0 +1,266 @@
+#include "server/worker_registry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "common/clock.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+json ProgramBuild::to_json() const {
+  switch (state) {
+    case BuildState::kBuilding:
+      return "building";
+    case BuildState::kReady:
+      return "ready";
+    case BuildState::kFailed:
+      break;
+  }
+  return {{"error", error}};
+}
+
+json WorkerRegistry::Worker::to_json() const {
+  json hw = hello.to_json();
+  for (size_t i = 0; i < hw["executors"].size() && i < serving.size(); ++i)
+    hw["executors"][i]["run"] = serving[i].empty() ? json(nullptr) : json(serving[i]);
+  json j = {{"id", id},
+            {"address", link ? link->peer() : ""},
+            {"connected_at", connected_at},
+            {"hardware", hw},
+            {"programs", json::object()}};
+  if (!hello.slurm_job_id.empty()) j["slurm_job_id"] = hello.slurm_job_id;
+  for (const auto& [h, b] : programs) j["programs"][h] = b.to_json();
+  return j;
+}
+
+std::string WorkerRegistry::connect(std::shared_ptr<WorkerLink> link) {
+  std::lock_guard<std::mutex> l(mu_);
+  std::string id = "w" + std::to_string(next_id_++);
+  Worker& w = workers_[id];
+  w.id = id;
+  w.link = std::move(link);
+  w.connected_at = now_iso();
+  return id;
+}
+
+bool WorkerRegistry::hello(const std::string& id, HelloMsg hello,
+                           const std::vector<std::pair<std::string, std::string>>& programs) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return false;
+  Worker& w = it->second;
+  w.joined = true;
+  w.serving.assign(hello.executors.size(), "");
+  w.hello = std::move(hello);
+  w.programs.clear();
+  w.link->send(encode(WelcomeMsg{id}.to_message()));
+  for (const auto& [hash, frame] : programs) {
+    w.programs[hash] = ProgramBuild{};
+    w.link->send(frame);
+  }
+  return true;
+}
+
+std::vector<std::string> WorkerRegistry::remove(const std::string& id) {
+  std::vector<std::string> runs;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = workers_.find(id);
+    if (it == workers_.end()) return runs;
+    for (const auto& r : it->second.serving)
+      if (!r.empty() && std::find(runs.begin(), runs.end(), r) == runs.end()) runs.push_back(r);
+    workers_.erase(it);
+  }
+  built_.notify_all();
+  return runs;
+}
+
+void WorkerRegistry::clear() {
+  std::map<std::string, Worker> gone;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    gone.swap(workers_);
+  }
+  built_.notify_all();
+}
+
+Status WorkerRegistry::send(const std::string& id, OutgoingFrame frame) const {
+  std::shared_ptr<WorkerLink> l = link(id);
+  if (!l) return worker_lost("lost worker " + id);
+  l->send(std::move(frame));
+  return Status::Ok();
+}
+
+std::shared_ptr<WorkerLink> WorkerRegistry::link(const std::string& id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = workers_.find(id);
+  return it == workers_.end() ? nullptr : it->second.link;
+}
+
+void WorkerRegistry::push_program(const std::string& hash, const Message& program,
+                                  const std::string& only) {
+  std::string frame;
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [id, w] : workers_) {
+    if (!w.joined || w.programs.count(hash) || (!only.empty() && id != only)) continue;
+    if (frame.empty()) frame = encode(program);
+    w.programs[hash] = ProgramBuild{};
+    w.link->send(frame);
+  }
+}
+
+void WorkerRegistry::program_status(const std::string& id, const ProgramStatusMsg& m) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = workers_.find(id);
+    if (it == workers_.end()) return;
+    ProgramBuild& b = it->second.programs[m.hash];
+    b.state = m.ok ? BuildState::kReady : BuildState::kFailed;
+    b.error = m.error;
+  }
+  spdlog::debug("worker {} built {}: {}", id, m.hash.substr(0, 12), m.ok ? "ok" : m.error);
+  built_.notify_all();
+}
+
+void WorkerRegistry::forget_program(const std::string& hash) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [_, w] : workers_) w.programs.erase(hash);
+}
+
+std::map<std::string, ProgramBuild> WorkerRegistry::wait_for_builds(
+    const std::string& hash, std::chrono::steady_clock::time_point deadline,
+    const std::function<bool()>& stop) {
+  std::unique_lock<std::mutex> l(mu_);
+  auto settled = [&] {
+    for (const auto& [_, w] : workers_) {
+      auto b = w.programs.find(hash);
+      if (w.joined && b != w.programs.end() && b->second.state == BuildState::kBuilding)
+        return false;
+    }
+    return true;
+  };
+  built_.wait_until(l, deadline, [&] { return stop() || settled(); });
+  std::map<std::string, ProgramBuild> out;
+  for (const auto& [id, w] : workers_) {
+    auto b = w.programs.find(hash);
+    if (w.joined && b != w.programs.end()) out[id] = b->second;
+  }
+  return out;
+}
+
+json WorkerRegistry::builds_of(const std::string& hash) const {
+  std::lock_guard<std::mutex> l(mu_);
+  json out = json::object();
+  for (const auto& [id, w] : workers_) {
+    auto b = w.programs.find(hash);
+    if (b != w.programs.end()) out[id] = b->second.to_json();
+  }
+  return out;
+}
+
+void WorkerRegistry::wake() {
+  { std::lock_guard<std::mutex> l(mu_); }
+  built_.notify_all();
+}
+
+void WorkerRegistry::resources(const std::string& id, const ResourcesMsg& m) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return;
+  auto& ex = it->second.hello.executors;
+  for (size_t i = 0; i < ex.size() && i < m.free_memory.size(); ++i)
+    ex[i].free_memory = m.free_memory[i];
+}
+
+bool WorkerRegistry::claim(const std::vector<ExecutorRef>& executors, const std::string& run_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& e : executors) {
+    auto it = workers_.find(e.worker_id);
+    if (it == workers_.end() || e.index < 0 ||
+        static_cast<size_t>(e.index) >= it->second.serving.size() ||
+        !it->second.serving[static_cast<size_t>(e.index)].empty())
+      return false;
+  }
+  for (const auto& e : executors)
+    workers_[e.worker_id].serving[static_cast<size_t>(e.index)] = run_id;
+  return true;
+}
+
+void WorkerRegistry::release(const std::vector<ExecutorRef>& executors, const std::string& run_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& e : executors) {
+    auto it = workers_.find(e.worker_id);
+    if (it == workers_.end() || static_cast<size_t>(e.index) >= it->second.serving.size()) continue;
+    std::string& s = it->second.serving[static_cast<size_t>(e.index)];
+    if (s == run_id) s.clear();
+  }
+}
+
+void WorkerRegistry::release_run(const std::string& run_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [_, w] : workers_)
+    for (auto& s : w.serving)
+      if (s == run_id) s.clear();
+}
+
+std::vector<ExecutorSlot> WorkerRegistry::slots(const std::vector<ExecutorRef>& executors) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<ExecutorSlot> out;
+  for (const auto& e : executors) {
+    auto it = workers_.find(e.worker_id);
+    if (it == workers_.end()) continue;
+    const auto& ex = it->second.hello.executors;
+    if (e.index < 0 || static_cast<size_t>(e.index) >= ex.size()) continue;
+    const ExecutorInfo& info = ex[static_cast<size_t>(e.index)];
+    out.push_back({e.worker_id, e.index, info.weight,
+                   static_cast<int64_t>(std::min<uint64_t>(info.free_memory, INT64_MAX))});
+  }
+  return out;
+}
+
+std::vector<WorkerView> WorkerRegistry::view() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<WorkerView> out;
+  for (const auto& [id, w] : workers_) {
+    if (!w.joined) continue;
+    WorkerView v;
+    v.id = id;
+    for (size_t i = 0; i < w.hello.executors.size(); ++i)
+      v.executors.push_back({w.hello.executors[i].weight, !w.serving[i].empty()});
+    for (const auto& [h, b] : w.programs) {
+      if (b.state == BuildState::kReady) v.ready.insert(h);
+      if (b.state == BuildState::kBuilding) v.building.insert(h);
+      if (b.state == BuildState::kFailed) v.failed[h] = b.error;
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+size_t WorkerRegistry::joined() const {
+  std::lock_guard<std::mutex> l(mu_);
+  size_t n = 0;
+  for (const auto& [_, w] : workers_) n += w.joined;
+  return n;
+}
+
+json WorkerRegistry::to_json() const {
+  std::lock_guard<std::mutex> l(mu_);
+  json out = json::array();
+  for (const auto& [_, w] : workers_)
+    if (w.joined) out.push_back(w.to_json());
+  return out;
+}
+
+Result<json> WorkerRegistry::to_json(const std::string& id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = workers_.find(id);
+  if (it == workers_.end() || !it->second.joined) return not_found("no such client: " + id);
+  return it->second.to_json();
+}
+
+}  // namespace lizard

@@ -1,0 +1,107 @@
+// WorkerRegistry: the workers connected to the hub — their links, hardware
+// reports, the programs each has built (or is building), their executors'
+// free memory, and which run each executor serves.  It is the membership
+// table the scheduler reads and the run drivers send through.
+//
+// Thread-safe: `mu_` guards every worker entry; `built_` is signalled when a
+// program build ends or a worker leaves, for wait_for_builds().
+//
+//   WorkerRegistry reg;
+//   std::string id = reg.connect(link);              // hub: a new connection
+//   reg.hello(id, hello);                            // its hardware report
+//   reg.claim({{"w1", 0}}, "r7");  ...  reg.release({{"w1", 0}}, "r7");
+//   Status st = reg.send("w1", frame);               // kWorkerLost when it left
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "plan/partition_plan.h"
+#include "protocol/messages.h"
+#include "server/scheduler.h"
+#include "server/transport.h"
+
+namespace lizard {
+
+enum class BuildState { kBuilding, kReady, kFailed };
+
+struct ProgramBuild {
+  BuildState state = BuildState::kBuilding;
+  std::string error;
+  nlohmann::json to_json() const;  // "building", "ready" or {"error": ...}
+};
+
+class WorkerRegistry {
+ public:
+  // A new connection; the worker counts once its hello arrives.  Returns its id.
+  std::string connect(std::shared_ptr<WorkerLink> link);
+  // Records the hardware report and sends the worker the registered programs
+  // (hash, encoded program message), marking them building there, in one
+  // step; false when the worker is gone.
+  bool hello(const std::string& id, HelloMsg hello,
+             const std::vector<std::pair<std::string, std::string>>& programs);
+  // Forgets the worker; returns the runs its executors were serving.
+  std::vector<std::string> remove(const std::string& id);
+  // Drops every link (at shutdown, while the network layer still exists).
+  void clear();
+
+  // Sends to one worker; kWorkerLost when it is not connected.
+  Status send(const std::string& id, OutgoingFrame frame) const;
+  std::shared_ptr<WorkerLink> link(const std::string& id) const;
+
+  // Sends the program to each joined worker that lacks it (all of them with
+  // `only` empty, else that worker alone) and marks it building there.
+  void push_program(const std::string& hash, const Message& program, const std::string& only = "");
+  void program_status(const std::string& id, const ProgramStatusMsg& m);
+  void forget_program(const std::string& hash);
+  // Waits until no joined worker is still building `hash` (or `deadline`,
+  // or `stop()` turns true); returns each joined worker's build of it.
+  std::map<std::string, ProgramBuild> wait_for_builds(
+      const std::string& hash, std::chrono::steady_clock::time_point deadline,
+      const std::function<bool()>& stop);
+  nlohmann::json builds_of(const std::string& hash) const;  // {worker: state}
+  void wake();  // wakes wait_for_builds() to look at `stop` again
+
+  void resources(const std::string& id, const ResourcesMsg& m);
+
+  // Marks executors as serving `run_id`; false (and no change) when one is
+  // busy or gone.
+  bool claim(const std::vector<ExecutorRef>& executors, const std::string& run_id);
+  void release(const std::vector<ExecutorRef>& executors, const std::string& run_id);
+  void release_run(const std::string& run_id);  // every executor serving it
+  // Plan slots for these executors (weight; max_rows holds free bytes).
+  std::vector<ExecutorSlot> slots(const std::vector<ExecutorRef>& executors) const;
+
+  std::vector<WorkerView> view() const;  // for the scheduler
+  size_t joined() const;
+  nlohmann::json to_json() const;  // GET /clients
+  Result<nlohmann::json> to_json(const std::string& id) const;
+
+ private:
+  struct Worker {
+    std::string id;
+    std::shared_ptr<WorkerLink> link;
+    bool joined = false;  // hello received
+    HelloMsg hello;
+    std::map<std::string, ProgramBuild> programs;
+    std::vector<std::string> serving;  // per executor: run id, or empty
+    std::string connected_at;
+    nlohmann::json to_json() const;
+  };
+
+  mutable std::mutex mu_;
+  std::condition_variable built_;
+  std::map<std::string, Worker> workers_;  // GUARDED_BY(mu_)
+  uint64_t next_id_ = 1;                   // GUARDED_BY(mu_)
+};
+
+}  // namespace lizard

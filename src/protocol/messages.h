@@ -1,0 +1,171 @@
+// Typed wire messages: one struct per message type of wire.h, each with its
+// encoding and its parser.  Both daemons build and read messages through
+// these structs, so a field is named once, here, and a malformed header from
+// the other side is an error value, never an exception.
+//
+//   link->send(encode(IterateMsg{wire_id, it}.to_message(state_bytes)));
+//   Result<IterationResultMsg> r = IterationResultMsg::parse(view.header);
+//
+// Payloads (rows, state, aggregates) stay beside the header: to_message()
+// takes the payload and parse() reads the header alone.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "exec/executor.h"
+#include "protocol/wire.h"
+
+namespace lizard {
+
+// worker → server: the worker's hardware, once per connection.
+struct HelloMsg {
+  std::string hostname, version, backend, backend_note;
+  std::string cpu_model;
+  int64_t cpu_threads = 0;
+  std::string slurm_job_id;  // empty outside a Slurm job
+  std::vector<ExecutorInfo> executors;
+  nlohmann::json to_json() const;  // as GET /clients shows it
+  Message to_message() const;
+  static Result<HelloMsg> parse(const nlohmann::json& h);
+};
+
+// server → worker: the id the server knows the worker by.
+struct WelcomeMsg {
+  std::string worker_id;
+  Message to_message() const;
+  static Result<WelcomeMsg> parse(const nlohmann::json& h);
+};
+
+// server → worker: a program to build.
+struct ProgramMsg {
+  std::string hash;
+  nlohmann::json bundle;
+  Message to_message() const;
+  static Result<ProgramMsg> parse(const nlohmann::json& h);
+};
+
+// worker → server: whether a program built on every executor of the worker.
+struct ProgramStatusMsg {
+  std::string hash;
+  bool ok = false;
+  std::string error;
+  Message to_message() const;
+  static Result<ProgramStatusMsg> parse(const nlohmann::json& h);
+};
+
+// One executor's rows in a run_start.
+struct PartSpec {
+  int64_t executor = 0;
+  int64_t first_row = 0;
+  int64_t rows = 0;
+};
+
+// Where one dataset field's rows come from, in a run_start.
+struct FieldSource {
+  std::string name;
+  std::string source = "none";     // inline | path | generate | chunks | none
+  uint64_t offset = 0, bytes = 0;  // inline: where the rows lie in the payload
+  std::string path, format;        // path
+  std::string kernel;              // generate
+};
+
+// server → worker: load these rows and get ready to iterate.  Payload: inline rows.
+struct RunStartMsg {
+  std::string run_id, hash;
+  nlohmann::json params = nlohmann::json::object();
+  uint64_t seed = 0;
+  int64_t first_row = 0, rows = 0;
+  std::vector<PartSpec> parts;
+  std::vector<FieldSource> fields;
+  bool progress = false;  // run iterations in slices and report each
+  Message to_message(std::string payload = {}) const;
+  static Result<RunStartMsg> parse(const nlohmann::json& h);
+};
+
+// worker → server: the rows are loaded (or why not).
+struct RunReadyMsg {
+  std::string run_id;
+  bool ok = true;
+  std::string error;
+  double compile_ms = 0;           // slowest executor's compile for this run's values
+  bool compile_cache_hit = false;  // every executor's binary came from a cache
+  Message to_message() const;
+  static Result<RunReadyMsg> parse(const nlohmann::json& h);
+};
+
+// server → worker: run one iteration.  Payload: the state section.
+struct IterateMsg {
+  std::string run_id;
+  int64_t iteration = 0;
+  Message to_message(std::string payload = {}) const;
+  static Result<IterateMsg> parse(const nlohmann::json& h);
+};
+
+// worker → server: one iteration's result.  Payload: aggregate sections.
+struct IterationResultMsg {
+  std::string run_id;
+  int64_t iteration = 0;
+  bool ok = true;
+  std::string error;
+  double kernel_ms = 0;
+  Message to_message(std::string payload = {}) const;
+  static Result<IterationResultMsg> parse(const nlohmann::json& h);
+};
+
+// server → worker: the run is over; send the named output fields when asked.
+struct RunEndMsg {
+  std::string run_id;
+  bool want_outputs = false;
+  std::vector<std::string> outputs;
+  Message to_message() const;
+  static Result<RunEndMsg> parse(const nlohmann::json& h);
+};
+
+// One output field in a run_outputs payload.
+struct OutputPart {
+  std::string name;
+  uint64_t bytes = 0;
+};
+
+// worker → server: the output fields' rows.  Payload: the fields, in order.
+struct RunOutputsMsg {
+  std::string run_id;
+  bool ok = true;
+  std::string error;
+  std::vector<OutputPart> fields;
+  Message to_message(std::string payload = {}) const;
+  static Result<RunOutputsMsg> parse(const nlohmann::json& h);
+};
+
+// server → worker, ahead of run_start: rows of an uploaded field.  Payload: rows.
+struct DataChunkMsg {
+  std::string run_id;
+  uint64_t field = 0, offset = 0, bytes = 0, total = 0;
+  Message to_message(std::string payload = {}) const;
+  static Result<DataChunkMsg> parse(const nlohmann::json& h);
+};
+
+// worker → server: rows of the running iteration one executor has finished.
+struct ProgressMsg {
+  std::string run_id;
+  int64_t iteration = 0, executor = 0, rows_done = 0;
+  Message to_message() const;
+  static Result<ProgressMsg> parse(const nlohmann::json& h);
+};
+
+// worker → server: free memory per executor, when it moved.
+struct ResourcesMsg {
+  std::vector<uint64_t> free_memory;
+  Message to_message() const;
+  static Result<ResourcesMsg> parse(const nlohmann::json& h);
+};
+
+// The run a wire id ("r7.2": run r7, attempt 2) belongs to.
+std::string run_of_wire_id(const std::string& wire_id);
+
+}  // namespace lizard
