@@ -18,29 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string register_program(const LocalCluster& c, const std::string& dir) {
-  CommandResult r = c.load_program(dir);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  return printed_checksum(r);
-}
-
-json get_json(const LocalCluster& c, const std::string& path) {
-  auto r = c.get(path);
-  return r.ok() ? json::parse(r->body, nullptr, false) : json();
-}
-
-json wait_until_finished(const LocalCluster& c, const std::string& id, int timeout_s) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  json rec;
-  while (std::chrono::steady_clock::now() < deadline) {
-    rec = get_json(c, "/runtimes/" + id);
-    std::string st = rec.value("status", "");
-    if (st == "done" || st == "failed" || st == "cancelled") return rec;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return rec;
-}
-
 TEST(Cluster, RowsSplitInProportionToWorkerWeight) {
   LocalCluster c;
   ASSERT_TRUE(c.start(0).ok());

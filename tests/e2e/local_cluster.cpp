@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -187,6 +188,40 @@ Result<HttpReply> LocalCluster::get(const std::string& path) const {
 
 Result<HttpReply> LocalCluster::post(const std::string& path, const std::string& body) const {
   return http_request("POST", uri() + path, body, "application/json", 240, token_);
+}
+
+std::string register_program(const LocalCluster& c, const std::string& dir) {
+  CommandResult r = c.load_program(dir);
+  if (r.exit_code != 0)
+    std::fprintf(stderr, "load_program %s failed:\n%s\n", dir.c_str(), r.output.c_str());
+  return r.exit_code == 0 ? printed_checksum(r) : "";
+}
+
+nlohmann::json get_json(const LocalCluster& c, const std::string& path) {
+  auto r = c.get(path);
+  return r.ok() ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json();
+}
+
+std::string submit_run(const LocalCluster& c, const std::string& hash, const nlohmann::json& body) {
+  auto r = c.post("/runtime/" + hash, body.dump());
+  if (!r.ok() || r->status != 202) {
+    std::fprintf(stderr, "POST /runtime/%s: %s\n", hash.c_str(),
+                 r.ok() ? r->body.c_str() : r.status().message().c_str());
+    return "";
+  }
+  return nlohmann::json::parse(r->body, nullptr, false).value("runtime_id", "");
+}
+
+nlohmann::json wait_until_finished(const LocalCluster& c, const std::string& id, int timeout_s) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  nlohmann::json rec;
+  while (std::chrono::steady_clock::now() < deadline) {
+    rec = get_json(c, "/runtimes/" + id);
+    std::string st = rec.value("status", "");
+    if (st == "done" || st == "failed" || st == "cancelled") return rec;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return rec;
 }
 
 }  // namespace lizard

@@ -27,6 +27,17 @@ struct CommandResult {
 // The checksum load_program printed (its last line); empty when it failed.
 std::string printed_checksum(const CommandResult& r);
 
+class LocalCluster;
+
+// Registers a program directory with load_program; its checksum ("" on failure).
+std::string register_program(const LocalCluster& c, const std::string& dir);
+// GET `path` parsed as JSON (null when the request failed).
+nlohmann::json get_json(const LocalCluster& c, const std::string& path);
+// POST `body` to /runtime/<hash>; the run id (empty when refused).
+std::string submit_run(const LocalCluster& c, const std::string& hash, const nlohmann::json& body);
+// Polls GET /runtimes/<id> until the run is done, failed or cancelled (or the time is up).
+nlohmann::json wait_until_finished(const LocalCluster& c, const std::string& id, int timeout_s);
+
 class LocalCluster {
  public:
   LocalCluster();
