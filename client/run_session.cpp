@@ -65,14 +65,16 @@ void RunSession::handle(const MessageView& m) {
       RunReadyMsg ready;
       ready.run_id = h.ok() ? h->run_id : "";
       Status st = h.status();
-      if (st.ok()) st = start(m, h.value(), &ready.compile_ms);
+      CompileStats compile;
+      if (st.ok()) st = start(m, h.value(), &compile);
       if (!st.ok()) {
         spdlog::warn("run {}: {}", ready.run_id, st.message());
         release();
       }
       ready.ok = st.ok();
       ready.error = st.message();
-      ready.compile_cache_hit = st.ok() && ready.compile_ms == 0;
+      ready.compile_ms = compile.compile_ms;
+      ready.compile_cache_hit = st.ok() && compile.cache_hit;
       return ctx_.send(encode(ready.to_message()));
     }
     case MessageType::kIterate: {
@@ -105,7 +107,7 @@ void RunSession::handle(const MessageView& m) {
   }
 }
 
-Status RunSession::start(const MessageView& m, const RunStartMsg& h, double* compile_ms) {
+Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStats* compile) {
   run_id_ = h.run_id;
   report_progress_ = h.progress;
   program_ = ctx_.find_program(h.hash);
@@ -163,13 +165,16 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, double* com
   }
   uploaded_.clear();
   LIZARD_RETURN_IF_ERROR(acquire_executors());
+  std::vector<CompileStats> compiles(parts.size());
   Status st = first_error(for_each_parallel(parts.size(), [&](size_t i) {
     std::lock_guard<std::mutex> l(lock_of(i));
-    return executor(i).begin_run(*program_, params_, std::move(parts[i]));
+    Status s = executor(i).begin_run(*program_, params_, std::move(parts[i]));
+    compiles[i] = executor(i).run_compile_stats();
+    return s;
   }));
   begun_ = true;  // end_run frees whatever did begin
   LIZARD_RETURN_IF_ERROR(st);
-  *compile_ms = 0;  // programs are compiled when they are built; begin_run loads that binary
+  *compile = combine_compile_stats(compiles);
   spdlog::debug("run {}: loaded rows {}..{}", run_id_, h.first_row, h.first_row + h.rows);
   return Status::Ok();
 }

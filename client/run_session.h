@@ -62,7 +62,7 @@ class RunSession {
  private:
   void loop();
   void handle(const MessageView& m);
-  Status start(const MessageView& m, const RunStartMsg& h, double* compile_ms);
+  Status start(const MessageView& m, const RunStartMsg& h, CompileStats* compile);
   Status iterate(const MessageView& m, const IterateMsg& h, std::string* payload,
                  double* kernel_ms);
   Status end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload);

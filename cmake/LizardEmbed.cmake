@@ -12,5 +12,6 @@ function(lizard_embed out)
     OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -DOUT=${out} "-DFILES=${joined}" -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/LizardEmbedRun.cmake
     DEPENDS ${deps} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/LizardEmbedRun.cmake
-    COMMENT "Embedding runtime headers")
+    COMMENT "Embedding runtime headers"
+    VERBATIM)
 endfunction()

@@ -1,6 +1,17 @@
 #include "exec/executor.h"
 
+#include <algorithm>
+
 namespace lizard {
+
+CompileStats combine_compile_stats(const std::vector<CompileStats>& each) {
+  CompileStats out;
+  for (const CompileStats& c : each) {
+    out.compile_ms = std::max(out.compile_ms, c.compile_ms);
+    out.cache_hit = out.cache_hit && c.cache_hit;
+  }
+  return out;
+}
 
 nlohmann::json ExecutorInfo::to_json() const {
   nlohmann::json j = {{"kind", kind},

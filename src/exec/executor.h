@@ -3,8 +3,10 @@
 // owns one executor per GPU, or one CPU executor.
 //
 // Life of a run on an executor:
-//   build(program)                       once per program (cached by hash)
-//   begin_run(program, params, data)     allocate, upload the partition
+//   build(program)                       once per program (cached by hash),
+//                                        with specialised params at their defaults
+//   begin_run(program, params, data)     build for the run's specialised values
+//                                        (cached), allocate, upload the partition
 //   iterate(state, &aggregate) ...       once per iteration (or iterate_rows
 //                                        over slices of the partition)
 //   end_run(want_outputs)                copy output fields back, free
@@ -60,6 +62,17 @@ struct PartitionData {
   uint64_t seed = 0;
 };
 
+// How begin_run obtained the binary it runs: compiled it for the run's
+// specialised param values, or found it in a cache.
+struct CompileStats {
+  double compile_ms = 0;  // time spent compiling; 0 when the binary came from a cache
+  bool cache_hit = true;  // from the in-memory or the on-disk cache
+};
+
+// The stats of one run over several executors: the slowest compile, and a
+// cache hit when every executor's binary came from a cache.
+CompileStats combine_compile_stats(const std::vector<CompileStats>& each);
+
 struct IterationStats {
   double kernel_ms = 0;  // time in kernels
   double total_ms = 0;   // time in iterate(), transfers included
@@ -72,7 +85,9 @@ class Executor {
 
   // Compiles `program` for this device; a compile error carries the log.
   virtual Status build(const ProgramImage& program) = 0;
-  // Allocates the run's buffers and uploads the partition.
+  // Compiles the program for the run's specialised param values unless a
+  // cache holds that build (see program_variant.h), allocates the run's
+  // buffers and uploads the partition.
   virtual Status begin_run(const ProgramImage& program, const ParamValues& params,
                            PartitionData data) = 0;
   // Sets `aggregate` (sized by the caller) to the reducer identities, runs
@@ -88,6 +103,9 @@ class Executor {
   // Ends the run.  With `want_outputs`, returns the dataset fields marked
   // `output: true` (others empty), in manifest order.
   virtual Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) = 0;
+
+  // How the latest begin_run obtained its binary.
+  virtual CompileStats run_compile_stats() const = 0;
 
   // True when the device cannot be used again in this process (a GPU whose
   // context keeps a kernel fault); the worker then restarts itself.

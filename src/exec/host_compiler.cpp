@@ -19,7 +19,9 @@ HostCompiler::HostCompiler(std::string cache_dir) : cache_dir_(std::move(cache_d
 
 Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::string>& files,
                                                const std::vector<std::string>& units,
-                                               const std::vector<std::string>& flags) const {
+                                               const std::vector<std::string>& flags,
+                                               bool* cached) const {
+  if (cached) *cached = false;
   Sha256 key;
   auto field = [&key](std::string_view tag, std::string_view value) {
     const std::string len = std::to_string(value.size());
@@ -39,7 +41,10 @@ Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::
   const fs::path dir = fs::path(cache_dir_) / digest;
   const fs::path lib = dir / "lib.so";
   std::error_code ec;
-  if (fs::exists(lib, ec)) return lib.string();
+  if (fs::exists(lib, ec)) {
+    if (cached) *cached = true;
+    return lib.string();
+  }
 
   // Build in a private directory, then rename into place so that concurrent
   // builders never see a half-written library.

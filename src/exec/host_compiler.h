@@ -22,10 +22,12 @@ class HostCompiler {
 
   // Writes `files` into a fresh directory, compiles `units` (names among
   // `files`) into one shared library and returns its path.  A failure is a
-  // kCompileError whose message holds the compiler's output.
+  // kCompileError whose message holds the compiler's output.  `cached`, when
+  // given, says whether the library came from the cache directory.
   Result<std::string> build_shared(const std::map<std::string, std::string>& files,
                                    const std::vector<std::string>& units,
-                                   const std::vector<std::string>& flags) const;
+                                   const std::vector<std::string>& flags,
+                                   bool* cached = nullptr) const;
 
   const std::string& compiler() const { return compiler_; }
 

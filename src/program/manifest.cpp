@@ -50,6 +50,12 @@ bool Manifest::has_custom_reducer() const {
   return false;
 }
 
+bool Manifest::has_specialised_params() const {
+  for (const auto& p : params)
+    if (p.specialize) return true;
+  return false;
+}
+
 std::vector<std::string> Manifest::source_files() const {
   std::vector<std::string> out{cuda_source};
   if (!host_source.empty()) out.push_back(host_source);
@@ -170,6 +176,8 @@ class ManifestParser {
     if (!valid_identifier(name)) return fail(path, "'" + name + "' is not a valid C identifier");
     if (name == "rows" || name == "first_row" || name == "generate_seed" || name == "sm_count")
       return fail(path, "'" + name + "' is reserved");
+    if (name.rfind("lizard_specialised_", 0) == 0)
+      return fail(path, "names starting with 'lizard_specialised_' are reserved");
     if (!names_.insert(name).second) return fail(path, "'" + name + "' is defined twice");
     return Status::Ok();
   }
@@ -208,7 +216,7 @@ class ManifestParser {
       std::string path = "params." + p.name;
       LIZARD_RETURN_IF_ERROR(check_name(p.name, path));
       if (!kv.second.IsMap()) return fail(path, "expected a mapping with `type`");
-      LIZARD_RETURN_IF_ERROR(check_keys(kv.second, path, {"type", "default"}));
+      LIZARD_RETURN_IF_ERROR(check_keys(kv.second, path, {"type", "default", "specialize"}));
       LIZARD_ASSIGN_OR_RETURN(p.type, parse_type(kv.second["type"], path));
       if (kv.second["default"]) {
         try {
@@ -218,6 +226,8 @@ class ManifestParser {
         }
         LIZARD_RETURN_IF_ERROR(check_default(p, path + ".default"));
       }
+      LIZARD_RETURN_IF_ERROR(
+          parse_bool(kv.second["specialize"], path + ".specialize", &p.specialize));
       m_.params.push_back(std::move(p));
     }
     return Status::Ok();

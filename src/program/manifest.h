@@ -25,6 +25,9 @@ struct ParamSpec {
   std::string name;
   DType type = DType::kInt32;
   std::optional<double> default_value;  // numeric default, converted to `type`
+  // The kernels see the run's value as a compile-time constant: executors
+  // compile the program for each run's value (see codegen.h).
+  bool specialize = false;
 };
 
 struct FieldSpec {
@@ -62,6 +65,7 @@ struct Manifest {
   const FieldSpec* find_dataset(const std::string& name) const;
   const KernelStep* find_generator(const std::string& kernel) const;
   bool has_custom_reducer() const;
+  bool has_specialised_params() const;
   // Every source file the bundle must carry: cuda, host, headers.
   std::vector<std::string> source_files() const;
 };

@@ -229,6 +229,53 @@ TEST_F(EndToEnd, CompilerLogReachesLoadProgramOutput) {
   EXPECT_NE(r2.output.find("absent"), std::string::npos) << r2.output;
 }
 
+// A specialised param: the workers compile the kernel for each run's value
+// (the kernel needs it as a constant), and each run gets its value's answer.
+TEST_F(EndToEnd, SpecialisedParamsCompilePerRunValue) {
+  fs::path dir = fs::path(cluster_->dir()) / "specialised";
+  write_program(dir,
+                "sources: {cuda: kernel.cu}\n"
+                "params: {dims: {type: int32, specialize: true, default: 2}}\n"
+                "dataset: {x: {type: float32, shape: [rows, dims]}}\n"
+                "aggregate: {sums: {type: float32, shape: [dims], reduce: sum}}\n"
+                "iterate: [column_sums]\n",
+                R"(#include "lizard_program.h"
+template <int D> struct Row { float v[D]; };
+static_assert(global_params_t::dims != 7, "dims 7 is refused");
+extern "C" __global__ void column_sums(global_params_t p, dataset_t d, global_state_t s,
+                                       agg_res_t r) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= d.rows) return;
+  Row<p.dims> row;
+  for (int j = 0; j < p.dims; ++j) row.v[j] = d.x[i * p.dims + j];
+  for (int j = 0; j < p.dims; ++j) atomicAdd(&r.sums[j], row.v[j]);
+}
+)");
+  const std::string hash = register_program(dir.string());
+  for (int dims : {2, 3, 3}) {
+    json rows = json::array();
+    for (int i = 0; i < 10; ++i) {
+      json row = json::array();
+      for (int j = 0; j < dims; ++j) row.push_back(i + 100 * j);
+      rows.push_back(row);
+    }
+    json rec = run(hash, {{"params", {{"dims", dims}}}, {"dataset", {{"x", {{"values", rows}}}}}});
+    ASSERT_EQ(rec.value("status", ""), "done") << rec.dump();
+    json want = json::array();
+    for (int j = 0; j < dims; ++j) want.push_back(45 + 1000 * j);
+    EXPECT_EQ(rec["result"]["aggregate"]["sums"], want) << dims;
+  }
+  // A value the kernel does not compile with fails that run with the compiler's message.
+  json rows = json::array();
+  for (int i = 0; i < 4; ++i) rows.push_back(json(std::vector<int>(7, i)));
+  auto r = cluster_->post(
+      "/runtime/" + hash + "?wait=1",
+      json({{"params", {{"dims", 7}}}, {"dataset", {{"x", {{"values", rows}}}}}}).dump());
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->body.find("dims 7 is refused"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("specialised params dims=7"), std::string::npos) << r->body;
+}
+
 TEST_F(EndToEnd, BadRequestsGetClearErrors) {
   const std::string hash = register_program(LIZARD_SOURCE_DIR "/examples/kmeans");
   auto expect_error = [&](const std::string& path, const std::string& body, int status,

@@ -12,6 +12,7 @@
 
 #include "exec/cpu/kernel_source.h"
 #include "exec/host_compiler.h"
+#include "exec/partition.h"
 #include "program/reducers.h"
 
 namespace lizard {
@@ -72,6 +73,10 @@ struct CpuExecutor::Run {
   int64_t rows = 0, first_row = 0;
   uint64_t seed = 0;
   std::vector<uint64_t> field_ptrs;  // row 0 of each field
+  size_t state_size = 0, aggregate_size = 0;
+  RowSpan span(int64_t first, int64_t count) const {
+    return RowSpan{first_row, field_ptrs, seed, first, count};
+  }
 };
 
 CpuExecutor::CpuExecutor(const CpuExecutorOptions& o)
@@ -92,17 +97,30 @@ void CpuExecutor::refresh_free_memory() {
 }
 
 Status CpuExecutor::build(const ProgramImage& program) {
-  if (modules_.count(program.hash)) return Status::Ok();
+  CompileStats stats;
+  return module_for(variant_for_build(program), &stats).status();
+}
+
+Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const ProgramVariant& variant,
+                                                                     CompileStats* stats) {
+  *stats = CompileStats{};
+  if (auto it = modules_.find(variant.key); it != modules_.end()) return it->second;
+  const ProgramImage& program = variant.image;
   LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(program));
   HostCompiler compiler(cache_dir_);
-  Result<std::string> library = compiler.build_shared(plan.files, plan.units, plan.flags);
+  const Clock::time_point start = Clock::now();
+  bool cached = false;
+  Result<std::string> library = compiler.build_shared(plan.files, plan.units, plan.flags, &cached);
   if (!library.ok()) {
     if (library.status().code() != Code::kCompileError) return library.status();
     return compile_error(program.manifest.cuda_source + ": build failed for the CPU backend:\n" +
-                         library.status().message());
+                         library.status().message() + specialised_note(variant));
   }
-  LIZARD_ASSIGN_OR_RETURN(modules_[program.hash], load(program, *library));
-  return Status::Ok();
+  stats->cache_hit = cached;
+  stats->compile_ms = cached ? 0 : ms_since(start);
+  LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<Module> module, load(program, *library));
+  modules_[variant.key] = module;
+  return module;
 }
 
 Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::load(const ProgramImage& program,
@@ -121,77 +139,69 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::load(const ProgramImag
 
 Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& params,
                               PartitionData data) {
-  LIZARD_RETURN_IF_ERROR(build(program));
+  LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<Module> module,
+                          module_for(variant_for_run(program, params), &compile_stats_));
   const Manifest& m = program.manifest;
-  if (data.fields.size() != m.dataset.size())
-    return invalid_argument("partition has " + std::to_string(data.fields.size()) +
-                            " fields, the program " + std::to_string(m.dataset.size()));
+  LIZARD_ASSIGN_OR_RETURN(PartitionLayout layout, check_partition(m, params, data));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, params));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer aggregate, make_section(m.aggregate, m, params));
   auto run = std::make_unique<Run>();
   run->program = program;
   run->params = params;
-  run->module = modules_[program.hash];
-  const Manifest& rm = run->program.manifest;
-  std::vector<uint64_t> ptrs;
-  for (size_t i = 0; i < rm.dataset.size(); ++i) {
-    const FieldSpec& f = rm.dataset[i];
-    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, rm, params));
-    const size_t bytes = static_cast<size_t>(data.rows * width) * dtype_size(f.type);
-    std::vector<uint8_t>& field = data.fields[i];
-    if (!f.input || (field.empty() && !data.generators.empty())) field.assign(bytes, 0);
-    if (field.size() != bytes)
-      return invalid_argument("dataset field '" + f.name + "' has " + std::to_string(field.size()) +
-                              " bytes, expected " + std::to_string(bytes));
-    run->fields.push_back(std::move(field));
-    ptrs.push_back(reinterpret_cast<uint64_t>(run->fields.back().data()));
-  }
-  run->params_packed = pack_params(params_layout(rm), params);
-  run->dataset_packed =
-      pack_dataset(dataset_layout(rm), data.rows, data.first_row, ptrs, data.seed);
+  run->module = std::move(module);
   run->rows = data.rows;
   run->first_row = data.first_row;
   run->seed = data.seed;
-  run->field_ptrs = ptrs;
+  run->state_size = state.bytes.size();
+  run->aggregate_size = aggregate.bytes.size();
+  for (size_t k = 0; k < m.dataset.size(); ++k) {
+    std::vector<uint8_t>& field = data.fields[k];
+    if (layout.init[k] == FieldInit::kZero) field.assign(layout.field_bytes[k], 0);
+    run->fields.push_back(std::move(field));
+    run->field_ptrs.push_back(reinterpret_cast<uint64_t>(run->fields.back().data()));
+  }
+  const Manifest& rm = run->program.manifest;
+  run->params_packed = pack_params(params_layout(rm), params);
   run->state_layout = state_layout(rm);
   run->aggregate_layout = aggregate_layout(rm);
-  for (const KernelStep& step : rm.iterate) {
-    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c,
-                            plan_launch(step, rm, params, data.rows, info_.sm_count, 256));
-    run->steps.push_back({step.kernel, run->module->kernels.at(step.kernel), c});
-  }
+  LIZARD_ASSIGN_OR_RETURN(KernelArgs args,
+                          kernel_args(rm, params, run->span(0, run->rows), limits()));
+  run->dataset_packed = std::move(args.dataset);
+  run->steps = steps_of(*run, args.launches);
   run_ = std::move(run);
   return run_generators(data.generators);
 }
 
+std::vector<CpuExecutor::Step> CpuExecutor::steps_of(const Run& run,
+                                                     const std::vector<LaunchConfig>& launches) {
+  std::vector<Step> out;
+  const Manifest& m = run.program.manifest;
+  for (size_t k = 0; k < m.iterate.size(); ++k)
+    out.push_back({m.iterate[k].kernel, run.module->kernels.at(m.iterate[k].kernel), launches[k]});
+  return out;
+}
+
 Status CpuExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
                             IterationStats* stats) {
-  if (!run_) return internal_error("iterate() called outside a run");
+  if (!run_) return no_run_error("iterate");
   return iterate_rows(state, aggregate, stats, 0, run_->rows);
 }
 
 Status CpuExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
                                  IterationStats* stats, int64_t first, int64_t count) {
-  if (!run_) return internal_error("iterate() called outside a run");
-  if (first < 0 || count < 0 || first > run_->rows - count)
-    return invalid_argument("rows [" + std::to_string(first) + ", " +
-                            std::to_string(first + count) + ") are not within the partition's " +
-                            std::to_string(run_->rows));
+  if (!run_) return no_run_error("iterate");
+  LIZARD_RETURN_IF_ERROR(check_row_range(run_->rows, first, count));
+  LIZARD_RETURN_IF_ERROR(check_sections(state, *aggregate, run_->state_size, run_->aggregate_size));
   const Clock::time_point start = Clock::now();
-  const Manifest& m = run_->program.manifest;
   const std::vector<uint8_t>* dataset = &run_->dataset_packed;
   const std::vector<Step>* steps = &run_->steps;
-  std::vector<uint8_t> slice_dataset;
+  KernelArgs slice;
   std::vector<Step> slice_steps;
   if (first != 0 || count != run_->rows) {
-    LIZARD_ASSIGN_OR_RETURN(auto ptrs, field_ptrs_at_row(m, run_->params, run_->field_ptrs, first));
-    slice_dataset =
-        pack_dataset(dataset_layout(m), count, run_->first_row + first, ptrs, run_->seed);
-    for (size_t k = 0; k < m.iterate.size(); ++k) {
-      Step s = run_->steps[k];
-      LIZARD_ASSIGN_OR_RETURN(
-          s.config, plan_launch(m.iterate[k], m, run_->params, count, info_.sm_count, 256));
-      slice_steps.push_back(s);
-    }
-    dataset = &slice_dataset;
+    LIZARD_ASSIGN_OR_RETURN(slice, kernel_args(run_->program.manifest, run_->params,
+                                               run_->span(first, count), limits()));
+    slice_steps = steps_of(*run_, slice.launches);
+    dataset = &slice.dataset;
     steps = &slice_steps;
   }
   set_identity(aggregate);
@@ -215,26 +225,24 @@ Status CpuExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggr
   return Status::Ok();
 }
 
-// Runs the named generator kernels once over the partition, with a zero
-// state and aggregate.
+// Runs the named generator kernels once over the partition, in that order,
+// with a zero state and aggregate.
 Status CpuExecutor::run_generators(const std::vector<std::string>& names) {
+  if (names.empty()) return Status::Ok();
   const Manifest& m = run_->program.manifest;
-  for (const std::string& name : names) {
-    const KernelStep* step = m.find_generator(name);
-    if (!step) return invalid_argument("'" + name + "' is not a generator kernel of the program");
-    LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, run_->params));
-    LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(m.aggregate, m, run_->params));
-    auto state_packed =
-        pack_section(run_->state_layout, state, reinterpret_cast<uint64_t>(state.bytes.data()));
-    auto agg_packed =
-        pack_section(run_->aggregate_layout, agg, reinterpret_cast<uint64_t>(agg.bytes.data()));
-    const void* args[4] = {run_->params_packed.data(), run_->dataset_packed.data(),
-                           state_packed.data(), agg_packed.data()};
-    int64_t rows = 0;
-    std::memcpy(&rows, run_->dataset_packed.data(), sizeof rows);
-    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c,
-                            plan_launch(*step, m, run_->params, rows, info_.sm_count, 256));
-    LIZARD_RETURN_IF_ERROR(launch(Step{name, run_->module->kernels.at(name), c}, args));
+  LIZARD_ASSIGN_OR_RETURN(std::vector<GeneratorLaunch> launches,
+                          generator_launches(m, run_->params, names, run_->rows, limits()));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, run_->params));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(m.aggregate, m, run_->params));
+  const auto state_packed =
+      pack_section(run_->state_layout, state, reinterpret_cast<uint64_t>(state.bytes.data()));
+  const auto agg_packed =
+      pack_section(run_->aggregate_layout, agg, reinterpret_cast<uint64_t>(agg.bytes.data()));
+  const void* args[4] = {run_->params_packed.data(), run_->dataset_packed.data(),
+                         state_packed.data(), agg_packed.data()};
+  for (const GeneratorLaunch& g : launches) {
+    const std::string& name = g.step->kernel;
+    LIZARD_RETURN_IF_ERROR(launch(Step{name, run_->module->kernels.at(name), g.config}, args));
   }
   return Status::Ok();
 }
@@ -252,7 +260,7 @@ Status CpuExecutor::launch(const Step& step, const void* const* args) {
   std::mutex mu;
   std::string error;
   pool_.run([&](int) {
-    lizard_cpu_launch_abi l{};
+    lizard_cpu_launch l{};
     std::copy(c.grid, c.grid + 3, l.grid);
     std::copy(c.block, c.block + 3, l.block);
     l.shared_bytes = c.shared_bytes;
@@ -273,7 +281,7 @@ Status CpuExecutor::launch(const Step& step, const void* const* args) {
 }
 
 Result<std::vector<std::vector<uint8_t>>> CpuExecutor::end_run(bool want_outputs) {
-  if (!run_) return internal_error("end_run() called outside a run");
+  if (!run_) return no_run_error("end_run");
   std::unique_ptr<Run> run = std::move(run_);
   std::vector<std::vector<uint8_t>> out(run->fields.size());
   if (want_outputs) {

@@ -1,6 +1,6 @@
 // CpuExecutor: the Executor that runs a program's unmodified kernel.cu on the
 // host's cores.  build() compiles the kernels with the host compiler against
-// include/lizard/cuda_cpu.h (see kernel_source.h) and loads the library;
+// cuda_cpu.h (see kernel_source.h) and loads the library;
 // iterate() splits each kernel's blocks over a persistent pool of threads.
 //
 //   CpuExecutorOptions o;  // all cores, default cache directory
@@ -16,21 +16,12 @@
 #include <vector>
 
 #include "common/shared_library.h"
+#include "exec/cpu/cuda_cpu_launch_abi.h"
 #include "exec/cpu/thread_pool.h"
 #include "exec/executor.h"
 #include "exec/launch.h"
-
-// The launch of a range of blocks; mirrors lizard_cpu_launch in cuda_cpu.h.
-extern "C" {
-struct lizard_cpu_launch_abi {
-  uint32_t grid[3];
-  uint32_t block[3];
-  uint64_t shared_bytes;
-  uint64_t first_block;
-  uint64_t end_block;
-};
-}
-static_assert(sizeof(lizard_cpu_launch_abi) == 48, "lizard_cpu_launch layout");
+#include "exec/partition.h"
+#include "exec/program_variant.h"
 
 namespace lizard {
 
@@ -39,7 +30,7 @@ struct CpuExecutorOptions {
   std::string cache_dir;  // empty: a directory under the system's temporary directory
 };
 
-using CpuKernelFn = int (*)(const lizard_cpu_launch_abi* launch, const void* const* args, char* err,
+using CpuKernelFn = int (*)(const lizard_cpu_launch* launch, const void* const* args, char* err,
                             size_t err_len);
 
 class CpuExecutor : public Executor {
@@ -56,6 +47,7 @@ class CpuExecutor : public Executor {
   Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate, IterationStats* stats,
                       int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
+  CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override;
 
  private:
@@ -70,15 +62,21 @@ class CpuExecutor : public Executor {
   };
   struct Run;
 
+  // The module of `variant`, compiled unless cached; `stats` says which.
+  Result<std::shared_ptr<Module>> module_for(const ProgramVariant& variant, CompileStats* stats);
   Result<std::shared_ptr<Module>> load(const ProgramImage& program, const std::string& library);
   Status launch(const Step& step, const void* const* args);
+  // The steps of `run`'s kernels with `launches` (manifest.iterate order).
+  static std::vector<Step> steps_of(const Run& run, const std::vector<LaunchConfig>& launches);
+  LaunchLimits limits() const { return LaunchLimits{info_.sm_count, 256, 1024}; }
   Status run_generators(const std::vector<std::string>& names);
 
   ExecutorInfo info_;
   std::string cache_dir_;
   ThreadPool pool_;
-  std::map<std::string, std::shared_ptr<Module>> modules_;  // by program hash
+  std::map<std::string, std::shared_ptr<Module>> modules_;  // by ProgramVariant::key
   std::unique_ptr<Run> run_;
+  CompileStats compile_stats_;
 };
 
 std::unique_ptr<Executor> make_cpu_executor(const CpuExecutorOptions& o);

@@ -315,7 +315,35 @@ TEST(CpuExecutor, WrongInputSizeIsRejected) {
   d.fields = {std::vector<uint8_t>(12), {}, {}};
   Status s = e->begin_run(p, *params, std::move(d));
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_NE(s.message().find("dataset field 'x'"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message(), "dataset field 'x' has 12 bytes for 10 rows, expected 40");
+}
+
+// The checks the CUDA backend shares (exec/partition.h) give the same errors here.
+TEST(CpuExecutor, MisuseGetsTheSharedErrors) {
+  auto e = make_executor();
+  ProgramImage p = make_program(kScaleYaml, kScaleKernel);
+  auto params = bind_params(p.manifest, {{"scale", 1.0}});
+  auto state = make_section(p.manifest.state, p.manifest, *params);
+  auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
+  Status s = e->iterate(*state, &*agg, nullptr);
+  EXPECT_EQ(s.code(), Code::kConflict);
+  EXPECT_EQ(s.message(), "iterate without begin_run");
+  EXPECT_EQ(e->end_run(false).status().message(), "end_run without begin_run");
+  PartitionData d;
+  d.rows = -1;
+  d.fields.resize(3);
+  EXPECT_EQ(e->begin_run(p, *params, std::move(d)).message(), "partition has a negative row count");
+  d = PartitionData{};
+  d.rows = 4;
+  d.fields = {std::vector<uint8_t>(16), {}, {}};
+  ASSERT_TRUE(e->begin_run(p, *params, std::move(d)).ok());
+  EXPECT_EQ(e->iterate_rows(*state, &*agg, nullptr, 2, 3).message(),
+            "rows [2, 5) are not within the partition's 4");
+  SectionBuffer small;
+  EXPECT_EQ(e->iterate(*state, &small, nullptr).message(),
+            "state or aggregate buffer does not match the program's layout");
+  EXPECT_TRUE(e->iterate_rows(*state, &*agg, nullptr, 1, 3).ok());
+  EXPECT_TRUE(e->end_run(false).ok());
 }
 
 }  // namespace

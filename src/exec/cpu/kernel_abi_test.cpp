@@ -65,7 +65,7 @@ TEST(KernelAbi, ThreeDimensionalGridsBlocksAndRanges) {
       pack_dataset(dataset_layout(*m), v.size(), 0, {reinterpret_cast<uint64_t>(v.data())});
   int32_t unused = 0;
   const void* args[4] = {&unused, dataset.data(), &unused, &unused};
-  lizard_cpu_launch_abi l{{3, 2, 2}, {8, 4, 2}, 0, 2, blocks};
+  lizard_cpu_launch l{{3, 2, 2}, {8, 4, 2}, 0, 2, blocks};
   char err[256] = "";
   ASSERT_EQ(fn(&l, args, err, sizeof err), 0) << err;
   for (unsigned b = 0; b < blocks; ++b)
@@ -134,7 +134,7 @@ TEST(KernelAbi, LaunchesAfterAFailedBlockStartAfresh) {
         pack_dataset(dataset_layout(*m), v.size(), 0, {reinterpret_cast<uint64_t>(v.data())});
     int32_t unused = 0;
     const void* args[4] = {packed.data(), dataset.data(), &unused, &unused};
-    lizard_cpu_launch_abi l{
+    lizard_cpu_launch l{
         {blocks, 1, 1}, {launch.block[0], launch.block[1], launch.block[2]}, 0, 0, blocks};
     char err[256] = "";
     const int rc = fn(&l, args, err, sizeof err);

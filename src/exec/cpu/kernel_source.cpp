@@ -36,6 +36,12 @@ const Unsupported kUnsupported[] = {
 const char* const kFiberTriggers[] = {"__syncthreads", "__shfl",     "__ballot_sync", "__any_sync",
                                       "__all_sync",    "__syncwarp", "__activemask"};
 
+// The CPU backend's CUDA layer: cuda_cpu.h and the parts it includes.
+const char* const kRuntimeHeaders[] = {
+    "cuda_cpu.h",        "cuda_cpu_launch_abi.h", "cuda_cpu_types.h",
+    "cuda_cpu_thread.h", "cuda_cpu_atomics.h",    "cuda_cpu_math.h",
+    "cuda_cpu_fibers.h", "cuda_cpu_scheduler.h",  "cuda_cpu_warp.h"};
+
 // Headers CUDA sources commonly include; on the CPU backend they are cuda_cpu.h.
 const char* const kCudaHeaders[] = {"cuda_runtime.h", "cuda.h", "cuda_runtime_api.h",
                                     "device_launch_parameters.h"};
@@ -217,9 +223,12 @@ Result<CpuBuildPlan> plan_cpu_build(const ProgramImage& program) {
     plan.fibers |= needs_fibers(code);
     plan.files[name] = rewrite_extern_shared(it->second);
   }
-  const std::string_view runtime = embedded_file("cuda_cpu.h");
-  if (runtime.empty()) return internal_error("cuda_cpu.h is not embedded in this binary");
-  plan.files["cuda_cpu.h"] = std::string(runtime);
+  for (const char* name : kRuntimeHeaders) {
+    const std::string_view runtime = embedded_file(name);
+    if (runtime.empty())
+      return internal_error(std::string(name) + " is not embedded in this binary");
+    plan.files[name] = std::string(runtime);
+  }
   for (const char* h : kCudaHeaders)
     if (!plan.files.count(h)) plan.files[h] = "#include \"cuda_cpu.h\"\n";
   plan.files["lizard_program.h"] = program.header;

@@ -3,7 +3,7 @@
 // does not support (naming it), decides whether threads need fibers (the
 // source names a barrier or a warp collective), rewrites `extern __shared__`
 // declarations and writes the entry file that exports one
-// lizard_cpu_kernel_NAME function per kernel (see include/lizard/cuda_cpu.h).
+// lizard_cpu_kernel_NAME function per kernel (see cuda_cpu.h beside this file).
 //
 //   Result<CpuBuildPlan> plan = plan_cpu_build(program);
 //   HostCompiler(cache).build_shared(plan->files, plan->units, plan->flags);

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <set>
+
 #include "program/codegen.h"
 
 namespace lizard {
@@ -86,6 +89,33 @@ TEST(KernelSource, PlanWritesEntryPointsAndFiberMode) {
             std::string::npos);
   EXPECT_TRUE(plan->files.count("cuda_cpu.h"));
   EXPECT_TRUE(plan->files.count("lizard_program.h"));
+}
+
+// Every header the CPU backend's CUDA layer includes with quotes travels
+// with the build, so kernels reach all of it through cuda_cpu.h.
+TEST(KernelSource, TheBuildCarriesEveryPartOfTheCudaLayer) {
+  auto m = parse_manifest("sources: {cuda: kernel.cu}\niterate: [a]\n", "config.yaml");
+  ASSERT_TRUE(m.ok());
+  ProgramImage p;
+  p.manifest = *m;
+  p.header = generate_program_header(*m);
+  p.sources["kernel.cu"] = "";
+  auto plan = plan_cpu_build(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  std::vector<std::string> todo{"cuda_cpu.h"};
+  std::set<std::string> seen;
+  const std::regex include(R"re(#include "([^"]+)")re");
+  while (!todo.empty()) {
+    const std::string name = todo.back();
+    todo.pop_back();
+    if (!seen.insert(name).second) continue;
+    auto it = plan->files.find(name);
+    ASSERT_NE(it, plan->files.end()) << name << " is included but not part of the build";
+    for (std::sregex_iterator i(it->second.begin(), it->second.end(), include), end; i != end; ++i)
+      todo.push_back((*i)[1].str());
+  }
+  EXPECT_GE(seen.size(), 9u);
+  EXPECT_TRUE(seen.count("cuda_cpu_launch_abi.h"));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The per-OS-thread state of CPU-backend kernels: threadIdx, blockIdx,
 // blockDim, gridDim, the running block's shared memory and fibers (struct
-// lizard_cpu_thread_state in include/lizard/cuda_cpu.h, which checks that it
+// lizard_cpu_thread_state in cuda_cpu_thread.h, which checks that it
 // fits in these bytes).  It is defined in the executable rather than in each
 // kernel library so that the libraries, loaded with dlopen, reach it with
 // initial-exec TLS (one load relative to %fs) instead of a __tls_get_addr

@@ -12,6 +12,8 @@
 #include "exec/cuda/cuda_driver.h"
 #include "exec/cuda/nvrtc_compiler.h"
 #include "exec/launch.h"
+#include "exec/partition.h"
+#include "exec/program_variant.h"
 #include "program/reducers.h"
 
 namespace lizard {
@@ -34,12 +36,6 @@ std::string kernel_module_version() {
         w.find('.') != std::string::npos)
       return w;
   return "";
-}
-
-// a * b, or nullopt on overflow.
-std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b) {
-  if (a != 0 && b > UINT64_MAX / a) return std::nullopt;
-  return a * b;
 }
 
 size_t align64(size_t n) {
@@ -68,6 +64,7 @@ struct Run {
   uint64_t seed = 0;
   std::vector<CUdeviceptr> fields;  // manifest.dataset order; 0 when empty
   std::vector<uint64_t> field_bytes;
+  std::vector<FieldInit> field_init;
   CUdeviceptr state = 0;
   CUdeviceptr aggregate = 0;
   size_t state_bytes = 0;
@@ -83,6 +80,10 @@ struct Run {
   Status failed;             // set once an iteration failed
   bool device_lost = false;  // the context was reset: nothing left to free
   uint8_t* pinned_state() { return pinned; }
+  RowSpan span(int64_t first, int64_t count) const {
+    return RowSpan{first_row, std::vector<uint64_t>(fields.begin(), fields.end()), seed, first,
+                   count};
+  }
   uint8_t* pinned_result() { return pinned + align64(state_bytes); }
   uint8_t* pinned_identity() { return pinned_result() + align64(agg_bytes); }
 };
@@ -106,6 +107,7 @@ class CudaExecutor final : public Executor {
   Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate, IterationStats* stats,
                       int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
+  CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override {
     if (make_current().ok()) read_free_memory();
   }
@@ -123,7 +125,8 @@ class CudaExecutor final : public Executor {
   Status fill_info();
   void read_free_memory();  // with the context current
 
-  Result<Module*> load_program(const ProgramImage& program);
+  // The loaded module of `variant`, compiled unless cached; `stats` says which.
+  Result<Module*> load_program(const ProgramVariant& variant, CompileStats* stats);
   Status load_module(const ProgramImage& program, Module* m);
 
   Status check_fits(const Run& run) const;
@@ -131,6 +134,9 @@ class CudaExecutor final : public Executor {
                         const SectionBuffer& zero_state);
   Status allocate_run(Run* run, PartitionData* data);
   Status prepare_launches(Run* run, const Module& m);
+  LaunchLimits limits() const {
+    return LaunchLimits{info_.sm_count, kDefaultBlock, static_cast<uint32_t>(max_block_)};
+  }
   // The kernels' dataset argument and launches for an iteration.
   struct Rows {
     const std::vector<uint8_t>* dataset_arg;
@@ -152,8 +158,9 @@ class CudaExecutor final : public Executor {
   int max_block_ = 1024;
   int shared_optin_ = kDefaultSharedLimit;
   ExecutorInfo info_;
-  std::map<std::string, Module> modules_;  // by program hash
+  std::map<std::string, Module> modules_;  // by ProgramVariant::key
   std::unique_ptr<Run> run_;
+  CompileStats compile_stats_;
   Status lost_;  // set when the device cannot be used again in this process
 };
 
@@ -230,20 +237,33 @@ void CudaExecutor::read_free_memory() {
 
 Status CudaExecutor::build(const ProgramImage& program) {
   LIZARD_RETURN_IF_ERROR(make_current());
-  return load_program(program).status();
+  CompileStats stats;
+  return load_program(variant_for_build(program), &stats).status();
 }
 
-Result<Module*> CudaExecutor::load_program(const ProgramImage& program) {
-  auto it = modules_.find(program.hash);
+Result<Module*> CudaExecutor::load_program(const ProgramVariant& variant, CompileStats* stats) {
+  *stats = CompileStats{};
+  const ProgramImage& program = variant.image;
+  auto it = modules_.find(variant.key);
   if (it == modules_.end() || program.hash.empty()) {
-    LIZARD_ASSIGN_OR_RETURN(CompiledProgram out, cc_->compile(program, info_.arch));
+    const auto start = std::chrono::steady_clock::now();
+    Result<CompiledProgram> compiled = cc_->compile(program, info_.arch);
+    if (!compiled.ok())
+      return Status(compiled.status().code(),
+                    compiled.status().message() + specialised_note(variant));
+    CompiledProgram out = std::move(compiled).value();
+    stats->cache_hit = out.from_cache;
+    if (!out.from_cache)
+      stats->compile_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
     Module fresh;
     fresh.cubin = std::move(out.cubin);
     if (it != modules_.end()) {
       if (it->second.module) cu_->cuModuleUnload(it->second.module);
       it->second = std::move(fresh);
     } else {
-      it = modules_.emplace(program.hash, std::move(fresh)).first;
+      it = modules_.emplace(variant.key, std::move(fresh)).first;
     }
   }
   Module* m = &it->second;
@@ -292,27 +312,17 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
                                PartitionData data) {
   LIZARD_RETURN_IF_ERROR(make_current());
   release_run();
-  LIZARD_ASSIGN_OR_RETURN(Module * m, load_program(program));
+  LIZARD_ASSIGN_OR_RETURN(Module * m,
+                          load_program(variant_for_run(program, params), &compile_stats_));
   auto run = std::make_unique<Run>();
   run->program = program;
   run->params = params;
   run->rows = data.rows;
   run->first_row = data.first_row;
   const Manifest& man = run->program.manifest;
-  if (data.rows < 0) return invalid_argument("partition has a negative row count");
-  if (data.fields.size() != man.dataset.size())
-    return invalid_argument("partition has " + std::to_string(data.fields.size()) +
-                            " fields, the program's dataset has " +
-                            std::to_string(man.dataset.size()));
-  for (const auto& f : man.dataset) {
-    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, man, params));
-    auto bytes = checked_mul(static_cast<uint64_t>(data.rows), static_cast<uint64_t>(width));
-    if (bytes) bytes = checked_mul(*bytes, dtype_size(f.type));
-    if (!bytes || width < 0)
-      return too_large("dataset field '" + f.name + "' of " + std::to_string(data.rows) +
-                       " rows is too large to address");
-    run->field_bytes.push_back(*bytes);
-  }
+  LIZARD_ASSIGN_OR_RETURN(PartitionLayout layout, check_partition(man, params, data));
+  run->field_bytes = layout.field_bytes;
+  run->field_init = layout.init;
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(man.state, man, params));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(man.aggregate, man, params));
   run->state_bytes = state.bytes.size();
@@ -328,11 +338,13 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
     std::memcpy(run_->pinned_identity(), agg.bytes.data(), agg.bytes.size());
     run_->params_arg = pack_params(params_layout(man), params);
     run_->seed = data.seed;
-    run_->dataset_arg =
-        pack_dataset(dataset_layout(man), run_->rows, run_->first_row,
-                     std::vector<uint64_t>(run_->fields.begin(), run_->fields.end()), data.seed);
-    run_->agg_arg = pack_section(aggregate_layout(man), agg, run_->aggregate);
-    st = run_generators(*m, data.generators, state);
+    auto arg = dataset_arg(man, params, run_->span(0, run_->rows));
+    st = arg.status();
+    if (st.ok()) {
+      run_->dataset_arg = std::move(arg).value();
+      run_->agg_arg = pack_section(aggregate_layout(man), agg, run_->aggregate);
+      st = run_generators(*m, data.generators, state);
+    }
   }
   if (!st.ok()) release_run();
   read_free_memory();
@@ -345,7 +357,9 @@ Status CudaExecutor::run_generators(const Module& m, const std::vector<std::stri
                                     const SectionBuffer& zero_state) {
   if (names.empty()) return Status::Ok();
   Run* run = run_.get();
-  const Manifest& man = run->program.manifest;
+  LIZARD_ASSIGN_OR_RETURN(
+      std::vector<GeneratorLaunch> launches,
+      generator_launches(run->program.manifest, run->params, names, run->rows, limits()));
   if (run->state_bytes)
     LIZARD_RETURN_IF_ERROR(
         check(cu_->cuMemsetD8(run->state, 0, run->state_bytes), "zeroing the state"));
@@ -353,14 +367,12 @@ Status CudaExecutor::run_generators(const Module& m, const std::vector<std::stri
     LIZARD_RETURN_IF_ERROR(
         check(cu_->cuMemsetD8(run->aggregate, 0, run->agg_bytes), "zeroing the aggregate"));
   std::vector<uint8_t> state_arg = pack_section(run->state_layout, zero_state, run->state);
-  for (const std::string& name : names) {
-    const KernelStep* step = man.find_generator(name);
+  for (const GeneratorLaunch& g : launches) {
+    const std::string& name = g.step->kernel;
     auto f = m.generators.find(name);
-    if (!step || f == m.generators.end())
-      return invalid_argument("'" + name + "' is not a generator kernel of the program");
-    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c,
-                            plan_launch(*step, man, run->params, run->rows, info_.sm_count,
-                                        kDefaultBlock, static_cast<uint32_t>(max_block_)));
+    if (f == m.generators.end())
+      return internal_error("generator kernel '" + name + "' was not loaded");
+    const LaunchConfig& c = g.config;
     if (c.empty()) continue;
     void* args[] = {run->params_arg.data(), run->dataset_arg.data(), state_arg.data(),
                     run->agg_arg.data()};
@@ -400,19 +412,14 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data) {
   for (size_t k = 0; k < man.dataset.size(); ++k) {
     const FieldSpec& f = man.dataset[k];
     const uint64_t bytes = run->field_bytes[k];
-    const auto& host = data->fields[k];
-    const bool generated = host.empty() && !data->generators.empty();
-    if (f.input && host.size() != bytes && !generated)
-      return invalid_argument("dataset field '" + f.name + "' has " + std::to_string(host.size()) +
-                              " bytes for " + std::to_string(run->rows) + " rows, expected " +
-                              std::to_string(bytes));
+    const auto& host = data->fields[k];  // its size was checked by check_partition
     if (bytes == 0) continue;
     CUresult r = cu_->cuMemAlloc(&run->fields[k], bytes);
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
       return too_large("GPU " + std::to_string(info_.ordinal) + ": dataset field '" + f.name +
                        "' needs " + std::to_string(bytes) + " bytes: " + cu_->error_text(r));
     LIZARD_RETURN_IF_ERROR(check(r, "allocating dataset field '" + f.name + "'"));
-    if (f.input && host.size() == bytes) {
+    if (run->field_init[k] == FieldInit::kUpload) {
       LIZARD_RETURN_IF_ERROR(check(cu_->cuMemcpyHtoD(run->fields[k], host.data(), bytes),
                                    "uploading dataset field '" + f.name + "'"));
     } else {
@@ -436,11 +443,11 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data) {
 
 Status CudaExecutor::prepare_launches(Run* run, const Module& m) {
   const Manifest& man = run->program.manifest;
+  LIZARD_ASSIGN_OR_RETURN(std::vector<LaunchConfig> launches,
+                          iterate_launches(man, run->params, run->rows, limits()));
   for (size_t k = 0; k < man.iterate.size(); ++k) {
     const KernelStep& step = man.iterate[k];
-    LIZARD_ASSIGN_OR_RETURN(LaunchConfig c,
-                            plan_launch(step, man, run->params, run->rows, info_.sm_count,
-                                        kDefaultBlock, static_cast<uint32_t>(max_block_)));
+    const LaunchConfig& c = launches[k];
     if (c.shared_bytes > static_cast<uint64_t>(shared_optin_))
       return invalid_argument("kernel '" + step.kernel + "': shared_bytes " +
                               std::to_string(c.shared_bytes) + " exceeds the " +
@@ -461,40 +468,25 @@ Status CudaExecutor::prepare_launches(Run* run, const Module& m) {
 
 Status CudaExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
                              IterationStats* stats) {
-  if (!run_) return Status(Code::kConflict, "iterate without begin_run");
+  if (!run_) return no_run_error("iterate");
   return iterate_rows(state, aggregate, stats, 0, run_->rows);
 }
 
 Status CudaExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
                                   IterationStats* stats, int64_t first, int64_t count) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (!run_) return Status(Code::kConflict, "iterate without begin_run");
-  if (first < 0 || count < 0 || first > run_->rows - count)
-    return invalid_argument("rows [" + std::to_string(first) + ", " +
-                            std::to_string(first + count) + ") are not within the partition's " +
-                            std::to_string(run_->rows));
+  if (!run_) return no_run_error("iterate");
+  LIZARD_RETURN_IF_ERROR(check_row_range(run_->rows, first, count));
   if (!run_->failed.ok()) return run_->failed;
   if (!lost_.ok()) return lost_;
-  if (state.bytes.size() != run_->state_bytes || aggregate->bytes.size() != run_->agg_bytes)
-    return invalid_argument("state or aggregate buffer does not match the program's layout");
+  LIZARD_RETURN_IF_ERROR(check_sections(state, *aggregate, run_->state_bytes, run_->agg_bytes));
   LIZARD_RETURN_IF_ERROR(make_current());
   Rows rows{&run_->dataset_arg, &run_->launches};
-  std::vector<uint8_t> slice_arg;
-  std::vector<LaunchConfig> slice_launches;
+  KernelArgs slice;
   if (first != 0 || count != run_->rows) {
-    const Manifest& man = run_->program.manifest;
-    LIZARD_ASSIGN_OR_RETURN(
-        auto ptrs,
-        field_ptrs_at_row(man, run_->params,
-                          std::vector<uint64_t>(run_->fields.begin(), run_->fields.end()), first));
-    slice_arg = pack_dataset(dataset_layout(man), count, run_->first_row + first, ptrs, run_->seed);
-    for (const KernelStep& step : man.iterate) {
-      LIZARD_ASSIGN_OR_RETURN(
-          LaunchConfig c, plan_launch(step, man, run_->params, count, info_.sm_count, kDefaultBlock,
-                                      static_cast<uint32_t>(max_block_)));
-      slice_launches.push_back(c);
-    }
-    rows = Rows{&slice_arg, &slice_launches};
+    LIZARD_ASSIGN_OR_RETURN(slice, kernel_args(run_->program.manifest, run_->params,
+                                               run_->span(first, count), limits()));
+    rows = Rows{&slice.dataset, &slice.launches};
   }
   std::string where;
   Status st = enqueue_iteration(run_.get(), state, rows, &where);
@@ -609,7 +601,7 @@ Status CudaExecutor::probe_device() const {
 // --- end_run ----------------------------------------------------------------
 
 Result<std::vector<std::vector<uint8_t>>> CudaExecutor::end_run(bool want_outputs) {
-  if (!run_) return Status(Code::kConflict, "end_run without begin_run");
+  if (!run_) return no_run_error("end_run");
   if (!lost_.ok() || run_->device_lost) {
     Status failed = run_->failed.ok() ? lost_ : run_->failed;
     run_.reset();

@@ -1,0 +1,169 @@
+// The CUDA backend compiles a program with NVRTC for each run's specialised
+// param values.  The NVRTC tests need no GPU; the CudaGpuSpecialise tests
+// skip without one, and fail instead when LIZARD_REQUIRE_GPU=1 (the `gpu`
+// test label sets it).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "exec/cuda/cuda_executor.h"
+#include "exec/cuda/nvrtc_compiler.h"
+#include "exec/cuda/test_program.h"
+#include "exec/program_variant.h"
+
+namespace lizard::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kYaml = R"(
+sources: {cuda: kernel.cu}
+params:
+  dims: {type: int32, specialize: true, default: 2}
+dataset:
+  x: {type: float32, shape: [rows, dims]}
+aggregate:
+  sums: {type: float32, shape: [dims], reduce: sum}
+iterate:
+  - {kernel: column_sums, block: 128}
+)";
+
+// The row goes into a local array whose bound is `dims`: a constant only
+// when specialised.
+const char* kKernel = R"(
+#include "lizard_program.h"
+template <int D> struct Row { float v[D]; };
+extern "C" __global__ void column_sums(global_params_t params, dataset_t data,
+                                       global_state_t state, agg_res_t result) {
+  static_assert(params.dims > 0, "dims is a positive constant");
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= data.rows) return;
+  Row<params.dims> row;
+#pragma unroll
+  for (int j = 0; j < params.dims; ++j) row.v[j] = data.x[i * params.dims + j];
+#pragma unroll
+  for (int j = 0; j < params.dims; ++j) atomicAdd(&result.sums[j], row.v[j]);
+}
+)";
+
+ParamValues dims_param(const ProgramImage& p, int dims) {
+  auto v = bind_params(p.manifest, {{"dims", dims}});
+  EXPECT_TRUE(v.ok()) << v.status().message();
+  return v.ok() ? *v : ParamValues{};
+}
+
+class NvrtcSpecialise : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache_ = fs::temp_directory_path() /
+             ("lizard-nvrtc-specialise-" +
+              std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(cache_);
+    auto cc = NvrtcCompiler::open("/usr/local/cuda", cache_.string());
+    if (!cc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << cc.status().message();
+    cc_ = *cc;
+    program_ = make_test_program(kYaml, {{"kernel.cu", kKernel}});
+  }
+  void TearDown() override { fs::remove_all(cache_); }
+
+  fs::path cache_;
+  std::shared_ptr<const NvrtcCompiler> cc_;
+  ProgramImage program_;
+};
+
+TEST_F(NvrtcSpecialise, CompilesOnlyWithTheValueBakedIn) {
+  auto plain = cc_->compile(program_, "sm_90");
+  ASSERT_FALSE(plain.ok());
+  EXPECT_EQ(plain.status().code(), Code::kCompileError);
+  auto defaults = cc_->compile(variant_for_build(program_).image, "sm_90");
+  EXPECT_TRUE(defaults.ok()) << defaults.status().message();
+  auto five = cc_->compile(variant_for_run(program_, dims_param(program_, 5)).image, "sm_90");
+  ASSERT_TRUE(five.ok()) << five.status().message();
+  EXPECT_FALSE(five->from_cache);
+}
+
+TEST_F(NvrtcSpecialise, CachesEachValueOnDisk) {
+  const ProgramImage five = variant_for_run(program_, dims_param(program_, 5)).image;
+  const ProgramImage six = variant_for_run(program_, dims_param(program_, 6)).image;
+  ASSERT_TRUE(cc_->compile(five, "sm_90").ok());
+  auto again = cc_->compile(five, "sm_90");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->from_cache);
+  auto other = cc_->compile(six, "sm_90");
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->from_cache);
+}
+
+class CudaGpuSpecialise : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto gpus = make_cuda_executors(CudaOptions{});
+    if (!gpus.ok()) {
+      const char* req = std::getenv("LIZARD_REQUIRE_GPU");
+      if (req && std::string(req) == "1") FAIL() << "no CUDA device: " << gpus.status().message();
+      GTEST_SKIP() << "no CUDA device: " << gpus.status().message();
+    }
+    gpu_ = std::move(gpus->front());
+    // A fresh executor without a disk cache (CudaOptions has no cache_dir).
+    program_ = make_test_program(kYaml, {{"kernel.cu", kKernel}});
+  }
+
+  // Column sums of x[i][j] = i % 1000 + j over `rows` rows.
+  Result<std::vector<float>> column_sums(int dims, int rows) {
+    ParamValues p = dims_param(program_, dims);
+    PartitionData d;
+    d.rows = rows;
+    std::vector<float> x;
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < dims; ++j) x.push_back(static_cast<float>(i % 1000 + j));
+    d.fields.emplace_back(x.size() * sizeof(float));
+    std::memcpy(d.fields[0].data(), x.data(), d.fields[0].size());
+    LIZARD_RETURN_IF_ERROR(gpu_->begin_run(program_, p, std::move(d)));
+    auto state = make_section(program_.manifest.state, program_.manifest, p);
+    auto agg = make_section(program_.manifest.aggregate, program_.manifest, p);
+    IterationStats stats;
+    Status st = gpu_->iterate(*state, &*agg, &stats);
+    auto ended = gpu_->end_run(false);
+    LIZARD_RETURN_IF_ERROR(st);
+    LIZARD_RETURN_IF_ERROR(ended.status());
+    std::vector<float> sums(dims);
+    std::memcpy(sums.data(), agg->bytes.data(), dims * sizeof(float));
+    return sums;
+  }
+
+  static std::vector<float> expected(int dims, int rows) {
+    std::vector<double> s(dims, 0.0);
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < dims; ++j) s[j] += i % 1000 + j;
+    return std::vector<float>(s.begin(), s.end());
+  }
+
+  std::unique_ptr<Executor> gpu_;
+  ProgramImage program_;
+};
+
+TEST_F(CudaGpuSpecialise, EachValueCompilesOnceAndGivesItsAnswer) {
+  ASSERT_TRUE(gpu_->build(program_).ok());
+  const int rows = 20000;
+  auto sums = column_sums(2, rows);  // the default: built at registration
+  ASSERT_TRUE(sums.ok()) << sums.status().message();
+  EXPECT_EQ(*sums, expected(2, rows));
+  EXPECT_TRUE(gpu_->run_compile_stats().cache_hit);
+
+  sums = column_sums(7, rows);
+  ASSERT_TRUE(sums.ok()) << sums.status().message();
+  EXPECT_EQ(*sums, expected(7, rows));
+  EXPECT_FALSE(gpu_->run_compile_stats().cache_hit);
+  EXPECT_GT(gpu_->run_compile_stats().compile_ms, 0);
+
+  sums = column_sums(7, rows / 2);
+  ASSERT_TRUE(sums.ok()) << sums.status().message();
+  EXPECT_EQ(*sums, expected(7, rows / 2));
+  EXPECT_TRUE(gpu_->run_compile_stats().cache_hit);
+  EXPECT_EQ(gpu_->run_compile_stats().compile_ms, 0);
+}
+
+}  // namespace
+}  // namespace lizard::cuda
