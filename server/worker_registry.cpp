@@ -118,7 +118,16 @@ void WorkerRegistry::program_status(const std::string& id, const ProgramStatusMs
     std::lock_guard<std::mutex> l(mu_);
     auto it = workers_.find(id);
     if (it == workers_.end()) return;
-    ProgramBuild& b = it->second.programs[m.hash];
+    // Only a build this worker was sent and has not been forgotten since: a
+    // late answer must not leave a verdict that keeps the program from being
+    // sent again when it is registered anew.
+    auto b_it = it->second.programs.find(m.hash);
+    if (b_it == it->second.programs.end()) {
+      spdlog::debug("worker {} reported a build of {} it was not asked for", id,
+                    m.hash.substr(0, 12));
+      return;
+    }
+    ProgramBuild& b = b_it->second;
     b.state = m.ok ? BuildState::kReady : BuildState::kFailed;
     b.error = m.error;
   }
