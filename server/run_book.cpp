@@ -37,20 +37,34 @@ void RunBook::restore(const std::string& state_dir) {
   }
   std::lock_guard<std::mutex> l(mu_);
   for (StoredRun& s : stored.value()) {
+    next_seq_ = std::max(next_seq_, s.seq + 1);
+    if (!s.record.is_object()) {  // not written by this server: nothing to show
+      spdlog::warn("skipping stored run {}: its record is not a JSON object", s.id);
+      continue;
+    }
     auto run = std::make_shared<RunRecord>();
     run->id = s.id;
     run->seq = s.seq;
-    run->hash = s.record.value("program", "");
+    if (auto p = s.record.find("program"); p != s.record.end() && p->is_string())
+      run->hash = p->get<std::string>();
     run->status = parse_run_status(s.status).value_or(RunStatus::kFailed);
+    bool changed = false;
     if (!is_finished(run->status)) {
-      s.record["status"] = "failed";
       s.record["error"] = "the server restarted while the run was " + s.status;
       s.record["finished_at"] = now_iso();
       run->status = RunStatus::kFailed;
+      changed = true;
+    }
+    // The record shows the status it is listed by, under its own id.
+    const json status = run_status_name(run->status);
+    if (s.record.value("status", json()) != status ||
+        s.record.value("runtime_id", json()) != s.id) {
+      s.record["status"] = status;
+      s.record["runtime_id"] = s.id;
+      changed = true;
     }
     run->restored = std::move(s.record);
-    if (run->restored.value("status", "") != s.status) persist_locked(*run, run->restored);
-    next_seq_ = std::max(next_seq_, s.seq + 1);
+    if (changed) persist_locked(*run, run->restored);
     runs_[run->id] = std::move(run);
   }
   if (!runs_.empty()) spdlog::info("restored {} run record(s)", runs_.size());
