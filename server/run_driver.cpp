@@ -88,7 +88,9 @@ Status RunDriver::drive() {
 // worker is lost, its rows go to the others so that the result is the one an
 // undisturbed run gives.  Rows are reloaded from their sources, so where
 // kernels keep per-row values of their own the run starts over from the
-// initial state; otherwise the interrupted iteration runs again.
+// initial state; otherwise the interrupted iteration runs again.  A worker
+// lost while the outputs are gathered takes its rows' outputs with it: the
+// run starts over, since outputs are what kernels wrote into the rows.
 Status RunDriver::run_attempts(Sections* s) {
   const Manifest& m = run_->program->image.manifest;
   const RunRequest& req = run_->request;
@@ -111,20 +113,25 @@ Status RunDriver::run_attempts(Sections* s) {
       st = iterate(wire_id, participants, it, s, &done);
       if (st.ok()) ++it;
     }
+    bool gathering = false;
     if (st.ok()) {
       ctx_.book->update(run_, [&](RunRecord& r) { r.phases["iterations_ms"] = ms_since(t_iter); });
-      return gather_outputs(wire_id, participants, *s);
+      gathering = true;
+      st = gather_outputs(wire_id, participants, *s);  // ends the run on the workers
+      if (st.ok()) return st;
+    } else {
+      end_on_workers(wire_id, participants, false);
     }
-    end_on_workers(wire_id, participants, false);
     if (st.code() != Code::kWorkerLost || attempt + 1 >= kMaxAttempts) return st;
-    if (per_row_values) {
+    const bool start_over = per_row_values || gathering;
+    if (start_over) {
       s->state = s->initial_state;
       it = 0;
     }
     spdlog::warn("{}: {}; re-planning and resuming at iteration {}", run_->id, st.message(), it);
     ctx_.book->update(run_, [&](RunRecord& r) {
       r.recoveries.push_back({{"resumed_at_iteration", it}, {"reason", st.message()}});
-      if (per_row_values) {
+      if (start_over) {
         r.timings.clear();
         r.iterations = 0;
       }
