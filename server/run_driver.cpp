@@ -50,14 +50,16 @@ void RunDriver::join() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-void RunDriver::start(std::function<void(const std::string&)> on_exit) {
-  thread_ = std::thread([this, on_exit = std::move(on_exit)] {
+// The executors go back before the record is finished, so that whoever
+// learns of the end (a waiting POST, GET /clients) finds them free.
+void RunDriver::start(std::function<void(const std::string&)> release) {
+  thread_ = std::thread([this, release = std::move(release)] {
     const auto t0 = SteadyClock::now();
     Status st = drive();
     ctx_.book->update(run_, [&](RunRecord& r) { r.elapsed_ms = ms_since(t0); });
+    release(run_->id);
     ctx_.book->finish(run_, st);
     exited_ = true;
-    on_exit(run_->id);
   });
 }
 

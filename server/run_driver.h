@@ -12,7 +12,7 @@
 // nothing else touches the driver's state.  Records change through the RunBook.
 //
 //   RunDriver d(run, ctx);
-//   d.start([&](const std::string& id) { ...release its executors... });
+//   d.start([&](const std::string& id) { ...give its executors back... });
 //   d.deliver({DriverEvent::Kind::kMessage, "w1", std::move(msg)});
 #pragma once
 
@@ -57,8 +57,9 @@ class RunDriver {
   RunDriver(const RunDriver&) = delete;
   RunDriver& operator=(const RunDriver&) = delete;
 
-  // Starts the run's thread; `on_exit` runs on it after the run has finished.
-  void start(std::function<void(const std::string& run_id)> on_exit);
+  // Starts the run's thread.  `release` runs on it once the run no longer
+  // uses its executors, just before its record is finished.
+  void start(std::function<void(const std::string& run_id)> release);
   void deliver(DriverEvent ev) { inbox_.push(std::move(ev)); }
   bool exited() const { return exited_; }
   void join();
