@@ -1,0 +1,312 @@
+#include "server/coordinator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "common/clock.h"
+#include "program/bundle.h"
+#include "server/testing/fakes.h"
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+using testing::FakeRun;
+using testing::FakeWorker;
+using testing::TempDir;
+
+// Sums x: one iteration, the aggregate {sum, count}.
+const char* kConfig = R"(
+info: {name: sums}
+sources: {cuda: kernel.cu}
+dataset:
+  x: {type: float64, shape: [rows]}
+aggregate:
+  sum:   {type: float64, reduce: sum}
+  count: {type: int64, reduce: sum}
+iterate: [k]
+)";
+
+// What a worker's kernels give: the sum of its x and its row count.
+std::string sums(const Manifest& m, const FakeRun& run) {
+  const std::string& x = run.rows.at("x");
+  double sum = 0;
+  for (size_t off = 0; off < x.size(); off += sizeof(double)) {
+    double v;
+    std::memcpy(&v, x.data() + off, sizeof v);
+    sum += v;
+  }
+  const int64_t count = run.start.rows;
+  SectionBuffer agg = make_section(m.aggregate, m, ParamValues{}).value();
+  std::memcpy(agg.data(*agg.find("sum")), &sum, sizeof sum);
+  std::memcpy(agg.data(*agg.find("count")), &count, sizeof count);
+  return std::string(agg.bytes.begin(), agg.bytes.end());
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    program_ = testing::make_test_program(kConfig);
+    ASSERT_NE(program_, nullptr);
+    make({});
+  }
+  void TearDown() override {
+    if (coord_) coord_->shutdown();
+    fakes_.clear();
+    coord_.reset();
+  }
+
+  void make(CoordinatorOptions opts) {
+    opts.state_dir = dir_.file("state");
+    if (opts.worker_wait_s == 60) opts.worker_wait_s = 5;
+    if (opts.program_build_timeout_s == 300) opts.program_build_timeout_s = 10;
+    coord_ = std::make_unique<Coordinator>(opts);
+  }
+
+  // A fake worker connects and says hello, as the hub would hand it over.
+  FakeWorker& join(size_t executors = 1) {
+    const std::string id = "w" + std::to_string(++connected_);
+    auto w = std::make_unique<FakeWorker>(id, [this](const std::string& from, Message m) {
+      coord_->on_worker_frame(from, encode(m));
+    });
+    w->kernel = [m = &program_->image.manifest](const FakeRun& run, const IterateMsg&) {
+      return sums(*m, run);
+    };
+    EXPECT_EQ(coord_->on_worker_connect(w->link()), id);
+    coord_->on_worker_frame(id, encode(w->hello(executors).to_message()));
+    fakes_.push_back(std::move(w));
+    return *fakes_.back();
+  }
+
+  HttpResponse call(const std::string& method, const std::string& target, std::string body = "",
+                    std::map<std::string, std::string> headers = {}) {
+    HttpRequest req;
+    req.method = method;
+    req.target = target;
+    req.body = std::move(body);
+    req.headers = std::move(headers);
+    auto answered = std::make_shared<std::promise<HttpResponse>>();
+    auto f = answered->get_future();
+    coord_->on_http(std::move(req), [answered](HttpResponse r) { answered->set_value(r); });
+    if (f.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      ADD_FAILURE() << method << " " << target << " was not answered";
+      return {0, "", ""};
+    }
+    return f.get();
+  }
+
+  static json body(const HttpResponse& r) { return json::parse(r.body, nullptr, false); }
+
+  std::string register_program() {
+    ProgramBundle b;
+    b.config = kConfig;
+    b.sources["kernel.cu"] = "";
+    auto r = call("POST", "/programs", b.to_json().dump());
+    EXPECT_EQ(r.status, 201) << r.body;
+    return body(r).value("hash", "");
+  }
+
+  static json run_body(int rows, json extra = json::object()) {
+    std::vector<double> x;
+    for (int i = 1; i <= rows; ++i) x.push_back(i);
+    extra["dataset"] = {{"x", {{"values", x}}}};
+    return extra;
+  }
+
+  json wait_for_status(const std::string& id, const std::string& status) {
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(20);
+    json r;
+    while (SteadyClock::now() < deadline) {
+      r = body(call("GET", "/runtimes/" + id));
+      if (r.value("status", "") == status) return r;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ADD_FAILURE() << id << " never became " << status << ": " << r.dump(2);
+    return r;
+  }
+
+  TempDir dir_;
+  std::shared_ptr<ProgramEntry> program_;  // for the aggregate's layout
+  std::unique_ptr<Coordinator> coord_;
+  std::vector<std::unique_ptr<FakeWorker>> fakes_;
+  int connected_ = 0;
+};
+
+TEST_F(CoordinatorTest, AProgramIsBuiltOnTheWorkersAndARunGoesThrough) {
+  FakeWorker& w1 = join();
+  const std::string hash = register_program();
+  ASSERT_FALSE(hash.empty());
+  EXPECT_EQ(w1.link()->sent_of(MessageType::kProgram).size(), 1u);
+  auto r = call("POST", "/runtime/" + hash + "?wait=1", run_body(10).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  json record = body(r);
+  EXPECT_EQ(record["status"], "done") << record.dump(2);
+  EXPECT_EQ(record["result"]["aggregate"]["sum"], 55.0);
+  EXPECT_EQ(record["result"]["aggregate"]["count"], 10);
+  EXPECT_EQ(record["executors_requested"]["min"], 1);
+  EXPECT_EQ(body(call("GET", "/clients"))[0]["hardware"]["executors"][0]["run"], nullptr);
+}
+
+TEST_F(CoordinatorTest, ARegistrationThatDoesNotBuildIsNotKept) {
+  FakeWorker& w1 = join();
+  w1.builds = false;
+  ProgramBundle b;
+  b.config = kConfig;
+  b.sources["kernel.cu"] = "";
+  auto r = call("POST", "/programs", b.to_json().dump());
+  EXPECT_EQ(r.status, 422);
+  EXPECT_NE(body(r)["error"].get<std::string>().find("worker w1: nvrtc: error in kernel.cu"),
+            std::string::npos)
+      << r.body;
+  EXPECT_TRUE(body(call("GET", "/programs")).empty());
+  EXPECT_EQ(call("POST", "/programs", "not json").status, 400);
+}
+
+TEST_F(CoordinatorTest, AQueuedRunStartsWhenAWorkerWithItsProgramJoins) {
+  const std::string hash = register_program();  // no worker yet
+  auto queued = call("POST", "/runtime/" + hash, run_body(4).dump());
+  ASSERT_EQ(queued.status, 202) << queued.body;
+  const std::string id = body(queued)["runtime_id"];
+  EXPECT_EQ(body(call("GET", "/runtimes/" + id))["status"], "queued");
+  FakeWorker& w1 = join();
+  json done = wait_for_status(id, "done");
+  EXPECT_EQ(done["result"]["aggregate"]["sum"], 10.0);
+  EXPECT_EQ(w1.link()->sent_of(MessageType::kProgram).size(), 1u);  // pushed on hello
+  EXPECT_EQ(w1.link()->sent_of(MessageType::kRunStart).size(), 1u);
+}
+
+TEST_F(CoordinatorTest, RunsOnOneExecutorEachUseDisjointWorkers) {
+  FakeWorker& w1 = join();
+  FakeWorker& w2 = join();
+  const std::string hash = register_program();
+  // Both hold their first iteration until both have started.
+  std::promise<void> both;
+  auto gate = both.get_future().share();
+  std::atomic<int> waiting{0}, met{0};
+  auto hold = [&](const Message& m) {
+    if (m.type != MessageType::kIterate) return false;
+    if (++waiting == 2) both.set_value();
+    if (gate.wait_for(std::chrono::seconds(5)) == std::future_status::ready) ++met;
+    return false;
+  };
+  w1.intercept = hold;
+  w2.intercept = hold;
+  auto a = body(call("POST", "/runtime/" + hash, run_body(3, {{"executors", 1}}).dump()));
+  auto b = body(call("POST", "/runtime/" + hash, run_body(5, {{"executors", 1}}).dump()));
+  json ra = wait_for_status(a["runtime_id"], "done");
+  json rb = wait_for_status(b["runtime_id"], "done");
+  EXPECT_EQ(ra["result"]["aggregate"]["sum"], 6.0);
+  EXPECT_EQ(rb["result"]["aggregate"]["sum"], 15.0);
+  EXPECT_NE(ra["plan"]["executors"][0]["worker"], rb["plan"]["executors"][0]["worker"]);
+  EXPECT_EQ(met, 2);  // each run was in its iteration while the other was
+}
+
+TEST_F(CoordinatorTest, ALostWorkersRunMovesToTheOthers) {
+  FakeWorker& w1 = join();
+  join();
+  const std::string hash = register_program();
+  w1.intercept = [&](const Message& m) {
+    if (m.type != MessageType::kIterate) return false;
+    w1.go_silent();
+    coord_->on_worker_close("w1");
+    return true;
+  };
+  auto r = call("POST", "/runtime/" + hash + "?wait=1", run_body(8).dump());
+  json record = body(r);
+  EXPECT_EQ(record["status"], "done") << record.dump(2);
+  EXPECT_EQ(record["result"]["aggregate"]["sum"], 36.0);
+  ASSERT_EQ(record["recoveries"].size(), 1u);
+  EXPECT_EQ(body(call("GET", "/clients")).size(), 1u);
+}
+
+TEST_F(CoordinatorTest, CancellingARunningRunStopsIt) {
+  FakeWorker& w1 = join();
+  const std::string hash = register_program();
+  w1.intercept = [](const Message& m) { return m.type == MessageType::kIterate; };
+  const std::string id = body(call("POST", "/runtime/" + hash, run_body(2).dump()))["runtime_id"];
+  ASSERT_TRUE(w1.link()->wait_for(MessageType::kIterate, 1));
+  auto c = call("DELETE", "/runtimes/" + id);
+  EXPECT_EQ(c.status, 202);
+  EXPECT_EQ(body(c)["status"], "cancelling");
+  wait_for_status(id, "cancelled");
+  auto again = call("DELETE", "/runtimes/" + id);
+  EXPECT_EQ(again.status, 409);
+  EXPECT_EQ(body(again)["status"], "cancelled");
+  EXPECT_EQ(call("DELETE", "/runtimes/r99").status, 404);
+}
+
+TEST_F(CoordinatorTest, ARunNoWorkerCanServeFailsWithTheReason) {
+  join(1);
+  const std::string hash = register_program();
+  auto r = call("POST", "/runtime/" + hash + "?wait=1", run_body(2, {{"executors", 3}}).dump());
+  json record = body(r);
+  EXPECT_EQ(record["status"], "failed");
+  EXPECT_NE(record["error"].get<std::string>().find("the run needs 3 executor(s)"),
+            std::string::npos)
+      << record.dump(2);
+  EXPECT_EQ(call("POST", "/runtime/0123", "{}").status, 404);
+  EXPECT_EQ(call("POST", "/runtime/" + hash, "{").status, 400);
+}
+
+TEST_F(CoordinatorTest, BadWorkerFramesAreIgnoredAndABadHelloClosesTheLink) {
+  FakeWorker& w1 = join();
+  coord_->on_worker_frame("w1", "garbage");
+  coord_->on_worker_frame("w1", encode(Message{MessageType::kProgress, {{"run_id", 7}}, ""}));
+  coord_->on_worker_frame("w9", encode(ProgramStatusMsg{"x", true, ""}.to_message()));
+  EXPECT_FALSE(w1.link()->closed());
+  auto link = std::make_shared<testing::FakeWorkerLink>();
+  const std::string id = coord_->on_worker_connect(link);
+  coord_->on_worker_frame(id, encode(Message{MessageType::kHello, {{"executors", 5}}, ""}));
+  EXPECT_TRUE(link->closed());
+  EXPECT_EQ(body(call("GET", "/clients")).size(), 1u);
+}
+
+TEST_F(CoordinatorTest, WorkersAndUploadsNeedTheTokenWhenOneIsSet) {
+  coord_->shutdown();
+  CoordinatorOptions opts;
+  opts.token = "sesame";
+  make(opts);
+  EXPECT_FALSE(coord_->authorize_worker({}));
+  EXPECT_FALSE(coord_->authorize_worker({{"authorization", "Bearer nope"}}));
+  EXPECT_TRUE(coord_->authorize_worker({{"authorization", "Bearer sesame"}}));
+  HttpRequest head;
+  head.method = "POST";
+  head.target = "/datasets";
+  auto refused = coord_->upload_destination(head);
+  ASSERT_TRUE(std::holds_alternative<HttpResponse>(refused));
+  EXPECT_EQ(std::get<HttpResponse>(refused).status, 401);
+  head.headers["authorization"] = "Bearer sesame";
+  auto dest = coord_->upload_destination(head);
+  ASSERT_TRUE(std::holds_alternative<std::string>(dest));
+  EXPECT_NE(std::get<std::string>(dest).find("datasets"), std::string::npos);
+}
+
+TEST_F(CoordinatorTest, ShutdownFailsRunsThatNeverStarted) {
+  const std::string hash = register_program();
+  const std::string id = body(call("POST", "/runtime/" + hash, run_body(2).dump()))["runtime_id"];
+  coord_->shutdown();
+  json r = body(call("GET", "/runtimes/" + id));
+  EXPECT_EQ(r["status"], "failed");
+  EXPECT_EQ(r["error"], "the server shut down before the run started");
+}
+
+TEST_F(CoordinatorTest, ProgramsAndRunsSurviveARestart) {
+  join();
+  const std::string hash = register_program();
+  auto r = call("POST", "/runtime/" + hash + "?wait=1", run_body(3).dump());
+  const std::string id = body(r)["runtime_id"];
+  coord_->shutdown();
+  fakes_.clear();
+  connected_ = 0;
+  make({});
+  EXPECT_EQ(body(call("GET", "/programs/" + hash))["name"], "sums");
+  EXPECT_EQ(body(call("GET", "/runtimes/" + id))["status"], "done");
+  FakeWorker& w1 = join();  // the stored program goes to a new worker
+  EXPECT_TRUE(w1.link()->wait_for(MessageType::kProgram, 1));
+}
+
+}  // namespace
+}  // namespace lizard
