@@ -46,6 +46,11 @@ void RunSession::abort() {
   }
 }
 
+// An aborted run answers nothing: its server has gone, or the worker is going.
+void RunSession::reply(std::string frame) {
+  if (!aborting_) ctx_.send(std::move(frame));
+}
+
 void RunSession::loop() {
   while (!finished_) {
     auto frame = inbox_.pop();
@@ -75,7 +80,7 @@ void RunSession::handle(const MessageView& m) {
       ready.error = st.message();
       ready.compile_ms = compile.compile_ms;
       ready.compile_cache_hit = st.ok() && compile.cache_hit;
-      return ctx_.send(encode(ready.to_message()));
+      return reply(encode(ready.to_message()));
     }
     case MessageType::kIterate: {
       auto h = IterateMsg::parse(m.header);
@@ -87,7 +92,7 @@ void RunSession::handle(const MessageView& m) {
       if (st.ok()) st = iterate(m, h.value(), &payload, &r.kernel_ms);
       r.ok = st.ok();
       r.error = st.message();
-      return ctx_.send(encode(r.to_message(st.ok() ? std::move(payload) : std::string())));
+      return reply(encode(r.to_message(st.ok() ? std::move(payload) : std::string())));
     }
     case MessageType::kRunEnd: {
       auto h = RunEndMsg::parse(m.header);
@@ -98,7 +103,7 @@ void RunSession::handle(const MessageView& m) {
       Status st = end(h.value(), &out.fields, &payload);
       out.ok = st.ok();
       out.error = st.message();
-      if (h->want_outputs) ctx_.send(encode(out.to_message(std::move(payload))));
+      if (h->want_outputs) reply(encode(out.to_message(std::move(payload))));
       finished_ = true;
       return;
     }
@@ -205,8 +210,8 @@ Status RunSession::iterate(const MessageView& m, const IterateMsg& h, std::strin
       } else {
         const int64_t first = rows * k / slices, end = rows * (k + 1) / slices;
         LIZARD_RETURN_IF_ERROR(e.iterate_rows(state, &a, &st, first, end - first));
-        ctx_.send(encode(ProgressMsg{run_id_, h.iteration, static_cast<int64_t>(executors_[i]), end}
-                             .to_message()));
+        reply(encode(ProgressMsg{run_id_, h.iteration, static_cast<int64_t>(executors_[i]), end}
+                         .to_message()));
       }
       executor_ms[i] += st.kernel_ms;
       per_executor[i].push_back(std::move(a));

@@ -68,6 +68,7 @@ class RunSession {
   Status end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload);
   Status acquire_executors();
   void release();
+  void reply(std::string frame);
   Executor& executor(size_t i) { return *(*ctx_.executors)[executors_[i]]->executor; }
   std::mutex& lock_of(size_t i) { return (*ctx_.executors)[executors_[i]]->mu; }
 
