@@ -1,20 +1,25 @@
 // The wire protocol between the server's worker hub and worker daemons.
 //
-// Every message is one binary WebSocket frame:
+// Every message is one binary WebSocket message (net/ws_channel.h):
 //
 //   "LZ" | version (1 byte) | type (1 byte) | header length (u32 LE) | header | payload
 //
 // The header is a small JSON object (ids, sizes, names); the payload carries
 // arrays as raw little-endian bytes, so data never passes through JSON or
-// base64.  Both daemons use encode()/decode(); nothing else knows the framing.
+// base64.  Both daemons build and read headers through the typed structs of
+// protocol/messages.h, which use encode()/decode(); nothing else knows the
+// framing.
 //
-//   std::string frame = encode(Message{MessageType::kIterate, {{"run_id", id}}, state_bytes});
+//   std::string frame = encode(IterateMsg{wire_id, it}.to_message(state_bytes));
 //   Result<Message> m = decode(frame);
 //
 // The payload is the rest of the frame, so a frame is also the encoding of its
 // message with an empty payload followed by the payload bytes: bulk rows can
 // be sent from where they lie without being copied.  decode_view() points
 // into the frame instead of copying the payload out.
+//
+// A `run_id` on the wire names one attempt of a run: "r3.0", then "r3.1"
+// after a re-plan (run_of_wire_id() gives the run).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -29,26 +34,44 @@ namespace lizard {
 
 inline constexpr uint8_t kWireVersion = 1;
 
+// What each header holds (messages.h has the structs); "?" marks a key sent
+// only sometimes.
 enum class MessageType : uint8_t {
-  kHello = 1,          // worker → server: hardware report {hostname, cpu, executors, backend}
-  kWelcome = 2,        // server → worker: {worker_id}
-  kProgram = 3,        // server → worker: {hash, bundle}
-  kProgramStatus = 4,  // worker → server: {hash, ok, error}
-  kRunStart = 5,       // server → worker: {run_id, hash, params, parts, fields, progress};
-                       // payload: inline rows
-  kRunReady = 6,       // worker → server: {run_id, ok, error}
-  kIterate = 7,        // server → worker: {run_id, iteration}; payload: state section
-  kIterationResult =
-      8,  // worker → server: {run_id, iteration, ok, error, parts, kernel_ms}; payload: aggregates
-  kRunEnd = 9,  // server → worker: {run_id, want_outputs}
-  kRunOutputs =
-      10,  // worker → server: {run_id, ok, error, fields: [{name, bytes}]}; payload: outputs
-  kHeartbeat = 11,  // both ways: {}
-  kDataChunk = 12,  // server → worker, before kRunStart: {run_id, field, offset, bytes, total};
-                    // payload: rows
-  kProgress = 13,   // worker → server, within an iteration: {run_id, iteration, executor,
-                    // rows_done}
-  kResources = 14,  // worker → server, when idle: {free_memory: [bytes, per executor]}
+  // worker → server, once per connection: {hostname, version, backend,
+  // backend_note, cpu: {model, threads}, executors: [ExecutorInfo], slurm_job_id?}
+  kHello = 1,
+  // server → worker, in answer to hello: {worker_id}
+  kWelcome = 2,
+  // server → worker, each registered program: {hash, bundle: {config, sources}}
+  kProgram = 3,
+  // worker → server, once the program is built on every executor (or not): {hash, ok, error}
+  kProgramStatus = 4,
+  // server → worker: {run_id, hash, params, seed, first_row, rows,
+  // parts: [{executor, first_row, rows}], fields: [{name, source: inline {offset, bytes} |
+  // path {path, format} | generate {kernel} | chunks | none}], progress};
+  // payload: the inline fields' rows, field after field
+  kRunStart = 5,
+  // worker → server, rows loaded: {run_id, ok, error, compile_ms, compile_cache_hit}
+  kRunReady = 6,
+  // server → worker: {run_id, iteration}; payload: the state section
+  kIterate = 7,
+  // worker → server: {run_id, iteration, ok, kernel_ms, error?}; payload: aggregate
+  // sections, one folded (built-in reducers) or one per executor or slice (custom)
+  kIterationResult = 8,
+  // server → worker: {run_id, want_outputs, outputs: [field names]}
+  kRunEnd = 9,
+  // worker → server, when outputs were wanted: {run_id, ok, error, fields: [{name, bytes}]};
+  // payload: the fields' rows, field after field
+  kRunOutputs = 10,
+  // either way: {}.  Defined but not sent; liveness comes from WebSocket pings
+  kHeartbeat = 11,
+  // server → worker, before run_start: {run_id, field, offset, bytes, total};
+  // payload: rows of an uploaded field
+  kDataChunk = 12,
+  // worker → server, within an iteration: {run_id, iteration, executor, rows_done}
+  kProgress = 13,
+  // worker → server, between runs, when it moved: {free_memory: [bytes, per executor]}
+  kResources = 14,
 };
 
 const char* message_type_name(MessageType t);
