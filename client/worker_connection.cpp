@@ -1,34 +1,34 @@
-// The only client translation unit that includes Boost.Beast.
+// The worker's dialling and reconnecting; the WebSocket itself is
+// net/ws_channel.h's.
 #include "client/worker_connection.h"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/websocket.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
-#include <deque>
 #include <optional>
 #include <thread>
+
+#include "net/ws_channel_open.h"
 
 namespace lizard {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
-namespace websocket = beast::websocket;
 using tcp = net::ip::tcp;
 
+// Every member is touched on the io thread only.
 struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::Impl> {
   std::string host;
   uint16_t port;
   std::string token;
+  int server_timeout_s = 10;
   ConnectionCallbacks cb;
   net::io_context ioc{1};
   tcp::resolver resolver{ioc};
   net::steady_timer timer{ioc};
-  std::optional<websocket::stream<beast::tcp_stream>> ws;
-  beast::flat_buffer buffer;
-  std::deque<std::string> queue;
-  bool connected = false;
+  std::optional<beast::tcp_stream> dialing;
+  std::shared_ptr<WsChannel> channel;  // while connected
   bool stopping = false;
   bool warned = false;
   std::chrono::milliseconds backoff{200};
@@ -40,44 +40,47 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
         host, std::to_string(port),
         [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
           if (ec) return self->retry("resolve " + self->host + ": " + ec.message());
-          self->ws.emplace(self->ioc);
-          beast::get_lowest_layer(*self->ws).expires_after(std::chrono::seconds(5));
-          beast::get_lowest_layer(*self->ws).async_connect(
+          self->dialing.emplace(self->ioc);
+          self->dialing->expires_after(std::chrono::seconds(5));
+          self->dialing->async_connect(
               r, [self](beast::error_code ec, const tcp::endpoint&) { self->on_tcp(ec); });
         });
   }
 
   void on_tcp(beast::error_code ec) {
     if (ec) return retry("connect to " + host + ":" + std::to_string(port) + ": " + ec.message());
-    auto& s = beast::get_lowest_layer(*ws);
-    s.socket().set_option(tcp::no_delay(true), ec);
-    s.expires_never();
-    websocket::stream_base::timeout t;  // notices a server that went silent
-    t.handshake_timeout = std::chrono::seconds(30);
-    t.idle_timeout = std::chrono::seconds(10);
-    t.keep_alive_pings = true;
-    ws->set_option(t);
-    ws->read_message_max(uint64_t{16} << 30);
-    ws->binary(true);
-    ws->auto_fragment(false);  // a message is one frame: no per-4 KiB writes
-    buffer.reserve(size_t{1} << 20);
-    if (!token.empty())
-      ws->set_option(websocket::stream_base::decorator([t = token](websocket::request_type& req) {
-        req.set(beast::http::field::authorization, "Bearer " + t);
-      }));
-    ws->async_handshake(
-        host + ":" + std::to_string(port), "/workers",
-        [self = shared_from_this()](beast::error_code ec) {
-          if (ec == websocket::error::upgrade_declined)
-            return self->retry("the server refused this worker (a wrong or missing --token?)");
-          if (ec) return self->retry("handshake: " + ec.message());
-          self->connected = true;
-          self->warned = false;
-          self->backoff = std::chrono::milliseconds(200);
-          spdlog::info("connected to server {}:{}", self->host, self->port);
-          if (self->cb.on_connected) self->cb.on_connected();
-          self->do_read();
+    tcp::socket socket = dialing->release_socket();
+    dialing.reset();
+    socket.set_option(tcp::no_delay(true), ec);
+    std::map<std::string, std::string> headers;
+    if (!token.empty()) headers["Authorization"] = "Bearer " + token;
+    WsChannelOptions opts;
+    opts.idle_timeout_s = server_timeout_s;  // notices a server that went silent
+    auto self = shared_from_this();
+    handshake_ws_channel(
+        std::move(socket), host + ":" + std::to_string(port), "/workers", headers, opts,
+        [self](const std::shared_ptr<WsChannel>& ch) { return self->on_open(ch); },
+        [self](const WsOpenFailure& f) {
+          self->retry(f.declined ? "the server refused this worker (a wrong or missing --token?)"
+                                 : "handshake: " + f.message);
         });
+  }
+
+  WsChannelCallbacks on_open(const std::shared_ptr<WsChannel>& ch) {
+    auto self = shared_from_this();
+    if (stopping) {
+      ch->abort();
+      return {};
+    }
+    channel = ch;
+    warned = false;
+    backoff = std::chrono::milliseconds(200);
+    spdlog::info("connected to server {}:{}", host, port);
+    if (cb.on_connected) cb.on_connected();
+    return {[self](std::string frame) {
+              if (self->cb.on_frame) self->cb.on_frame(std::move(frame));
+            },
+            [self, ch](const std::string& why) { self->on_lost(ch, why); }};
   }
 
   void retry(const std::string& why) {
@@ -94,45 +97,24 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
     });
   }
 
-  void do_read() {
-    ws->async_read(buffer, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) return self->on_lost(ec);
-      std::string frame = beast::buffers_to_string(self->buffer.data());
-      self->buffer.consume(self->buffer.size());
-      if (self->cb.on_frame) self->cb.on_frame(std::move(frame));
-      self->do_read();
-    });
-  }
-
-  void on_lost(beast::error_code ec) {
-    if (!connected) return;
-    connected = false;
-    queue.clear();
-    spdlog::warn("lost the server connection: {}", ec.message());
+  void on_lost(const std::shared_ptr<WsChannel>& ch, const std::string& why) {
+    if (channel != ch) return;
+    channel.reset();
+    if (stopping) return;
+    spdlog::warn("lost the server connection: {}", why);
     if (cb.on_disconnected) cb.on_disconnected();
     retry("connection lost");
-  }
-
-  void do_write() {
-    ws->async_write(net::buffer(queue.front()),
-                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                      if (ec) {
-                        self->queue.clear();
-                        return;  // the read side reports the loss
-                      }
-                      self->queue.pop_front();
-                      if (!self->queue.empty() && self->connected) self->do_write();
-                    });
   }
 };
 
 WorkerConnection::WorkerConnection(std::string host, uint16_t port, std::string token,
-                                   ConnectionCallbacks cb)
+                                   ConnectionCallbacks cb, int server_timeout_s)
     : impl_(std::make_shared<Impl>()) {
   impl_->token = std::move(token);
   impl_->host = std::move(host);
   impl_->port = port;
   impl_->cb = std::move(cb);
+  impl_->server_timeout_s = server_timeout_s;
 }
 
 WorkerConnection::~WorkerConnection() {
@@ -149,11 +131,9 @@ void WorkerConnection::stop() {
   net::post(impl_->ioc, [impl = impl_] {
     impl->stopping = true;
     impl->timer.cancel();
-    if (impl->ws && impl->ws->is_open()) {
-      beast::error_code ec;
-      beast::get_lowest_layer(*impl->ws).socket().shutdown(tcp::socket::shutdown_both, ec);
-      beast::get_lowest_layer(*impl->ws).close();
-    }
+    impl->resolver.cancel();
+    if (impl->dialing) impl->dialing->close();
+    if (impl->channel) impl->channel->abort();
   });
   impl_->ioc.stop();
   impl_->thread.join();
@@ -161,9 +141,7 @@ void WorkerConnection::stop() {
 
 void WorkerConnection::send(std::string frame) {
   net::post(impl_->ioc, [impl = impl_, f = std::move(frame)]() mutable {
-    if (!impl->connected) return;
-    impl->queue.push_back(std::move(f));
-    if (impl->queue.size() == 1) impl->do_write();
+    if (impl->channel) impl->channel->send(std::move(f));
   });
 }
 

@@ -1,9 +1,10 @@
 // WorkerConnection: the worker daemon's WebSocket to the server's /workers
-// endpoint.  Dials out, reconnects with exponential backoff (0.2 s up to 5 s)
-// whenever the server is down or goes away, and delivers frames to callbacks.
-// Runs its own io thread; send() may be called from any thread.
+// endpoint (a WsChannel, net/ws_channel.h).  Dials out, reconnects with
+// exponential backoff (0.2 s up to 5 s) whenever the server is down, goes
+// away or stays silent for `server_timeout_s`, and delivers frames to
+// callbacks.  Runs its own io thread; send() may be called from any thread.
 //
-//   WorkerConnection c(host, port, {on_up, on_frame, on_down});
+//   WorkerConnection c(host, port, token, {on_up, on_frame, on_down});
 //   c.start();  c.send(frame);  ...  c.stop();
 #pragma once
 
@@ -23,7 +24,8 @@ struct ConnectionCallbacks {
 class WorkerConnection {
  public:
   // `token`, when not empty, is presented to the server as a bearer token.
-  WorkerConnection(std::string host, uint16_t port, std::string token, ConnectionCallbacks cb);
+  WorkerConnection(std::string host, uint16_t port, std::string token, ConnectionCallbacks cb,
+                   int server_timeout_s = 10);
   ~WorkerConnection();
   void start();
   void stop();

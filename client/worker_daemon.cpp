@@ -267,7 +267,8 @@ bool WorkerDaemon::run() {
           [d] {
             d->inbox.push({Impl::InboxItem::kLost, {}});
           },
-      });
+      },
+      d->opts.server_timeout_s);
   d->conn->start();
   while (!d->stopping) {
     auto item = d->inbox.pop_for(std::chrono::seconds(2));

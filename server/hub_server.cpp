@@ -1,17 +1,17 @@
-// The only server translation unit that includes Boost.Beast.
+// The only server translation unit that includes Boost.Beast; worker
+// WebSockets are net/ws_channel.h's.
 #include "server/hub_server.h"
 
 #include <spdlog/spdlog.h>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 
-#include <array>
-#include <atomic>
-#include <deque>
 #include <thread>
 #include <variant>
+
+#include "net/ws_channel_open.h"
 
 namespace lizard {
 
@@ -38,103 +38,39 @@ const char* reason_json(int status) {
   }
 }
 
-// One worker's WebSocket.  All members are touched on the io thread only;
-// send() and close() post there.
-class WorkerSession : public std::enable_shared_from_this<WorkerSession>, public WorkerLink {
+// A worker's WebSocket channel, as the coordinator sees it.
+class ChannelLink : public WorkerLink {
  public:
-  WorkerSession(tcp::socket&& socket, ServerHandler* handler, int heartbeat_s)
-      : ws_(std::move(socket)), handler_(handler), heartbeat_s_(heartbeat_s) {
-    beast::error_code ec;
-    auto ep = ws_.next_layer().socket().remote_endpoint(ec);
-    peer_ = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
-  }
-
-  void run(http::request<http::string_body> req) {
-    // Pings go out after half the heartbeat timeout of silence; a worker that
-    // answers nothing for the whole timeout is dropped.
-    websocket::stream_base::timeout t;
-    t.handshake_timeout = std::chrono::seconds(30);
-    t.idle_timeout = std::chrono::seconds(heartbeat_s_);
-    t.keep_alive_pings = true;
-    ws_.set_option(t);
-    ws_.read_message_max(uint64_t{16} << 30);
-    ws_.binary(true);
-    ws_.auto_fragment(false);  // a message is one frame: no per-4 KiB writes
-    buffer_.reserve(size_t{1} << 20);
-    ws_.async_accept(req, beast::bind_front_handler(&WorkerSession::on_accept, shared_from_this()));
-  }
-
-  void send(OutgoingFrame frame) override {
-    queued_bytes_ += frame.size();
-    net::post(ws_.get_executor(), [self = shared_from_this(), f = std::move(frame)]() mutable {
-      self->queue_.push_back(std::move(f));
-      if (self->queue_.size() == 1) self->do_write();
-    });
-  }
-
-  void close() override {
-    net::post(ws_.get_executor(), [self = shared_from_this()] {
-      if (!self->ws_.is_open()) return;
-      self->ws_.async_close(websocket::close_code::normal, [self](beast::error_code) {});
-    });
-  }
-
-  std::string peer() const override { return peer_; }
-  size_t queued_bytes() const override { return queued_bytes_; }
+  explicit ChannelLink(std::shared_ptr<WsChannel> channel) : channel_(std::move(channel)) {}
+  void send(OutgoingFrame frame) override { channel_->send(std::move(frame)); }
+  size_t queued_bytes() const override { return channel_->queued_bytes(); }
+  void close() override { channel_->close(); }
+  std::string peer() const override { return channel_->peer(); }
 
  private:
-  void on_accept(beast::error_code ec) {
-    if (ec) {
-      spdlog::warn("worker handshake from {} failed: {}", peer_, ec.message());
-      return;
-    }
-    id_ = handler_->on_worker_connect(shared_from_this());
-    do_read();
-  }
-
-  void do_read() {
-    ws_.async_read(buffer_, beast::bind_front_handler(&WorkerSession::on_read, shared_from_this()));
-  }
-
-  void on_read(beast::error_code ec, std::size_t) {
-    if (ec) {
-      if (!closed_) handler_->on_worker_close(id_);
-      closed_ = true;
-      return;
-    }
-    std::string frame = beast::buffers_to_string(buffer_.data());
-    buffer_.consume(buffer_.size());
-    handler_->on_worker_frame(id_, std::move(frame));
-    do_read();
-  }
-
-  void do_write() {
-    const OutgoingFrame& f = queue_.front();
-    const std::array<net::const_buffer, 2> parts{net::buffer(f.head),
-                                                 net::buffer(f.tail.data(), f.tail.size())};
-    ws_.async_write(parts, beast::bind_front_handler(&WorkerSession::on_write, shared_from_this()));
-  }
-
-  void on_write(beast::error_code ec, std::size_t) {
-    if (ec) {
-      for (const auto& f : queue_) queued_bytes_ -= f.size();
-      queue_.clear();
-      return;  // the read side notices the broken connection
-    }
-    queued_bytes_ -= queue_.front().size();
-    queue_.pop_front();
-    if (!queue_.empty()) do_write();
-  }
-
-  websocket::stream<beast::tcp_stream> ws_;
-  ServerHandler* handler_;
-  beast::flat_buffer buffer_;
-  std::deque<OutgoingFrame> queue_;
-  std::atomic<size_t> queued_bytes_{0};
-  std::string id_, peer_;
-  int heartbeat_s_;
-  bool closed_ = false;
+  std::shared_ptr<WsChannel> channel_;
 };
+
+// Hands a worker's upgraded connection to the handler: a link once the
+// handshake is done, then its frames and its end.
+void open_worker_channel(tcp::socket socket, http::request<http::string_body> upgrade,
+                         ServerHandler* handler, int heartbeat_s) {
+  WsChannelOptions opts;
+  opts.idle_timeout_s = heartbeat_s;
+  auto on_open = [handler](const std::shared_ptr<WsChannel>& channel) {
+    const std::string id = handler->on_worker_connect(std::make_shared<ChannelLink>(channel));
+    return WsChannelCallbacks{
+        [handler, id](std::string frame) { handler->on_worker_frame(id, std::move(frame)); },
+        [handler, id](const std::string&) { handler->on_worker_close(id); }};
+  };
+  beast::error_code ec;
+  const auto ep = socket.remote_endpoint(ec);
+  const std::string peer = ec ? "?" : ep.address().to_string();
+  accept_ws_channel(std::move(socket), std::move(upgrade), opts, on_open,
+                    [peer](const WsOpenFailure& f) {
+                      spdlog::warn("worker handshake from {} failed: {}", peer, f.message);
+                    });
+}
 
 // One HTTP connection: read a request, hand it over, write the answer, repeat.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
@@ -296,9 +232,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                            R"x({"error": "this server needs a worker token (--token)"})x"});
         }
         stream_.expires_never();
-        std::make_shared<WorkerSession>(stream_.release_socket(), handler_, heartbeat_s_)
-            ->run(std::move(req));
-        return;
+        return open_worker_channel(stream_.release_socket(), std::move(req), handler_,
+                                   heartbeat_s_);
       }
       return send_error(404);
     }

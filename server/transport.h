@@ -10,6 +10,8 @@
 #include <string_view>
 #include <variant>
 
+#include "net/outgoing_frame.h"
+
 namespace lizard {
 
 struct HttpRequest {
@@ -28,20 +30,6 @@ struct HttpResponse {
 
 // Sends the response for one request; callable once, from any thread.
 using Responder = std::function<void(HttpResponse)>;
-
-// One message to a worker: `head` then `tail`, written as one WebSocket
-// message.  `tail` may point into memory that `tail_owner` keeps alive until
-// it is written (a mapped dataset file), so bulk rows are never copied.
-struct OutgoingFrame {
-  OutgoingFrame(std::string frame) : head(std::move(frame)) {}  // NOLINT: a whole frame
-  OutgoingFrame(std::string h, std::string_view t, std::shared_ptr<const void> owner)
-      : head(std::move(h)), tail(t), tail_owner(std::move(owner)) {}
-  size_t size() const { return head.size() + tail.size(); }
-
-  std::string head;
-  std::string_view tail;
-  std::shared_ptr<const void> tail_owner;
-};
 
 // One worker's connection.  Thread-safe; messages are sent in order.
 class WorkerLink {

@@ -155,6 +155,10 @@ int main(int argc, char** argv) {
   client->add_option("--weight", wo.weight,
                      "Report this capability weight (testing, uneven nodes)");
   client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)");
+  client
+      ->add_option("--server-timeout", wo.server_timeout_s,
+                   "Seconds of silence after which the server counts as gone (reconnect)")
+      ->check(CLI::Range(2, 3600));
 
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);

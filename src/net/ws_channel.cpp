@@ -1,0 +1,192 @@
+// Boost.Beast's WebSocket stream, behind WsChannel; with hub_server.cpp,
+// worker_connection.cpp and http_client.cpp, one of the few translation
+// units that include Beast.
+#include "net/ws_channel.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <array>
+#include <deque>
+
+#include "net/ws_channel_open.h"
+
+namespace lizard {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = net::ip::tcp;
+
+namespace {
+
+using Strand = net::strand<net::any_io_executor>;
+
+// The same connection, its operations bound to `strand`.
+tcp::socket on_strand(tcp::socket s, const Strand& strand) {
+  beast::error_code ec;
+  const tcp protocol = s.local_endpoint(ec).protocol();
+  if (ec) return s;
+  const auto fd = s.release(ec);
+  if (ec) return s;
+  return tcp::socket(strand, protocol, fd);
+}
+
+std::string peer_of(const tcp::socket& s) {
+  beast::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  return ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+}  // namespace
+
+struct WsChannel::Impl {
+  explicit Impl(tcp::socket s)
+      : strand(net::make_strand(s.get_executor())), ws(on_strand(std::move(s), strand)) {}
+  Strand strand;
+  websocket::stream<beast::tcp_stream> ws;  // its executor is `strand`
+  beast::flat_buffer buffer;
+  // Touched on the strand only.
+  std::deque<OutgoingFrame> queue;
+  WsChannelCallbacks callbacks;
+  bool ended = false;  // the read loop has stopped
+};
+
+// Builds channels for the two ways of opening one; a friend of WsChannel.
+struct WsChannelOpener {
+  static std::shared_ptr<WsChannel> make(tcp::socket socket, const WsChannelOptions& o) {
+    std::string peer = peer_of(socket);
+    auto impl = std::make_unique<WsChannel::Impl>(std::move(socket));
+    websocket::stream_base::timeout t;
+    t.handshake_timeout = std::chrono::seconds(o.handshake_timeout_s);
+    t.idle_timeout = std::chrono::seconds(o.idle_timeout_s);
+    t.keep_alive_pings = true;
+    impl->ws.set_option(t);
+    impl->ws.read_message_max(o.max_message_bytes);
+    impl->ws.binary(true);
+    impl->ws.auto_fragment(false);  // a message is one frame: no per-4 KiB writes
+    impl->buffer.reserve(size_t{1} << 20);
+    return std::shared_ptr<WsChannel>(new WsChannel(std::move(impl), std::move(peer)));
+  }
+
+  static void opened(const std::shared_ptr<WsChannel>& ch, beast::error_code ec,
+                     const WsOnOpen& on_open, const WsOnOpenFailure& on_failure) {
+    if (ec) {
+      if (on_failure) on_failure({ec.message(), ec == websocket::error::upgrade_declined});
+      return;
+    }
+    ch->start_reading(on_open ? on_open(ch) : WsChannelCallbacks{});
+  }
+
+  static websocket::stream<beast::tcp_stream>& ws(WsChannel& ch) { return ch.impl_->ws; }
+};
+
+void accept_ws_channel(tcp::socket socket, http::request<http::string_body> upgrade,
+                       const WsChannelOptions& opts, WsOnOpen on_open, WsOnOpenFailure on_failure) {
+  auto ch = WsChannelOpener::make(std::move(socket), opts);
+  auto req = std::make_shared<http::request<http::string_body>>(std::move(upgrade));
+  WsChannelOpener::ws(*ch).async_accept(
+      *req, [ch, req, on_open = std::move(on_open), on_failure = std::move(on_failure)](
+                beast::error_code ec) { WsChannelOpener::opened(ch, ec, on_open, on_failure); });
+}
+
+void handshake_ws_channel(tcp::socket socket, const std::string& host, const std::string& target,
+                          const std::map<std::string, std::string>& headers,
+                          const WsChannelOptions& opts, WsOnOpen on_open,
+                          WsOnOpenFailure on_failure) {
+  auto ch = WsChannelOpener::make(std::move(socket), opts);
+  auto& ws = WsChannelOpener::ws(*ch);
+  if (!headers.empty())
+    ws.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
+      for (const auto& [name, value] : headers) req.set(name, value);
+    }));
+  ws.async_handshake(
+      host, target,
+      [ch, on_open = std::move(on_open), on_failure = std::move(on_failure)](beast::error_code ec) {
+        WsChannelOpener::opened(ch, ec, on_open, on_failure);
+      });
+}
+
+WsChannel::WsChannel(std::unique_ptr<Impl> impl, std::string peer)
+    : impl_(std::move(impl)), peer_(std::move(peer)) {}
+
+WsChannel::~WsChannel() = default;
+
+void WsChannel::start_reading(WsChannelCallbacks callbacks) {
+  impl_->callbacks = std::move(callbacks);
+  do_read();
+}
+
+void WsChannel::do_read() {
+  impl_->ws.async_read(impl_->buffer,
+                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                         if (ec) return self->closed(ec.message());
+                         Impl& i = *self->impl_;
+                         std::string frame = beast::buffers_to_string(i.buffer.data());
+                         i.buffer.consume(i.buffer.size());
+                         if (i.callbacks.on_frame) i.callbacks.on_frame(std::move(frame));
+                         self->do_read();
+                       });
+}
+
+// The connection has ended: later sends are dropped (writes under way fail
+// on their own), and the callbacks, which may hold their owner's state, are
+// let go after the last call.
+void WsChannel::closed(const std::string& why) {
+  if (impl_->ended) return;
+  impl_->ended = true;
+  WsChannelCallbacks cb = std::move(impl_->callbacks);
+  impl_->callbacks = {};
+  if (cb.on_closed) cb.on_closed(why);
+}
+
+void WsChannel::send(OutgoingFrame frame) {
+  queued_bytes_ += frame.size();
+  net::post(impl_->strand, [self = shared_from_this(), f = std::move(frame)]() mutable {
+    Impl& i = *self->impl_;
+    if (i.ended) {
+      self->queued_bytes_ -= f.size();
+      return;
+    }
+    i.queue.push_back(std::move(f));
+    if (i.queue.size() == 1) self->do_write();
+  });
+}
+
+void WsChannel::do_write() {
+  const OutgoingFrame& f = impl_->queue.front();
+  const std::array<net::const_buffer, 2> parts{net::buffer(f.head),
+                                               net::buffer(f.tail.data(), f.tail.size())};
+  impl_->ws.async_write(parts, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    Impl& i = *self->impl_;
+    if (ec) {
+      for (const auto& q : i.queue) self->queued_bytes_ -= q.size();
+      i.queue.clear();
+      return;  // the read side notices the broken connection
+    }
+    self->queued_bytes_ -= i.queue.front().size();
+    i.queue.pop_front();
+    if (!i.queue.empty()) self->do_write();
+  });
+}
+
+void WsChannel::close() {
+  net::post(impl_->strand, [self = shared_from_this()] {
+    if (!self->impl_->ws.is_open()) return;
+    self->impl_->ws.async_close(websocket::close_code::normal, [self](beast::error_code) {});
+  });
+}
+
+void WsChannel::abort() {
+  net::post(impl_->strand, [self = shared_from_this()] {
+    beast::error_code ec;
+    auto& s = beast::get_lowest_layer(self->impl_->ws).socket();
+    s.shutdown(tcp::socket::shutdown_both, ec);
+    s.close(ec);
+  });
+}
+
+}  // namespace lizard

@@ -1,0 +1,73 @@
+// WsChannel: one WebSocket connection carrying lizard's binary messages, the
+// same on both ends — the server's hub for each worker, and the worker's
+// connection to the server.  It owns the stream and a strand: every
+// operation on the stream runs there, handlers never run at once, and
+// send() and close() may be called from any thread.  Outgoing messages wait
+// in a queue and are written one at a time, in order.  Liveness comes from
+// WebSocket pings: after half of `idle_timeout_s` without a frame the channel
+// pings, and a peer silent for the whole timeout counts as gone.  Frames are
+// handed to `on_frame` as they arrive; `on_closed` runs once when the
+// connection ends, for whatever reason.
+//
+// Channels are opened by accept_ws_channel() (server) or
+// handshake_ws_channel() (worker), declared in net/ws_channel_open.h beside
+// the Boost types they take; this header keeps Boost.Beast out of its users.
+//
+//   channel->send(encode(msg));      // any thread; dropped once the channel is closed
+//   size_t waiting = channel->queued_bytes();
+//   channel->close();                // a clean close; on_closed follows
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "net/outgoing_frame.h"
+
+namespace lizard {
+
+struct WsChannelOptions {
+  int idle_timeout_s = 10;       // a peer silent this long is gone (pings at half)
+  int handshake_timeout_s = 30;  // the upgrade must complete within this
+  uint64_t max_message_bytes = uint64_t{16} << 30;
+};
+
+struct WsChannelCallbacks {
+  std::function<void(std::string frame)> on_frame;        // one message, on the strand
+  std::function<void(const std::string& why)> on_closed;  // once, on the strand
+};
+
+class WsChannel : public std::enable_shared_from_this<WsChannel> {
+ public:
+  ~WsChannel();
+  WsChannel(const WsChannel&) = delete;
+  WsChannel& operator=(const WsChannel&) = delete;
+
+  void send(OutgoingFrame frame);
+  // Bytes queued and not yet written (for pacing large transfers).
+  size_t queued_bytes() const { return queued_bytes_; }
+  // Sends a close frame; the peer's answer (or the timeout) ends the channel.
+  void close();
+  // Closes the socket at once, without a close frame (the process is leaving).
+  void abort();
+  // The peer's address, "host:port".
+  const std::string& peer() const { return peer_; }
+
+  struct Impl;  // the Beast stream and the queue: ws_channel.cpp
+
+ private:
+  friend struct WsChannelOpener;
+  explicit WsChannel(std::unique_ptr<Impl> impl, std::string peer);
+  void start_reading(WsChannelCallbacks callbacks);
+  void do_read();
+  void do_write();
+  void closed(const std::string& why);
+
+  std::unique_ptr<Impl> impl_;
+  const std::string peer_;
+  std::atomic<size_t> queued_bytes_{0};
+};
+
+}  // namespace lizard
