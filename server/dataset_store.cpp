@@ -4,6 +4,8 @@
 #include <fstream>
 #include <random>
 
+#include <spdlog/spdlog.h>
+
 #include "dataset/input_file.h"
 #include "dataset/npy.h"
 
@@ -58,7 +60,13 @@ DatasetStore::DatasetStore(std::string state_dir)
     if (e.path().extension() != ".json") continue;
     std::ifstream in(e.path());
     json meta = json::parse(in, nullptr, false);
-    if (meta.is_object() && meta.contains("id")) datasets_[meta["id"].get<std::string>()] = meta;
+    const bool valid = meta.is_object() && meta.value("id", json()).is_string() &&
+                       meta.value("file", json()).is_string() &&
+                       meta.value("format", json()).is_string();
+    if (valid)
+      datasets_[meta["id"].get<std::string>()] = meta;
+    else  // not written by this server: left alone
+      spdlog::warn("skipping dataset description {}: not one this server wrote", e.path().string());
   }
 }
 

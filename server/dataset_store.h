@@ -1,6 +1,8 @@
 // DatasetStore: datasets uploaded with POST /datasets, kept as files in the
 // server's state directory (<state-dir>/datasets/<id>.npy or .raw, plus a
 // <id>.json description).  Bodies stream to disk; nothing is held in memory.
+// Thread-safe: `mu_` guards the table of descriptions; a dataset's files are
+// complete before it is listed, and removed under the lock.
 //
 //   DatasetStore ds(state_dir);
 //   std::string part = ds.reserve(&id);            // stream the body into `part`
@@ -37,7 +39,7 @@ class DatasetStore {
  private:
   std::string dir_;
   mutable std::mutex mu_;
-  std::map<std::string, nlohmann::json> datasets_;  // id → description
+  std::map<std::string, nlohmann::json> datasets_;  // GUARDED_BY(mu_): id → description
 };
 
 }  // namespace lizard
