@@ -13,6 +13,10 @@
 // Threads: HubServer's io thread calls the ServerHandler methods, which never
 // block; program registration and run validation go to a small pool; each
 // placed run has its driver thread; the scheduling thread places runs.
+// Locks: each module guards its own state (see its header); here
+// `drivers_mu` guards the map of running drivers and `sched_mu` the flag
+// that wakes the scheduling thread.  No lock is held while calling into a
+// module.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,8 @@
 // HostHooks: a program's host.cpp, compiled with the system compiler against
 // the generated lizard_program.h and loaded into the server.  Wraps the three
-// optional C hooks behind calls on lizard's own buffers.
+// optional C hooks behind calls on lizard's own buffers.  Immutable once
+// built, with no lock: runs of one program call its hooks from their own
+// driver threads, at the same time.
 //
 //   Result<std::shared_ptr<HostHooks>> h = HostHooks::build(image, compiler);
 //   (*h)->init_state(params, &state);           // false when the hook is absent

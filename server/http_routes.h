@@ -4,7 +4,9 @@
 // a run request, assembling a field) goes to `offload`, and actions go to
 // the RouteActions the coordinator implements.
 //
-// Called on the network layer's io thread; never blocks it.
+// Called on the network layer's io thread; never blocks it.  Holds no state
+// of its own beyond its options (no lock): the registries it reads guard
+// theirs.
 //
 //   HttpRoutes routes(opts, services);
 //   routes.handle(std::move(req), std::move(respond));

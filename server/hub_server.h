@@ -1,6 +1,8 @@
 // HubServer: the server's one listening port.  Serves HTTP/1.1 (keep-alive)
 // to users and upgrades GET /workers to a WebSocket for worker daemons; hands
-// both to a ServerHandler.  Runs its io_context on its own thread.
+// both to a ServerHandler.  Runs its io_context on its own thread, and every
+// connection's state is touched there only (strands, no locks); worker
+// WebSockets are WsChannels (net/ws_channel.h).
 //
 //   HubServer s(handler, {"0.0.0.0", 5000});
 //   Status st = s.start();   // binds; fails if the port is taken

@@ -1,6 +1,8 @@
 // RowStreamer: sends a worker its rows of an uploaded dataset field as paced
 // data_chunk messages, straight from a mapping of the stored file (no copy),
 // never letting more than `max_queued` bytes wait on the worker's link.
+// No state and no lock: it runs on the caller's thread (a run driver's
+// loader), and blocks it while the link's queue is full.
 //
 //   Status st = stream_upload_rows(link, wire_id, field, source, type, first, count);
 #pragma once

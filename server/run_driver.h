@@ -9,7 +9,9 @@
 //
 // The coordinator routes the run's worker messages, worker losses, new
 // placements and wake-ups (cancel) into the driver's mailbox with deliver();
-// nothing else touches the driver's state.  Records change through the RunBook.
+// nothing else touches the driver's state, so it has no lock: the mailbox
+// is the one part shared between threads.  Records change through the
+// RunBook, under its lock.
 //
 //   RunDriver d(run, ctx);
 //   d.start([&](const std::string& id) { ...give its executors back... });
