@@ -1,7 +1,8 @@
 // RunRequest: the body of POST /runtime/<hash>, checked against the program's
 // manifest before anything is queued (params, dataset sources and their row
 // counts, initial state, iteration cap).  Every error is a 400 naming the
-// offending key.
+// offending key.  A function of its inputs with no state of its own (it
+// reads the files a request names), called from any thread.
 //
 //   Result<RunRequest> r = parse_run_request(image, json::parse(body));
 #pragma once
