@@ -1,10 +1,10 @@
 // HttpRoutes: the REST API — the route table, bearer tokens, and the JSON
 // views of programs, workers, runs and datasets; also GET /metrics
-// (server_metrics.h) and the dashboard (dashboard.h: `/` for browsers and
-// its files under /ui/), and every answer is counted in the metrics.  Reads are answered from the
-// registries directly; work that may block (registering a program, checking
-// a run request, assembling a field) goes to `offload`, and actions go to
-// the RouteActions the coordinator implements.
+// (server_metrics.h) and the dashboard (dashboard.h: `/` for browsers, its
+// files under /ui/).  Every answer is counted in the metrics.  Reads are
+// answered from the registries directly; work that may block (registering a
+// program, checking a run request, assembling a field) goes to `offload`,
+// and actions go to the RouteActions the coordinator implements.
 //
 // Called on the network layer's io thread; never blocks it.
 //
