@@ -124,7 +124,7 @@
     var label = run.max_iterations === 1 && run.progress
       ? run.progress.rows_done + ' / ' + run.progress.rows + ' rows'
       : (run.iterations || 0) + ' / ' + run.max_iterations + ' iterations';
-    if (run.status === 'done' && run.iterations < run.max_iterations) label = run.iterations + ' iterations (the program stopped)';
+    if (run.status === 'done' && run.iterations < run.max_iterations) label = run.iterations + ' iterations (ended before the cap of ' + run.max_iterations + ')';
     return el('div', { class: 'progress', title: label, 'data-fraction': f.toFixed(4) },
       el('div', { class: 'progress-fill status-' + run.status, style: 'width:' + (f * 100).toFixed(1) + '%' }),
       el('span', { class: 'progress-label', text: label }));
