@@ -92,6 +92,41 @@ __device__ __forceinline__ T* shared_copy() {
   __shared__ __align__(16) T copy[N];
   return copy;
 }
+
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+// Staging space for 32 rows of kRowBytes per warp, in shared memory, through
+// which a warp turns 32 rows read with coalesced 16-byte loads into one row
+// per thread.  Rows are padded by 16 bytes so that neither side waits on a
+// memory bank.  Used for rows of 64 to 256 bytes, by the first warps of a
+// block (as many as fit in 36 KiB).
+template <int kRowBytes>
+struct RowTile {
+  static constexpr bool kUsed = kRowBytes % 16 == 0 && kRowBytes >= 64 && kRowBytes <= 256;
+  static constexpr int kVecs = kRowBytes / 16;  // 16-byte vectors per row
+  static constexpr int kStride = kVecs + 1;     // vectors per padded row
+  static constexpr int kWarpVecs = 32 * kStride;
+  static constexpr int kFit = 36864 / (kWarpVecs * 16);
+  static constexpr int kWarps = kUsed ? (kFit < 8 ? kFit : 8) : 1;
+
+  // This warp's tile, or null when the block has more warps than tiles.
+  static __device__ __forceinline__ float4* of_this_warp() {
+    __shared__ float4 tiles[kWarps * kWarpVecs];
+    const unsigned warp = linear_thread() >> 5;
+    return warp < (unsigned)kWarps ? tiles + warp * kWarpVecs : nullptr;
+  }
+};
+
+// True when the 32 threads of the warp run this call together, each with
+// row `row` == the first thread's row + its lane, and `base` is 16-byte
+// aligned: then the warp's rows are one contiguous, aligned block.
+__device__ __forceinline__ bool warp_rows_contiguous(const void* base, long long row) {
+  if (__activemask() != kFullWarp) return false;
+  const long long first = __shfl_sync(kFullWarp, row, 0);
+  const bool mine = row == first + (long long)(linear_thread() & 31) &&
+                    ((unsigned long long)base & 15) == 0;
+  return __all_sync(kFullWarp, mine);
+}
 #endif
 
 }  // namespace detail
@@ -194,10 +229,40 @@ __device__ __forceinline__ void load_values(T (&out)[D], const Src* p) {
 }  // namespace detail
 
 // Row `row` of a [rows, D] field: `lizard::load_row<D>(data.points, row)`.
+// On a GPU, when the 32 threads of a warp load 32 consecutive rows of 64 to
+// 256 bytes together (as in a loop over lizard::rows), the warp reads them
+// as one contiguous block with coalesced 16-byte loads and hands each thread
+// its row through shared memory: reading a row per thread directly would
+// touch 32 cache lines with every load instruction.
 template <int D, typename T>
 __device__ __forceinline__ Row<typename detail::remove_const<T>::type, D> load_row(T* base,
-                                                                                   long long row) {
-  Row<typename detail::remove_const<T>::type, D> out;
+                                                                                  long long row) {
+  using V = typename detail::remove_const<T>::type;
+  Row<V, D> out;
+#if !LIZARD_DEVICE_CPU && !defined(LIZARD_NO_ROW_STAGING)
+  using Tile = detail::RowTile<D * (int)sizeof(V)>;
+  if constexpr (Tile::kUsed) {
+    float4* tile = Tile::of_this_warp();
+    if (tile && detail::warp_rows_contiguous(base, row)) {
+      const unsigned lane = detail::linear_thread() & 31;
+      const float4* src = reinterpret_cast<const float4*>(base + (row - lane) * D);
+      float4 v[Tile::kVecs];
+#pragma unroll
+      for (int i = 0; i < Tile::kVecs; ++i) v[i] = src[i * 32 + lane];
+#pragma unroll
+      for (int i = 0; i < Tile::kVecs; ++i) {
+        const int f = i * 32 + (int)lane;  // vector f of the warp's rows: row f / kVecs
+        tile[(f / Tile::kVecs) * Tile::kStride + f % Tile::kVecs] = v[i];
+      }
+      __syncwarp();
+#pragma unroll
+      for (int q = 0; q < Tile::kVecs; ++q)
+        reinterpret_cast<float4*>(out.v)[q] = tile[lane * Tile::kStride + q];
+      __syncwarp();
+      return out;
+    }
+  }
+#endif
   detail::load_values(out.v, base + row * D);
   return out;
 }
@@ -219,12 +284,24 @@ __device__ __forceinline__ void store_row(T* base, long long row, const Row<T, D
   for (int j = 0; j < D; ++j) p[j] = x.v[j];
 }
 
+// The dot product of two rows (in four partial sums when D is a multiple of
+// four, so that the additions do not wait on each other).
 template <typename T, int D>
 __device__ __forceinline__ T dot(const Row<T, D>& a, const Row<T, D>& b) {
-  T s = 0;
+  if constexpr (D % 4 == 0 && D >= 8) {
+    T s[4] = {0, 0, 0, 0};
 #pragma unroll
-  for (int j = 0; j < D; ++j) s += a.v[j] * b.v[j];
-  return s;
+    for (int j = 0; j < D; j += 4) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) s[k] += a.v[j + k] * b.v[j + k];
+    }
+    return (s[0] + s[1]) + (s[2] + s[3]);
+  } else {
+    T s = 0;
+#pragma unroll
+    for (int j = 0; j < D; ++j) s += a.v[j] * b.v[j];
+    return s;
+  }
 }
 
 // The squared Euclidean distance of two rows.

@@ -138,8 +138,6 @@ void fold_copy(void* field, const void* copy, size_t count) {
     if (c[i] != id) atomic_fold<O>(f + i, c[i]);
 }
 #else
-constexpr unsigned kFullWarp = 0xffffffffu;
-
 template <Reduce O, typename T>
 __device__ __forceinline__ T warp_fold(T v) {
 #pragma unroll
@@ -233,6 +231,9 @@ class BlockAggregate {
         return;
       }
     }
+#if defined(LIZARD_STAGE_ADDS)
+    if (stage_row(r, x)) return;
+#endif
 #pragma unroll
     for (int j = 0; j < C; ++j) detail::atomic_fold<O>(slot(r, j), x.v[j]);
 #endif
@@ -271,6 +272,40 @@ class BlockAggregate {
     const int rotation = (int)((r / kRowsPerBankRound) % C);
     const int at = c + rotation < C ? c + rotation : c + rotation - C;
     return (unsigned)(r * C + at);
+  }
+  // The warp's 32 rows go through a staging tile, so that each thread then
+  // folds one column of one row: the threads of each atomic fold into one
+  // row's consecutive elements.  False when the warp cannot (not all of it
+  // runs this call, no tile, a row width the tile does not take).
+  __device__ __forceinline__ bool stage_row(int r, const Row<T, C>& x) {
+    using Tile = detail::RowTile<C * (int)sizeof(T)>;
+    constexpr int kRowElems = Tile::kStride * 16 / (int)sizeof(T);
+    if constexpr (Tile::kUsed && (C >= 32 || 32 % C == 0)) {
+      float4* tile = Tile::of_this_warp();
+      if (!tile || __activemask() != detail::kFullWarp) return false;
+      const int lane = (int)(detail::linear_thread() & 31);
+#pragma unroll
+      for (int q = 0; q < Tile::kVecs; ++q)
+        tile[lane * Tile::kStride + q] = reinterpret_cast<const float4*>(x.v)[q];
+      __syncwarp();
+      const T* rows = reinterpret_cast<const T*>(tile);
+      if constexpr (C >= 32) {
+        for (int p = 0; p < 32; ++p) {
+          const int rp = __shfl_sync(detail::kFullWarp, r, p);
+          for (int c = lane; c < C; c += 32) detail::atomic_fold<O>(slot(rp, c), rows[p * kRowElems + c]);
+        }
+      } else {
+        const int sub = lane / C, c = lane % C;
+#pragma unroll 4
+        for (int p0 = 0; p0 < 32; p0 += 32 / C) {
+          const int rp = __shfl_sync(detail::kFullWarp, r, p0 + sub);
+          detail::atomic_fold<O>(slot(rp, c), rows[(p0 + sub) * kRowElems + c]);
+        }
+      }
+      __syncwarp();
+      return true;
+    }
+    return false;
   }
   __device__ __forceinline__ T* slot(int r, int c) const {
     if constexpr (kShared) return copy_ + position(r, c);
