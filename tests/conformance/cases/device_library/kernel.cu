@@ -7,7 +7,7 @@
 
 __device__ void fold_rows(const global_params_t& params, const dataset_t& data,
                           const global_state_t& state, const agg_res_t& result) {
-  constexpr int K = params.classes, W = params.width;
+  constexpr int K = global_params_t::classes, W = global_params_t::width;
   const lizard::BlockTable<&global_state_t::weights, 1, W> weights(state);
   lizard::BlockSum<&agg_res_t::sums, K, W> sums(result);
   lizard::BlockSum<&agg_res_t::counts, K> counts(result);
