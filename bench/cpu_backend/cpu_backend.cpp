@@ -67,22 +67,10 @@ struct Totals {
 };
 
 // The same work as the kernel, as one would write it for a CPU: each thread
-// takes a contiguous range with private sums, merged at the end.  Like the
-// kernel, it picks the centroid with the smallest |c|^2 / 2 - x.c, and sums
-// dot products in four partial sums (as lizard::dot does), so that both
-// round alike and the labels match exactly.
-float dot4(const float* a, const float* b) {
-  float s[4] = {0.f, 0.f, 0.f, 0.f};
-  for (int j = 0; j < kD; j += 4)
-    for (int k = 0; k < 4; ++k) s[k] += a[j + k] * b[j + k];
-  return (s[0] + s[1]) + (s[2] + s[3]);
-}
-
+// takes a contiguous range with private sums, merged at the end.
 Totals plain_assign(const std::vector<float>& pts, const std::vector<float>& cent, int64_t n,
                     int threads, std::vector<int32_t>* labels) {
   std::vector<Totals> part(threads);
-  std::vector<float> half_norm(kK);
-  for (int c = 0; c < kK; ++c) half_norm[c] = 0.5f * dot4(&cent[c * kD], &cent[c * kD]);
   std::vector<std::thread> th;
   for (int t = 0; t < threads; ++t) {
     th.emplace_back([&, t] {
@@ -91,11 +79,15 @@ Totals plain_assign(const std::vector<float>& pts, const std::vector<float>& cen
       for (int64_t r = lo; r < hi; ++r) {
         const float* p = pts.data() + r * kD;
         int best = 0;
-        float best_score = INFINITY;
+        float best_d = INFINITY;
         for (int c = 0; c < kK; ++c) {
-          const float score = half_norm[c] - dot4(p, &cent[c * kD]);
-          if (score < best_score) {
-            best_score = score;
+          float d = 0.f;
+          for (int j = 0; j < kD; ++j) {
+            const float x = p[j] - cent[c * kD + j];
+            d += x * x;
+          }
+          if (d < best_d) {
+            best_d = d;
             best = c;
           }
         }

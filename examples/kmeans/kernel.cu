@@ -44,23 +44,16 @@ extern "C" __global__ void assign(global_params_t params, dataset_t data, global
   lizard::BlockSum<&agg_res_t::sums, K, D> sums(result);
   lizard::BlockSum<&agg_res_t::counts, K> counts(result);
 
-  // |x - c|^2 = |x|^2 - 2 x.c + |c|^2, where |x|^2 is the same for every c:
-  // the nearest centroid has the smallest |c|^2 / 2 - x.c.
-  // A small table of centroids unrolls: half_norm stays in registers.
-  constexpr int kUnroll = K * D <= 1024 ? K : 1;
-  float half_norm[K];
-#pragma unroll kUnroll
-  for (int c = 0; c < K; ++c) half_norm[c] = 0.5f * lizard::dot(centroids.row(c), centroids.row(c));
-
+  constexpr int kUnroll = K * D <= 1024 ? K : 1;  // a small table of centroids unrolls
   for (const long long row : lizard::rows(data)) {
     const lizard::Row<float, D> x = lizard::load_row<D>(data.points, row);
     int best = 0;
-    float best_score = half_norm[0] - lizard::dot(x, centroids.row(0));
+    float best_dist = lizard::distance2(x, centroids.row(0));
 #pragma unroll kUnroll
     for (int c = 1; c < K; ++c) {
-      const float score = half_norm[c] - lizard::dot(x, centroids.row(c));
-      if (score < best_score) {  // ties go to the lower index
-        best_score = score;
+      const float dist = lizard::distance2(x, centroids.row(c));
+      if (dist < best_dist) {  // ties go to the lower index
+        best_dist = dist;
         best = c;
       }
     }
