@@ -65,8 +65,8 @@ Args parse_args(int argc, char** argv) {
     } else if (auto v = value("--shapes"); !v.empty()) {
       a.shapes.clear();
       for (const auto& kd : split(v, ','))
-        a.shapes.push_back({std::stoi(kd.substr(0, kd.find('x'))),
-                            std::stoi(kd.substr(kd.find('x') + 1))});
+        a.shapes.push_back(
+            {std::stoi(kd.substr(0, kd.find('x'))), std::stoi(kd.substr(kd.find('x') + 1))});
     } else if (auto v = value("--iters"); !v.empty()) {
       a.iters = std::stoi(v);
     } else if (auto v = value("--seed"); !v.empty()) {
@@ -231,12 +231,18 @@ Result<json> run_one(Executor& gpu, const ProgramImage& program, const Args& a, 
   }
   LIZARD_RETURN_IF_ERROR(gpu.end_run(false).status());
 
-  json rec{{"n", n},          {"k", s.k},
-           {"d", s.d},        {"seed", a.seed},
-           {"iters", a.iters}, {"kernel_ms", median(kernel_ms)},
-           {"iterate_ms", median(total_ms)}, {"begin_run_ms", begin_ms},
-           {"compile_ms", compile.compile_ms}, {"centroids0", start},
-           {"sums0", sums0},  {"counts0", counts0}};
+  json rec{{"n", n},
+           {"k", s.k},
+           {"d", s.d},
+           {"seed", a.seed},
+           {"iters", a.iters},
+           {"kernel_ms", median(kernel_ms)},
+           {"iterate_ms", median(total_ms)},
+           {"begin_run_ms", begin_ms},
+           {"compile_ms", compile.compile_ms},
+           {"centroids0", start},
+           {"sums0", sums0},
+           {"counts0", counts0}};
   const double bytes = double(n) * (s.d + 1) * 4;  // points read, labels written
   rec["floor_ms"] = bytes / bandwidth * 1e3;
   int64_t total = 0;

@@ -113,7 +113,7 @@ def main():
         if not torch.equal(c, x[:k]):
             print(f"N={n} K={k} D={d}: the starting centroids are not the first points: "
                   "the generated data differ")
-        chunk = max(1 << 16, min(n, (1 << 29) // k))  # scores of at most 2 GiB at a time
+        chunk = min(n, 1 << 22, (1 << 29) // k)  # at most 4M rows and 2 GiB of scores at a time
         sums, counts = lloyd_step(x, c, chunk)
         want_counts = torch.tensor(r["counts0"], device=dev)
         want_sums = torch.tensor(r["sums0"], dtype=torch.float64, device=dev).reshape(k, d)

@@ -40,25 +40,40 @@ extern "C" __global__ void blobs(global_params_t params, dataset_t data, global_
 extern "C" __global__ void assign(global_params_t params, dataset_t data, global_state_t state,
                                   agg_res_t result) {
   constexpr int K = params.k, D = params.dims;
+  // Rows per thread: each centroid value read from shared memory serves R rows
+  // (as many as about 128 registers hold, at most 8).
+  constexpr int R = 128 / D < 1 ? 1 : (128 / D > 8 ? 8 : 128 / D);
   const lizard::BlockTable<&global_state_t::centroids, K, D> centroids(state);
   lizard::BlockSum<&agg_res_t::sums, K, D> sums(result);
   lizard::BlockSum<&agg_res_t::counts, K> counts(result);
 
-  constexpr int kUnroll = K * D <= 1024 ? K : 1;  // a small table of centroids unrolls
-  for (const long long row : lizard::rows(data)) {
-    const lizard::Row<float, D> x = lizard::load_row<D>(data.points, row);
-    int best = 0;
-    float best_dist = lizard::distance2(x, centroids.row(0));
-#pragma unroll kUnroll
-    for (int c = 1; c < K; ++c) {
-      const float dist = lizard::distance2(x, centroids.row(c));
-      if (dist < best_dist) {  // ties go to the lower index
-        best_dist = dist;
-        best = c;
+  for (const auto rows : lizard::row_groups<R>(data)) {
+    lizard::Row<float, D> x[R];
+    float best_dist[R];
+    int best[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      x[i] = lizard::load_row<D>(data.points, rows[i]);
+      best_dist[i] = 3.402823466e38f;
+      best[i] = 0;
+    }
+    for (int c = 0; c < K; ++c) {
+      const lizard::Row<float, D> centroid = centroids.row(c);
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const float dist = lizard::distance2(x[i], centroid);
+        if (dist < best_dist[i]) {  // ties go to the lower index
+          best_dist[i] = dist;
+          best[i] = c;
+        }
       }
     }
-    data.labels[row] = best;
-    sums.add_row(best, x);
-    counts.add(best, 1);
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      if (!rows.valid(i)) continue;
+      data.labels[rows[i]] = best[i];
+      sums.add_row(best[i], x[i]);
+      counts.add(best[i], 1);
+    }
   }
 }

@@ -4,6 +4,7 @@
 // made to run at the speed of the memory:
 //
 //   lizard::rows(data)              the partition's rows, a grid-stride loop
+//   lizard::row_groups<R>(data)     the same, R rows at a time per thread
 //   lizard::Row<T, D>               one row's D values, in registers
 //   lizard::load_row<D>(p, row)     row `row` of a [rows, D] field (16-byte loads when aligned)
 //   lizard::store_row(p, row, x)    and back
@@ -123,8 +124,8 @@ struct RowTile {
 __device__ __forceinline__ bool warp_rows_contiguous(const void* base, long long row) {
   if (__activemask() != kFullWarp) return false;
   const long long first = __shfl_sync(kFullWarp, row, 0);
-  const bool mine = row == first + (long long)(linear_thread() & 31) &&
-                    ((unsigned long long)base & 15) == 0;
+  const bool mine =
+      row == first + (long long)(linear_thread() & 31) && ((unsigned long long)base & 15) == 0;
   return __all_sync(kFullWarp, mine);
 }
 #endif
@@ -171,6 +172,55 @@ __device__ __forceinline__ RowRange rows(long long count) {
 template <typename Data>
 __device__ __forceinline__ RowRange rows(const Data& data) {
   return rows((long long)data.rows);
+}
+
+// Rows in groups of R per thread, for kernels in which each thread works on
+// several rows at once (so that a value read from a table serves R rows):
+//
+//   for (const auto rows : lizard::row_groups<4>(data))
+//     for (int i = 0; i < 4; ++i) if (rows.valid(i)) ... rows[i] ...
+//
+// Row i of every thread's group lies next to row i of its neighbours', as in
+// lizard::rows.  In the last groups some rows may lie past the end: valid(i)
+// is false for them and rows[i] is the partition's last row, so that loads
+// stay in bounds; a kernel must not write or fold anything for them.
+template <int R>
+struct RowGroup {
+  long long first, step, last;  // rows first + i * step, those below last
+  __device__ __forceinline__ bool valid(int i) const { return first + i * step < last; }
+  __device__ __forceinline__ long long operator[](int i) const {
+    return valid(i) ? first + i * step : last - 1;
+  }
+};
+
+template <int R>
+struct RowGroupRange {
+  long long first, last, step, advance;
+  struct iterator {
+    long long first, step, last, advance;
+    __device__ __forceinline__ RowGroup<R> operator*() const {
+      return RowGroup<R>{first, step, last};
+    }
+    __device__ __forceinline__ iterator& operator++() {
+      first += advance;
+      return *this;
+    }
+    __device__ __forceinline__ bool operator!=(const iterator& end) const {
+      return first < end.first;
+    }
+  };
+  __device__ __forceinline__ iterator begin() const { return iterator{first, step, last, advance}; }
+  __device__ __forceinline__ iterator end() const { return iterator{last, step, last, advance}; }
+};
+
+template <int R, typename Data>
+__device__ __forceinline__ RowGroupRange<R> row_groups(const Data& data) {
+  const RowRange mine = rows(data);
+#if LIZARD_DEVICE_CPU
+  return RowGroupRange<R>{mine.first, mine.last, 1, R};
+#else
+  return RowGroupRange<R>{mine.first, mine.last, mine.step, mine.step * R};
+#endif
 }
 
 // One row of D values of T, held in registers (D a compile-time constant).
@@ -236,11 +286,11 @@ __device__ __forceinline__ void load_values(T (&out)[D], const Src* p) {
 // touch 32 cache lines with every load instruction.
 template <int D, typename T>
 __device__ __forceinline__ Row<typename detail::remove_const<T>::type, D> load_row(T* base,
-                                                                                  long long row) {
+                                                                                   long long row) {
   using V = typename detail::remove_const<T>::type;
   Row<V, D> out;
 #if !LIZARD_DEVICE_CPU && !defined(LIZARD_NO_ROW_STAGING)
-  using Tile = detail::RowTile<D * (int)sizeof(V)>;
+  using Tile = detail::RowTile<D*(int)sizeof(V)>;
   if constexpr (Tile::kUsed) {
     float4* tile = Tile::of_this_warp();
     if (tile && detail::warp_rows_contiguous(base, row)) {

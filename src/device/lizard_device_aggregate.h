@@ -278,7 +278,7 @@ class BlockAggregate {
   // row's consecutive elements.  False when the warp cannot (not all of it
   // runs this call, no tile, a row width the tile does not take).
   __device__ __forceinline__ bool stage_row(int r, const Row<T, C>& x) {
-    using Tile = detail::RowTile<C * (int)sizeof(T)>;
+    using Tile = detail::RowTile<C*(int)sizeof(T)>;
     constexpr int kRowElems = Tile::kStride * 16 / (int)sizeof(T);
     if constexpr (Tile::kUsed && (C >= 32 || 32 % C == 0)) {
       float4* tile = Tile::of_this_warp();
@@ -292,7 +292,8 @@ class BlockAggregate {
       if constexpr (C >= 32) {
         for (int p = 0; p < 32; ++p) {
           const int rp = __shfl_sync(detail::kFullWarp, r, p);
-          for (int c = lane; c < C; c += 32) detail::atomic_fold<O>(slot(rp, c), rows[p * kRowElems + c]);
+          for (int c = lane; c < C; c += 32)
+            detail::atomic_fold<O>(slot(rp, c), rows[p * kRowElems + c]);
         }
       } else {
         const int sub = lane / C, c = lane % C;
