@@ -11,6 +11,7 @@
 //
 //   kmeans_gpu [--sizes=65536,1048576,16777216,67108864] [--shapes=16x32,64x8,256x64]
 //              [--iters=20] [--seed=7] [--dir=examples/kmeans] [--json=FILE]
+//              [--backend=cpu]   (the CPU backend instead, to check results; no floor)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "exec/cpu/cpu_executor.h"
 #include "exec/cuda/cuda_driver.h"
 #include "exec/cuda/cuda_executor.h"
 #include "program/bundle.h"
@@ -41,6 +43,7 @@ struct Args {
   uint64_t seed = 7;
   std::string dir = LIZARD_KMEANS_EXAMPLE_DIR;
   std::string json_path;
+  bool cpu = false;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -75,6 +78,8 @@ Args parse_args(int argc, char** argv) {
       a.dir = v;
     } else if (auto v = value("--json"); !v.empty()) {
       a.json_path = v;
+    } else if (auto v = value("--backend"); !v.empty()) {
+      a.cpu = v == "cpu";
     }
   }
   return a;
@@ -269,11 +274,17 @@ Result<json> run_one(Executor& gpu, const ProgramImage& program, const Args& a, 
 
 int main(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
-  CudaOptions o;
-  o.gpus = {0};
-  auto gpus = make_cuda_executors(o);
-  if (!gpus.ok()) return fail(gpus.status());
-  Executor& gpu = *gpus->front();
+  std::vector<std::unique_ptr<Executor>> executors;
+  if (args.cpu) {
+    executors.push_back(make_cpu_executor(CpuExecutorOptions{}));
+  } else {
+    CudaOptions o;
+    o.gpus = {0};
+    auto gpus = make_cuda_executors(o);
+    if (!gpus.ok()) return fail(gpus.status());
+    executors = std::move(gpus).value();
+  }
+  Executor& gpu = *executors.front();
   const ExecutorInfo& info = gpu.info();
   std::printf("device: %s, %s, %d SMs, %.0f MHz, %.1f GiB, driver %s\n", info.name.c_str(),
               info.arch.c_str(), info.sm_count, info.clock_khz / 1e3,
@@ -282,7 +293,7 @@ int main(int argc, char** argv) {
   if (!bundle.ok()) return fail(bundle.status());
   auto program = make_program_image(*bundle);
   if (!program.ok()) return fail(program.status());
-  auto bw = copy_bandwidth(size_t{2} << 30);
+  auto bw = args.cpu ? Result<double>(1e300) : copy_bandwidth(size_t{2} << 30);
   if (!bw.ok()) return fail(bw.status());
   std::printf("device copy bandwidth (read + write): %.0f GB/s\n", *bw / 1e9);
 

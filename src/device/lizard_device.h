@@ -74,9 +74,9 @@ template <auto F>
 struct FieldKey {};
 
 // Objects that keep a copy in static shared memory do so up to this size;
-// larger ones work on the global array directly.  Three such copies fit the
-// 48 KiB of static shared memory a GPU block may have.
-constexpr unsigned long long kMaxSharedCopyBytes = 16384;
+// larger ones work on the global array directly (a GPU block has 48 KiB of
+// static shared memory in all).
+constexpr unsigned long long kMaxSharedCopyBytes = 8192;
 
 __device__ __forceinline__ unsigned linear_thread() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -98,17 +98,18 @@ constexpr unsigned kFullWarp = 0xffffffffu;
 
 // Staging space for 32 rows of kRowBytes per warp, in shared memory, through
 // which a warp turns 32 rows read with coalesced 16-byte loads into one row
-// per thread.  Rows are padded by 16 bytes so that neither side waits on a
-// memory bank.  Used for rows of 64 to 256 bytes, by the first warps of a
-// block (as many as fit in 36 KiB).
+// per thread (load_row), or rows held one per thread into columns that each
+// thread folds on its own (BlockSum::add_row).  Rows are padded by 16 bytes
+// so that neither side waits on a memory bank.  Rows of 16 to 256 bytes; the
+// first warps of a block have one (at most 4, and 20 KiB in all).
 template <int kRowBytes>
 struct RowTile {
-  static constexpr bool kUsed = kRowBytes % 16 == 0 && kRowBytes >= 64 && kRowBytes <= 256;
+  static constexpr bool kUsed = kRowBytes % 16 == 0 && kRowBytes >= 16 && kRowBytes <= 256;
   static constexpr int kVecs = kRowBytes / 16;  // 16-byte vectors per row
   static constexpr int kStride = kVecs + 1;     // vectors per padded row
   static constexpr int kWarpVecs = 32 * kStride;
-  static constexpr int kFit = 36864 / (kWarpVecs * 16);
-  static constexpr int kWarps = kUsed ? (kFit < 8 ? kFit : 8) : 1;
+  static constexpr int kFit = 20480 / (kWarpVecs * 16);
+  static constexpr int kWarps = kUsed ? (kFit < 4 ? kFit : 4) : 1;
 
   // This warp's tile, or null when the block has more warps than tiles.
   static __device__ __forceinline__ float4* of_this_warp() {
@@ -291,7 +292,7 @@ __device__ __forceinline__ Row<typename detail::remove_const<T>::type, D> load_r
   Row<V, D> out;
 #if !LIZARD_DEVICE_CPU && !defined(LIZARD_NO_ROW_STAGING)
   using Tile = detail::RowTile<D*(int)sizeof(V)>;
-  if constexpr (Tile::kUsed) {
+  if constexpr (Tile::kUsed && D * sizeof(V) >= 64) {  // narrower rows gain little
     float4* tile = Tile::of_this_warp();
     if (tile && detail::warp_rows_contiguous(base, row)) {
       const unsigned lane = detail::linear_thread() & 31;

@@ -17,12 +17,15 @@
 // compile-time constant gets a copy in shared memory, filled with the
 // reducer's identity when the object is made; a warp whose threads all fold
 // into one element combines their values with shuffles first and folds once;
-// otherwise each thread folds into the copy with a shared-memory atomic, the
-// rows of an [R, C] copy skewed across the memory banks so that threads of a
-// warp folding rows into different elements do not wait on one bank.  When
-// the object goes out of scope the block waits for all its threads and adds
-// each element that changed into the field, one global atomic per element
-// and block.  Larger fields, and sizes known only at run time, are folded
+// add_row from a whole warp goes through a staging tile into a private copy
+// of the warp's (for the first warps of a block, when the copies fit in
+// 32 KiB), in which every thread folds its own columns without atomics;
+// otherwise each thread folds into the block's copy with a shared-memory
+// atomic, the rows of an [R, C] copy skewed across the memory banks so that
+// threads of a warp folding rows into different elements do not wait on one
+// bank.  When the object goes out of scope the block waits for all its
+// threads and adds each element that changed into the field, one global
+// atomic per element and block.  Larger fields, and sizes known only at run time, are folded
 // into the field directly (after the same combining within a warp).  On the
 // CPU backend every field gets a private copy per OS thread, folded into the
 // field once after the thread's last block of the launch.
@@ -166,6 +169,26 @@ class BlockAggregate {
       !LIZARD_DEVICE_CPU && !kRunTime && kCount * sizeof(T) <= detail::kMaxSharedCopyBytes;
   static_assert(C >= 1, "the row width of an aggregate helper must be at least 1");
 
+ private:
+  // add_row's fast path keeps, for each of the first warps of a block, a
+  // private copy of the field (one per group of threads that folds rows side
+  // by side: 32 / C of them for C < 32) in which every thread folds its own
+  // columns with plain loads and stores, no atomics.
+#if LIZARD_DEVICE_CPU || defined(LIZARD_NO_WARP_COPIES)
+  static constexpr int kWarpCopies = 0;
+#else
+  using Tile = detail::RowTile<C*(int)sizeof(T)>;
+  static constexpr int kSubCopies = C >= 32 ? 1 : (32 % C == 0 ? 32 / C : 0);
+  static constexpr unsigned long long kWarpCopyElems = kCount * kSubCopies;
+  static constexpr unsigned long long kWarpCopyFit =
+      kWarpCopyElems == 0 ? 0 : 32768 / (kWarpCopyElems * sizeof(T));
+  static constexpr int kWarpCopies =
+      (kShared && Tile::kUsed && C >= 4 && kSubCopies > 0)
+          ? (int)(kWarpCopyFit < (unsigned long long)Tile::kWarps ? kWarpCopyFit : Tile::kWarps)
+          : 0;
+#endif
+
+ public:
   // For a field of R*C elements (R and C compile-time constants).
   __device__ explicit BlockAggregate(const owner& result) : field_(result.*Field) {
     static_assert(!kRunTime,
@@ -186,7 +209,11 @@ class BlockAggregate {
       __syncthreads();
       const T id = detail::identity<O, T>();
       for (unsigned i = detail::linear_thread(); i < kCount; i += detail::block_threads()) {
-        const T v = copy_[position(i / C, i % C)];
+        T v = copy_[position(i / C, i % C)];
+        if constexpr (kWarpCopies > 0) {
+          for (int w = 0; w < kWarpCopies * kSubCopies; ++w)
+            v = detail::combine<O>(v, warp_copies_[w * kCount + i]);
+        }
         if (v != id) detail::atomic_fold<O>(field_ + i, v);
       }
     }
@@ -199,10 +226,20 @@ class BlockAggregate {
     copy_[i] = detail::combine<O>(copy_[i], v);
 #else
     T* slot = kShared ? copy_ + position(i / C, i % C) : field_ + i;
-    if (kCount == 1 || detail::warp_agrees(i)) {
-      if (__activemask() == detail::kFullWarp) {
+    const unsigned lane = detail::linear_thread() & 31;
+    if (__activemask() == detail::kFullWarp) {
+      if (kCount == 1 || detail::warp_agrees(i)) {  // one element: combine, fold once
         v = detail::warp_fold<O>(v);
-        if ((detail::linear_thread() & 31) != 0) return;
+        if (lane == 0) detail::atomic_fold<O>(slot, v);
+        return;
+      }
+      if constexpr ((T)0.5 == 0) {  // integers, all threads folding the same value (a count)
+        if (__all_sync(detail::kFullWarp, v == __shfl_sync(detail::kFullWarp, v, 0))) {
+          const unsigned peers = __match_any_sync(detail::kFullWarp, i);
+          if (lane == (unsigned)__ffs(peers) - 1)
+            detail::atomic_fold<O>(slot, O == Reduce::kSum ? (T)(v * __popc(peers)) : v);
+          return;
+        }
       }
     }
     detail::atomic_fold<O>(slot, v);
@@ -231,9 +268,16 @@ class BlockAggregate {
         return;
       }
     }
-#if defined(LIZARD_STAGE_ADDS)
-    if (stage_row(r, x)) return;
-#endif
+    if constexpr (kWarpCopies > 0) {
+      if (__activemask() == detail::kFullWarp) {
+        const unsigned warp = detail::linear_thread() >> 5;
+        float4* tile = Tile::of_this_warp();
+        if (warp < (unsigned)kWarpCopies && tile) {
+          fold_into_warp_copy(tile, warp_copies_ + warp * kWarpCopyElems, r, x);
+          return;
+        }
+      }
+    }
 #pragma unroll
     for (int j = 0; j < C; ++j) detail::atomic_fold<O>(slot(r, j), x.v[j]);
 #endif
@@ -259,6 +303,12 @@ class BlockAggregate {
       const T id = detail::identity<O, T>();
       for (unsigned i = detail::linear_thread(); i < kCount; i += detail::block_threads())
         copy_[i] = id;
+      if constexpr (kWarpCopies > 0) {
+        warp_copies_ = detail::shared_copy<T, kWarpCopies * kWarpCopyElems, WarpCopiesKey>();
+        for (unsigned i = detail::linear_thread(); i < kWarpCopies * kWarpCopyElems;
+             i += detail::block_threads())
+          warp_copies_[i] = id;
+      }
       __syncthreads();
     }
 #endif
@@ -273,40 +323,42 @@ class BlockAggregate {
     const int at = c + rotation < C ? c + rotation : c + rotation - C;
     return (unsigned)(r * C + at);
   }
-  // The warp's 32 rows go through a staging tile, so that each thread then
-  // folds one column of one row: the threads of each atomic fold into one
-  // row's consecutive elements.  False when the warp cannot (not all of it
-  // runs this call, no tile, a row width the tile does not take).
-  __device__ __forceinline__ bool stage_row(int r, const Row<T, C>& x) {
-    using Tile = detail::RowTile<C*(int)sizeof(T)>;
+  struct WarpCopiesKey {};
+
+  // Folds the warp's 32 rows (each thread's x into row r of the field) into
+  // the warp's private copies: the rows go through the staging tile, then
+  // each thread folds its own columns of every row (for C < 32, each group of
+  // C threads takes every (32 / C)-th row, into its own copy).
+  __device__ __forceinline__ void fold_into_warp_copy(float4* tile, T* mine, int r,
+                                                      const Row<T, C>& x) {
     constexpr int kRowElems = Tile::kStride * 16 / (int)sizeof(T);
-    if constexpr (Tile::kUsed && (C >= 32 || 32 % C == 0)) {
-      float4* tile = Tile::of_this_warp();
-      if (!tile || __activemask() != detail::kFullWarp) return false;
-      const int lane = (int)(detail::linear_thread() & 31);
+    const int lane = (int)(detail::linear_thread() & 31);
 #pragma unroll
-      for (int q = 0; q < Tile::kVecs; ++q)
-        tile[lane * Tile::kStride + q] = reinterpret_cast<const float4*>(x.v)[q];
-      __syncwarp();
-      const T* rows = reinterpret_cast<const T*>(tile);
-      if constexpr (C >= 32) {
-        for (int p = 0; p < 32; ++p) {
-          const int rp = __shfl_sync(detail::kFullWarp, r, p);
-          for (int c = lane; c < C; c += 32)
-            detail::atomic_fold<O>(slot(rp, c), rows[p * kRowElems + c]);
-        }
-      } else {
-        const int sub = lane / C, c = lane % C;
+    for (int q = 0; q < Tile::kVecs; ++q)
+      tile[lane * Tile::kStride + q] = reinterpret_cast<const float4*>(x.v)[q];
+    __syncwarp();
+    const T* rows = reinterpret_cast<const T*>(tile);
+    if constexpr (C >= 32) {
 #pragma unroll 4
-        for (int p0 = 0; p0 < 32; p0 += 32 / C) {
-          const int rp = __shfl_sync(detail::kFullWarp, r, p0 + sub);
-          detail::atomic_fold<O>(slot(rp, c), rows[(p0 + sub) * kRowElems + c]);
+      for (int p = 0; p < 32; ++p) {
+        const int rp = __shfl_sync(detail::kFullWarp, r, p);
+        for (int c = lane; c < C; c += 32) {
+          T& s = mine[rp * C + c];
+          s = detail::combine<O>(s, rows[p * kRowElems + c]);
         }
       }
-      __syncwarp();
-      return true;
+    } else {
+      const int group = lane / C, c = lane % C;
+      T* part = mine + group * kCount;
+#pragma unroll 4
+      for (int p0 = 0; p0 < 32; p0 += 32 / C) {
+        const int p = p0 + group;
+        const int rp = __shfl_sync(detail::kFullWarp, r, p);
+        T& s = part[rp * C + c];
+        s = detail::combine<O>(s, rows[p * kRowElems + c]);
+      }
     }
-    return false;
+    __syncwarp();
   }
   __device__ __forceinline__ T* slot(int r, int c) const {
     if constexpr (kShared) return copy_ + position(r, c);
@@ -316,6 +368,7 @@ class BlockAggregate {
 
   T* field_;
   T* copy_ = nullptr;
+  T* warp_copies_ = nullptr;
 };
 
 template <auto Field, int R = 1, int C = 1>
