@@ -174,7 +174,7 @@ class BlockAggregate {
   // private copy of the field (one per group of threads that folds rows side
   // by side: 32 / C of them for C < 32) in which every thread folds its own
   // columns with plain loads and stores, no atomics.
-#if LIZARD_DEVICE_CPU || defined(LIZARD_NO_WARP_COPIES)
+#if LIZARD_DEVICE_CPU
   static constexpr int kWarpCopies = 0;
 #else
   using Tile = detail::RowTile<C*(int)sizeof(T)>;
@@ -182,10 +182,14 @@ class BlockAggregate {
   static constexpr unsigned long long kWarpCopyElems = kCount * kSubCopies;
   static constexpr unsigned long long kWarpCopyFit =
       kWarpCopyElems == 0 ? 0 : 32768 / (kWarpCopyElems * sizeof(T));
+#if defined(LIZARD_NO_WARP_COPIES)
+  static constexpr int kWarpCopies = 0;
+#else
   static constexpr int kWarpCopies =
       (kShared && Tile::kUsed && C >= 4 && kSubCopies > 0)
           ? (int)(kWarpCopyFit < (unsigned long long)Tile::kWarps ? kWarpCopyFit : Tile::kWarps)
           : 0;
+#endif
 #endif
 
  public:
