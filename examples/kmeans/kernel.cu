@@ -41,8 +41,8 @@ extern "C" __global__ void assign(global_params_t params, dataset_t data, global
                                   agg_res_t result) {
   constexpr int K = params.k, D = params.dims;
   // Rows per thread: each centroid value read from shared memory serves R rows
-  // (R * D values of x fit in registers).
-  constexpr int R = 64 / D < 2 ? 2 : (64 / D > 8 ? 8 : 64 / D);
+  // (eight short rows, or two long ones, fit in registers).
+  constexpr int R = D <= 16 ? 8 : 2;
   const lizard::BlockTable<&global_state_t::centroids, K, D> centroids(state);
   lizard::BlockSum<&agg_res_t::sums, K, D> sums(result);
   lizard::BlockSum<&agg_res_t::counts, K> counts(result);
