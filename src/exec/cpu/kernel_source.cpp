@@ -39,10 +39,9 @@ const char* const kFiberTriggers[] = {"__syncthreads", "__shfl",     "__ballot_s
 
 // The CPU backend's CUDA layer: cuda_cpu.h and the parts it includes.
 const char* const kRuntimeHeaders[] = {
-    "cuda_cpu.h",        "cuda_cpu_launch_abi.h", "cuda_cpu_types.h",
-    "cuda_cpu_thread.h", "cuda_cpu_atomics.h",    "cuda_cpu_math.h",
-    "cuda_cpu_fibers.h", "cuda_cpu_scheduler.h",  "cuda_cpu_warp.h",
-    "cuda_cpu_private.h"};
+    "cuda_cpu.h",         "cuda_cpu_launch_abi.h", "cuda_cpu_types.h",  "cuda_cpu_thread.h",
+    "cuda_cpu_atomics.h", "cuda_cpu_math.h",       "cuda_cpu_fibers.h", "cuda_cpu_scheduler.h",
+    "cuda_cpu_warp.h",    "cuda_cpu_private.h"};
 
 // Headers CUDA sources commonly include; on the CPU backend they are cuda_cpu.h.
 const char* const kCudaHeaders[] = {"cuda_runtime.h", "cuda.h", "cuda_runtime_api.h",

@@ -22,8 +22,8 @@ __device__ void fold_rows(const global_params_t& params, const dataset_t& data,
   }
 }
 
-extern "C" __global__ void grid_stride(global_params_t params, dataset_t data,
-                                       global_state_t state, agg_res_t result) {
+extern "C" __global__ void grid_stride(global_params_t params, dataset_t data, global_state_t state,
+                                       agg_res_t result) {
   fold_rows(params, data, state, result);
 }
 
