@@ -72,11 +72,17 @@ TEST_F(Concurrency, AShortRunStartsAndEndsWhileALongRunHoldsAnotherExecutor) {
   ASSERT_EQ(done["executors_requested"]["min"], 1);
   EXPECT_EQ(get_json(c_, "/runtimes/" + long_run)["status"], "running")
       << "the short run should not have waited for the long one";
-  // GET /clients shows which run each executor serves.
+  // GET /clients shows which run each executor serves.  The finished run's
+  // executor is given back just after its record says "done".
   std::set<std::string> serving;
-  for (const auto& w : get_json(c_, "/clients"))
-    for (const auto& e : w["hardware"]["executors"])
-      if (e["run"].is_string()) serving.insert(e["run"].get<std::string>());
+  for (int i = 0; i < 500; ++i) {
+    serving.clear();
+    for (const auto& w : get_json(c_, "/clients"))
+      for (const auto& e : w["hardware"]["executors"])
+        if (e["run"].is_string()) serving.insert(e["run"].get<std::string>());
+    if (serving == std::set<std::string>{long_run}) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_EQ(serving, std::set<std::string>{long_run});
 
   auto cancel = http_request("DELETE", c_.uri() + "/runtimes/" + long_run, "", "", 30);
