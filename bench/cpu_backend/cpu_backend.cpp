@@ -1,6 +1,7 @@
-// cpu_backend: times the assign kernel of examples/kmeans through
-// CpuExecutor against a plain C++ loop doing the same work on the same number
-// of threads, and prints both times per iteration and the ratio.
+// cpu_backend: times the assign kernel of examples/kmeans (k and dims
+// specialised to 16) through CpuExecutor against a plain C++ loop doing the
+// same work on the same number of threads, and prints both times per
+// iteration and the ratio.  Labels and counts must match.
 //
 //   cpu_backend [--n=1000000] [--iters=10] [--threads=0] [--dir=examples/kmeans]
 #include <algorithm>

@@ -3,7 +3,7 @@
 // the median wall time per iteration as the server measures it (state out,
 // kernel, aggregates back, fold, update hook) and the worker's kernel time.
 //
-//   kmeans_e2e [--n=16000000] [--iters=30] [--backend=cuda] [--program=bench/kmeans_gpu]
+//   kmeans_e2e [--n=16000000] [--iters=30] [--backend=cuda] [--program=examples/kmeans]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   const int64_t n = std::stoll(flag(argc, argv, "--n", "16000000"));
   const int iters = std::stoi(flag(argc, argv, "--iters", "30"));
   const std::string backend = flag(argc, argv, "--backend", "cuda");
-  const std::string program = flag(argc, argv, "--program", LIZARD_BENCH_DIR "/kmeans_gpu");
+  const std::string program = flag(argc, argv, "--program", LIZARD_BENCH_DIR "/../examples/kmeans");
   const int d = 32, k = 16;
 
   lizard::LocalCluster cluster;
@@ -73,9 +73,11 @@ int main(int argc, char** argv) {
   std::vector<float> init;
   for (int c = 0; c < k; ++c)
     for (int j = 0; j < d; ++j) init.push_back(static_cast<float>(c * ((j % 4) + 1)) + 0.25f);
-  nlohmann::json body = {{"params", {{"k", k}, {"dims", d}, {"max_iterations", iters}}},
-                         {"dataset", {{"points", {{"path", path}}}}},
-                         {"state", {{"centroids", init}}}};
+  nlohmann::json body = {
+      {"params", {{"k", k}, {"dims", d}, {"max_iterations", iters}, {"threshold", -1}}},
+      {"dataset", {{"points", {{"path", path}}}}},
+      {"state", {{"centroids", init}}},
+      {"outputs", nlohmann::json::array()}};
   auto r = cluster.post("/runtime/" + hash + "?wait=1", body.dump());
   if (!r.ok() || r->status != 200)
     return std::fprintf(stderr, "run failed: %s\n",

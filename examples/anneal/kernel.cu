@@ -46,23 +46,21 @@ __device__ inline float anneal_reflect(float v) {
   return fminf(fmaxf(v, RASTRIGIN_LO), RASTRIGIN_HI);
 }
 
-extern "C" __global__ void anneal(global_params_t params, dataset_t data, global_state_t state,
-                                  agg_res_t result) {
-  const long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (row >= data.rows) return;
-  float* xs = data.x + row * RASTRIGIN_DIMS;
-  float* bxs = data.best_x + row * RASTRIGIN_DIMS;
+// Runs one chain's `steps` Metropolis steps from its state in `data`, and
+// writes the state back.
+__device__ void anneal_chain(const global_params_t& params, const dataset_t& data,
+                             const global_state_t& state, long long row) {
+  typedef lizard::Row<float, RASTRIGIN_DIMS> Point;
   unsigned long long s =
       anneal_mix(data.seed[row] ^ anneal_mix((unsigned long long)state.iteration + 1ull));
-
-  float x[RASTRIGIN_DIMS], g[RASTRIGIN_DIMS], bx[RASTRIGIN_DIMS];
+  Point x, g, bx;
   float best;
   if (state.iteration == 0) {  // a starting point drawn from the chain's seed
     unsigned long long s0 = anneal_mix(data.seed[row]);
     for (int j = 0; j < RASTRIGIN_DIMS; ++j)
       x[j] = RASTRIGIN_LO + (RASTRIGIN_HI - RASTRIGIN_LO) * anneal_unit(anneal_next(&s0));
   } else {
-    for (int j = 0; j < RASTRIGIN_DIMS; ++j) x[j] = xs[j];
+    x = lizard::load_row<RASTRIGIN_DIMS>(data.x, row);
   }
   float f = 0.0f;
   for (int j = 0; j < RASTRIGIN_DIMS; ++j) {
@@ -71,10 +69,10 @@ extern "C" __global__ void anneal(global_params_t params, dataset_t data, global
   }
   if (state.iteration == 0) {
     best = f;
-    for (int j = 0; j < RASTRIGIN_DIMS; ++j) bx[j] = x[j];
+    bx = x;
   } else {
     best = data.best_f[row];
-    for (int j = 0; j < RASTRIGIN_DIMS; ++j) bx[j] = bxs[j];
+    bx = lizard::load_row<RASTRIGIN_DIMS>(data.best_x, row);
   }
 
   const float temperature = state.temperature;
@@ -95,15 +93,17 @@ extern "C" __global__ void anneal(global_params_t params, dataset_t data, global
     for (int i = 0; i < RASTRIGIN_DIMS; ++i) f += g[i];
     if (f < best) {
       best = f;
-      for (int i = 0; i < RASTRIGIN_DIMS; ++i) bx[i] = x[i];
+      bx = x;
     }
   }
-
-  for (int j = 0; j < RASTRIGIN_DIMS; ++j) {
-    xs[j] = x[j];
-    bxs[j] = bx[j];
-  }
+  lizard::store_row(data.x, row, x);
+  lizard::store_row(data.best_x, row, bx);
   data.best_f[row] = best;
+}
+
+extern "C" __global__ void anneal(global_params_t params, dataset_t data, global_state_t state,
+                                  agg_res_t result) {
+  for (const long long row : lizard::rows(data)) anneal_chain(params, data, state, row);
 }
 
 extern "C" __global__ void partition_best(global_params_t params, dataset_t data,

@@ -1,6 +1,6 @@
-// Assigns each point to its nearest centroid and accumulates per-centroid sums
-// and counts.  Each block first sums into shared memory, then adds its partial
-// sums to the global result with one atomic per block and centroid value.
+// Assigns each point to its nearest centroid and adds it to that centroid's
+// sum and count.  `k` and `dims` are specialised params, so K and D are
+// compile-time constants: rows live in registers and the loops unroll.
 #include "lizard_program.h"
 
 __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
@@ -20,52 +20,60 @@ __device__ __forceinline__ float unit_float(unsigned long long h) {  // in [0, 1
 // seed, so any partitioning yields the same dataset.
 extern "C" __global__ void blobs(global_params_t params, dataset_t data, global_state_t state,
                                  agg_res_t result) {
-  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= data.rows) return;
-  const unsigned long long row = (unsigned long long)(data.first_row + i);
-  const unsigned long long blob = row % (unsigned long long)params.k;
-  for (int j = 0; j < params.dims; ++j) {
-    float centre = 10.0f * unit_float(mix64(data.generate_seed ^ mix64(blob * 1000003ull + j)));
-    float noise = unit_float(mix64(data.generate_seed + mix64(row * 64ull + j))) - 0.5f;
-    data.points[i * params.dims + j] = centre + noise;
+  constexpr int D = params.dims;
+  for (const long long i : lizard::rows(data)) {
+    const unsigned long long row = (unsigned long long)(data.first_row + i);
+    const unsigned long long blob = row % (unsigned long long)params.k;
+    lizard::Row<float, D> p;
+    for (int j = 0; j < D; ++j) {
+      // __fmul_rn: rounded on its own, never fused with the addition below, so
+      // that a CPU computes the same value.
+      float centre =
+          __fmul_rn(10.0f, unit_float(mix64(data.generate_seed ^ mix64(blob * 1000003ull + j))));
+      float noise = unit_float(mix64(data.generate_seed + mix64(row * 64ull + j))) - 0.5f;
+      p[j] = centre + noise;
+    }
+    lizard::store_row(data.points, i, p);
   }
 }
 
 extern "C" __global__ void assign(global_params_t params, dataset_t data, global_state_t state,
                                   agg_res_t result) {
-  extern __shared__ unsigned char smem[];
-  const int k = params.k, dims = params.dims;
-  unsigned long long* block_counts = (unsigned long long*)smem;
-  float* block_sums = (float*)(block_counts + k);
-  for (int i = threadIdx.x; i < k * dims; i += blockDim.x) block_sums[i] = 0.0f;
-  for (int i = threadIdx.x; i < k; i += blockDim.x) block_counts[i] = 0ull;
-  __syncthreads();
+  constexpr int K = params.k, D = params.dims;
+  // Rows per thread: each centroid value read from shared memory serves R rows
+  // (eight short rows, or two long ones, fit in registers).
+  constexpr int R = D <= 16 ? 8 : 2;
+  const lizard::BlockTable<&global_state_t::centroids, K, D> centroids(state);
+  lizard::BlockSum<&agg_res_t::sums, K, D> sums(result);
+  lizard::BlockSum<&agg_res_t::counts, K> counts(result);
 
-  const long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (row < data.rows) {
-    const float* p = data.points + row * dims;
-    int best = 0;
-    float best_dist = 3.402823466e38f;
-    for (int c = 0; c < k; ++c) {
-      const float* q = state.centroids + c * dims;
-      float dist = 0.0f;
-      for (int j = 0; j < dims; ++j) {
-        float diff = p[j] - q[j];
-        dist += diff * diff;
-      }
-      if (dist < best_dist) {
-        best_dist = dist;
-        best = c;
+  for (const auto rows : lizard::row_groups<R>(data)) {
+    lizard::Row<float, D> x[R];
+    float best_dist[R];
+    int best[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      x[i] = lizard::load_row<D>(data.points, rows[i]);
+      best_dist[i] = 3.402823466e38f;
+      best[i] = 0;
+    }
+    for (int c = 0; c < K; ++c) {
+      const lizard::Row<float, D> centroid = centroids.row(c);
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const float dist = lizard::distance2(x[i], centroid);
+        if (dist < best_dist[i]) {  // ties go to the lower index
+          best_dist[i] = dist;
+          best[i] = c;
+        }
       }
     }
-    data.labels[row] = best;
-    for (int j = 0; j < dims; ++j) atomicAdd(&block_sums[best * dims + j], p[j]);
-    atomicAdd(&block_counts[best], 1ull);
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      if (!rows.valid(i)) continue;
+      data.labels[rows[i]] = best[i];
+      sums.add_row(best[i], x[i]);
+      counts.add(best[i], 1);
+    }
   }
-  __syncthreads();
-
-  for (int i = threadIdx.x; i < k * dims; i += blockDim.x)
-    if (block_counts[i / dims] != 0ull) atomicAdd(&result.sums[i], block_sums[i]);
-  for (int c = threadIdx.x; c < k; c += blockDim.x)
-    if (block_counts[c] != 0ull) atomicAdd((unsigned long long*)&result.counts[c], block_counts[c]);
 }

@@ -105,6 +105,10 @@ std::string generate_program_header(const Manifest& m, const Specialisation& s) 
   o << "\n/* Kernels named in `iterate` have the signature:\n"
        "   extern \"C\" __global__ void NAME(global_params_t params, dataset_t data,\n"
        "                                   global_state_t state, agg_res_t result); */\n"
+       "#if defined(__cplusplus) && (defined(__CUDACC__) || defined(LIZARD_CPU_BACKEND))\n"
+       "/* Kernels get the device library: lizard::rows, load_row, BlockSum, ... */\n"
+       "#include \"lizard_device.h\"\n"
+       "#endif\n"
        "#endif /* LIZARD_PROGRAM_H */\n";
   return o.str();
 }

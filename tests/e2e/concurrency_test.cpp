@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "json_compare.h"
 #include "local_cluster.h"
 #include "net/http_client.h"
 
@@ -71,11 +72,17 @@ TEST_F(Concurrency, AShortRunStartsAndEndsWhileALongRunHoldsAnotherExecutor) {
   ASSERT_EQ(done["executors_requested"]["min"], 1);
   EXPECT_EQ(get_json(c_, "/runtimes/" + long_run)["status"], "running")
       << "the short run should not have waited for the long one";
-  // GET /clients shows which run each executor serves.
+  // GET /clients shows which run each executor serves.  The finished run's
+  // executor is given back just after its record says "done".
   std::set<std::string> serving;
-  for (const auto& w : get_json(c_, "/clients"))
-    for (const auto& e : w["hardware"]["executors"])
-      if (e["run"].is_string()) serving.insert(e["run"].get<std::string>());
+  for (int i = 0; i < 500; ++i) {
+    serving.clear();
+    for (const auto& w : get_json(c_, "/clients"))
+      for (const auto& e : w["hardware"]["executors"])
+        if (e["run"].is_string()) serving.insert(e["run"].get<std::string>());
+    if (serving == std::set<std::string>{long_run}) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_EQ(serving, std::set<std::string>{long_run});
 
   auto cancel = http_request("DELETE", c_.uri() + "/runtimes/" + long_run, "", "", 30);
@@ -96,8 +103,9 @@ TEST_F(Concurrency, RunsOnDisjointExecutorsGiveTheAnswersTheyGiveAlone) {
   json together_b = wait_until_finished(c_, b, 120);
   ASSERT_EQ(together_a["status"], "done") << together_a.dump(2);
   ASSERT_EQ(together_b["status"], "done") << together_b.dump(2);
-  EXPECT_EQ(together_a["result"], alone_a["result"]);
-  EXPECT_EQ(together_b["result"], alone_b["result"]);
+  // The same answers, to the rounding that GPU atomics leave free.
+  expect_numbers_close(together_a["result"], alone_a["result"], 1e-4, "a");
+  expect_numbers_close(together_b["result"], alone_b["result"], 1e-4, "b");
   // They ran side by side, on different executors.
   EXPECT_NE(together_a["plan"]["executors"], together_b["plan"]["executors"]);
 }

@@ -292,8 +292,10 @@ TEST_F(EndToEnd, BadRequestsGetClearErrors) {
   expect_error("/programs", "{not json", 400, "not valid JSON");
   expect_error("/runtime/" + hash, "{not json", 400, "not valid JSON");
   expect_error("/runtime/0000", "{}", 404, "no such program");
-  expect_error("/runtime/" + hash, json({{"params", {{"dims", 3}}}, {"dataset", points}}).dump(),
-               400, "missing param(s): k");
+  // kmeans' k and dims have defaults (they are specialised): sum's dims has none.
+  const std::string sum = register_program(LIZARD_SOURCE_DIR "/examples/sum");
+  expect_error("/runtime/" + sum, json({{"dataset", {{"values", {{"path", csv}}}}}}).dump(), 400,
+               "missing param(s): dims");
   expect_error("/runtime/" + hash,
                json({{"params", {{"k", "two"}, {"dims", 3}}}, {"dataset", points}}).dump(), 400,
                "param 'k': expected a number (int32)");

@@ -39,6 +39,7 @@
 #include "cuda_cpu_atomics.h"     // memory fences and atomics
 #include "cuda_cpu_math.h"        // integer and bit intrinsics, device math
 #include "cuda_cpu_fibers.h"      // fibers (LIZARD_CPU_FIBERS)
+#include "cuda_cpu_private.h"     // private copies of aggregate fields (lizard_device.h)
 #include "cuda_cpu_scheduler.h"   // the block scheduler and run_launch
 #include "cuda_cpu_warp.h"        // barriers and warp operations
 // clang-format on

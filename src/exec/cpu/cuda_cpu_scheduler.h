@@ -9,6 +9,7 @@
 
 #include "cuda_cpu_fibers.h"
 #include "cuda_cpu_launch_abi.h"
+#include "cuda_cpu_private.h"
 
 namespace lizard_cpu {
 
@@ -356,11 +357,16 @@ inline int run_launch(const lizard_cpu_launch* launch, char* err, size_t err_len
   }
 #endif
   const uint64_t gx = t.grid_dim.x, gy = t.grid_dim.y, gxy = gx * gy;
+  begin_private_copies();
   for (uint64_t b = launch->first_block; b < launch->end_block; ++b) {
     t.block_idx = uint3{static_cast<unsigned>(b % gx), static_cast<unsigned>(b / gx % gy),
                         static_cast<unsigned>(b / gxy)};
-    if (!run_block(kernel, err, err_len)) return 1;
+    if (!run_block(kernel, err, err_len)) {
+      drop_private_copies();
+      return 1;
+    }
   }
+  flush_private_copies();
   return 0;
 }
 

@@ -36,6 +36,7 @@ struct lizard_cpu_thread_state {
   uintptr_t shared_len[2];
   char* dynamic_shared;  // this OS thread's dynamic shared buffer
   void* fibers;          // the lizard_cpu::Block of the running launch (fibers only)
+  void* private_copies;  // the lizard_cpu::PrivateCopies of the running launch range
 };
 extern __thread lizard_cpu_thread_state lizard_cpu_thread
     __attribute__((tls_model("initial-exec"), visibility("default")));

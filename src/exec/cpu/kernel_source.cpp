@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/embedded.h"
+#include "program/device_library.h"
 
 namespace lizard {
 namespace {
@@ -38,9 +39,9 @@ const char* const kFiberTriggers[] = {"__syncthreads", "__shfl",     "__ballot_s
 
 // The CPU backend's CUDA layer: cuda_cpu.h and the parts it includes.
 const char* const kRuntimeHeaders[] = {
-    "cuda_cpu.h",        "cuda_cpu_launch_abi.h", "cuda_cpu_types.h",
-    "cuda_cpu_thread.h", "cuda_cpu_atomics.h",    "cuda_cpu_math.h",
-    "cuda_cpu_fibers.h", "cuda_cpu_scheduler.h",  "cuda_cpu_warp.h"};
+    "cuda_cpu.h",         "cuda_cpu_launch_abi.h", "cuda_cpu_types.h",  "cuda_cpu_thread.h",
+    "cuda_cpu_atomics.h", "cuda_cpu_math.h",       "cuda_cpu_fibers.h", "cuda_cpu_scheduler.h",
+    "cuda_cpu_warp.h",    "cuda_cpu_private.h"};
 
 // Headers CUDA sources commonly include; on the CPU backend they are cuda_cpu.h.
 const char* const kCudaHeaders[] = {"cuda_runtime.h", "cuda.h", "cuda_runtime_api.h",
@@ -228,6 +229,10 @@ Result<CpuBuildPlan> plan_cpu_build(const ProgramImage& program) {
     if (runtime.empty())
       return internal_error(std::string(name) + " is not embedded in this binary");
     plan.files[name] = std::string(runtime);
+  }
+  for (const auto& [name, text] : device_library_files()) {
+    if (text.empty()) return internal_error(name + " is not embedded in this binary");
+    if (!plan.files.count(name)) plan.files[name] = std::string(text);
   }
   for (const char* h : kCudaHeaders)
     if (!plan.files.count(h)) plan.files[h] = "#include \"cuda_cpu.h\"\n";

@@ -362,10 +362,10 @@ Status CudaExecutor::run_generators(const Module& m, const std::vector<std::stri
       generator_launches(run->program.manifest, run->params, names, run->rows, limits()));
   if (run->state_bytes)
     LIZARD_RETURN_IF_ERROR(
-        check(cu_->cuMemsetD8(run->state, 0, run->state_bytes), "zeroing the state"));
+        check(cu_->cuMemsetD8Async(run->state, 0, run->state_bytes, stream_), "zeroing the state"));
   if (run->agg_bytes)
-    LIZARD_RETURN_IF_ERROR(
-        check(cu_->cuMemsetD8(run->aggregate, 0, run->agg_bytes), "zeroing the aggregate"));
+    LIZARD_RETURN_IF_ERROR(check(cu_->cuMemsetD8Async(run->aggregate, 0, run->agg_bytes, stream_),
+                                 "zeroing the aggregate"));
   std::vector<uint8_t> state_arg = pack_section(run->state_layout, zero_state, run->state);
   for (const GeneratorLaunch& g : launches) {
     const std::string& name = g.step->kernel;
@@ -423,7 +423,10 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data) {
       LIZARD_RETURN_IF_ERROR(check(cu_->cuMemcpyHtoD(run->fields[k], host.data(), bytes),
                                    "uploading dataset field '" + f.name + "'"));
     } else {
-      LIZARD_RETURN_IF_ERROR(check(cu_->cuMemsetD8(run->fields[k], 0, bytes),
+      // On the run's stream: cuMemsetD8 would go to the legacy default stream,
+      // which the run's non-blocking stream does not wait for, and could still
+      // be zeroing the field while a generator kernel fills it.
+      LIZARD_RETURN_IF_ERROR(check(cu_->cuMemsetD8Async(run->fields[k], 0, bytes, stream_),
                                    "zeroing dataset field '" + f.name + "'"));
     }
     std::vector<uint8_t>().swap(data->fields[k]);  // the host copy is no longer needed

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/sha256.h"
+#include "program/device_library.h"
 
 namespace fs = std::filesystem;
 
@@ -57,6 +58,11 @@ void collect_headers(const ProgramImage& p, std::vector<std::string>* names,
                      std::vector<std::string>* texts) {
   names->push_back(kHeaderName);
   texts->push_back(p.header);
+  for (const auto& [name, text] : device_library_files()) {
+    if (p.sources.count(name)) continue;  // the program's own file of that name wins
+    names->push_back(name);
+    texts->push_back(std::string(text));
+  }
   for (const auto& [name, text] : p.sources) {
     if (name == p.manifest.cuda_source || name == p.manifest.host_source || name == kHeaderName)
       continue;
@@ -94,7 +100,11 @@ std::string NvrtcCompiler::cache_key(const ProgramImage& p, const std::string& a
     h.update(std::to_string(s.size()) + ":");
     h.update(s);
   };
-  field("lizard-nvrtc-1");
+  field("lizard-nvrtc-2");
+  for (const auto& [name, text] : device_library_files()) {
+    field(name);
+    field(std::string(text));
+  }
   field(p.hash);
   field(arch);
   field(std::to_string(nvrtc_->version()));

@@ -1,0 +1,48 @@
+// The examples and the device library's conformance programs compile with
+// NVRTC for a Hopper GPU at the specialised values the benchmark of record
+// uses.  Needs NVRTC, not a GPU; skips without it.
+#include <gtest/gtest.h>
+
+#include "exec/cuda/nvrtc_compiler.h"
+#include "exec/program_variant.h"
+#include "program/bundle.h"
+
+namespace lizard::cuda {
+namespace {
+
+struct Build {
+  std::string dir;  // under the source tree
+  nlohmann::json params;
+};
+
+TEST(DeviceLibraryNvrtc, ExamplesAndLibraryCasesCompileForSm90) {
+  auto cc = NvrtcCompiler::open("/usr/local/cuda", "");
+  if (!cc.ok()) GTEST_SKIP() << "NVRTC unavailable: " << cc.status().message();
+  const std::vector<Build> builds = {
+      {"examples/kmeans", {{"k", 16}, {"dims", 32}}},
+      {"examples/kmeans", {{"k", 64}, {"dims", 8}}},
+      {"examples/kmeans", {{"k", 256}, {"dims", 64}}},
+      {"examples/kmeans", {{"k", 5}, {"dims", 3}}},
+      {"examples/sum", {{"dims", 8}}},
+      {"examples/logreg", {{"dims", 6}}},
+      {"examples/anneal", nlohmann::json::object()},
+      {"tests/conformance/cases/device_library", {{"classes", 5}, {"width", 4}}},
+      {"tests/conformance/cases/device_library_rows", {{"classes", 16}, {"width", 32}}},
+  };
+  for (const Build& b : builds) {
+    SCOPED_TRACE(b.dir + " " + b.params.dump());
+    auto bundle = read_program_dir(std::string(LIZARD_SOURCE_DIR) + "/" + b.dir);
+    ASSERT_TRUE(bundle.ok()) << bundle.status().message();
+    auto image = make_program_image(*bundle);
+    ASSERT_TRUE(image.ok()) << image.status().message();
+    auto params = bind_params(image->manifest, b.params);
+    ASSERT_TRUE(params.ok()) << params.status().message();
+    const ProgramVariant v = variant_for_run(*image, *params);
+    auto out = (*cc)->compile(v.image, "sm_90");
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_FALSE(out->cubin.empty());
+  }
+}
+
+}  // namespace
+}  // namespace lizard::cuda
