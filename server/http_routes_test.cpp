@@ -55,8 +55,14 @@ class HttpRoutesTest : public ::testing::Test {
         datasets_(dir_.path()) {}
 
   HttpRoutes routes(RoutesOptions opts = {}) {
-    return HttpRoutes(opts, {&programs_, &workers_, &runs_, &datasets_, &actions_,
-                             [](std::function<void()> f) { f(); }});
+    RouteServices services;
+    services.programs = &programs_;
+    services.workers = &workers_;
+    services.runs = &runs_;
+    services.datasets = &datasets_;
+    services.actions = &actions_;
+    services.offload = [](std::function<void()> f) { f(); };
+    return HttpRoutes(opts, services);
   }
 
   // Handles one request and returns the answer (the routes answer inline
