@@ -3,6 +3,7 @@
 // run with plots of its state scalars and iteration times.  The page, its
 // script and style sheet are built into the binary (server/dashboard/, no
 // outside files or CDN) and read the REST API from the browser by polling.
+// Constant data and pure functions: no state, no lock, any thread.
 //
 //   if (prefers_html(req.headers["accept"])) respond(index);
 //   std::optional<DashboardFile> f = dashboard_file_named("app.js");
