@@ -25,6 +25,7 @@ json ProgramBuild::to_json() const {
 
 json WorkerRegistry::Worker::to_json() const {
   json hw = hello.to_json();
+  hw.erase("slurm_job_id");  // shown once, beside the worker's id
   for (size_t i = 0; i < hw["executors"].size() && i < serving.size(); ++i)
     hw["executors"][i]["run"] = serving[i].empty() ? json(nullptr) : json(serving[i]);
   json j = {{"id", id},
