@@ -122,6 +122,8 @@ job=$(sbatch --parsable -N1 -n1 --gres=gpu:2 --chdir="$work" --output="$work/job
   "$launcher" job --wait 60 --client-args "$client_args" -- "$work/run-sum.sh")
 wait_for 90 job_done "$job" || fail "job $job did not finish within 90 s"
 grep -q "command exited with status 0" "$work/job1.out" || fail "the job's command failed"
+# Not the copy of the script in slurmd's spool directory, which other nodes lack.
+grep -qF "workers: $launcher client" "$work/job1.out" || fail "the workers were not started with $launcher"
 grep -q "on GPUs 0,1 (job $job)" "$work/job1.out" ||
   fail "the worker was not given the job's GPUs 0,1 (CUDA_VISIBLE_DEVICES)"
 flat_clients=$(tr -d ' \n' <"$work/clients.json")
