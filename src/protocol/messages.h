@@ -163,7 +163,7 @@ struct ProgressMsg {
 // measured), when any of it moved.
 struct ResourcesMsg {
   std::vector<uint64_t> free_memory;
-  std::vector<double> utilization, launch_delay_us;  // empty, or one per executor
+  std::vector<double> utilization{}, launch_delay_us{};  // empty, or one per executor
   Message to_message() const;
   static Result<ResourcesMsg> parse(const nlohmann::json& h);
 };
