@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -60,14 +62,20 @@ struct WorkerDaemon::Impl {
     std::string frame;
   };
   Mailbox<InboxItem> inbox;
-  std::vector<uint64_t> reported_free;  // free memory per executor, as last reported
+  // Per executor: its latest measurement, and what the server was last told.
+  struct Resources {
+    uint64_t free_memory = 0;
+    double utilization = -1, launch_delay_us = -1;
+  };
+  std::vector<Resources> measured, reported;
   std::unique_ptr<WorkerConnection> conn;
   std::atomic<bool> stopping{false};
 
   Executor& executor(size_t i) { return *executors[i]->executor; }
   HelloMsg hello();
   void send(const Message& m) { conn->send(encode(m)); }
-  void report_resources();
+  void measure(size_t i);  // with the executor's lock held
+  void refresh_resources();
   void handle(std::string frame);
   void on_program(const MessageView& m);
   void on_chunk(const MessageView& m);
@@ -78,12 +86,14 @@ struct WorkerDaemon::Impl {
 
 HelloMsg WorkerDaemon::Impl::hello() {
   HelloMsg h;
-  reported_free.clear();
+  measured.resize(executors.size());
   for (size_t i = 0; i < executors.size(); ++i) {
     std::lock_guard<std::mutex> l(executors[i]->mu);
-    executor(i).refresh_free_memory();
-    reported_free.push_back(executor(i).info().free_memory);
+    if (executors[i]->owner.empty()) measure(i);
     ExecutorInfo info = executor(i).info();
+    info.free_memory = measured[i].free_memory;
+    info.utilization = measured[i].utilization;
+    info.launch_delay_us = measured[i].launch_delay_us;
     if (opts.weight > 0) info.weight = opts.weight;
     h.executors.push_back(info);
   }
@@ -94,6 +104,7 @@ HelloMsg WorkerDaemon::Impl::hello() {
   h.cpu_model = cpu_model();
   h.cpu_threads = std::thread::hardware_concurrency();
   if (const char* job = std::getenv("SLURM_JOB_ID")) h.slurm_job_id = job;
+  reported = measured;
   return h;
 }
 
@@ -165,25 +176,50 @@ void WorkerDaemon::Impl::abort_sessions() {
   chunks.clear();
 }
 
-// Tells the server how much memory each executor has free now, when that
-// moved by 16 MiB or more since the last report (other processes on the node
-// allocate and free too), so that plans are capped by what is free.
-void WorkerDaemon::Impl::report_resources() {
-  constexpr uint64_t kReportStep = uint64_t{16} << 20;
-  bool changed = reported_free.size() != executors.size();
-  ResourcesMsg r;
+void WorkerDaemon::Impl::measure(size_t i) {
+  executor(i).refresh_free_memory();
+  executor(i).refresh_load();
+  const ExecutorInfo& info = executor(i).info();
+  measured[i] = {info.free_memory, info.utilization, info.launch_delay_us};
+}
+
+// Measures the free memory and load of every executor that holds no run's
+// rows now (a run's own buffers and kernels would count as load), and tells
+// the server when any of it moved: free memory by 16 MiB or more (other
+// processes on the node allocate and free too, and plans are capped by what
+// is free), utilisation by 5 points, the launch delay by a quarter, or a
+// value came or went.  Executors busy with a run keep their last figures.
+void WorkerDaemon::Impl::refresh_resources() {
+  constexpr uint64_t kMemoryStep = uint64_t{16} << 20;
+  measured.resize(executors.size());
   for (size_t i = 0; i < executors.size(); ++i) {
-    std::lock_guard<std::mutex> l(executors[i]->mu);
-    executor(i).refresh_free_memory();
-    const uint64_t now = executor(i).info().free_memory;
-    r.free_memory.push_back(now);
-    if (i < reported_free.size()) {
-      const uint64_t before = reported_free[i];
-      changed = changed || (now > before ? now - before : before - now) >= kReportStep;
-    }
+    std::unique_lock<std::mutex> l(executors[i]->mu, std::try_to_lock);
+    if (l.owns_lock() && executors[i]->owner.empty()) measure(i);
+  }
+  auto moved = [](double now, double before, double step) {
+    if ((now < 0) != (before < 0)) return true;
+    return now >= 0 && std::abs(now - before) >= step;
+  };
+  bool changed = reported.size() != measured.size();
+  bool telemetry = false;
+  ResourcesMsg r;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const Resources& now = measured[i];
+    r.free_memory.push_back(now.free_memory);
+    r.utilization.push_back(now.utilization);
+    r.launch_delay_us.push_back(now.launch_delay_us);
+    telemetry = telemetry || now.utilization >= 0 || now.launch_delay_us >= 0;
+    if (changed) continue;
+    const Resources& before = reported[i];
+    const uint64_t d = now.free_memory > before.free_memory ? now.free_memory - before.free_memory
+                                                            : before.free_memory - now.free_memory;
+    changed = d >= kMemoryStep || moved(now.utilization, before.utilization, 5) ||
+              moved(now.launch_delay_us, before.launch_delay_us,
+                    std::max(5.0, before.launch_delay_us / 4));
   }
   if (!changed) return;
-  reported_free = r.free_memory;
+  if (!telemetry) r.utilization.clear(), r.launch_delay_us.clear();
+  reported = measured;
   send(r.to_message());
 }
 
@@ -270,18 +306,24 @@ bool WorkerDaemon::run() {
       },
       d->opts.server_timeout_s);
   d->conn->start();
+  constexpr auto kRefreshPeriod = std::chrono::seconds(3);
+  auto next_refresh = SteadyClock::now() + kRefreshPeriod;
   while (!d->stopping) {
-    auto item = d->inbox.pop_for(std::chrono::seconds(2));
+    auto item = d->inbox.pop_for(std::max(next_refresh - SteadyClock::now(),
+                                          SteadyClock::duration(std::chrono::milliseconds(1))));
     d->reap_sessions();
-    if (!item) {  // closed, or two quiet seconds
+    if (!item) {  // closed, or time for a measurement
       if (d->stopping) break;
-      if (d->sessions.empty()) d->report_resources();
     } else if (item->kind == Impl::InboxItem::kConnected) {
       d->send(d->hello().to_message());
     } else if (item->kind == Impl::InboxItem::kLost) {  // drop the runs, keep built programs
       d->abort_sessions();
     } else {
       d->handle(std::move(item->frame));
+    }
+    if (SteadyClock::now() >= next_refresh) {
+      d->refresh_resources();
+      next_refresh = SteadyClock::now() + kRefreshPeriod;
     }
     for (const auto& e : d->executors) {
       if (!e->executor->lost()) continue;

@@ -117,11 +117,14 @@ std::vector<PendingRun> RunBook::pending() const {
     if (r->needs_executors && r->status == RunStatus::kRunning) recovering.push_back(r);
   std::sort(recovering.begin(), recovering.end(),
             [](const auto& a, const auto& b) { return a->seq < b->seq; });
-  for (const auto& r : recovering)
-    out.push_back({r->id, r->hash, 1, r->request.executors.max, r->bypassed});
-  for (const auto& r : queue_)
-    out.push_back(
-        {r->id, r->hash, r->request.executors.min, r->request.executors.max, r->bypassed});
+  for (const auto& r : recovering) {
+    const ExecutorDemand& d = r->request.executors;
+    out.push_back({r->id, r->hash, 1, d.max, r->bypassed, d.gpus_only, d.min_free_memory});
+  }
+  for (const auto& r : queue_) {
+    const ExecutorDemand& d = r->request.executors;
+    out.push_back({r->id, r->hash, d.min, d.max, r->bypassed, d.gpus_only, d.min_free_memory});
+  }
   return out;
 }
 

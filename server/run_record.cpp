@@ -68,6 +68,9 @@ json RunRecord::to_json() const {
             {"phases", phases}};
   json demand = {{"min", request.executors.min}};
   if (request.executors.max > 0) demand["max"] = request.executors.max;
+  if (request.executors.gpus_only) demand["gpus"] = true;
+  if (request.executors.min_free_memory > 0)
+    demand["min_free_memory"] = request.executors.min_free_memory;
   j["executors_requested"] = demand;
   if (!executors.empty()) {
     j["executors"] = json::array();

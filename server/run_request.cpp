@@ -12,8 +12,8 @@ namespace {
 constexpr int64_t kDefaultIterationCap = 1000;
 
 Status check_keys(const json& body) {
-  static const char* kKeys[] = {"params",         "dataset", "state",
-                                "max_iterations", "outputs", "executors"};
+  static const char* kKeys[] = {"params",  "dataset",   "state", "max_iterations",
+                                "outputs", "executors", "gpus",  "min_free_memory"};
   for (const auto& [k, _] : body.items()) {
     bool known = false;
     for (const char* n : kKeys) known = known || k == n;
@@ -21,7 +21,7 @@ Status check_keys(const json& body) {
       return invalid_argument(
           "unknown key '" + k +
           "' in the run request (expected params, dataset, state, max_iterations, outputs, "
-          "executors)");
+          "executors or gpus, min_free_memory)");
   }
   return Status::Ok();
 }
@@ -189,25 +189,39 @@ Status parse_outputs(const Manifest& m, const json& body, RunRequest* out) {
   return Status::Ok();
 }
 
-// "executors": N, or {"min": a, "max": b}; absent: every free executor.
+// "executors" (or "gpus", the same restricted to GPUs): N, or {"min": a,
+// "max": b}; absent: every free executor.  "min_free_memory": bytes.
 Status parse_executors(const json& body, ExecutorDemand* out) {
-  if (!body.contains("executors")) return Status::Ok();
-  const json& v = body["executors"];
+  if (body.contains("executors") && body.contains("gpus"))
+    return invalid_argument(
+        "give `executors` or `gpus`, not both (`gpus` asks for executors that are GPUs)");
+  if (body.contains("min_free_memory")) {
+    const json& m = body["min_free_memory"];
+    if (!m.is_number_unsigned() && !(m.is_number_integer() && m.get<int64_t>() >= 0))
+      return invalid_argument(
+          "`min_free_memory` must be a number of bytes (a non-negative integer)");
+    out->min_free_memory = m.get<uint64_t>();
+  }
+  const char* key = body.contains("gpus") ? "gpus" : "executors";
+  if (!body.contains(key)) return Status::Ok();
+  out->gpus_only = body.contains("gpus");
+  const json& v = body[key];
   auto count = [](const json& n) { return n.is_number_integer() && n.get<int64_t>() >= 1; };
-  constexpr const char* kForm =
-      "`executors` must be a positive integer or {\"min\": a, \"max\": b} with 1 <= a <= b";
+  const std::string form =
+      std::string("`") + key +
+      "` must be a positive integer or {\"min\": a, \"max\": b} with 1 <= a <= b";
   if (count(v)) {
     out->min = out->max = v.get<int64_t>();
     return Status::Ok();
   }
-  if (!v.is_object()) return invalid_argument(kForm);
+  if (!v.is_object()) return invalid_argument(form);
   for (const auto& [k, _] : v.items())
-    if (k != "min" && k != "max") return invalid_argument(kForm);
-  if (v.contains("min") && !count(v["min"])) return invalid_argument(kForm);
-  if (v.contains("max") && !count(v["max"])) return invalid_argument(kForm);
+    if (k != "min" && k != "max") return invalid_argument(form);
+  if (v.contains("min") && !count(v["min"])) return invalid_argument(form);
+  if (v.contains("max") && !count(v["max"])) return invalid_argument(form);
   out->min = v.contains("min") ? v["min"].get<int64_t>() : 1;
   out->max = v.contains("max") ? v["max"].get<int64_t>() : 0;
-  if (out->max != 0 && out->max < out->min) return invalid_argument(kForm);
+  if (out->max != 0 && out->max < out->min) return invalid_argument(form);
   return Status::Ok();
 }
 

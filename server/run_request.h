@@ -31,10 +31,13 @@ struct DatasetSource {
 };
 
 // How many executors a run needs (min) and may use (max; 0: every one free
-// when it starts).
+// when it starts); with `gpus_only` (the request said "gpus") only GPUs
+// count, and each must have `min_free_memory` bytes free.
 struct ExecutorDemand {
   int64_t min = 1;
   int64_t max = 0;
+  bool gpus_only = false;
+  uint64_t min_free_memory = 0;
 };
 
 struct RunRequest {

@@ -1,6 +1,7 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace lizard {
 
@@ -8,29 +9,58 @@ namespace {
 
 struct Candidate {
   ExecutorRef ref;
-  double weight = 1;
+  ExecutorLoad load;
 };
+
+// Whether `e` could ever serve `run`: of the kind it asks for, with enough
+// memory in all (or an unknown total).
+bool could_serve(const PendingRun& run, const WorkerView::Executor& e) {
+  if (run.gpus_only && e.kind != "cuda") return false;
+  return e.total_memory == 0 || e.total_memory >= run.min_free_memory;
+}
+
+// Whether `e` can serve `run` now, by kind and free memory.
+bool can_serve_now(const PendingRun& run, const WorkerView::Executor& e) {
+  return could_serve(run, e) && e.free_memory >= run.min_free_memory;
+}
+
+std::string gib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (uint64_t{1} << 30));
+  return buf;
+}
+
+// "3 executor(s)", "2 GPU(s) with 8.0 GiB free".
+std::string demand_text(const PendingRun& run) {
+  std::string t = std::to_string(run.min) + (run.gpus_only ? " GPU(s)" : " executor(s)");
+  if (run.min_free_memory > 0) t += " with " + gib(run.min_free_memory) + " free";
+  return t;
+}
 
 // Why no connected worker can ever serve `run`; empty when some can (or may,
 // once a build finishes).
 std::string refusal_reason(const PendingRun& run, const std::vector<WorkerView>& cluster) {
-  int64_t capable = 0;
+  int64_t ready = 0, capable = 0;
   bool building = false;
   std::string errors;
   for (const auto& w : cluster) {
-    if (w.ready.count(run.program)) capable += static_cast<int64_t>(w.executors.size());
+    if (w.ready.count(run.program)) {
+      ready += static_cast<int64_t>(w.executors.size());
+      for (const auto& e : w.executors) capable += could_serve(run, e);
+    }
     building = building || w.building.count(run.program);
     auto f = w.failed.find(run.program);
     if (f != w.failed.end()) errors += "\n  worker " + w.id + ": " + f->second;
   }
   if (building || capable >= run.min || cluster.empty()) return "";
   const std::string prog = "program " + run.program.substr(0, 12);
-  if (capable == 0 && !errors.empty())
+  if (ready == 0 && !errors.empty())
     return prog + " did not build on any connected worker:" + errors;
-  if (capable == 0)
+  if (ready == 0)
     return "no connected worker has an executor for " + prog + " (GET /clients lists them)";
-  return "the run needs " + std::to_string(run.min) + " executor(s), but the workers that built " +
-         prog + " have " + std::to_string(capable) + " between them";
+  return "the run needs " + demand_text(run) + ", but the workers that built " + prog + " have " +
+         std::to_string(capable) + (run.gpus_only || run.min_free_memory ? " such" : "") +
+         " between them";
 }
 
 }  // namespace
@@ -52,8 +82,9 @@ SchedulePass Scheduler::schedule(const std::vector<PendingRun>& queue,
       if (run.max == 0 && w.building.count(run.program)) wait_for_builds = true;
       if (!w.ready.count(run.program)) continue;
       for (size_t i = 0; i < w.executors.size(); ++i) {
+        const WorkerView::Executor& e = w.executors[i];
         ExecutorRef ref{w.id, static_cast<int>(i)};
-        if (!w.executors[i].busy && !taken.count(ref)) free.push_back({ref, w.executors[i].weight});
+        if (!e.busy && !taken.count(ref) && can_serve_now(run, e)) free.push_back({ref, e.load()});
       }
     }
     if (wait_for_builds || static_cast<int64_t>(free.size()) < run.min) {
@@ -64,9 +95,10 @@ SchedulePass Scheduler::schedule(const std::vector<PendingRun>& queue,
     }
     size_t n = free.size();
     if (run.max > 0) n = std::min<size_t>(n, static_cast<size_t>(run.max));
-    // The strongest executors first; then grouped by worker for the plan.
-    std::stable_sort(free.begin(), free.end(),
-                     [](const Candidate& a, const Candidate& b) { return a.weight > b.weight; });
+    // The least loaded executors first; then grouped by worker for the plan.
+    std::stable_sort(free.begin(), free.end(), [](const Candidate& a, const Candidate& b) {
+      return less_loaded(a.load, b.load);
+    });
     free.resize(n);
     Placement p{run.id, {}};
     for (const auto& c : free) {

@@ -3,14 +3,15 @@
 // that it is tested on its own.
 //
 // Each run asks for between `min` and `max` executors (max 0: every free
-// one).  A pass walks the queue in submission order and places each run on a
+// one), optionally GPUs only and each with at least `min_free_memory` bytes
+// free.  A pass walks the queue in submission order and places each run on a
 // set of free executors of workers that have built its program, disjoint from
-// every other run's.  A run that cannot start yet does not block the ones
-// behind it (backfill), but each pass that places a later run while it waits
-// counts as a bypass; once a run has been bypassed `max_bypass` times, the
-// executors it could use are held for it, so it cannot starve.  A run that
-// the connected workers can never serve (too few executors with its program,
-// or a program no worker could build) is refused with the reason.
+// every other run's, the least loaded first (plan/executor_load.h).  A run that cannot start yet
+// does not block the ones behind it (backfill), but each pass that places a later run while it
+// waits counts as a bypass; once a run has been bypassed `max_bypass` times, the executors it could
+// use are held for it, so it cannot starve.  A run that the connected workers can never serve (too
+// few executors with its program, or a program no worker could build, or no GPU or no executor with
+// enough memory among them) is refused with the reason.
 //
 //   Scheduler s({.max_bypass = 16});
 //   SchedulePass p = s.schedule(queue, cluster);
@@ -23,6 +24,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "plan/executor_load.h"
 
 namespace lizard {
 
@@ -43,7 +46,13 @@ struct WorkerView {
   std::string id;
   struct Executor {
     double weight = 1;
-    bool busy = false;  // serving a run
+    bool busy = false;          // serving a run
+    std::string kind;           // "cuda" or "cpu"
+    uint64_t total_memory = 0;  // bytes; 0: unknown
+    uint64_t free_memory = 0;   // bytes, as last reported
+    double utilization = -1;    // percent; < 0: unknown
+    double launch_delay_us = -1;
+    ExecutorLoad load() const { return {weight, free_memory, utilization, launch_delay_us}; }
   };
   std::vector<Executor> executors;
   std::set<std::string> ready;                // programs built on every executor
@@ -58,6 +67,8 @@ struct PendingRun {
   int64_t min = 1;
   int64_t max = 0;  // 0: every free executor
   int bypassed = 0;
+  bool gpus_only = false;        // only executors of kind "cuda"
+  uint64_t min_free_memory = 0;  // bytes each executor must have free
 };
 
 struct Placement {

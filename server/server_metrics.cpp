@@ -152,6 +152,18 @@ void ServerMetrics::collect_workers(MetricsWriter& w) const {
            "Runs placed on the executor since its worker joined.", MetricType::kCounter);
   for (const auto& r : reports)
     w.sample("lizard_executor_runs_served_total", key(r), r.runs_served);
+  w.family("lizard_executor_utilization_ratio",
+           "Share of recent time a kernel ran on the GPU (NVML), as its worker last measured it.",
+           MetricType::kGauge);
+  for (const auto& r : reports)
+    if (r.info.utilization >= 0)
+      w.sample("lizard_executor_utilization_ratio", key(r), r.info.utilization / 100);
+  w.family("lizard_executor_launch_delay_seconds",
+           "An empty kernel on the GPU from launch to completion, as its worker last measured it.",
+           MetricType::kGauge);
+  for (const auto& r : reports)
+    if (r.info.launch_delay_us >= 0)
+      w.sample("lizard_executor_launch_delay_seconds", key(r), r.info.launch_delay_us / 1e6);
 }
 
 void ServerMetrics::collect_runs(MetricsWriter& w) const {

@@ -25,6 +25,7 @@ json ProgramBuild::to_json() const {
 
 json WorkerRegistry::Worker::to_json() const {
   json hw = hello.to_json();
+  hw.erase("slurm_job_id");  // shown once, beside the worker's id
   for (size_t i = 0; i < hw["executors"].size() && i < serving.size(); ++i) {
     hw["executors"][i]["run"] = serving[i].empty() ? json(nullptr) : json(serving[i]);
     hw["executors"][i]["runs_served"] = runs_served[i];
@@ -35,6 +36,7 @@ json WorkerRegistry::Worker::to_json() const {
             {"hardware", hw},
             {"programs", json::object()}};
   if (!hello.slurm_job_id.empty()) j["slurm_job_id"] = hello.slurm_job_id;
+  if (!resources_at.empty()) j["resources_at"] = resources_at;
   for (const auto& [h, b] : programs) j["programs"][h] = b.to_json();
   return j;
 }
@@ -184,8 +186,12 @@ void WorkerRegistry::resources(const std::string& id, const ResourcesMsg& m) {
   auto it = workers_.find(id);
   if (it == workers_.end()) return;
   auto& ex = it->second.hello.executors;
-  for (size_t i = 0; i < ex.size() && i < m.free_memory.size(); ++i)
-    ex[i].free_memory = m.free_memory[i];
+  for (size_t i = 0; i < ex.size(); ++i) {
+    if (i < m.free_memory.size()) ex[i].free_memory = m.free_memory[i];
+    if (i < m.utilization.size()) ex[i].utilization = m.utilization[i];
+    if (i < m.launch_delay_us.size()) ex[i].launch_delay_us = m.launch_delay_us[i];
+  }
+  it->second.resources_at = now_iso();
 }
 
 bool WorkerRegistry::claim(const std::vector<ExecutorRef>& executors, const std::string& run_id) {
@@ -244,8 +250,11 @@ std::vector<WorkerView> WorkerRegistry::view() const {
     if (!w.joined) continue;
     WorkerView v;
     v.id = id;
-    for (size_t i = 0; i < w.hello.executors.size(); ++i)
-      v.executors.push_back({w.hello.executors[i].weight, !w.serving[i].empty()});
+    for (size_t i = 0; i < w.hello.executors.size(); ++i) {
+      const ExecutorInfo& e = w.hello.executors[i];
+      v.executors.push_back({e.weight, !w.serving[i].empty(), e.kind, e.total_memory, e.free_memory,
+                             e.utilization, e.launch_delay_us});
+    }
     for (const auto& [h, b] : w.programs) {
       if (b.state == BuildState::kReady) v.ready.insert(h);
       if (b.state == BuildState::kBuilding) v.building.insert(h);

@@ -1,6 +1,6 @@
 // WorkerRegistry: the workers connected to the hub — their links, hardware
 // reports, the programs each has built (or is building), their executors'
-// free memory, and which run each executor serves.  It is the membership
+// free memory and load, and which run each executor serves.  It is the membership
 // table the scheduler reads and the run drivers send through.
 //
 // Thread-safe: `mu_` guards every worker entry; `built_` is signalled when a
@@ -106,6 +106,7 @@ class WorkerRegistry {
     std::vector<std::string> serving;   // per executor: run id, or empty
     std::vector<uint64_t> runs_served;  // per executor
     std::string connected_at;
+    std::string resources_at;  // when its latest resources report arrived
     nlohmann::json to_json() const;
   };
 

@@ -112,6 +112,7 @@ int run_client(lizard::WorkerOptions opts, char** argv) {
 int main(int argc, char** argv) {
   CLI::App app{"lizard: run CUDA programs across a cluster of GPU machines"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("lizard ") + LIZARD_VERSION);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Debug logging");
 

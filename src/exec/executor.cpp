@@ -24,6 +24,8 @@ nlohmann::json ExecutorInfo::to_json() const {
                       {"weight", weight}};
   if (!arch.empty()) j["arch"] = arch;
   if (!driver.empty()) j["driver"] = driver;
+  if (utilization >= 0) j["utilization"] = utilization;
+  if (launch_delay_us >= 0) j["launch_delay_us"] = launch_delay_us;
   return j;
 }
 
@@ -40,6 +42,8 @@ ExecutorInfo ExecutorInfo::from_json(const nlohmann::json& j) {
   e.free_memory = j.value("free_memory", uint64_t{0});
   e.driver = j.value("driver", "");
   e.weight = j.value("weight", 1.0);
+  e.utilization = j.value("utilization", -1.0);
+  e.launch_delay_us = j.value("launch_delay_us", -1.0);
   return e;
 }
 

@@ -37,6 +37,10 @@ struct ExecutorInfo {
   uint64_t free_memory = 0;
   std::string driver;  // driver version, GPU only
   double weight = 1;   // capability weight used by the partition plan
+  // How busy the device is, as last measured (GPUs only; < 0: unknown):
+  // percent of time a kernel ran (NVML), and an empty kernel's launch delay.
+  double utilization = -1;
+  double launch_delay_us = -1;
   nlohmann::json to_json() const;
   static ExecutorInfo from_json(const nlohmann::json& j);
 };
@@ -112,6 +116,10 @@ class Executor {
   virtual bool lost() const { return false; }
   // Reads the memory now free on the device into info().free_memory.
   virtual void refresh_free_memory() = 0;
+  // Measures how busy the device is now into info().utilization and
+  // info().launch_delay_us; executors without such telemetry (the CPU
+  // backend) leave them unknown.
+  virtual void refresh_load() {}
 };
 
 }  // namespace lizard

@@ -358,8 +358,22 @@ Result<ProgressMsg> ProgressMsg::parse(const json& h) {
   return done(r, std::move(m));
 }
 
+namespace {
+
+// Measurements with unknown values (< 0) as null.
+json measured(const std::vector<double>& v) {
+  json out = json::array();
+  for (double x : v) out.push_back(x < 0 ? json(nullptr) : json(x));
+  return out;
+}
+
+}  // namespace
+
 Message ResourcesMsg::to_message() const {
-  return Message{MessageType::kResources, {{"free_memory", free_memory}}, ""};
+  json h = {{"free_memory", free_memory}};
+  if (!utilization.empty()) h["utilization"] = measured(utilization);
+  if (!launch_delay_us.empty()) h["launch_delay_us"] = measured(launch_delay_us);
+  return Message{MessageType::kResources, std::move(h), ""};
 }
 Result<ResourcesMsg> ResourcesMsg::parse(const json& h) {
   ResourcesMsg m;
@@ -368,6 +382,16 @@ Result<ResourcesMsg> ResourcesMsg::parse(const json& h) {
     if (!e.is_number_unsigned()) return r.fail("free_memory holds a non-count");
     m.free_memory.push_back(e.get<uint64_t>());
   });
+  auto measurements = [&](const char* key, std::vector<double>* out) {
+    r.array(key, [&, key](const json& e) {
+      if (e.is_null()) return out->push_back(-1);
+      if (!e.is_number() || e.get<double>() < 0)
+        return r.fail(std::string(key) + " holds a value that is not a non-negative number");
+      out->push_back(e.get<double>());
+    });
+  };
+  measurements("utilization", &m.utilization);
+  measurements("launch_delay_us", &m.launch_delay_us);
   return done(r, std::move(m));
 }
 

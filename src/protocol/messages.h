@@ -158,9 +158,12 @@ struct ProgressMsg {
   static Result<ProgressMsg> parse(const nlohmann::json& h);
 };
 
-// worker → server: free memory per executor, when it moved.
+// worker → server: per executor, free memory and how busy it is
+// (utilisation in percent, launch delay in µs; < 0, null on the wire: not
+// measured), when any of it moved.
 struct ResourcesMsg {
   std::vector<uint64_t> free_memory;
+  std::vector<double> utilization{}, launch_delay_us{};  // empty, or one per executor
   Message to_message() const;
   static Result<ResourcesMsg> parse(const nlohmann::json& h);
 };

@@ -7,10 +7,8 @@
 #include <memory>
 #include <thread>
 
-#include "client/worker_connection.h"
-#include "exec/executor.h"
+#include "fake_worker.h"
 #include "local_cluster.h"
-#include "protocol/wire.h"
 
 namespace lizard {
 namespace {
@@ -19,42 +17,17 @@ using nlohmann::json;
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-// A CPU worker with one executor that builds every program it is sent (and
-// runs nothing).
-class FakeWorker {
- public:
-  FakeWorker(uint16_t port, uint64_t free_memory) {
-    ExecutorInfo e;
-    e.kind = "cpu";
-    e.name = "fake";
-    e.sm_count = 2;
-    e.weight = 2;
-    e.total_memory = 8 * kGiB;
-    e.free_memory = free_memory;
-    const json hello = {{"hostname", "fake"},
-                        {"version", LIZARD_VERSION},
-                        {"backend", "cpu"},
-                        {"executors", json::array({e.to_json()})}};
-    conn_ = std::make_unique<WorkerConnection>(
-        "127.0.0.1", port, "",
-        ConnectionCallbacks{[this, hello] { send(MessageType::kHello, hello); },
-                            [this](std::string frame) { on_frame(frame); }, nullptr});
-    conn_->start();
-  }
-  ~FakeWorker() { conn_->stop(); }
-
-  void send(MessageType t, const json& header) { conn_->send(encode(Message{t, header, ""})); }
-
- private:
-  void on_frame(const std::string& frame) {
-    auto m = decode(frame);
-    if (m.ok() && m->type == MessageType::kProgram)
-      send(MessageType::kProgramStatus,
-           {{"hash", m->header.value("hash", "")}, {"ok", true}, {"error", ""}});
-  }
-
-  std::unique_ptr<WorkerConnection> conn_;
-};
+// A CPU executor with `free_memory` free of 8 GiB.
+ExecutorInfo cpu_executor(uint64_t free_memory) {
+  ExecutorInfo e;
+  e.kind = "cpu";
+  e.name = "fake";
+  e.sm_count = 2;
+  e.weight = 2;
+  e.total_memory = 8 * kGiB;
+  e.free_memory = free_memory;
+  return e;
+}
 
 uint64_t reported_free_memory(const LocalCluster& c) {
   auto r = c.get("/clients");
@@ -67,7 +40,7 @@ uint64_t reported_free_memory(const LocalCluster& c) {
 TEST(Resources, PlansUseTheFreeMemoryWorkersReportLater) {
   LocalCluster c;
   ASSERT_TRUE(c.start(0).ok());
-  FakeWorker worker(c.port(), 4 * kGiB);
+  FakeWorker worker(c.port(), "fake", {cpu_executor(4 * kGiB)});
   ASSERT_TRUE(c.wait_for_workers(1).ok());
   EXPECT_EQ(reported_free_memory(c), 4 * kGiB);
   auto loaded = c.load_program(LIZARD_SOURCE_DIR "/examples/sum");

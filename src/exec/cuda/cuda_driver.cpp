@@ -93,6 +93,7 @@ Status CudaDriver::bind() {
       {bind_one(l, &cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}),
        "cuEventElapsedTime"},
   };
+  bind_one(l, &cuDeviceGetPCIBusId, {"cuDeviceGetPCIBusId"});  // for NVML; optional
   std::string missing;
   for (const auto& e : entries)
     if (!e.bound) missing += (missing.empty() ? "" : ", ") + std::string(e.name);

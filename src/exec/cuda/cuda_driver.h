@@ -80,6 +80,7 @@ class CudaDriver {
   CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
   CUresult (*cuDeviceTotalMem)(size_t*, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetPCIBusId)(char*, int, CUdevice) = nullptr;  // optional: may stay null
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxReset)(CUdevice) = nullptr;

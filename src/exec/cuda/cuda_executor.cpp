@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "exec/cuda/cuda_driver.h"
+#include "exec/cuda/gpu_load.h"
 #include "exec/cuda/nvrtc_compiler.h"
 #include "exec/launch.h"
 #include "exec/partition.h"
@@ -90,8 +91,9 @@ struct Run {
 
 class CudaExecutor final : public Executor {
  public:
-  CudaExecutor(std::shared_ptr<const CudaDriver> cu, std::shared_ptr<const NvrtcCompiler> cc)
-      : cu_(std::move(cu)), cc_(std::move(cc)) {}
+  CudaExecutor(std::shared_ptr<const CudaDriver> cu, std::shared_ptr<const NvrtcCompiler> cc,
+               std::shared_ptr<const NvmlLibrary> nvml)
+      : cu_(std::move(cu)), cc_(std::move(cc)), nvml_(std::move(nvml)) {}
   ~CudaExecutor() override;
 
   // Retains the device's primary context and fills info().
@@ -110,6 +112,9 @@ class CudaExecutor final : public Executor {
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override {
     if (make_current().ok()) read_free_memory();
+  }
+  void refresh_load() override {
+    if (meter_ && make_current().ok()) meter_->measure(stream_, ev_end_, &info_);
   }
 
  private:
@@ -150,6 +155,8 @@ class CudaExecutor final : public Executor {
 
   std::shared_ptr<const CudaDriver> cu_;
   std::shared_ptr<const NvrtcCompiler> cc_;
+  std::shared_ptr<const NvmlLibrary> nvml_;  // null without NVML
+  std::unique_ptr<GpuLoadMeter> meter_;
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   CUstream stream_ = nullptr;
@@ -170,6 +177,7 @@ CudaExecutor::~CudaExecutor() {
   release_run();
   for (auto& [hash, m] : modules_)
     if (m.module) cu_->cuModuleUnload(m.module);
+  if (meter_) meter_->unload();
   detach_context();
 }
 
@@ -178,6 +186,7 @@ Status CudaExecutor::open(int ordinal) {
   info_.ordinal = ordinal;
   LIZARD_RETURN_IF_ERROR(check(cu_->cuDeviceGet(&dev_, ordinal), "cuDeviceGet"));
   LIZARD_RETURN_IF_ERROR(attach_context());
+  meter_ = std::make_unique<GpuLoadMeter>(cu_, nvml_, dev_);
   return fill_info();
 }
 
@@ -224,7 +233,7 @@ Status CudaExecutor::fill_info() {
   read_free_memory();
   const std::string module = kernel_module_version();
   info_.driver = (module.empty() ? "" : module + " ") + "(CUDA " + cu_->version_string() + ")";
-  info_.weight = info_.sm_count * (info_.clock_khz / 1e6);
+  info_.weight = gpu_weight(info_.sm_count, info_.clock_khz);
   return Status::Ok();
 }
 
@@ -578,6 +587,7 @@ Status CudaExecutor::reset_device() {
     run_->pinned = nullptr;
   }
   for (auto& [hash, m] : modules_) m.module = nullptr;
+  if (meter_) meter_->forget_module();
   ev_begin_ = ev_end_ = nullptr;
   stream_ = nullptr;
   Status st = check(cu_->cuDevicePrimaryCtxReset(dev_), "cuDevicePrimaryCtxReset");
@@ -665,9 +675,11 @@ Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOpt
   }
   auto cc = NvrtcCompiler::open(options.cuda_path, options.cache_dir);
   if (!cc.ok()) return cc.status().with_context("CUDA devices found, but cannot compile for them");
+  // Utilisation comes from NVML where the driver installed it; else it is unknown.
+  auto nvml = NvmlLibrary::load();
   std::vector<std::unique_ptr<Executor>> out;
   for (int g : ordinals) {
-    auto e = std::make_unique<CudaExecutor>(cu, *cc);
+    auto e = std::make_unique<CudaExecutor>(cu, *cc, nvml.ok() ? *nvml : nullptr);
     LIZARD_RETURN_IF_ERROR(e->open(g));
     out.push_back(std::move(e));
   }

@@ -1,0 +1,54 @@
+// FakeWorker: a worker that speaks the wire protocol from inside a test, so
+// that what it reports (its executors, their free memory and load) is under
+// the test's control.  It builds every program it is sent and runs nothing.
+//
+//   FakeWorker w(c.port(), "gpu-node", {gpu_executor()});
+//   w.send(MessageType::kResources, {{"free_memory", {1 << 20}}, {"utilization", {90}}});
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/worker_connection.h"
+#include "exec/executor.h"
+#include "protocol/wire.h"
+
+namespace lizard {
+
+class FakeWorker {
+ public:
+  FakeWorker(uint16_t port, const std::string& hostname,
+             const std::vector<ExecutorInfo>& executors) {
+    nlohmann::json ex = nlohmann::json::array();
+    for (const auto& e : executors) ex.push_back(e.to_json());
+    const nlohmann::json hello = {{"hostname", hostname},
+                                  {"version", LIZARD_VERSION},
+                                  {"backend", executors.empty() ? "none" : executors[0].kind},
+                                  {"executors", ex}};
+    conn_ = std::make_unique<WorkerConnection>(
+        "127.0.0.1", port, "",
+        ConnectionCallbacks{[this, hello] { send(MessageType::kHello, hello); },
+                            [this](std::string frame) { on_frame(frame); }, nullptr});
+    conn_->start();
+  }
+  ~FakeWorker() { conn_->stop(); }
+
+  void send(MessageType t, const nlohmann::json& header) {
+    conn_->send(encode(Message{t, header, ""}));
+  }
+
+ private:
+  void on_frame(const std::string& frame) {
+    auto m = decode(frame);
+    if (m.ok() && m->type == MessageType::kProgram)
+      send(MessageType::kProgramStatus,
+           {{"hash", m->header.value("hash", "")}, {"ok", true}, {"error", ""}});
+  }
+
+  std::unique_ptr<WorkerConnection> conn_;
+};
+
+}  // namespace lizard
