@@ -29,7 +29,7 @@ json sum_body(json extra) {
 class PlacementOnCpuWorkers : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(c_.start(1, {"--cpu-threads", "1"}).ok());
+    ASSERT_TRUE(c_.start(1, {"--backend", "cpu", "--cpu-threads", "1"}).ok());
     sum_ = register_program(c_, LIZARD_SOURCE_DIR "/examples/sum");
     ASSERT_FALSE(sum_.empty());
   }
