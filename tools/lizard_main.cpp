@@ -148,7 +148,9 @@ int main(int argc, char** argv) {
   client->add_option("-p,--port", wo.port, "Server port");
   client->add_option("--backend", wo.backend.backend, "auto, cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  client->add_option("--gpus", wo.backend.gpus, "all, a count N, or ordinals such as 0,2");
+  client->add_option("--gpus", wo.backend.gpus,
+                     "Which GPUs: all, none (CPU backend), indices such as 0 or 0,2, count=N "
+                     "(the first N), or auto:N (the N with the most free memory)");
   client->add_option("-i,--cuda-path", wo.backend.cuda_path, "CUDA toolkit directory (for NVRTC)");
   client->add_option("--cpu-threads", wo.backend.cpu_threads, "CPU backend threads (0: all cores)");
   client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached");

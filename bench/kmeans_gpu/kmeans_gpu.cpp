@@ -168,7 +168,7 @@ int fail(const Status& st) {
 int main(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
   CudaOptions o;
-  o.gpus = {0};
+  o.gpus = GpuSelection::of({0});
   auto gpus = make_cuda_executors(o);
   if (!gpus.ok()) return fail(gpus.status());
   Executor& gpu = *gpus->front();
