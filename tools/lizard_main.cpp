@@ -1,6 +1,7 @@
-// lizard: the cluster daemons.
+// lizard: the cluster daemons, and the commands that run programs on them.
 //   lizard server -v [--host 0.0.0.0] [--port 5000]      head node
 //   lizard client -a HOST -p 5000 [-v]                   every GPU node
+//   lizard run | runs | status | cancel | workers        (src/cli/user_commands.h)
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cli/user_commands.h"
 #include "client/worker_daemon.h"
 #include "common/auth.h"
 #include "server/coordinator.h"
@@ -111,6 +113,7 @@ int run_client(lizard::WorkerOptions opts, char** argv) {
 
 int main(int argc, char** argv) {
   CLI::App app{"lizard: run CUDA programs across a cluster of GPU machines"};
+  app.set_help_all_flag("--help-all", "Help for every subcommand");
   app.require_subcommand(1);
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Debug logging");
@@ -158,7 +161,14 @@ int main(int argc, char** argv) {
                      "Report this capability weight (testing, uneven nodes)");
   client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)");
 
-  CLI11_PARSE(app, argc, argv);
+  lizard::UserCommands user(&app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // help is not an error; a bad command line is 2
+  }
+  if (auto status = user.run()) return *status;
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   wo.token = lizard::token_from(wo.token, "LIZARD_TOKEN");
