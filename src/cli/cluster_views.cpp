@@ -58,10 +58,12 @@ std::string indented(const std::string& text) {
   return out;
 }
 
-std::string value_line(const std::string& name, const json& v) {
+std::string value_line(const std::string& name, const json& v, const std::string& out_dir) {
   std::string text = v.dump();
   if (text.size() + name.size() + 3 <= kLongestValueLine) return name + " = " + text;
-  return name + ": " + shape_text(v) + " values (--out DIR writes " + name + ".npy)";
+  const std::string where =
+      out_dir.empty() ? "--out DIR writes " + name + ".npy" : "in " + out_dir + "/" + name + ".npy";
+  return name + ": " + shape_text(v) + " values (" + where + ")";
 }
 
 std::string executor_refs(const json& executors) {
@@ -132,12 +134,12 @@ std::string runs_table(const json& runs) {
   return table(rows);
 }
 
-std::string result_lines(const json& record) {
+std::string result_lines(const json& record, const std::string& out_dir) {
   if (!record.contains("result")) return "";
   std::string out;
   for (const char* section : {"state", "aggregate"}) {
     const json& values = record["result"].value(section, json::object());
-    for (const auto& [name, v] : values.items()) out += value_line(name, v) + "\n";
+    for (const auto& [name, v] : values.items()) out += value_line(name, v, out_dir) + "\n";
   }
   return out;
 }

@@ -20,8 +20,9 @@ std::string runs_table(const nlohmann::json& runs);
 std::string run_summary(const nlohmann::json& record);
 
 // A finished run's state and aggregate values, one `name = value` line each;
-// values too long for a line are given by their shape instead.
-std::string result_lines(const nlohmann::json& record);
+// values too long for a line are given by their shape instead, and where
+// they were written when `out_dir` is given.
+std::string result_lines(const nlohmann::json& record, const std::string& out_dir = "");
 
 // Each worker with its host, backend, executors (free memory, the run each
 // serves) and the programs it has built (named from `programs`).

@@ -64,6 +64,7 @@ TEST(ClusterViews, LongValuesAreGivenByTheirShape) {
   for (int i = 0; i < 64; ++i) big.push_back(json::array({1.25, 2.5, 3.75}));
   json record = {{"result", {{"state", {{"centroids", big}}}, {"aggregate", json::object()}}}};
   EXPECT_EQ(result_lines(record), "centroids: 64x3 values (--out DIR writes centroids.npy)\n");
+  EXPECT_EQ(result_lines(record, "res"), "centroids: 64x3 values (in res/centroids.npy)\n");
   EXPECT_EQ(result_lines(json::object()), "");
 }
 

@@ -65,7 +65,7 @@ int report(const ServerApi& api, const json& record, const FollowOptions& o, con
   } else if (status == "done") {
     *c.out << id << " done: " << record.value("iterations", 0) << " iteration(s) in "
            << duration_text(record.value("elapsed_ms", 0.0)) << "\n"
-           << result_lines(record);
+           << result_lines(record, o.out_dir);
   }
   if (status == "done") return 0;
   *c.err << "lizard: " << id << " " << status << ": " << record.value("error", "no reason given")
@@ -147,6 +147,9 @@ int follow_run(const ServerApi& api, const std::string& id, const FollowOptions&
 }
 
 int run_program(const ServerApi& api, const RunOptions& o, const Console& c) {
+  std::error_code ec;
+  if (!o.follow.quiet && std::filesystem::is_directory(o.program, ec))
+    *c.err << "registering " << o.program << " (every worker builds it)\n";
   auto program = resolve_program(api, o.program, o.build_timeout_s);
   if (!program.ok()) {
     *c.err << "lizard: " << program.status().message() << "\n";
