@@ -192,19 +192,27 @@ class Poller:
         done = [r for r in pending if r._record is not None and r._record["status"] in FINISHED]
         while not done:
             self._sleep(pending)
-            listed = self._list(pending)
-            ids = {r["runtime_id"] for r in listed if r.get("status") in FINISHED}
-            for run in pending:
-                if run.id in ids:
-                    run.refresh()
-                    done.append(run)
+            done = self._reachable(lambda: self._newly_finished(pending), pending)
         return done
 
-    def _list(self, pending):
+    def _newly_finished(self, pending):
+        """Refreshes and returns the runs that have finished. A few runs are
+        read one by one; more through one list of all runs."""
+        if len(pending) <= 4:
+            return [r for r in pending if r.refresh()["status"] in FINISHED]
+        listed = self._client._conn.json("GET", "/runtimes")
+        ids = {r["runtime_id"] for r in listed if r.get("status") in FINISHED}
+        finished = [r for r in pending if r.id in ids]
+        for run in finished:
+            run.refresh()
+        return finished
+
+    def _reachable(self, poll, pending):
+        """poll()'s answer; [] while the server is unreachable for a while."""
         try:
-            listed = self._client._conn.json("GET", "/runtimes")
+            answer = poll()
             self._unreachable_since = None
-            return listed
+            return answer
         except LizardError as e:
             if not e.unreachable:
                 raise
