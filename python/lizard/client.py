@@ -38,6 +38,16 @@ def _plain(value):
     return value
 
 
+def _cancel_quietly(runs):
+    """Cancels the runs that have not finished (Ctrl-C while waiting)."""
+    for run in runs:
+        try:
+            if run._record is None or run._record["status"] not in FINISHED:
+                run.cancel()
+        except LizardError:
+            pass
+
+
 class Client:
     """A lizard server at `uri` (http://host:port, host:port or host)."""
 
@@ -89,7 +99,8 @@ class Client:
             max_iterations=None, outputs=None, timeout=None):
         """Starts a run of `program` (a directory, registered first, or a
         checksum) and, with wait=True, waits for it: returns the Run when it is
-        done and raises LizardError when it fails or is cancelled.
+        done and raises LizardError when it fails or is cancelled. Ctrl-C
+        while waiting cancels the run.
         `executors`: how many executors it takes, N or (min, max)."""
         checksum = self._checksum_of(program)
         uploads = []
@@ -101,7 +112,13 @@ class Client:
             for dataset_id in uploads:
                 self._delete_quietly(dataset_id)
             raise
-        return run.wait(timeout) if wait else run
+        if not wait:
+            return run
+        try:
+            return run.wait(timeout)
+        except KeyboardInterrupt:
+            _cancel_quietly([run])
+            raise
 
     def map(self, program, params_list, dataset=None, state=None, executors=1,
             max_iterations=None, outputs=None, timeout=None):
@@ -114,6 +131,9 @@ class Client:
                                         max_iterations, outputs)
         try:
             wait_for_runs(self, runs, timeout, lost_server_s=self.lost_server_s)
+        except KeyboardInterrupt:
+            _cancel_quietly(runs)
+            raise
         finally:
             self._release(runs, shared)
         failed = [r for r in runs if r._record["status"] != "done"]
@@ -216,11 +236,7 @@ class Client:
                 runs.append(self._submit(checksum, params, sources, state, executors,
                                          max_iterations, outputs))
         except BaseException:
-            for run in runs:
-                try:
-                    run.cancel()
-                except LizardError:
-                    pass
+            _cancel_quietly(runs)
             for dataset_id in shared:
                 self._delete_quietly(dataset_id)
             raise

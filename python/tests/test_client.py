@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import time
 import urllib.request
 
@@ -146,6 +147,29 @@ def test_progress_while_running_then_cancel(cluster):
     with pytest.raises(lizard.LizardError, match=f"runtime {run.id} is cancelled already"):
         run.cancel()
     assert uploads(cluster) == []
+
+
+def test_ctrl_c_while_waiting_cancels_the_run(cluster):
+    c = lizard.Client(cluster.uri)
+    pts = blobs(100000, seed=5)
+    checksum = c.load_program(KMEANS)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 2.0)
+        with pytest.raises(KeyboardInterrupt):
+            c.run(checksum, params={"k": 3, "dims": 2, "max_iterations": 1000000,
+                                    "threshold": -1},
+                  dataset={"points": pts}, state={"centroids": pts[:3]}, executors=1)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    last = c.runs()[-1]
+    assert wait_until(lambda: c.get_run(last["runtime_id"]).status == "cancelled")
+    assert c.get_run(last["runtime_id"]).record["iterations"] < 1000000
 
 
 def test_every_failure_raises_lizard_error_with_the_servers_message(cluster):
