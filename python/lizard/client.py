@@ -38,14 +38,20 @@ def _plain(value):
     return value
 
 
-def _cancel_quietly(runs):
-    """Cancels the runs that have not finished (Ctrl-C while waiting)."""
+def _cancel_quietly(client, runs, shared_uploads=()):
+    """Cancels the runs that have not finished (Ctrl-C while waiting) and
+    deletes their uploads, which a cancelled run no longer reads."""
     for run in runs:
         try:
             if run._record is None or run._record["status"] not in FINISHED:
                 run.cancel()
         except LizardError:
             pass
+        for dataset_id in run._uploads:
+            client._delete_quietly(dataset_id)
+        run._uploads = []
+    for dataset_id in shared_uploads:
+        client._delete_quietly(dataset_id)
 
 
 class Client:
@@ -117,7 +123,7 @@ class Client:
         try:
             return run.wait(timeout)
         except KeyboardInterrupt:
-            _cancel_quietly([run])
+            _cancel_quietly(self, [run])
             raise
 
     def map(self, program, params_list, dataset=None, state=None, executors=1,
@@ -132,7 +138,7 @@ class Client:
         try:
             wait_for_runs(self, runs, timeout, lost_server_s=self.lost_server_s)
         except KeyboardInterrupt:
-            _cancel_quietly(runs)
+            _cancel_quietly(self, runs, shared)
             raise
         finally:
             self._release(runs, shared)
@@ -236,9 +242,7 @@ class Client:
                 runs.append(self._submit(checksum, params, sources, state, executors,
                                          max_iterations, outputs))
         except BaseException:
-            _cancel_quietly(runs)
-            for dataset_id in shared:
-                self._delete_quietly(dataset_id)
+            _cancel_quietly(self, runs, shared)
             raise
         return runs, shared
 

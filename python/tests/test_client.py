@@ -170,6 +170,7 @@ def test_ctrl_c_while_waiting_cancels_the_run(cluster):
     last = c.runs()[-1]
     assert wait_until(lambda: c.get_run(last["runtime_id"]).status == "cancelled")
     assert c.get_run(last["runtime_id"]).record["iterations"] < 1000000
+    assert uploads(cluster) == []
 
 
 def test_every_failure_raises_lizard_error_with_the_servers_message(cluster):
