@@ -21,6 +21,7 @@
 #include "server/run_book.h"
 #include "server/run_driver.h"
 #include "server/scheduler.h"
+#include "server/server_metrics.h"
 #include "server/worker_registry.h"
 
 namespace lizard {
@@ -35,6 +36,7 @@ struct Coordinator::Impl : RouteActions {
   RunBook runs;
   DatasetStore datasets;
   Scheduler scheduler;
+  ServerMetrics metrics{&workers, &runs};
   HttpRoutes routes;
   boost::asio::thread_pool pool{4};
   std::atomic<bool> stopping{false};
@@ -55,7 +57,7 @@ struct Coordinator::Impl : RouteActions {
         datasets(opts.state_dir),
         scheduler({opts.max_bypass}),
         routes({opts.token, opts.read_token},
-               {&programs, &workers, &runs, &datasets, this,
+               {&programs, &workers, &runs, &datasets, this, &metrics,
                 [this](std::function<void()> f) { boost::asio::post(pool, std::move(f)); }}) {}
 
   // ---- RouteActions --------------------------------------------------------
@@ -192,8 +194,10 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
     case MessageType::kHello:
       return on_hello(worker_id, m->header);
     case MessageType::kProgramStatus:
-      if (auto s = ProgramStatusMsg::parse(m->header); s.ok())
+      if (auto s = ProgramStatusMsg::parse(m->header); s.ok()) {
+        metrics.count_program_build(s->ok);
         workers.program_status(worker_id, *s);
+      }
       return wake_scheduler();
     case MessageType::kHeartbeat:
       return;
@@ -298,6 +302,7 @@ void Coordinator::Impl::start_driver(const std::shared_ptr<RunRecord>& run) {
   ctx.book = &runs;
   ctx.workers = &workers;
   ctx.worker_wait_s = opts.worker_wait_s;
+  ctx.metrics = &metrics;
   ctx.stopping = [this] { return stopping.load(); };
   ctx.wake_scheduler = [this] { wake_scheduler(); };
   auto driver = std::make_unique<RunDriver>(run, std::move(ctx));
@@ -389,12 +394,13 @@ bool Coordinator::authorize_worker(const std::map<std::string, std::string>& hea
 }
 
 std::string Coordinator::on_worker_connect(std::shared_ptr<WorkerLink> link) {
-  std::string id = impl_->workers.connect(std::move(link));
+  std::string id = impl_->workers.connect(impl_->metrics.metered(std::move(link)));
   spdlog::debug("worker {} connected", id);
   return id;
 }
 
 void Coordinator::on_worker_frame(const std::string& worker_id, std::string frame) {
+  impl_->metrics.count_bytes_from_workers(frame.size());
   impl_->on_frame(worker_id, std::move(frame));
 }
 

@@ -5,9 +5,11 @@
 #include <filesystem>
 
 #include "common/auth.h"
+#include "server/dashboard.h"
 #include "server/dataset_store.h"
 #include "server/program_registry.h"
 #include "server/run_book.h"
+#include "server/server_metrics.h"
 #include "server/worker_registry.h"
 
 namespace lizard {
@@ -96,6 +98,21 @@ bool truthy(const std::map<std::string, std::string>& q, const char* key) {
   return it != q.end() && it->second != "0" && it->second != "false";
 }
 
+std::string header(const HttpRequest& req, const char* name) {
+  auto it = req.headers.find(name);
+  return it == req.headers.end() ? "" : it->second;
+}
+
+// A responder that counts the answer in the metrics before sending it.
+Responder counted(ServerMetrics* metrics, std::string method, std::string route,
+                  Responder respond) {
+  return [metrics, method = std::move(method), route = std::move(route),
+          respond = std::move(respond)](HttpResponse r) {
+    metrics->count_http(method, route, r.status);
+    respond(std::move(r));
+  };
+}
+
 }  // namespace
 
 const std::vector<HttpRoutes::Route>& HttpRoutes::table() {
@@ -107,6 +124,8 @@ const std::vector<HttpRoutes::Route>& HttpRoutes::table() {
        [](HttpRoutes*, C&, R& r) {
          r({200, "text/plain", "imok"});
        }},
+      {{"GET", "/metrics"}, [](HttpRoutes* h, C& c, R& r) { h->get_metrics(c, r); }},
+      {{"GET", "/ui/{file}"}, [](HttpRoutes* h, C& c, R& r) { h->get_dashboard_file(c, r); }},
       {{"GET", "/clients"}, [](HttpRoutes* h, C&, R& r) { reply(r, h->s_.workers->to_json()); }},
       {{"GET", "/clients/{id}"},
        [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.workers->to_json(c.path["id"])); }},
@@ -169,20 +188,26 @@ void HttpRoutes::handle(HttpRequest req, Responder respond) {
     path.resize(q);
   }
   const auto parts = segments(path);
-  const bool health = parts.size() == 1 && parts[0] == "ruok";
-  if (!health)
-    if (auto refusal = check_token(req)) return respond(std::move(*refusal));
+  const Route* route = nullptr;
   std::vector<std::string> allowed;
-  for (const Route& route : table()) {
+  for (const Route& r : table()) {
     Params params;
-    if (!match(route.spec.path, parts, &params)) continue;
-    if (route.spec.method != req.method) {
-      allowed.push_back(route.spec.method);
+    if (!match(r.spec.path, parts, &params)) continue;
+    if (r.spec.method != req.method) {
+      allowed.push_back(r.spec.method);
       continue;
     }
-    call.req = std::move(req);
+    route = &r;
     call.path = std::move(params);
-    return route.handler(this, call, respond);
+    break;
+  }
+  if (s_.metrics)
+    respond = counted(s_.metrics, req.method, route ? route->spec.path : "", std::move(respond));
+  if (!open_to_all(route ? &route->spec : nullptr, req))
+    if (auto refusal = check_token(req)) return respond(std::move(*refusal));
+  if (route) {
+    call.req = std::move(req);
+    return route->handler(this, call, respond);
   }
   if (!allowed.empty()) {
     std::string list;
@@ -191,6 +216,12 @@ void HttpRoutes::handle(HttpRequest req, Responder respond) {
         405, {{"error", req.method + " is not allowed on " + path + " (allowed: " + list + ")"}}));
   }
   respond(json_response(404, {{"error", "no such endpoint: " + req.method + " " + req.target}}));
+}
+
+bool HttpRoutes::open_to_all(const RouteSpec* route, const HttpRequest& req) {
+  if (!route) return false;
+  if (route->path == "/ruok" || route->path == "/ui/{file}") return true;
+  return route->path == "/" && prefers_html(header(req, "accept"));
 }
 
 std::optional<HttpResponse> HttpRoutes::check_token(const HttpRequest& req) const {
@@ -205,8 +236,29 @@ std::optional<HttpResponse> HttpRoutes::check_token(const HttpRequest& req) cons
                                            " token: send Authorization: Bearer <token>"}});
 }
 
-void HttpRoutes::get_root(Call&, Responder& r) {
-  r(json_response(200, {{"service", "lizard"}, {"version", LIZARD_VERSION}}));
+// Browsers get the dashboard; API clients the service's name, version, and
+// what the token they sent allows ("write": every route, "read": GET only).
+void HttpRoutes::get_root(Call& c, Responder& r) {
+  if (prefers_html(header(c.req, "accept"))) {
+    auto page = dashboard_file_named("index.html");
+    return r({200, page->content_type, std::string(page->body)});
+  }
+  HttpRequest probe;
+  probe.method = "POST";
+  probe.headers = c.req.headers;
+  const char* access = check_token(probe) ? "read" : "write";
+  r(json_response(200, {{"service", "lizard"}, {"version", LIZARD_VERSION}, {"access", access}}));
+}
+
+void HttpRoutes::get_metrics(Call&, Responder& r) {
+  if (!s_.metrics) return r(json_response(404, {{"error", "this server keeps no metrics"}}));
+  r({200, kMetricsContentType, s_.metrics->render()});
+}
+
+void HttpRoutes::get_dashboard_file(Call& c, Responder& r) {
+  auto f = dashboard_file_named(c.path["file"]);
+  if (!f) return r(json_response(404, {{"error", "no such dashboard file: " + c.path["file"]}}));
+  r({200, f->content_type, std::string(f->body)});
 }
 
 void HttpRoutes::get_programs(Call&, Responder& r) {

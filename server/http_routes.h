@@ -1,8 +1,10 @@
 // HttpRoutes: the REST API — the route table, bearer tokens, and the JSON
-// views of programs, workers, runs and datasets.  Reads are answered from the
-// registries directly; work that may block (registering a program, checking
-// a run request, assembling a field) goes to `offload`, and actions go to
-// the RouteActions the coordinator implements.
+// views of programs, workers, runs and datasets; also GET /metrics
+// (server_metrics.h) and the dashboard (dashboard.h: `/` for browsers, its
+// files under /ui/).  Every answer is counted in the metrics.  Reads are
+// answered from the registries directly; work that may block (registering a
+// program, checking a run request, assembling a field) goes to `offload`,
+// and actions go to the RouteActions the coordinator implements.
 //
 // Called on the network layer's io thread; never blocks it.
 //
@@ -27,6 +29,7 @@ namespace lizard {
 class DatasetStore;
 class ProgramRegistry;
 class RunBook;
+class ServerMetrics;
 class WorkerRegistry;
 
 // One route: method and path, with OpenAPI templating ("/runtimes/{id}").
@@ -57,6 +60,7 @@ struct RouteServices {
   RunBook* runs = nullptr;
   DatasetStore* datasets = nullptr;
   RouteActions* actions = nullptr;
+  ServerMetrics* metrics = nullptr;  // GET /metrics, and counts every answer; may be null
   std::function<void(std::function<void()>)> offload;  // runs work off the io thread
 };
 
@@ -87,7 +91,12 @@ class HttpRoutes {
   static const std::vector<Route>& table();
   friend const std::vector<RouteSpec>& route_specs();
 
+  // Whether the request may go without a token: the health check and the
+  // dashboard's files, which hold no data.
+  static bool open_to_all(const RouteSpec* route, const HttpRequest& req);
   void get_root(Call& c, Responder& r);
+  void get_metrics(Call& c, Responder& r);
+  void get_dashboard_file(Call& c, Responder& r);
   void get_programs(Call& c, Responder& r);
   void get_program(Call& c, Responder& r);
   void get_field(Call& c, Responder& r);

@@ -11,6 +11,7 @@
 #include "program/reducers.h"
 #include "protocol/messages.h"
 #include "server/row_streamer.h"
+#include "server/server_metrics.h"
 
 namespace lizard {
 
@@ -271,6 +272,7 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
     if (!r.ok()) continue;
     compile_ms = std::max(compile_ms, r->compile_ms);
     cache_hit = cache_hit && r->compile_cache_hit;
+    if (ctx_.metrics) ctx_.metrics->count_run_ready(r->compile_cache_hit, r->compile_ms);
   }
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.phases["loading_ms"] = ms_since(t_load);
@@ -379,6 +381,7 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
   *done = prog.hooks->update_state(m, req.params, &s->agg, &s->state, it);
   IterationTiming timing{it, ms_since(t0), kernel_ms, ms_since(t_fold),
                          section_to_json(s->state, m, req.params, /*scalars_only=*/true)};
+  if (ctx_.metrics) ctx_.metrics->observe_iteration(timing.ms, timing.kernel_ms, timing.fold_ms);
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.iterations = it + 1;
     if (r.plan)

@@ -33,6 +33,8 @@
 
 namespace lizard {
 
+class ServerMetrics;
+
 struct DriverEvent {
   enum class Kind { kMessage, kWorkerLost, kPlacement, kWake };
   Kind kind = Kind::kWake;
@@ -46,6 +48,7 @@ struct DriverContext {
   RunBook* book = nullptr;
   WorkerRegistry* workers = nullptr;
   int worker_wait_s = 60;                // how long to wait for new executors
+  ServerMetrics* metrics = nullptr;      // iteration times and compiles; may be null
   std::function<bool()> stopping;        // the server is shutting down
   std::function<void()> wake_scheduler;  // after asking for executors again
 };

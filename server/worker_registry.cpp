@@ -25,8 +25,10 @@ json ProgramBuild::to_json() const {
 
 json WorkerRegistry::Worker::to_json() const {
   json hw = hello.to_json();
-  for (size_t i = 0; i < hw["executors"].size() && i < serving.size(); ++i)
+  for (size_t i = 0; i < hw["executors"].size() && i < serving.size(); ++i) {
     hw["executors"][i]["run"] = serving[i].empty() ? json(nullptr) : json(serving[i]);
+    hw["executors"][i]["runs_served"] = runs_served[i];
+  }
   json j = {{"id", id},
             {"address", link ? link->peer() : ""},
             {"connected_at", connected_at},
@@ -55,6 +57,7 @@ bool WorkerRegistry::hello(const std::string& id, HelloMsg hello,
   Worker& w = it->second;
   w.joined = true;
   w.serving.assign(hello.executors.size(), "");
+  w.runs_served.assign(hello.executors.size(), 0);
   w.hello = std::move(hello);
   w.programs.clear();
   w.link->send(encode(WelcomeMsg{id}.to_message()));
@@ -185,8 +188,11 @@ bool WorkerRegistry::claim(const std::vector<ExecutorRef>& executors, const std:
         !it->second.serving[static_cast<size_t>(e.index)].empty())
       return false;
   }
-  for (const auto& e : executors)
-    workers_[e.worker_id].serving[static_cast<size_t>(e.index)] = run_id;
+  for (const auto& e : executors) {
+    Worker& w = workers_[e.worker_id];
+    w.serving[static_cast<size_t>(e.index)] = run_id;
+    ++w.runs_served[static_cast<size_t>(e.index)];
+  }
   return true;
 }
 
@@ -246,6 +252,18 @@ size_t WorkerRegistry::joined() const {
   size_t n = 0;
   for (const auto& [_, w] : workers_) n += w.joined;
   return n;
+}
+
+std::vector<ExecutorReport> WorkerRegistry::executor_reports() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<ExecutorReport> out;
+  for (const auto& [id, w] : workers_) {
+    if (!w.joined) continue;
+    for (size_t i = 0; i < w.hello.executors.size(); ++i)
+      out.push_back({id, w.hello.hostname, static_cast<int>(i), w.hello.executors[i], w.serving[i],
+                     w.runs_served[i]});
+  }
+  return out;
 }
 
 json WorkerRegistry::to_json() const {

@@ -34,6 +34,15 @@ namespace lizard {
 
 enum class BuildState { kBuilding, kReady, kFailed };
 
+// One executor of a joined worker, as the metrics and the dashboard show it.
+struct ExecutorReport {
+  std::string worker_id, hostname;
+  int index = 0;
+  ExecutorInfo info;         // free_memory as last reported
+  std::string run;           // the run it serves now, or empty
+  uint64_t runs_served = 0;  // runs placed on it since the worker joined
+};
+
 struct ProgramBuild {
   BuildState state = BuildState::kBuilding;
   std::string error;
@@ -83,6 +92,7 @@ class WorkerRegistry {
 
   std::vector<WorkerView> view() const;  // for the scheduler
   size_t joined() const;
+  std::vector<ExecutorReport> executor_reports() const;
   nlohmann::json to_json() const;  // GET /clients
   Result<nlohmann::json> to_json(const std::string& id) const;
 
@@ -93,7 +103,8 @@ class WorkerRegistry {
     bool joined = false;  // hello received
     HelloMsg hello;
     std::map<std::string, ProgramBuild> programs;
-    std::vector<std::string> serving;  // per executor: run id, or empty
+    std::vector<std::string> serving;   // per executor: run id, or empty
+    std::vector<uint64_t> runs_served;  // per executor
     std::string connected_at;
     nlohmann::json to_json() const;
   };

@@ -9,7 +9,7 @@
 //      points, one executor each): one at a time, then all at once; the
 //      speed-up of the second over the first.
 //
-//   build/bench/run_throughput [runs=1000] [clients=64] [cpu_threads=1]
+//   build/bench/run_throughput [runs=1000] [clients=64] [cpu_threads=1] [heavy_rows=500000]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -33,8 +33,10 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 // POSTs `bodies` with ?wait=1 from `clients` threads; each run's latency in ms.
 // Returns false when a run did not end done.
 bool submit_all(const lizard::LocalCluster& c, const std::string& hash,
-                const std::vector<json>& bodies, int clients, std::vector<double>* latency) {
+                const std::vector<json>& bodies, int clients, std::vector<double>* latency,
+                std::vector<json>* records = nullptr) {
   latency->assign(bodies.size(), 0.0);
+  if (records) records->assign(bodies.size(), json());
   std::atomic<size_t> next{0};
   std::atomic<bool> ok{true};
   std::vector<std::thread> threads;
@@ -44,7 +46,9 @@ bool submit_all(const lizard::LocalCluster& c, const std::string& hash,
         const auto t0 = Clock::now();
         auto r = c.post("/runtime/" + hash + "?wait=1", bodies[i].dump());
         (*latency)[i] = ms_between(t0, Clock::now());
-        if (!r.ok() || json::parse(r->body, nullptr, false).value("status", "") != "done") {
+        json rec = r.ok() ? json::parse(r->body, nullptr, false) : json();
+        if (records) (*records)[i] = rec;
+        if (!rec.is_object() || rec.value("status", "") != "done") {
           if (ok.exchange(false))
             std::fprintf(stderr, "a run did not finish: %s\n",
                          r.ok() ? r->body.c_str() : r.status().message().c_str());
@@ -53,6 +57,21 @@ bool submit_all(const lizard::LocalCluster& c, const std::string& hash,
     });
   for (auto& t : threads) t.join();
   return ok;
+}
+
+// Mean of each phase of the records' `phases`, and of `elapsed_ms`: where a
+// run's time goes (accepted to placed, loading, iterations).
+void print_phases(const char* label, const std::vector<json>& records) {
+  const char* keys[] = {"queued_ms", "planning_ms", "loading_ms", "iterations_ms"};
+  std::printf("    %-14s mean ms per run:", label);
+  for (const char* k : keys) {
+    double sum = 0;
+    for (const json& r : records) sum += r["phases"].value(k, 0.0);
+    std::printf("  %s %.2f", k, sum / static_cast<double>(records.size()));
+  }
+  double elapsed = 0;
+  for (const json& r : records) elapsed += r.value("elapsed_ms", 0.0);
+  std::printf("  elapsed_ms %.2f\n", elapsed / static_cast<double>(records.size()));
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -72,6 +91,7 @@ int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::atoi(argv[1]) : 1000;
   const int clients = argc > 2 ? std::atoi(argv[2]) : 64;
   const std::string threads = argc > 3 ? argv[3] : "1";
+  const int heavy_rows = argc > 4 ? std::atoi(argv[4]) : 500000;
   constexpr int kWorkers = 4;
   lizard::LocalCluster cluster;
   if (auto st = cluster.start(kWorkers, {"--cpu-threads", threads}); !st.ok()) {
@@ -109,19 +129,22 @@ int main(int argc, char** argv) {
     for (int q = 0; q < 8; ++q)
       for (int j = 0; j < 4; ++j) init.push_back(static_cast<float>(q * 2 + j));
     heavy.push_back(
-        {{"params", {{"k", 8}, {"dims", 4}, {"max_iterations", 5}, {"threshold", -1}}},
-         {"dataset", {{"points", {{"generate", "blobs"}, {"seed", i + 1}, {"rows", 200000}}}}},
+        {{"params", {{"k", 8}, {"dims", 4}, {"max_iterations", 10}, {"threshold", -1}}},
+         {"dataset", {{"points", {{"generate", "blobs"}, {"seed", i + 1}, {"rows", heavy_rows}}}}},
          {"state", {{"centroids", init}}},
          {"executors", 1}});
   }
   const auto s0 = Clock::now();
-  if (!submit_all(cluster, kmeans, heavy, 1, &latency)) return 1;
+  std::vector<json> serial_records, concurrent_records;
+  if (!submit_all(cluster, kmeans, heavy, 1, &latency, &serial_records)) return 1;
   const double serial_ms = ms_between(s0, Clock::now());
   const auto c0 = Clock::now();
-  if (!submit_all(cluster, kmeans, heavy, 64, &latency)) return 1;
+  if (!submit_all(cluster, kmeans, heavy, 64, &latency, &concurrent_records)) return 1;
   const double concurrent_ms = ms_between(c0, Clock::now());
-  std::printf("  64 k-means runs (200,000 points x 4, k 8, 5 iterations, executors: 1):\n");
+  std::printf("  64 k-means runs (%d points x 4, k 8, 10 iterations, executors: 1):\n", heavy_rows);
   std::printf("  one at a time %.0f ms   all at once %.0f ms   speed-up %.2fx (target: >= 3.5x)\n",
               serial_ms, concurrent_ms, serial_ms / concurrent_ms);
+  print_phases("one at a time", serial_records);
+  print_phases("all at once", concurrent_records);
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/subprocess.h"
+#include "dataset/test_files.h"
 #include "program/codegen.h"
 #include "program/reducers.h"
 
@@ -95,7 +96,8 @@ TEST(Layout, GeneratedHeaderCompilesAndAssertsTheLayout) {
                         "global_state_t;"),
             std::string::npos)
       << header;
-  std::string dir = ::testing::TempDir();
+  TempDir tmp;  // of its own: tests run in parallel
+  const std::string dir = tmp.path("");
   FILE* f = std::fopen((dir + "/lizard_program.h").c_str(), "w");
   std::fputs(header.c_str(), f);
   std::fclose(f);

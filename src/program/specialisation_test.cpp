@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/subprocess.h"
+#include "dataset/test_files.h"
 #include "program/codegen.h"
 
 namespace lizard {
@@ -34,7 +35,8 @@ Manifest manifest() {
 // Writes `header` and `code` to a directory and checks them with the C and
 // C++ compilers; returns "" or the first failure's output.
 std::string compile(const std::string& header, const std::string& code, bool c_too) {
-  const std::string dir = ::testing::TempDir();
+  TempDir tmp;  // of its own: tests run in parallel
+  const std::string dir = tmp.path("");
   for (const auto& [name, text] :
        {std::pair<std::string, std::string>{"lizard_program.h", header}, {"use.c", code}}) {
     FILE* f = std::fopen((dir + "/" + name).c_str(), "w");

@@ -10,6 +10,7 @@
 
 #include "dataset/npy.h"
 #include "exec/cuda/cuda_executor.h"
+#include "json_compare.h"
 #include "local_cluster.h"
 
 namespace lizard {
@@ -21,24 +22,6 @@ struct Case {
   std::string example;
   std::function<json(const std::string& dir)> request;
 };
-
-// Compares every number of two JSON values (relative tolerance `rel`).
-void expect_numbers_close(const json& a, const json& b, double rel, const std::string& where) {
-  ASSERT_EQ(a.type(), b.type()) << where;
-  if (a.is_number()) {
-    double x = a.get<double>(), y = b.get<double>();
-    EXPECT_NEAR(x, y, rel * std::max(1.0, std::max(std::fabs(x), std::fabs(y)))) << where;
-  } else if (a.is_array()) {
-    ASSERT_EQ(a.size(), b.size()) << where;
-    for (size_t i = 0; i < a.size(); ++i)
-      expect_numbers_close(a[i], b[i], rel, where + "[" + std::to_string(i) + "]");
-  } else if (a.is_object()) {
-    for (const auto& [k, v] : a.items()) {
-      ASSERT_TRUE(b.contains(k)) << where << "." << k;
-      expect_numbers_close(v, b[k], rel, where + "." + k);
-    }
-  }
-}
 
 json run_on(const std::string& backend, const Case& c) {
   LocalCluster cluster;

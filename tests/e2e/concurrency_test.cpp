@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "json_compare.h"
 #include "local_cluster.h"
 #include "net/http_client.h"
 
@@ -96,8 +97,9 @@ TEST_F(Concurrency, RunsOnDisjointExecutorsGiveTheAnswersTheyGiveAlone) {
   json together_b = wait_until_finished(c_, b, 120);
   ASSERT_EQ(together_a["status"], "done") << together_a.dump(2);
   ASSERT_EQ(together_b["status"], "done") << together_b.dump(2);
-  EXPECT_EQ(together_a["result"], alone_a["result"]);
-  EXPECT_EQ(together_b["result"], alone_b["result"]);
+  // The same answers, to the rounding that GPU atomics leave free.
+  expect_numbers_close(together_a["result"], alone_a["result"], 1e-4, "a");
+  expect_numbers_close(together_b["result"], alone_b["result"], 1e-4, "b");
   // They ran side by side, on different executors.
   EXPECT_NE(together_a["plan"]["executors"], together_b["plan"]["executors"]);
 }
