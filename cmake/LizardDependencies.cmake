@@ -24,8 +24,12 @@ add_library(lizard::deps_core ALIAS lizard_deps_core)
 
 add_library(lizard_deps_net INTERFACE)
 target_link_libraries(lizard_deps_net INTERFACE Boost::headers CLI11::CLI11 Threads::Threads)
-target_compile_definitions(lizard_deps_net INTERFACE BOOST_BEAST_USE_STD_STRING_VIEW
-                                                     BOOST_ASIO_NO_DEPRECATED)
+target_compile_definitions(lizard_deps_net INTERFACE BOOST_ASIO_NO_DEPRECATED)
+# From Boost 1.81 Beast's string_view converts to and from std::string_view by
+# itself, and the macro that made it std::string_view only prints a notice.
+if(Boost_VERSION VERSION_LESS 1.81)
+  target_compile_definitions(lizard_deps_net INTERFACE BOOST_BEAST_USE_STD_STRING_VIEW)
+endif()
 add_library(lizard::deps_net ALIAS lizard_deps_net)
 
 # The server keeps its run records in SQLite when libsqlite3-dev is present and

@@ -1,6 +1,7 @@
-// lizard: the cluster daemons.
+// lizard: the cluster daemons, and the commands that run programs on them.
 //   lizard server -v [--host 0.0.0.0] [--port 5000]      head node
 //   lizard client -a HOST -p 5000 [-v]                   every GPU node
+//   lizard run | runs | status | cancel | workers        (src/cli/user_commands.h)
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cli/user_commands.h"
 #include "client/worker_daemon.h"
 #include "common/auth.h"
 #include "server/coordinator.h"
@@ -111,6 +113,7 @@ int run_client(lizard::WorkerOptions opts, char** argv) {
 
 int main(int argc, char** argv) {
   CLI::App app{"lizard: run CUDA programs across a cluster of GPU machines"};
+  app.set_help_all_flag("--help-all", "Help for every subcommand");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("lizard ") + LIZARD_VERSION);
   bool verbose = false;
@@ -149,7 +152,9 @@ int main(int argc, char** argv) {
   client->add_option("-p,--port", wo.port, "Server port");
   client->add_option("--backend", wo.backend.backend, "auto, cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  client->add_option("--gpus", wo.backend.gpus, "all, a count N, or ordinals such as 0,2");
+  client->add_option("--gpus", wo.backend.gpus,
+                     "Which GPUs: all, none (CPU backend), indices such as 0 or 0,2, count=N "
+                     "(the first N), or auto:N (the N with the most free memory)");
   client->add_option("-i,--cuda-path", wo.backend.cuda_path, "CUDA toolkit directory (for NVRTC)");
   client->add_option("--cpu-threads", wo.backend.cpu_threads, "CPU backend threads (0: all cores)");
   client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached");
@@ -161,7 +166,14 @@ int main(int argc, char** argv) {
                    "Seconds of silence after which the server counts as gone (reconnect)")
       ->check(CLI::Range(2, 3600));
 
-  CLI11_PARSE(app, argc, argv);
+  lizard::UserCommands user(&app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // help is not an error; a bad command line is 2
+  }
+  if (auto status = user.run()) return *status;
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   wo.token = lizard::token_from(wo.token, "LIZARD_TOKEN");

@@ -1,13 +1,12 @@
 // load_program DIR URI: registers the program in DIR with the lizard server at
 // URI, waits until every connected worker has built it, and prints its checksum.
+// (`lizard run DIR` does the same on its way to a run.)
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include <iostream>
 
+#include "cli/program_loader.h"
 #include "common/auth.h"
-#include "net/http_client.h"
-#include "program/bundle.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Register a lizard program with a server and print its checksum"};
@@ -26,28 +25,18 @@ int main(int argc, char** argv) {
     std::cerr << "load_program: " << bundle.status().message() << "\n";
     return 2;
   }
-  auto base = lizard::parse_server_uri(uri);
-  if (!base.ok()) {
-    std::cerr << "load_program: " << base.status().message() << "\n";
+  auto api = lizard::ServerApi::connect(uri, 5000, lizard::token_from(token, "LIZARD_TOKEN"));
+  if (!api.ok()) {
+    std::cerr << "load_program: " << api.status().message() << "\n";
     return 2;
   }
-  std::string url = "http://" + base->host + ":" + base->port + base->base_path + "/programs";
-  auto reply = lizard::http_request("POST", url, bundle->to_json().dump(), "application/json",
-                                    timeout, lizard::token_from(token, "LIZARD_TOKEN"));
-  if (!reply.ok()) {
-    std::cerr << "load_program: " << reply.status().message() << "\n";
+  auto program = lizard::post_program(*api, *bundle, timeout);
+  if (!program.ok()) {
+    std::cerr << "load_program: " << program.status().message() << "\n";
     return 1;
   }
-  auto j = nlohmann::json::parse(reply->body, nullptr, false);
-  if (reply->status != 200 && reply->status != 201) {
-    std::string msg =
-        j.is_object() && j.contains("error") ? j["error"].get<std::string>() : reply->body;
-    std::cerr << "load_program: the server refused the program (HTTP " << reply->status << "):\n"
-              << msg << "\n";
-    return 1;
-  }
-  if (j.is_object() && j.contains("workers") && j["workers"].empty())
+  if (program->workers.empty())
     std::cerr << "load_program: warning: no worker is connected; workers build it when they join\n";
-  std::cout << (j.is_object() ? j.value("hash", "") : "") << "\n";
+  std::cout << program->hash << "\n";
   return 0;
 }

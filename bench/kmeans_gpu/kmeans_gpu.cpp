@@ -279,7 +279,7 @@ int main(int argc, char** argv) {
     executors.push_back(make_cpu_executor(CpuExecutorOptions{}));
   } else {
     CudaOptions o;
-    o.gpus = {0};
+    o.gpus = GpuSelection::of({0});
     auto gpus = make_cuda_executors(o);
     if (!gpus.ok()) return fail(gpus.status());
     executors = std::move(gpus).value();

@@ -13,7 +13,7 @@
 namespace lizard {
 namespace {
 
-const std::string kSeed = LIZARD_SEED_DATA_DIR;
+const std::string kSeed = LIZARD_TEST_DATA_DIR;
 
 std::string error_of(const Status& s) {
   return s.ok() ? "ok" : s.message();

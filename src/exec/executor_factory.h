@@ -17,7 +17,7 @@ namespace lizard {
 
 struct BackendOptions {
   std::string backend = "auto";  // auto | cuda | cpu
-  std::string gpus = "all";      // all | N (the first N) | 0,2 (ordinals)
+  std::string gpus = "all";      // see exec/gpu_selection.h: all | none | 0,2 | count=N | auto:N
   std::string cuda_path = "/usr/local/cuda";
   int cpu_threads = 0;    // 0: all cores
   std::string cache_dir;  // compiled kernels

@@ -6,6 +6,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -71,6 +72,14 @@ void connect(beast::tcp_stream* stream, const ServerUri& u, int timeout_s) {
   stream->connect(resolver.resolve(u.host, u.port));
 }
 
+// The error for a failed exchange: Asio's errors by their message alone
+// ("Connection refused"), without where in Asio they were raised.
+Status unreachable(const ServerUri& u, const std::exception& e) {
+  const auto* system = dynamic_cast<const boost::system::system_error*>(&e);
+  return unavailable("cannot reach " + u.host + ":" + u.port + ": " +
+                     (system ? system->code().message() : std::string(e.what())));
+}
+
 }  // namespace
 
 Result<HttpReply> http_request(const std::string& method, const std::string& url,
@@ -91,7 +100,7 @@ Result<HttpReply> http_request(const std::string& method, const std::string& url
     http::write(stream, req);
     return read_reply(stream);
   } catch (const std::exception& e) {
-    return unavailable("cannot reach " + u.host + ":" + u.port + ": " + e.what());
+    return unreachable(u, e);
   }
 }
 
@@ -123,7 +132,44 @@ Result<HttpReply> http_upload_file(const std::string& method, const std::string&
     }
     return read_reply(stream);
   } catch (const std::exception& e) {
-    return unavailable("cannot reach " + u.host + ":" + u.port + ": " + e.what());
+    return unreachable(u, e);
+  }
+}
+
+Result<HttpReply> http_download_file(const std::string& url, const std::string& path, int timeout_s,
+                                     const std::string& bearer_token) {
+  LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
+  const std::string part = path + ".part";
+  try {
+    net::io_context ioc;
+    beast::tcp_stream stream(ioc);
+    connect(&stream, u, timeout_s);
+    http::request<http::empty_body> req(http::verb::get, target_of(u), 11);
+    set_common_fields(&req, u, bearer_token);
+    http::write(stream, req);
+    http::response_parser<http::file_body> parser;
+    parser.body_limit(boost::none);
+    beast::error_code ec;
+    parser.get().body().open(part.c_str(), beast::file_mode::write, ec);
+    if (ec) return internal_error("cannot write " + part + ": " + ec.message());
+    beast::flat_buffer buffer;
+    http::read(stream, buffer, parser);
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    parser.get().body().close();
+    HttpReply reply{static_cast<int>(parser.get().result_int()), ""};
+    if (reply.status == 200) {
+      std::error_code moved;
+      std::filesystem::rename(part, path, moved);
+      if (moved) return internal_error("cannot write " + path + ": " + moved.message());
+      return reply;
+    }
+    std::ifstream in(part, std::ios::binary);
+    reply.body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::remove(part.c_str());
+    return reply;
+  } catch (const std::exception& e) {
+    std::remove(part.c_str());
+    return unreachable(u, e);
   }
 }
 

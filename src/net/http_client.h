@@ -1,5 +1,6 @@
 // http_request: a small synchronous HTTP/1.1 client for lizard's tools and
-// tests (load_program, benchmarks, end-to-end tests).
+// tests (the `lizard` user commands, load_program, benchmarks, end-to-end
+// tests).
 //
 //   Result<HttpReply> r = http_request("POST", "http://127.0.0.1:5000/programs", body);
 //   if (r.ok() && r->status == 201) ...
@@ -38,5 +39,11 @@ Result<HttpReply> http_upload_file(const std::string& method, const std::string&
                                    const std::string& path,
                                    const std::string& content_type = "application/octet-stream",
                                    int timeout_s = 600, const std::string& bearer_token = "");
+
+// GET `url` into the file at `path`, written as it arrives (field
+// downloads).  The file is only there after a 200; any other answer's body is
+// returned in the reply instead.
+Result<HttpReply> http_download_file(const std::string& url, const std::string& path,
+                                     int timeout_s = 600, const std::string& bearer_token = "");
 
 }  // namespace lizard

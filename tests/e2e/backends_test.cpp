@@ -87,7 +87,7 @@ std::vector<Case> cases() {
        [](const std::string&) {
          return json{{"params", {{"dims", 8}}},
                      {"dataset",
-                      {{"values", {{"path", LIZARD_SEED_DATA_DIR "/lizard-demo-n2048-d8.csv"}}}}}};
+                      {{"values", {{"path", LIZARD_TEST_DATA_DIR "/lizard-demo-n2048-d8.csv"}}}}}};
        }},
   };
 }

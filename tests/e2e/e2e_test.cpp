@@ -115,7 +115,7 @@ TEST_F(EndToEnd, KmeansFindsKnownBlobCentres) {
 
 TEST_F(EndToEnd, KmeansOnSeedDataMatchesReference) {
   const std::string hash = register_program(LIZARD_SOURCE_DIR "/examples/kmeans");
-  std::ifstream in(LIZARD_SEED_DATA_DIR "/lizard-kmeans-n2048-d16.txt");
+  std::ifstream in(LIZARD_TEST_DATA_DIR "/lizard-kmeans-n2048-d16.txt");
   int64_t n = 0;
   in >> n;
   std::vector<float> pts;
@@ -131,7 +131,7 @@ TEST_F(EndToEnd, KmeansOnSeedDataMatchesReference) {
       {"params", {{"k", k}, {"dims", 16}, {"max_iterations", 15}, {"threshold", 1e-5}}},
       {"dataset",
        {{"points",
-         {{"path", LIZARD_SEED_DATA_DIR "/lizard-kmeans-n2048-d16.txt"}, {"format", "lizard"}}}}},
+         {{"path", LIZARD_TEST_DATA_DIR "/lizard-kmeans-n2048-d16.txt"}, {"format", "lizard"}}}}},
       {"state", {{"centroids", init}}}};
   json rec = run(hash, body);
   ASSERT_EQ(rec["status"], "done") << rec.dump(2);
@@ -143,7 +143,7 @@ TEST_F(EndToEnd, KmeansOnSeedDataMatchesReference) {
 
 TEST_F(EndToEnd, SumOfSeedCsvMatchesReference) {
   const std::string hash = register_program(LIZARD_SOURCE_DIR "/examples/sum");
-  std::ifstream in(LIZARD_SEED_DATA_DIR "/lizard-demo-n2048-d8.csv");
+  std::ifstream in(LIZARD_TEST_DATA_DIR "/lizard-demo-n2048-d8.csv");
   std::vector<double> want(8, 0);
   std::string line;
   int rows = 0;
@@ -157,7 +157,7 @@ TEST_F(EndToEnd, SumOfSeedCsvMatchesReference) {
   json rec = run(
       hash,
       {{"params", {{"dims", 8}}},
-       {"dataset", {{"values", {{"path", LIZARD_SEED_DATA_DIR "/lizard-demo-n2048-d8.csv"}}}}}});
+       {"dataset", {{"values", {{"path", LIZARD_TEST_DATA_DIR "/lizard-demo-n2048-d8.csv"}}}}}});
   ASSERT_EQ(rec["status"], "done") << rec.dump(2);
   EXPECT_EQ(rec["result"]["aggregate"]["count"], rows);
   for (int j = 0; j < 8; ++j)
@@ -287,7 +287,7 @@ TEST_F(EndToEnd, BadRequestsGetClearErrors) {
     ASSERT_TRUE(j.is_object() && j.contains("error")) << r->body;
     EXPECT_NE(j["error"].get<std::string>().find(text), std::string::npos) << j["error"];
   };
-  const std::string csv = LIZARD_SEED_DATA_DIR "/lizard-demo-n16-d3.csv";
+  const std::string csv = LIZARD_TEST_DATA_DIR "/lizard-demo-n16-d3.csv";
   json points = {{"points", {{"path", csv}}}};
   expect_error("/programs", "{not json", 400, "not valid JSON");
   expect_error("/runtime/" + hash, "{not json", 400, "not valid JSON");

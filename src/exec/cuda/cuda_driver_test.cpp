@@ -80,13 +80,40 @@ TEST(CudaExecutors, FactoryGivesExecutorsOrAReason) {
 
 TEST(CudaExecutors, UnknownGpuOrdinalIsRejected) {
   CudaOptions o;
-  o.gpus = {4096};
+  o.gpus = GpuSelection::of({4096});
   auto gpus = make_cuda_executors(o);
   ASSERT_FALSE(gpus.ok());
   // Without a driver the node is unavailable; with one, the ordinal is wrong.
   EXPECT_TRUE(gpus.status().code() == Code::kUnavailable ||
               gpus.status().code() == Code::kInvalidArgument)
       << gpus.status().message();
+}
+
+// count=1 and auto:1 each open one device (count=1 the first); a count
+// beyond the node's devices is refused with how many it has.
+TEST(CudaExecutors, CountAndMostFreeOpenThatManyDevices) {
+  auto every = make_cuda_executors(CudaOptions{});
+  if (!every.ok()) GTEST_SKIP() << every.status().message();
+  const size_t n = every->size();
+  every->clear();
+  for (const char* text : {"count=1", "auto:1"}) {
+    CudaOptions o;
+    o.gpus = *parse_gpu_selection(text);
+    auto one = make_cuda_executors(o);
+    ASSERT_TRUE(one.ok()) << text << ": " << one.status().message();
+    ASSERT_EQ(one->size(), 1u) << text;
+    if (std::string(text) == "count=1") {
+      EXPECT_EQ(one->front()->info().ordinal, 0);
+    }
+  }
+  CudaOptions too_many;
+  too_many.gpus = *parse_gpu_selection("count=" + std::to_string(n + 1));
+  auto refused = make_cuda_executors(too_many);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("this node has " + std::to_string(n)),
+            std::string::npos)
+      << refused.status().message();
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "exec/cuda/cuda_driver.h"
@@ -658,28 +657,34 @@ void CudaExecutor::release_run() {
 
 Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOptions& options) {
   using namespace cuda;
+  if (options.gpus.kind == GpuSelection::Kind::kNone)
+    return invalid_argument("--gpus none selects no GPU for the CUDA backend");
   LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<const CudaDriver> cu, CudaDriver::load());
   int count = 0;
   if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0)
     return unavailable("no CUDA devices");
-  std::vector<int> ordinals = options.gpus;
-  if (ordinals.empty())
-    for (int k = 0; k < count; ++k) ordinals.push_back(k);
-  std::set<int> seen;
-  for (int g : ordinals) {
-    if (g < 0 || g >= count)
-      return invalid_argument("GPU " + std::to_string(g) + " does not exist: this node has " +
-                              std::to_string(count) + " CUDA device(s)");
-    if (!seen.insert(g).second)
-      return invalid_argument("GPU " + std::to_string(g) + " is listed twice");
-  }
   auto cc = NvrtcCompiler::open(options.cuda_path, options.cache_dir);
   if (!cc.ok()) return cc.status().with_context("CUDA devices found, but cannot compile for them");
   // Utilisation comes from NVML where the driver installed it; else it is unknown.
   auto nvml = NvmlLibrary::load();
+  std::shared_ptr<const NvmlLibrary> nvml_lib = nvml.ok() ? *nvml : nullptr;
+  // auto:N reads every device's free memory through an open executor.
+  std::vector<std::unique_ptr<CudaExecutor>> probed(static_cast<size_t>(count));
+  std::vector<uint64_t> free_memory(static_cast<size_t>(count), 0);
+  if (options.gpus.needs_free_memory())
+    for (int g = 0; g < count; ++g) {
+      probed[g] = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib);
+      LIZARD_RETURN_IF_ERROR(probed[g]->open(g));
+      free_memory[g] = probed[g]->info().free_memory;
+    }
+  LIZARD_ASSIGN_OR_RETURN(std::vector<int> ordinals, choose_gpus(options.gpus, free_memory));
   std::vector<std::unique_ptr<Executor>> out;
   for (int g : ordinals) {
-    auto e = std::make_unique<CudaExecutor>(cu, *cc, nvml.ok() ? *nvml : nullptr);
+    if (probed[g]) {
+      out.push_back(std::move(probed[g]));
+      continue;
+    }
+    auto e = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib);
     LIZARD_RETURN_IF_ERROR(e->open(g));
     out.push_back(std::move(e));
   }

@@ -14,19 +14,21 @@
 
 #include "common/status.h"
 #include "exec/executor.h"
+#include "exec/gpu_selection.h"
 
 namespace lizard {
 
 struct CudaOptions {
   std::string cuda_path = "/usr/local/cuda";  // toolkit directory, searched for libnvrtc
-  std::vector<int> gpus;                      // device ordinals; empty = all
+  GpuSelection gpus;                          // which devices (all by default)
   std::string cache_dir;                      // compiled cubins; empty = no disk cache
 };
 
 // One executor per selected GPU.  kUnavailable, with the reason ("libcuda.so.1
 // not found ...", "no CUDA devices", "CUDA driver too old ...", "libnvrtc not
 // found ..."), when this node cannot run CUDA programs; kInvalidArgument when
-// `gpus` names a device that does not exist.
+// `gpus` names a device that does not exist or selects none.  auto:N opens
+// every device to read its free memory and keeps the N with the most.
 Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOptions& options);
 
 }  // namespace lizard

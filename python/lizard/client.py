@@ -1,0 +1,256 @@
+"""Client: a connection to a lizard server.
+
+    c = Client("http://head:5000", token=None)       # or $LIZARD_ADDRESS, $LIZARD_TOKEN
+    checksum = c.load_program("examples/kmeans")
+    run = c.run(checksum, params={...}, dataset={"points": array}, state={...})
+    runs = c.map("examples/kmeans", [{"k": 2, ...}, {"k": 3, ...}], dataset=..., state=...)
+    for run in c.imap_unordered(...): ...
+
+Dataset values may be numpy arrays (uploaded as .npy), paths on the
+cluster (str: every node reads the file there), lists of rows (sent in the
+request), or source objects as the REST API takes them ({"generate": ...,
+"rows": ...}, {"upload": id}). State values may be numpy arrays, lists or
+numbers.
+"""
+
+import io
+import json
+import os
+
+import numpy as np
+
+from ._http import Connection
+from ._program import is_checksum, read_bundle
+from .errors import LizardError
+from .run import FINISHED, Poller, Run, wait_for_runs
+
+
+def _plain(value):
+    """numpy values as the JSON the server reads."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _cancel_quietly(client, runs, shared_uploads=()):
+    """Cancels the runs that have not finished (Ctrl-C while waiting) and
+    deletes their uploads, which a cancelled run no longer reads."""
+    for run in runs:
+        try:
+            if run._record is None or run._record["status"] not in FINISHED:
+                run.cancel()
+        except LizardError:
+            pass
+        for dataset_id in run._uploads:
+            client._delete_quietly(dataset_id)
+        run._uploads = []
+    for dataset_id in shared_uploads:
+        client._delete_quietly(dataset_id)
+
+
+class Client:
+    """A lizard server at `uri` (http://host:port, host:port or host)."""
+
+    def __init__(self, uri=None, token=None, timeout=60):
+        uri = uri or os.environ.get("LIZARD_ADDRESS") or "http://127.0.0.1:5000"
+        token = token if token is not None else os.environ.get("LIZARD_TOKEN") or None
+        self._conn = Connection(uri, token, timeout)
+        self.lost_server_s = 5.0
+
+    def __repr__(self):
+        return f"<lizard.Client {self._conn.base}>"
+
+    # --- programs and data ----------------------------------------------------
+
+    def load_program(self, path, timeout=900):
+        """Registers the program in directory `path`, waits until every
+        connected worker has built it, and returns its checksum."""
+        if not os.path.isdir(path):
+            raise LizardError(f"{path} is not a program directory")
+        answer = self._conn.json("POST", "/programs", read_bundle(path), timeout=timeout)
+        return answer["hash"]
+
+    def upload(self, data):
+        """Uploads a numpy array (or a local .npy file) for runs to use;
+        returns its dataset id ({"upload": id} names it in a run)."""
+        if isinstance(data, (str, os.PathLike)):
+            with open(data, "rb") as f:
+                body = f.read()
+        else:
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(data), allow_pickle=False)
+            body = buf.getvalue()
+        raw = self._conn.request("POST", "/datasets", body, "application/octet-stream",
+                                 timeout=6 * 3600)
+        return json.loads(raw)["id"]
+
+    def delete_dataset(self, dataset_id):
+        self._conn.json("DELETE", "/datasets/" + dataset_id)
+
+    def _delete_quietly(self, dataset_id):
+        try:
+            self.delete_dataset(dataset_id)
+        except LizardError:
+            pass
+
+    # --- runs -----------------------------------------------------------------
+
+    def run(self, program, params=None, dataset=None, state=None, wait=True, executors=None,
+            max_iterations=None, outputs=None, timeout=None):
+        """Starts a run of `program` (a directory, registered first, or a
+        checksum) and, with wait=True, waits for it: returns the Run when it is
+        done and raises LizardError when it fails or is cancelled. Ctrl-C
+        while waiting cancels the run.
+        `executors`: how many executors it takes, N or (min, max)."""
+        checksum = self._checksum_of(program)
+        uploads = []
+        try:
+            sources = self._dataset_sources(dataset, uploads)
+            run = self._submit(checksum, params, sources, state, executors, max_iterations, outputs,
+                               uploads)
+        except BaseException:
+            for dataset_id in uploads:
+                self._delete_quietly(dataset_id)
+            raise
+        if not wait:
+            return run
+        try:
+            return run.wait(timeout)
+        except KeyboardInterrupt:
+            _cancel_quietly(self, [run])
+            raise
+
+    def map(self, program, params_list, dataset=None, state=None, executors=1,
+            max_iterations=None, outputs=None, timeout=None):
+        """One run per params dict in `params_list`, all submitted at once so
+        that they spread over the cluster (`executors` each, 1 by default);
+        returns the Runs in input order once all have finished. Datasets given
+        as numpy arrays are uploaded once for all of them. Raises LizardError
+        (with `.runs`) when any run did not finish as done."""
+        runs, shared = self._start_many(program, params_list, dataset, state, executors,
+                                        max_iterations, outputs)
+        try:
+            wait_for_runs(self, runs, timeout, lost_server_s=self.lost_server_s)
+        except KeyboardInterrupt:
+            _cancel_quietly(self, runs, shared)
+            raise
+        finally:
+            self._release(runs, shared)
+        failed = [r for r in runs if r._record["status"] != "done"]
+        if failed:
+            first = failed[0]._record
+            raise LizardError(f"{len(failed)} of {len(runs)} runs did not finish: {failed[0].id} "
+                              f"{first['status']}: {first.get('error', '')}",
+                              record=first, runs=runs)
+        return runs
+
+    def imap_unordered(self, program, params_list, dataset=None, state=None, executors=1,
+                       max_iterations=None, outputs=None, timeout=None):
+        """As map, but yields each Run as soon as it has finished; a run that
+        failed or was cancelled raises LizardError when it is reached. Runs
+        still going when the loop is left stay on the server, with their
+        uploads."""
+        runs, shared = self._start_many(program, params_list, dataset, state, executors,
+                                        max_iterations, outputs)
+        poller = Poller(self, timeout, self.lost_server_s)
+        pending = list(runs)
+        try:
+            while pending:
+                for run in poller.finished(pending):
+                    pending.remove(run)
+                    yield run._check()
+        finally:
+            self._release(runs, shared)
+
+    def get_run(self, run_id):
+        """The Run with id `run_id` (e.g. "r3")."""
+        run = Run(self, run_id)
+        run.refresh()
+        return run
+
+    def runs(self, status=None):
+        """Every run record (without results), optionally only those in `status`."""
+        return self._conn.json("GET", "/runtimes" + (f"?status={status}" if status else ""))
+
+    def workers(self):
+        """The connected workers (GET /clients)."""
+        return self._conn.json("GET", "/clients")
+
+    # --- helpers --------------------------------------------------------------
+
+    def _checksum_of(self, program):
+        if is_checksum(program):
+            return program
+        if isinstance(program, (str, os.PathLike)) and os.path.isdir(program):
+            return self.load_program(program)
+        raise LizardError(f"{program!r} is neither a program directory nor a checksum")
+
+    def _dataset_sources(self, dataset, uploads):
+        if dataset is None:
+            return None
+        if not isinstance(dataset, dict):
+            raise LizardError("dataset must be a dict of field name -> data")
+        sources = {}
+        for name, value in dataset.items():
+            if isinstance(value, np.ndarray):
+                dataset_id = self.upload(value)
+                uploads.append(dataset_id)
+                sources[name] = {"upload": dataset_id}
+            elif isinstance(value, (str, os.PathLike)):
+                sources[name] = {"path": os.fspath(value)}
+            elif isinstance(value, dict):
+                sources[name] = _plain(value)
+            elif isinstance(value, (list, tuple)):
+                sources[name] = {"values": _plain(value)}
+            else:
+                raise LizardError(f"dataset field {name!r}: expected a numpy array, a path on the "
+                                  f"cluster, a list of rows or a source dict, not "
+                                  f"{type(value).__name__}")
+        return sources
+
+    def _submit(self, checksum, params, sources, state, executors, max_iterations, outputs,
+                uploads=()):
+        body = {"params": _plain(params or {})}
+        if sources is not None:
+            body["dataset"] = sources
+        if state is not None:
+            body["state"] = _plain(state)
+        if executors is not None:
+            body["executors"] = (executors if isinstance(executors, int)
+                                 else {"min": executors[0], "max": executors[1]})
+        if max_iterations is not None:
+            body["max_iterations"] = max_iterations
+        if outputs is not None:
+            body["outputs"] = list(outputs)
+        answer = self._conn.json("POST", "/runtime/" + checksum, body, timeout=600)
+        return Run(self, answer["runtime_id"], checksum, uploads)
+
+    def _start_many(self, program, params_list, dataset, state, executors, max_iterations,
+                    outputs):
+        checksum = self._checksum_of(program)
+        shared = []
+        runs = []
+        try:
+            sources = self._dataset_sources(dataset, shared)
+            for params in params_list:
+                runs.append(self._submit(checksum, params, sources, state, executors,
+                                         max_iterations, outputs))
+        except BaseException:
+            _cancel_quietly(self, runs, shared)
+            raise
+        return runs, shared
+
+    def _release(self, runs, shared):
+        """Removes the uploads a batch of runs shared, once all have finished."""
+        if all(r._record is not None and r._record["status"] in FINISHED for r in runs):
+            for dataset_id in shared:
+                self._delete_quietly(dataset_id)
+
+    def _wait_for(self, runs, timeout):
+        wait_for_runs(self, runs, timeout, lost_server_s=self.lost_server_s)

@@ -1,0 +1,230 @@
+"""The Python client against a real server and CPU workers on 127.0.0.1."""
+
+import json
+import os
+import signal
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+
+import lizard
+from cluster import SOURCE_DIR, LocalCluster
+
+KMEANS = os.path.join(SOURCE_DIR, "examples", "kmeans")
+SUM = os.path.join(SOURCE_DIR, "examples", "sum")
+DATA = os.path.join(SOURCE_DIR, "tests", "data")
+
+
+def blobs(n, seed=0):
+    """n float32 points around three centres; rows 0, 1 and 2 lie one near each."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([[-4, -4], [4, -4], [0, 5]], dtype=np.float32)
+    return (centres[np.arange(n) % 3] + rng.normal(0, 0.6, size=(n, 2))).astype(np.float32)
+
+
+def lloyd(points, centroids, max_iterations, threshold):
+    """The kmeans example's algorithm: float32 distances, means of the
+    assigned points, empty clusters stay; (centroids, iterations)."""
+    c = centroids.astype(np.float32).copy()
+    for it in range(max_iterations):
+        d = ((points[:, None, :] - c[None, :, :]) ** 2).sum(axis=2, dtype=np.float32)
+        labels = d.argmin(axis=1)
+        moved = 0.0
+        for q in range(len(c)):
+            mine = points[labels == q]
+            if len(mine):
+                mean = mine.astype(np.float64).mean(axis=0).astype(np.float32)
+                moved = max(moved, float(np.sqrt(((mean - c[q]).astype(np.float64) ** 2).sum())))
+                c[q] = mean
+        if moved <= threshold:
+            return c, it + 1
+    return c, max_iterations
+
+
+def uploads(cluster):
+    with urllib.request.urlopen(cluster.uri + "/datasets", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def wait_until(ready, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_run_uploads_arrays_and_returns_fields_as_arrays(cluster):
+    c = lizard.Client(cluster.uri)
+    pts = blobs(3000)
+    run = c.run(KMEANS, params={"k": 3, "dims": 2, "max_iterations": 20, "threshold": 1e-4},
+                dataset={"points": pts}, state={"centroids": pts[:3]})
+    assert run.status == "done"
+    want, iterations = lloyd(pts, pts[:3], 20, 1e-4)
+    centroids = run.state["centroids"]
+    assert centroids.shape == (3, 2) and centroids.dtype == np.float32
+    np.testing.assert_allclose(centroids, want, rtol=1e-4, atol=1e-5)
+    assert run.record["iterations"] == iterations
+    labels = run.outputs["labels"]
+    assert labels.shape == (3000,) and labels.dtype == np.int32
+    np.testing.assert_array_equal(np.bincount(labels, minlength=3), run.aggregate["counts"])
+    assert run.aggregate["counts"].dtype == np.int64
+    assert run.state["shift"].shape == ()
+    assert set(run.state) == {"centroids", "shift"}
+    assert set(run.aggregate) == {"sums", "counts"}
+    assert set(run.outputs) == {"labels"}
+    assert run.progress["fraction"] == 1.0
+    assert uploads(cluster) == []  # the upload made for the run is gone
+
+
+def test_datasets_from_paths_lists_sources_and_a_checksum(cluster):
+    c = lizard.Client(cluster.uri)
+    checksum = c.load_program(SUM)
+    assert len(checksum) == 64
+    csv = os.path.join(DATA, "lizard-demo-n2048-d8.csv")
+    run = c.run(checksum, params={"dims": 8}, dataset={"values": csv})
+    assert run.record["program"] == checksum
+    np.testing.assert_allclose(run.aggregate["sums"], np.loadtxt(csv, delimiter=",").sum(axis=0),
+                               rtol=1e-9)
+    assert run.aggregate["count"] == 2048
+    listed = c.run(SUM, params={"dims": 2}, dataset={"values": [[1.5, 2], [3, 4.5]]})
+    np.testing.assert_array_equal(listed.aggregate["sums"], [4.5, 6.5])
+    generated = c.run(KMEANS, params={"k": 2, "dims": 2, "max_iterations": 3},
+                      dataset={"points": {"generate": "blobs", "rows": 1000, "seed": 3}},
+                      state={"centroids": [[0, 0], [1, 1]]}, outputs=[])
+    assert generated.record["rows"] == 1000
+    assert set(generated.outputs) == set()
+
+
+def test_map_keeps_input_order_and_spreads_runs_over_the_workers(cluster):
+    c = lizard.Client(cluster.uri)
+    pts = blobs(2000, seed=1)
+    params = [{"k": 3, "dims": 2, "max_iterations": i, "threshold": -1} for i in range(1, 7)]
+    runs = c.map(KMEANS, params, dataset={"points": pts}, state={"centroids": pts[:3]})
+    assert len(runs) == 6
+    for i, run in enumerate(runs, start=1):
+        assert run.record["params"]["max_iterations"] == i
+        assert run.record["iterations"] == i
+        want, _ = lloyd(pts, pts[:3], i, -1)
+        np.testing.assert_allclose(run.state["centroids"], want, rtol=1e-4, atol=1e-5)
+        assert len(run.record["plan"]["executors"]) == 1  # one executor each by default
+    assert {r.record["plan"]["executors"][0]["worker"] for r in runs} == {"w1", "w2"}
+    assert uploads(cluster) == []  # the shared upload is gone once all have finished
+
+
+def test_imap_unordered_yields_every_run_once_as_it_finishes(cluster):
+    c = lizard.Client(cluster.uri)
+    pts = blobs(2000, seed=2)
+    params = [{"k": 3, "dims": 2, "max_iterations": i, "threshold": -1} for i in (40, 1, 20, 2)]
+    seen = []
+    for run in c.imap_unordered(KMEANS, params, dataset={"points": pts},
+                                state={"centroids": pts[:3]}):
+        assert run.status == "done"
+        seen.append(run.record["params"]["max_iterations"])
+    assert sorted(seen) == [1, 2, 20, 40]
+    assert uploads(cluster) == []
+
+
+def test_progress_while_running_then_cancel(cluster):
+    c = lizard.Client(cluster.uri)
+    pts = blobs(100000, seed=3)
+    run = c.run(KMEANS, params={"k": 3, "dims": 2, "max_iterations": 1000000, "threshold": -1},
+                dataset={"points": pts}, state={"centroids": pts[:3]}, executors=1, wait=False)
+    assert wait_until(lambda: run.progress["iterations"] > 0)
+    p = run.progress
+    assert p["status"] == "running" and p["max_iterations"] == 1000000 and p["rows"] == 100000
+    assert 0 < p["fraction"] < 1
+    run.cancel()
+    with pytest.raises(lizard.LizardError) as e:
+        run.wait(timeout=60)
+    assert e.value.record["status"] == "cancelled"
+    assert f"{run.id} cancelled: " in str(e.value)
+    with pytest.raises(lizard.LizardError, match="only a done run has results"):
+        run.state["centroids"]
+    with pytest.raises(lizard.LizardError, match=f"runtime {run.id} is cancelled already"):
+        run.cancel()
+    assert uploads(cluster) == []
+
+
+def test_ctrl_c_while_waiting_cancels_the_run(cluster):
+    c = lizard.Client(cluster.uri)
+    pts = blobs(100000, seed=5)
+    checksum = c.load_program(KMEANS)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 2.0)
+        with pytest.raises(KeyboardInterrupt):
+            c.run(checksum, params={"k": 3, "dims": 2, "max_iterations": 1000000,
+                                    "threshold": -1},
+                  dataset={"points": pts}, state={"centroids": pts[:3]}, executors=1)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    last = c.runs()[-1]
+    assert wait_until(lambda: c.get_run(last["runtime_id"]).status == "cancelled")
+    assert c.get_run(last["runtime_id"]).record["iterations"] < 1000000
+    assert uploads(cluster) == []
+
+
+def test_every_failure_raises_lizard_error_with_the_servers_message(cluster):
+    c = lizard.Client(cluster.uri)
+    pts = blobs(300)
+    with pytest.raises(lizard.LizardError, match="no such program: " + "a" * 64) as e:
+        c.run("a" * 64)
+    assert e.value.status == 404
+    with pytest.raises(lizard.LizardError, match="neither a program directory nor a checksum"):
+        c.run("no/such/dir")
+    with pytest.raises(lizard.LizardError, match=r"missing param\(s\): k") as e:
+        c.run(KMEANS, params={"dims": 2}, dataset={"points": pts})
+    assert e.value.status == 400
+    with pytest.raises(lizard.LizardError, match=r"expected <f4 \(float32\), file has <f8"):
+        c.run(KMEANS, params={"k": 3, "dims": 2}, dataset={"points": pts.astype(np.float64)})
+    with pytest.raises(lizard.LizardError, match="expected a numpy array"):
+        c.run(KMEANS, params={"k": 3, "dims": 2}, dataset={"points": 3})
+    with pytest.raises(lizard.LizardError, match=r"needs 9 executor\(s\)") as e:
+        c.run(KMEANS, params={"k": 3, "dims": 2}, dataset={"points": pts},
+              state={"centroids": pts[:3]}, executors=9)
+    assert e.value.record["status"] == "failed"
+    with pytest.raises(lizard.LizardError, match=r"2 of 2 runs did not finish") as e:
+        c.map(KMEANS, [{"k": 3, "dims": 2}] * 2, dataset={"points": pts},
+              state={"centroids": pts[:3]}, executors=9)
+    assert [r.status for r in e.value.runs] == ["failed", "failed"]
+    with pytest.raises(lizard.LizardError, match="cannot reach 127.0.0.1:1"):
+        lizard.Client("127.0.0.1:1").workers()
+    assert uploads(cluster) == []
+
+
+def test_tokens_come_from_the_argument_or_the_environment(monkeypatch):
+    with LocalCluster(workers=1, token="s3cret") as cluster:
+        monkeypatch.delenv("LIZARD_TOKEN", raising=False)
+        args = dict(params={"dims": 2}, dataset={"values": [[1, 2]]})
+        with pytest.raises(lizard.LizardError, match="missing token") as e:
+            lizard.Client(cluster.uri).run(SUM, **args)
+        assert e.value.status == 401
+        assert lizard.Client(cluster.uri, token="s3cret").run(SUM, **args).status == "done"
+        monkeypatch.setenv("LIZARD_TOKEN", "s3cret")
+        assert lizard.Client(cluster.uri).run(SUM, **args).status == "done"
+
+
+def test_server_gone_mid_run_raises_instead_of_waiting_forever():
+    with LocalCluster(workers=1) as cluster:
+        c = lizard.Client(cluster.uri)
+        pts = blobs(100000, seed=4)
+        run = c.run(KMEANS, params={"k": 3, "dims": 2, "max_iterations": 1000000,
+                                    "threshold": -1},
+                    dataset={"points": pts}, state={"centroids": pts[:3]}, wait=False)
+        assert wait_until(lambda: run.status == "running")
+        cluster.kill_server()
+        t0 = time.monotonic()
+        with pytest.raises(lizard.LizardError, match=f"lost the server while waiting for {run.id}"
+                                                     f": cannot reach") as e:
+            run.wait()
+        assert e.value.unreachable
+        assert time.monotonic() - t0 < 20

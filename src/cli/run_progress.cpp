@@ -1,0 +1,128 @@
+#include "cli/run_progress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace lizard {
+
+using nlohmann::json;
+
+double RunProgress::fraction() const {
+  if (status == "done") return 1;
+  if (max_iterations <= 0) return 0;
+  double current = rows > 0 ? static_cast<double>(rows_done) / static_cast<double>(rows) : 0;
+  double f = (static_cast<double>(iterations) + std::min(current, 1.0)) /
+             static_cast<double>(max_iterations);
+  return std::clamp(f, 0.0, 1.0);
+}
+
+std::optional<double> RunProgress::eta_s() const {
+  const double f = fraction();
+  if (status != "running" || f <= 0 || elapsed_s <= 0) return std::nullopt;
+  return elapsed_s * (1 - f) / f;
+}
+
+RunProgress progress_of(const json& record, double running_for_s) {
+  RunProgress p;
+  p.id = record.value("runtime_id", "");
+  p.status = record.value("status", "");
+  p.iterations = record.value("iterations", int64_t{0});
+  p.max_iterations = record.value("max_iterations", int64_t{0});
+  p.rows = record.value("rows", int64_t{0});
+  p.elapsed_s = running_for_s;
+  if (p.status == "done") {
+    p.rows_done = p.rows;
+  } else if (record.contains("progress") && record["progress"].is_object()) {
+    const json& pr = record["progress"];
+    // Rows done belong to the iteration under way; once it has completed,
+    // `iterations` counts it.
+    if (pr.value("iteration", int64_t{-1}) == p.iterations)
+      p.rows_done = pr.value("rows_done", int64_t{0});
+  }
+  return p;
+}
+
+std::string with_thousands(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+std::string clock_text(double seconds) {
+  const int64_t s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  return buf;
+}
+
+namespace {
+
+// The iteration under way, 1-based, capped at the maximum.
+int64_t iteration_shown(const RunProgress& p) {
+  return std::min(p.iterations + (p.status == "done" ? 0 : 1),
+                  std::max<int64_t>(p.max_iterations, 1));
+}
+
+}  // namespace
+
+std::string progress_bar_line(const RunProgress& p, int bar_width) {
+  std::string line = p.id + " " + p.status;
+  if (p.status == "queued") return line + "  (waiting for executors)";
+  const int filled = static_cast<int>(std::floor(p.fraction() * bar_width));
+  line += "  [" + std::string(static_cast<size_t>(filled), '#') +
+          std::string(static_cast<size_t>(bar_width - filled), '.') + "]";
+  line +=
+      "  iteration " + std::to_string(iteration_shown(p)) + "/" + std::to_string(p.max_iterations);
+  line += "  rows " + with_thousands(p.rows_done) + "/" + with_thousands(p.rows);
+  line += "  " + clock_text(p.elapsed_s);
+  if (auto eta = p.eta_s())
+    line += std::string("  ETA ") + (p.max_iterations > 1 ? "<= " : "") + clock_text(*eta);
+  return line;
+}
+
+std::string progress_plain_line(const RunProgress& p) {
+  std::string line = p.id + ": " + p.status;
+  if (p.status == "queued") return line;
+  char elapsed[32];
+  std::snprintf(elapsed, sizeof elapsed, "%.1f s", p.elapsed_s);
+  return line + ", iteration " + std::to_string(iteration_shown(p)) + "/" +
+         std::to_string(p.max_iterations) + ", rows " + std::to_string(p.rows_done) + "/" +
+         std::to_string(p.rows) + ", " + elapsed;
+}
+
+void ProgressPrinter::update(const json& record, double now_s) {
+  const std::string status = record.value("status", "");
+  if (status == "running" && !started_at_) started_at_ = now_s;
+  const RunProgress p = progress_of(record, started_at_ ? now_s - *started_at_ : 0);
+  if (terminal_) {
+    std::string line = progress_bar_line(p);
+    const size_t width = line.size();
+    if (width < drawn_) line += std::string(drawn_ - width, ' ');
+    *out_ << '\r' << line << std::flush;
+    drawn_ = width;
+    return;
+  }
+  const bool changed = status != last_status_ || p.iterations != last_iteration_;
+  if (!changed || (status == last_status_ && now_s - last_plain_s_ < 1)) return;
+  *out_ << progress_plain_line(p) << "\n" << std::flush;
+  last_status_ = status;
+  last_iteration_ = p.iterations;
+  last_plain_s_ = now_s;
+}
+
+void ProgressPrinter::finish() {
+  if (terminal_ && drawn_ > 0) *out_ << "\n" << std::flush;
+  drawn_ = 0;
+}
+
+}  // namespace lizard

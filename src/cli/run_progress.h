@@ -1,0 +1,67 @@
+// How `lizard run` shows a run while it goes, from the run records it polls
+// (GET /runtimes/<id>): on a terminal one line redrawn in place, with a bar,
+// the iteration, rows done and the time left; into a pipe or file, a plain
+// line whenever the status or the iteration changes (at most one a second).
+//
+//   ProgressPrinter p(&std::cerr, isatty(2));
+//   while (...) p.update(record, seconds_since_submit);
+//   p.finish();
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace lizard {
+
+// What a record says about a run's advance.
+struct RunProgress {
+  std::string id;
+  std::string status;
+  int64_t iterations = 0;  // completed
+  int64_t max_iterations = 0;
+  int64_t rows = 0;
+  int64_t rows_done = 0;  // of the current iteration
+  double elapsed_s = 0;   // since it started running (0 while queued)
+
+  // The share of the work done, 0 … 1, counting max_iterations as the whole.
+  double fraction() const;
+  // Seconds left at the pace so far; nullopt until something is done.  With
+  // more than one iteration allowed it is an upper bound: runs may converge.
+  std::optional<double> eta_s() const;
+};
+
+// `running_for_s`: seconds since the client saw the run start running.
+RunProgress progress_of(const nlohmann::json& record, double running_for_s);
+
+// "r3 running  [#######.....]  iteration 4/50  rows 1,024/2,048  0:03  ETA <= 0:07"
+std::string progress_bar_line(const RunProgress& p, int bar_width = 24);
+// "r3: running, iteration 4/50, rows 1024/2048, 2.5 s"
+std::string progress_plain_line(const RunProgress& p);
+
+// "1,234,567"
+std::string with_thousands(int64_t n);
+// "0:07", "12:34", "1:02:03"
+std::string clock_text(double seconds);
+
+class ProgressPrinter {
+ public:
+  ProgressPrinter(std::ostream* out, bool terminal) : out_(out), terminal_(terminal) {}
+  void update(const nlohmann::json& record, double now_s);
+  // Ends the redrawn line, so that what follows starts on a new one.
+  void finish();
+
+ private:
+  std::ostream* out_;
+  bool terminal_;
+  std::optional<double> started_at_;  // when the run was first seen running
+  std::string last_status_;
+  int64_t last_iteration_ = -1;
+  double last_plain_s_ = -1;
+  size_t drawn_ = 0;  // characters of the line on screen
+};
+
+}  // namespace lizard

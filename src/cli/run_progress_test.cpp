@@ -1,0 +1,101 @@
+#include "cli/run_progress.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+
+json running(int iterations, int progress_iteration, int rows_done) {
+  return {
+      {"runtime_id", "r3"},
+      {"status", "running"},
+      {"iterations", iterations},
+      {"max_iterations", 10},
+      {"rows", 2000},
+      {"progress", {{"iteration", progress_iteration}, {"rows", 2000}, {"rows_done", rows_done}}}};
+}
+
+TEST(RunProgress, FractionCountsIterationsAndRowsOfTheCurrentOne) {
+  RunProgress p = progress_of(running(4, 4, 1000), 9.0);
+  EXPECT_EQ(p.rows_done, 1000);
+  EXPECT_DOUBLE_EQ(p.fraction(), 0.45);
+  ASSERT_TRUE(p.eta_s());
+  EXPECT_NEAR(*p.eta_s(), 9.0 * 0.55 / 0.45, 1e-9);
+  // Rows reported for an iteration that has completed belong to no current one.
+  EXPECT_EQ(progress_of(running(5, 4, 2000), 1).rows_done, 0);
+  EXPECT_FALSE(progress_of(running(0, 0, 0), 1).eta_s());  // nothing done yet
+  json queued = {{"runtime_id", "r3"}, {"status", "queued"}, {"max_iterations", 10}};
+  EXPECT_FALSE(progress_of(queued, 0).eta_s());
+  json done = {{"status", "done"}, {"iterations", 3}, {"max_iterations", 10}, {"rows", 5}};
+  EXPECT_DOUBLE_EQ(progress_of(done, 1).fraction(), 1.0);
+  EXPECT_EQ(progress_of(done, 1).rows_done, 5);
+}
+
+TEST(RunProgress, BarLineShowsIterationRowsTimeAndAnUpperBoundEta) {
+  EXPECT_EQ(progress_bar_line(progress_of(running(4, 4, 1000), 9.0), 20),
+            "r3 running  [#########...........]  iteration 5/10  rows 1,000/2,000  0:09  ETA <= "
+            "0:11");
+  json one = running(0, 0, 500);
+  one["max_iterations"] = 1;
+  EXPECT_EQ(progress_bar_line(progress_of(one, 3.0), 4),
+            "r3 running  [#...]  iteration 1/1  rows 500/2,000  0:03  ETA 0:09");
+  json queued = {{"runtime_id", "r3"}, {"status", "queued"}};
+  EXPECT_EQ(progress_bar_line(progress_of(queued, 0)), "r3 queued  (waiting for executors)");
+}
+
+TEST(RunProgress, PlainLines) {
+  EXPECT_EQ(progress_plain_line(progress_of(running(4, 4, 1000), 2.5)),
+            "r3: running, iteration 5/10, rows 1000/2000, 2.5 s");
+  json queued = {{"runtime_id", "r3"}, {"status", "queued"}};
+  EXPECT_EQ(progress_plain_line(progress_of(queued, 0)), "r3: queued");
+}
+
+TEST(RunProgress, NumbersAndClocks) {
+  EXPECT_EQ(with_thousands(0), "0");
+  EXPECT_EQ(with_thousands(999), "999");
+  EXPECT_EQ(with_thousands(1000), "1,000");
+  EXPECT_EQ(with_thousands(1234567), "1,234,567");
+  EXPECT_EQ(with_thousands(-1234), "-1,234");
+  EXPECT_EQ(clock_text(0), "0:00");
+  EXPECT_EQ(clock_text(7.4), "0:07");
+  EXPECT_EQ(clock_text(754), "12:34");
+  EXPECT_EQ(clock_text(3723), "1:02:03");
+}
+
+TEST(RunProgress, PipedOutputGetsALineWhenStatusOrIterationChanges) {
+  std::ostringstream out;
+  ProgressPrinter p(&out, /*terminal=*/false);
+  json q = {{"runtime_id", "r3"}, {"status", "queued"}, {"max_iterations", 10}};
+  p.update(q, 0.0);
+  p.update(q, 0.5);                   // unchanged: no line
+  p.update(running(0, 0, 0), 1.0);    // status changed
+  p.update(running(1, 1, 0), 1.5);    // iteration changed, but within a second
+  p.update(running(1, 1, 100), 2.1);  // now it is shown
+  p.update(running(1, 1, 200), 3.5);  // unchanged iteration: no line
+  p.finish();
+  EXPECT_EQ(out.str(),
+            "r3: queued\n"
+            "r3: running, iteration 1/10, rows 0/2000, 0.0 s\n"
+            "r3: running, iteration 2/10, rows 100/2000, 1.1 s\n");
+}
+
+TEST(RunProgress, TerminalOutputRedrawsOneLine) {
+  std::ostringstream out;
+  ProgressPrinter p(&out, /*terminal=*/true);
+  p.update({{"runtime_id", "r3"}, {"status", "queued"}}, 0.0);
+  p.update(running(0, 0, 1000), 2.0);
+  p.finish();
+  const std::string s = out.str();
+  EXPECT_EQ(s.front(), '\r');
+  EXPECT_EQ(s.back(), '\n');
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1);
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\r'), 2);
+  EXPECT_NE(s.find("iteration 1/10  rows 1,000/2,000"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace lizard

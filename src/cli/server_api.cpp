@@ -1,0 +1,105 @@
+#include "cli/server_api.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+namespace {
+
+Code code_of(int http_status) {
+  switch (http_status) {
+    case 400:
+    case 401:
+      return Code::kInvalidArgument;
+    case 404:
+      return Code::kNotFound;
+    case 409:
+      return Code::kConflict;
+    case 413:
+      return Code::kTooLarge;
+    case 422:
+      return Code::kCompileError;
+    case 503:
+      return Code::kUnavailable;
+    default:
+      return Code::kInternal;
+  }
+}
+
+}  // namespace
+
+Status status_of_error_answer(int http_status, const std::string& body) {
+  const json j = json::parse(body, nullptr, false);
+  std::string message = body;
+  if (j.is_object() && j.contains("error") && j["error"].is_string())
+    message = j["error"].get<std::string>();
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  if (message.empty()) message = "HTTP " + std::to_string(http_status);
+  if (http_status == 401) message += " (give --token or set LIZARD_TOKEN)";
+  return Status(code_of(http_status), message);
+}
+
+Result<ServerApi> ServerApi::connect(const std::string& address, uint16_t port, std::string token) {
+  if (address.empty()) return invalid_argument("--address is empty");
+  const bool has_port =
+      address.find("://") != std::string::npos || address.find(':') != std::string::npos;
+  LIZARD_ASSIGN_OR_RETURN(
+      ServerUri uri, parse_server_uri(has_port ? address : address + ":" + std::to_string(port)));
+  return ServerApi(std::move(uri), std::move(token));
+}
+
+std::string ServerApi::url(const std::string& path) const {
+  return "http://" + uri_.host + ":" + uri_.port + uri_.base_path + path;
+}
+
+Status ServerApi::unreachable(const Status& why) const {
+  return unavailable(why.message() + " (is `lizard server` running there?)");
+}
+
+Result<json> json_answer(const HttpReply& reply) {
+  if (reply.status >= 300) return status_of_error_answer(reply.status, reply.body);
+  json j = json::parse(reply.body, nullptr, false);
+  if (j.is_discarded()) return internal_error("the server's answer is not JSON: " + reply.body);
+  return j;
+}
+
+Result<HttpReply> ServerApi::send(const std::string& method, const std::string& path,
+                                  const std::string& body, int timeout_s) const {
+  auto r = http_request(method, url(path), body, "application/json", timeout_s, token_);
+  if (!r.ok()) return unreachable(r.status());
+  return r;
+}
+
+Result<json> ServerApi::get(const std::string& path, int timeout_s) const {
+  LIZARD_ASSIGN_OR_RETURN(HttpReply r, send("GET", path, "", timeout_s));
+  return json_answer(r);
+}
+
+Result<json> ServerApi::post(const std::string& path, const json& body, int timeout_s) const {
+  LIZARD_ASSIGN_OR_RETURN(HttpReply r, send("POST", path, body.dump(), timeout_s));
+  return json_answer(r);
+}
+
+Result<json> ServerApi::del(const std::string& path, int timeout_s) const {
+  LIZARD_ASSIGN_OR_RETURN(HttpReply r, send("DELETE", path, "", timeout_s));
+  return json_answer(r);
+}
+
+Result<json> ServerApi::upload(const std::string& file, const std::string& format,
+                               int timeout_s) const {
+  const std::string path = format == "raw" ? "/datasets?format=raw" : "/datasets";
+  auto r = http_upload_file("POST", url(path), file, "application/octet-stream", timeout_s, token_);
+  if (!r.ok())
+    return r.status().code() == Code::kUnavailable ? unreachable(r.status()) : r.status();
+  return json_answer(r.value());
+}
+
+Status ServerApi::download(const std::string& path, const std::string& file, int timeout_s) const {
+  auto r = http_download_file(url(path), file, timeout_s, token_);
+  if (!r.ok())
+    return r.status().code() == Code::kUnavailable ? unreachable(r.status()) : r.status();
+  if (r->status != 200) return status_of_error_answer(r->status, r->body);
+  return Status::Ok();
+}
+
+}  // namespace lizard

@@ -1,0 +1,235 @@
+#include "cli/user_commands.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/cluster_views.h"
+#include "cli/run_command.h"
+#include "common/auth.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+namespace {
+
+struct ServerFlags {
+  std::string address = "127.0.0.1";
+  uint16_t port = 5000;
+  std::string token;
+};
+
+void add_server_flags(CLI::App* sub, ServerFlags* f) {
+  sub->add_option("-a,--address", f->address,
+                  "Server host, host:port or http://host:port (default: $LIZARD_ADDRESS, else "
+                  "127.0.0.1)")
+      ->envname("LIZARD_ADDRESS");
+  sub->add_option("-p,--port", f->port, "Server port (default 5000)");
+  sub->add_option("--token", f->token, "The server's token (default: $LIZARD_TOKEN)");
+}
+
+// One value per occurrence: `--param a=1 --param b=2 PROGRAM`.
+CLI::Option* add_repeated(CLI::App* sub, const std::string& name, std::vector<std::string>* v,
+                          const std::string& help) {
+  return sub->add_option(name, *v, help)->allow_extra_args(false);
+}
+
+int usage_error(const std::string& command, const Status& s) {
+  std::cerr << "lizard " << command << ": " << s.message() << "\n";
+  return 2;
+}
+
+int server_error(const Status& s) {
+  std::cerr << "lizard: " << s.message() << "\n";
+  return 1;
+}
+
+Console console() {
+  return Console{&std::cout, &std::cerr, isatty(STDERR_FILENO) != 0};
+}
+
+}  // namespace
+
+struct UserCommands::Impl {
+  ServerFlags server;
+  CLI::App* run = nullptr;
+  CLI::App* runs = nullptr;
+  CLI::App* status = nullptr;
+  CLI::App* cancel = nullptr;
+  CLI::App* workers = nullptr;
+
+  // lizard run
+  RunOptions run_options;
+  std::vector<std::string> params, datasets, states;
+  std::string executors;
+  int64_t max_iterations = 0;
+  // lizard runs / status / cancel / workers
+  std::string status_filter;
+  std::vector<std::string> ids;
+  bool wait = false;
+  bool json_out = false;
+  FollowOptions follow;
+
+  void add_run(CLI::App* app);
+  void add_others(CLI::App* app);
+  Result<ServerApi> api() const {
+    return ServerApi::connect(server.address, server.port,
+                              token_from(server.token, "LIZARD_TOKEN"));
+  }
+  Status build_spec();
+  int do_run();
+  int do_runs() const;
+  int do_status();
+  int do_cancel() const;
+  int do_workers() const;
+};
+
+void UserCommands::Impl::add_run(CLI::App* app) {
+  run = app->add_subcommand("run", "Run a program on the cluster and wait for its result");
+  run->add_option("program", run_options.program,
+                  "A program directory (registered now) or a registered program's checksum")
+      ->required();
+  add_repeated(run, "--param", &params, "NAME=VALUE, e.g. --param k=4 (repeat for each)");
+  add_repeated(run, "--dataset", &datasets,
+               "NAME=FILE: a .npy, .raw, .csv or text file for an input field (FORMAT:FILE "
+               "names the format: npy, raw, csv, text, lizard; FILE alone when there is one "
+               "input field)");
+  add_repeated(run, "--state", &states,
+               "NAME=VALUES: a file (.npy or numbers), JSON such as [[0,0],[1,1]], or 1,2,3");
+  run->add_flag("--shared-path", run_options.shared_paths,
+                "Pass dataset files by path (every node must see them there) instead of "
+                "uploading them");
+  run->add_option("--max-iterations", max_iterations, "Stop after this many iterations")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--executors", executors,
+                  "Executors for the run: N, MIN:MAX or MIN: (default: every free one)");
+  run->add_option("--out", run_options.follow.out_dir,
+                  "Write the result's state, aggregate and output fields here as .npy");
+  run->add_flag("--detach", run_options.detach, "Print the run id once queued and exit");
+  run->add_flag("--json", run_options.follow.json, "Print the final run record as JSON");
+  run->add_flag("-q,--quiet", run_options.follow.quiet, "No progress or notes on stderr");
+  run->add_flag("--keep-uploads", run_options.keep_uploads,
+                "Leave uploaded datasets on the server after the run");
+  run->add_option("--build-timeout", run_options.build_timeout_s,
+                  "Seconds to wait for the workers to build a program directory");
+  add_server_flags(run, &server);
+}
+
+void UserCommands::Impl::add_others(CLI::App* app) {
+  runs = app->add_subcommand("runs", "List the server's runs");
+  runs->add_option("--status", status_filter, "Only runs in this state")
+      ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled"}));
+  runs->add_flag("--json", json_out, "Print the server's JSON");
+  add_server_flags(runs, &server);
+
+  status = app->add_subcommand("status", "Show one run");
+  status->add_option("id", ids, "The run's id, e.g. r3")->required()->expected(1);
+  status->add_flag("--wait", wait, "Follow the run until it ends (exit status 0 when done)");
+  status->add_option("--out", follow.out_dir, "Write the fields of the finished run here as .npy");
+  status->add_flag("--json", follow.json, "Print the run record as JSON");
+  add_server_flags(status, &server);
+
+  cancel = app->add_subcommand("cancel", "Cancel queued or running runs");
+  cancel->add_option("ids", ids, "Run ids")->required();
+  add_server_flags(cancel, &server);
+
+  workers = app->add_subcommand("workers", "List the connected workers, GPUs and programs built");
+  workers->add_flag("--json", json_out, "Print the server's JSON (GET /clients)");
+  add_server_flags(workers, &server);
+}
+
+Status UserCommands::Impl::build_spec() {
+  RunSpec& spec = run_options.spec;
+  for (const auto& p : params) LIZARD_RETURN_IF_ERROR(add_param(&spec, p));
+  for (const auto& d : datasets) LIZARD_RETURN_IF_ERROR(add_dataset(&spec, d));
+  for (const auto& s : states) LIZARD_RETURN_IF_ERROR(add_state(&spec, s));
+  if (!executors.empty()) {
+    LIZARD_ASSIGN_OR_RETURN(spec.executors, parse_executors_arg(executors));
+  }
+  if (max_iterations > 0) spec.max_iterations = max_iterations;
+  return Status::Ok();
+}
+
+int UserCommands::Impl::do_run() {
+  if (Status s = build_spec(); !s.ok()) return usage_error("run", s);
+  auto a = api();
+  if (!a.ok()) return usage_error("run", a.status());
+  return run_program(*a, run_options, console());
+}
+
+int UserCommands::Impl::do_runs() const {
+  auto a = api();
+  if (!a.ok()) return usage_error("runs", a.status());
+  auto list = a->get(status_filter.empty() ? "/runtimes" : "/runtimes?status=" + status_filter);
+  if (!list.ok()) return server_error(list.status());
+  std::cout << (json_out ? list->dump(2) + "\n" : runs_table(*list));
+  return 0;
+}
+
+int UserCommands::Impl::do_status() {
+  auto a = api();
+  if (!a.ok()) return usage_error("status", a.status());
+  const std::string id = ids.front();
+  if (wait) return follow_run(*a, id, follow, console());
+  auto record = a->get("/runtimes/" + id);
+  if (!record.ok()) return server_error(record.status());
+  if (!follow.out_dir.empty()) {
+    if (record->value("status", "") != "done")
+      return server_error(invalid_argument(id + " is " + record->value("status", "") +
+                                           ": only a done run has fields (--wait waits for it)"));
+    if (Status s = write_fields(*a, *record, follow.out_dir, &std::cerr); !s.ok())
+      return server_error(s);
+  }
+  std::cout << (follow.json ? record->dump(2) + "\n" : run_summary(*record));
+  return 0;
+}
+
+int UserCommands::Impl::do_cancel() const {
+  auto a = api();
+  if (!a.ok()) return usage_error("cancel", a.status());
+  int exit_status = 0;
+  for (const auto& id : ids) {
+    auto answer = a->del("/runtimes/" + id);
+    if (!answer.ok()) {
+      exit_status = server_error(answer.status());
+      continue;
+    }
+    std::cout << id << " " << answer->value("status", "") << "\n";
+  }
+  return exit_status;
+}
+
+int UserCommands::Impl::do_workers() const {
+  auto a = api();
+  if (!a.ok()) return usage_error("workers", a.status());
+  auto clients = a->get("/clients");
+  if (!clients.ok()) return server_error(clients.status());
+  if (json_out) {
+    std::cout << clients->dump(2) << "\n";
+    return 0;
+  }
+  auto programs = a->get("/programs");
+  if (!programs.ok()) return server_error(programs.status());
+  std::cout << workers_view(*clients, *programs);
+  return 0;
+}
+
+UserCommands::UserCommands(CLI::App* app) : impl_(new Impl) {
+  impl_->add_run(app);
+  impl_->add_others(app);
+}
+
+UserCommands::~UserCommands() = default;
+
+std::optional<int> UserCommands::run() const {
+  if (impl_->run->parsed()) return impl_->do_run();
+  if (impl_->runs->parsed()) return impl_->do_runs();
+  if (impl_->status->parsed()) return impl_->do_status();
+  if (impl_->cancel->parsed()) return impl_->do_cancel();
+  if (impl_->workers->parsed()) return impl_->do_workers();
+  return std::nullopt;
+}
+
+}  // namespace lizard
