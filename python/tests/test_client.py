@@ -181,8 +181,8 @@ def test_every_failure_raises_lizard_error_with_the_servers_message(cluster):
     assert e.value.status == 404
     with pytest.raises(lizard.LizardError, match="neither a program directory nor a checksum"):
         c.run("no/such/dir")
-    with pytest.raises(lizard.LizardError, match=r"missing param\(s\): k") as e:
-        c.run(KMEANS, params={"dims": 2}, dataset={"points": pts})
+    with pytest.raises(lizard.LizardError, match=r"missing param\(s\): dims") as e:
+        c.run(SUM, dataset={"values": pts})
     assert e.value.status == 400
     with pytest.raises(lizard.LizardError, match=r"expected <f4 \(float32\), file has <f8"):
         c.run(KMEANS, params={"k": 3, "dims": 2}, dataset={"points": pts.astype(np.float64)})
