@@ -81,7 +81,8 @@ double percentile(std::vector<double> v, double p) {
 
 std::string load(const lizard::LocalCluster& c, const std::string& dir) {
   auto r = c.load_program(dir);
-  if (r.exit_code != 0) std::fprintf(stderr, "load_program %s: %s\n", dir.c_str(), r.output.c_str());
+  if (r.exit_code != 0)
+    std::fprintf(stderr, "load_program %s: %s\n", dir.c_str(), r.output.c_str());
   return r.exit_code == 0 ? lizard::printed_checksum(r) : "";
 }
 
