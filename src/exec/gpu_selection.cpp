@@ -82,8 +82,8 @@ std::string gpu_selection_text(const GpuSelection& s) {
 }
 
 Result<std::vector<int>> choose_gpus(const GpuSelection& s,
-                                     const std::vector<uint64_t>& free_memory) {
-  const size_t n = free_memory.size();
+                                     const std::vector<ExecutorLoad>& loads) {
+  const size_t n = loads.size();
   std::vector<int> out;
   switch (s.kind) {
     case GpuSelection::Kind::kNone:
@@ -104,10 +104,11 @@ Result<std::vector<int>> choose_gpus(const GpuSelection& s,
   }
   if (static_cast<size_t>(s.count) > n)
     return invalid_argument("--gpus " + gpu_selection_text(s) + ": " + devices_on_node(n));
-  for (size_t i = 0; i < n; ++i) out.push_back(static_cast<int>(i));
-  if (s.kind == GpuSelection::Kind::kMostFree)
-    std::stable_sort(out.begin(), out.end(),
-                     [&](int a, int b) { return free_memory[a] > free_memory[b]; });
+  if (s.kind == GpuSelection::Kind::kMostFree) {
+    for (size_t i : rank_by_load(loads)) out.push_back(static_cast<int>(i));
+  } else {
+    for (size_t i = 0; i < n; ++i) out.push_back(static_cast<int>(i));
+  }
   out.resize(static_cast<size_t>(s.count));
   std::sort(out.begin(), out.end());
   return out;

@@ -5,10 +5,12 @@
 //   none       no GPU: the worker runs the CPU backend
 //   0  0,2     these device indices, as CUDA_VISIBLE_DEVICES numbers them
 //   count=N    the first N GPUs (indices 0 … N-1)
-//   auto:N     the N GPUs with the most free memory when the worker starts
+//   auto:N     the N least loaded GPUs when the worker starts (the placement
+//              rule of plan/executor_load.h: idle capacity, launch delay,
+//              free memory)
 //
 //   Result<GpuSelection> s = parse_gpu_selection("auto:2");
-//   Result<std::vector<int>> ordinals = choose_gpus(*s, free_memory_per_device);
+//   Result<std::vector<int>> ordinals = choose_gpus(*s, load_per_device);
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "plan/executor_load.h"
 
 namespace lizard {
 
@@ -28,8 +31,8 @@ struct GpuSelection {
   static GpuSelection all() { return {}; }
   static GpuSelection none() { return {Kind::kNone, {}, 0}; }
   static GpuSelection of(std::vector<int> indices) { return {Kind::kIndices, indices, 0}; }
-  // Whether choose_gpus needs each device's free memory.
-  bool needs_free_memory() const { return kind == Kind::kMostFree; }
+  // Whether choose_gpus needs each device's load (auto:N).
+  bool needs_load() const { return kind == Kind::kMostFree; }
 };
 
 // Parses the --gpus text; errors say what forms are accepted.
@@ -43,7 +46,6 @@ std::string gpu_selection_text(const GpuSelection& s);
 // empty list; an index or count beyond the node's devices is an error that
 // names how many it has.  auto:N keeps index order among the chosen GPUs
 // and prefers the lower index when free memory ties.
-Result<std::vector<int>> choose_gpus(const GpuSelection& s,
-                                     const std::vector<uint64_t>& free_memory);
+Result<std::vector<int>> choose_gpus(const GpuSelection& s, const std::vector<ExecutorLoad>& loads);
 
 }  // namespace lizard

@@ -5,9 +5,16 @@
 namespace lizard {
 namespace {
 
-const std::vector<uint64_t> kFourGpus = {10, 40, 20, 40};  // free bytes per device
+// Four idle devices of equal weight that differ in free bytes only.
+std::vector<ExecutorLoad> by_free_memory(const std::vector<uint64_t>& free) {
+  std::vector<ExecutorLoad> out;
+  for (uint64_t f : free) out.push_back({1.0, f, -1, -1});
+  return out;
+}
+const std::vector<ExecutorLoad> kFourGpus = by_free_memory({10, 40, 20, 40});
 
-std::vector<int> chosen(const std::string& text, const std::vector<uint64_t>& free = kFourGpus) {
+std::vector<int> chosen(const std::string& text,
+                        const std::vector<ExecutorLoad>& free = kFourGpus) {
   auto s = parse_gpu_selection(text);
   EXPECT_TRUE(s.ok()) << text << ": " << s.status().message();
   if (!s.ok()) return {-1};
@@ -21,7 +28,7 @@ std::string parse_error(const std::string& text) {
   return s.ok() ? "ok" : s.status().message();
 }
 
-std::string choice_error(const std::string& text, const std::vector<uint64_t>& free) {
+std::string choice_error(const std::string& text, const std::vector<ExecutorLoad>& free) {
   auto s = parse_gpu_selection(text);
   if (!s.ok()) return "parse: " + s.status().message();
   auto g = choose_gpus(*s, free);
@@ -49,7 +56,12 @@ TEST(GpuSelection, MostFreeTakesTheDevicesWithTheMostFreeMemoryInIndexOrder) {
   EXPECT_EQ(chosen("auto:2"), (std::vector<int>{1, 3}));
   EXPECT_EQ(chosen("auto:3"), (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(chosen("auto:4"), (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_EQ(chosen("auto:1", {5, 4, 3, 9}), (std::vector<int>{3}));
+  EXPECT_EQ(chosen("auto:1", by_free_memory({5, 4, 3, 9})), (std::vector<int>{3}));
+  // A GPU that another process keeps busy loses to an idle one with less free memory.
+  std::vector<ExecutorLoad> busy = by_free_memory({10, 40});
+  busy[1].utilization = 90;
+  busy[0].utilization = 0;
+  EXPECT_EQ(chosen("auto:1", busy), (std::vector<int>{0}));
 }
 
 TEST(GpuSelection, TextRoundTrips) {
@@ -58,8 +70,8 @@ TEST(GpuSelection, TextRoundTrips) {
     ASSERT_TRUE(s.ok()) << text;
     EXPECT_EQ(gpu_selection_text(*s), text);
   }
-  EXPECT_FALSE(parse_gpu_selection("none").value().needs_free_memory());
-  EXPECT_TRUE(parse_gpu_selection("auto:2").value().needs_free_memory());
+  EXPECT_FALSE(parse_gpu_selection("none").value().needs_load());
+  EXPECT_TRUE(parse_gpu_selection("auto:2").value().needs_load());
 }
 
 TEST(GpuSelection, MalformedTextSaysWhatIsAccepted) {
@@ -83,11 +95,11 @@ TEST(GpuSelection, DevicesTheNodeLacksAreErrorsThatSayHowManyItHas) {
   EXPECT_EQ(choice_error("4", kFourGpus),
             "--gpus 4: there is no GPU 4: this node has 4 GPUs (indices start at 0; count=N "
             "takes the first N)");
-  EXPECT_EQ(choice_error("0,1", {7}),
+  EXPECT_EQ(choice_error("0,1", by_free_memory({7})),
             "--gpus 0,1: there is no GPU 1: this node has 1 GPU (indices start at 0; count=N "
             "takes the first N)");
   EXPECT_EQ(choice_error("count=5", kFourGpus), "--gpus count=5: this node has 4 GPUs");
-  EXPECT_EQ(choice_error("auto:2", {7}), "--gpus auto:2: this node has 1 GPU");
+  EXPECT_EQ(choice_error("auto:2", by_free_memory({7})), "--gpus auto:2: this node has 1 GPU");
 }
 
 }  // namespace

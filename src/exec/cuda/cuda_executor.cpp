@@ -668,16 +668,18 @@ Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOpt
   // Utilisation comes from NVML where the driver installed it; else it is unknown.
   auto nvml = NvmlLibrary::load();
   std::shared_ptr<const NvmlLibrary> nvml_lib = nvml.ok() ? *nvml : nullptr;
-  // auto:N reads every device's free memory through an open executor.
+  // auto:N measures every device's load through an open executor.
   std::vector<std::unique_ptr<CudaExecutor>> probed(static_cast<size_t>(count));
-  std::vector<uint64_t> free_memory(static_cast<size_t>(count), 0);
-  if (options.gpus.needs_free_memory())
+  std::vector<ExecutorLoad> loads(static_cast<size_t>(count));
+  if (options.gpus.needs_load())
     for (int g = 0; g < count; ++g) {
       probed[g] = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib);
       LIZARD_RETURN_IF_ERROR(probed[g]->open(g));
-      free_memory[g] = probed[g]->info().free_memory;
+      probed[g]->refresh_load();
+      const ExecutorInfo& i = probed[g]->info();
+      loads[g] = {i.weight, i.free_memory, i.utilization, i.launch_delay_us};
     }
-  LIZARD_ASSIGN_OR_RETURN(std::vector<int> ordinals, choose_gpus(options.gpus, free_memory));
+  LIZARD_ASSIGN_OR_RETURN(std::vector<int> ordinals, choose_gpus(options.gpus, loads));
   std::vector<std::unique_ptr<Executor>> out;
   for (int g : ordinals) {
     if (probed[g]) {
