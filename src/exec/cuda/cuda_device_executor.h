@@ -1,0 +1,161 @@
+// CudaExecutor: the Executor of one GPU, through the CUDA driver API.  This
+// header is private to src/exec/cuda/: the rest of lizard creates GPU
+// executors with make_cuda_executors (cuda_executor.h) and sees only the
+// Executor interface.  cuda_executor.cpp holds the device's lifecycle and
+// program builds; cuda_executor_run.cpp a run on it (rows, generators,
+// iterations, outputs).
+//
+// Threads: one executor is used by one thread at a time (the worker's run
+// session that holds it); it keeps no lock.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/cuda/cuda_driver.h"
+#include "exec/cuda/cuda_executor.h"
+#include "exec/cuda/gpu_load.h"
+#include "exec/cuda/nvrtc_compiler.h"
+#include "exec/launch.h"
+#include "exec/partition.h"
+#include "exec/program_variant.h"
+#include "program/layout.h"
+
+namespace lizard {
+namespace cuda {
+
+inline constexpr uint32_t kDefaultBlock = 256;
+inline constexpr int kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory without opting in
+
+inline size_t align64(size_t n) {
+  return (n + 63) & ~size_t{63};
+}
+
+// A program compiled for this device; `module` is null until loaded (and
+// again after a context reset, which unloads every module).
+struct Module {
+  std::string cubin;
+  CUmodule module = nullptr;
+  std::vector<CUfunction> kernels;               // manifest.iterate order
+  std::map<std::string, CUfunction> generators;  // manifest.generate, by name
+};
+
+// A run's device state.
+struct Run {
+  ProgramImage program;
+  ParamValues params;
+  int64_t rows = 0;
+  int64_t first_row = 0;
+  uint64_t seed = 0;
+  std::vector<CUdeviceptr> fields;  // manifest.dataset order; 0 when empty
+  std::vector<uint64_t> field_bytes;
+  std::vector<FieldInit> field_init;
+  CUdeviceptr state = 0;
+  CUdeviceptr aggregate = 0;
+  size_t state_bytes = 0;
+  size_t agg_bytes = 0;
+  uint8_t* pinned = nullptr;  // state staging | aggregate result | aggregate identity
+  bool identity_is_zero = true;
+  StructLayout state_layout;
+  std::vector<uint8_t> params_arg;
+  std::vector<uint8_t> dataset_arg;
+  std::vector<uint8_t> agg_arg;
+  std::vector<CUfunction> kernels;
+  std::vector<LaunchConfig> launches;
+  Status failed;             // set once an iteration failed
+  bool device_lost = false;  // the context was reset: nothing left to free
+  uint8_t* pinned_state() { return pinned; }
+  RowSpan span(int64_t first, int64_t count) const {
+    return RowSpan{first_row, std::vector<uint64_t>(fields.begin(), fields.end()), seed, first,
+                   count};
+  }
+  uint8_t* pinned_result() { return pinned + align64(state_bytes); }
+  uint8_t* pinned_identity() { return pinned_result() + align64(agg_bytes); }
+};
+
+class CudaExecutor final : public Executor {
+ public:
+  CudaExecutor(std::shared_ptr<const CudaDriver> cu, std::shared_ptr<const NvrtcCompiler> cc,
+               std::shared_ptr<const NvmlLibrary> nvml)
+      : cu_(std::move(cu)), cc_(std::move(cc)), nvml_(std::move(nvml)) {}
+  ~CudaExecutor() override;
+
+  // Retains the device's primary context and fills info().
+  Status open(int ordinal);
+
+  const ExecutorInfo& info() const override { return info_; }
+  bool lost() const override { return !lost_.ok(); }
+  Status build(const ProgramImage& program) override;
+  Status begin_run(const ProgramImage& program, const ParamValues& params,
+                   PartitionData data) override;
+  Status iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+                 IterationStats* stats) override;
+  Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate, IterationStats* stats,
+                      int64_t first, int64_t count) override;
+  Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
+  CompileStats run_compile_stats() const override { return compile_stats_; }
+  void refresh_free_memory() override {
+    if (make_current().ok()) read_free_memory();
+  }
+  void refresh_load() override {
+    if (meter_ && make_current().ok()) meter_->measure(stream_, ev_end_, &info_);
+  }
+
+ private:
+  Status check(CUresult r, const std::string& what) const {
+    return cu_->check(r, "GPU " + std::to_string(info_.ordinal) + ": " + what);
+  }
+  Status make_current() const {
+    if (!lost_.ok()) return lost_;
+    return check(cu_->cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+  }
+  Status attach_context();
+  void detach_context();
+  Status fill_info();
+  void read_free_memory();  // with the context current
+
+  // The loaded module of `variant`, compiled unless cached; `stats` says which.
+  Result<Module*> load_program(const ProgramVariant& variant, CompileStats* stats);
+  Status load_module(const ProgramImage& program, Module* m);
+
+  Status check_fits(const Run& run) const;
+  Status run_generators(const Module& m, const std::vector<std::string>& names,
+                        const SectionBuffer& zero_state);
+  Status allocate_run(Run* run, PartitionData* data);
+  Status prepare_launches(Run* run, const Module& m);
+  LaunchLimits limits() const {
+    return LaunchLimits{info_.sm_count, kDefaultBlock, static_cast<uint32_t>(max_block_)};
+  }
+  // The kernels' dataset argument and launches for an iteration.
+  struct Rows {
+    const std::vector<uint8_t>* dataset_arg;
+    const std::vector<LaunchConfig>* launches;
+  };
+  Status enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows, std::string* where);
+  Status fail_iteration(CUresult r, const std::string& where);
+  void release_run();
+  Status reset_device();
+  Status probe_device() const;
+
+  std::shared_ptr<const CudaDriver> cu_;
+  std::shared_ptr<const NvrtcCompiler> cc_;
+  std::shared_ptr<const NvmlLibrary> nvml_;  // null without NVML
+  std::unique_ptr<GpuLoadMeter> meter_;
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUevent ev_begin_ = nullptr;
+  CUevent ev_end_ = nullptr;
+  int max_block_ = 1024;
+  int shared_optin_ = kDefaultSharedLimit;
+  ExecutorInfo info_;
+  std::map<std::string, Module> modules_;  // by ProgramVariant::key
+  std::unique_ptr<Run> run_;
+  CompileStats compile_stats_;
+  Status lost_;  // set when the device cannot be used again in this process
+};
+
+}  // namespace cuda
+}  // namespace lizard

@@ -1,0 +1,360 @@
+// CudaExecutor's runs: rows and generators in, iterations, outputs out
+// (the class is declared in cuda_device_executor.h).
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "exec/cuda/cuda_device_executor.h"
+#include "program/reducers.h"
+
+namespace lizard {
+namespace cuda {
+namespace {
+
+bool all_zero(const std::vector<uint8_t>& b) {
+  return std::all_of(b.begin(), b.end(), [](uint8_t x) { return x == 0; });
+}
+
+}  // namespace
+
+// --- begin_run --------------------------------------------------------------
+
+Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& params,
+                               PartitionData data) {
+  LIZARD_RETURN_IF_ERROR(make_current());
+  release_run();
+  LIZARD_ASSIGN_OR_RETURN(Module * m,
+                          load_program(variant_for_run(program, params), &compile_stats_));
+  auto run = std::make_unique<Run>();
+  run->program = program;
+  run->params = params;
+  run->rows = data.rows;
+  run->first_row = data.first_row;
+  const Manifest& man = run->program.manifest;
+  LIZARD_ASSIGN_OR_RETURN(PartitionLayout layout, check_partition(man, params, data));
+  run->field_bytes = layout.field_bytes;
+  run->field_init = layout.init;
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(man.state, man, params));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(man.aggregate, man, params));
+  run->state_bytes = state.bytes.size();
+  run->agg_bytes = agg.bytes.size();
+  run->state_layout = state_layout(man);
+  LIZARD_RETURN_IF_ERROR(check_fits(*run));
+  LIZARD_RETURN_IF_ERROR(prepare_launches(run.get(), *m));
+  run_ = std::move(run);
+  Status st = allocate_run(run_.get(), &data);
+  if (st.ok()) {
+    set_identity(&agg);
+    run_->identity_is_zero = all_zero(agg.bytes);
+    std::memcpy(run_->pinned_identity(), agg.bytes.data(), agg.bytes.size());
+    run_->params_arg = pack_params(params_layout(man), params);
+    run_->seed = data.seed;
+    auto arg = dataset_arg(man, params, run_->span(0, run_->rows));
+    st = arg.status();
+    if (st.ok()) {
+      run_->dataset_arg = std::move(arg).value();
+      run_->agg_arg = pack_section(aggregate_layout(man), agg, run_->aggregate);
+      st = run_generators(*m, data.generators, state);
+    }
+  }
+  if (!st.ok()) release_run();
+  read_free_memory();
+  return st;
+}
+
+// Runs the named generator kernels once over the partition, with a zero
+// state and aggregate, and waits for them.
+Status CudaExecutor::run_generators(const Module& m, const std::vector<std::string>& names,
+                                    const SectionBuffer& zero_state) {
+  if (names.empty()) return Status::Ok();
+  Run* run = run_.get();
+  LIZARD_ASSIGN_OR_RETURN(
+      std::vector<GeneratorLaunch> launches,
+      generator_launches(run->program.manifest, run->params, names, run->rows, limits()));
+  if (run->state_bytes)
+    LIZARD_RETURN_IF_ERROR(
+        check(cu_->cuMemsetD8Async(run->state, 0, run->state_bytes, stream_), "zeroing the state"));
+  if (run->agg_bytes)
+    LIZARD_RETURN_IF_ERROR(check(cu_->cuMemsetD8Async(run->aggregate, 0, run->agg_bytes, stream_),
+                                 "zeroing the aggregate"));
+  std::vector<uint8_t> state_arg = pack_section(run->state_layout, zero_state, run->state);
+  for (const GeneratorLaunch& g : launches) {
+    const std::string& name = g.step->kernel;
+    auto f = m.generators.find(name);
+    if (f == m.generators.end())
+      return internal_error("generator kernel '" + name + "' was not loaded");
+    const LaunchConfig& c = g.config;
+    if (c.empty()) continue;
+    void* args[] = {run->params_arg.data(), run->dataset_arg.data(), state_arg.data(),
+                    run->agg_arg.data()};
+    CUresult r = cu_->cuLaunchKernel(f->second, c.grid[0], c.grid[1], c.grid[2], c.block[0],
+                                     c.block[1], c.block[2], static_cast<unsigned>(c.shared_bytes),
+                                     stream_, args, nullptr);
+    if (r == CUDA_SUCCESS) r = cu_->cuStreamSynchronize(stream_);
+    if (r != CUDA_SUCCESS) return fail_iteration(r, "generator kernel '" + name + "'");
+  }
+  return Status::Ok();
+}
+
+Status CudaExecutor::check_fits(const Run& run) const {
+  size_t free = 0, total = 0;
+  LIZARD_RETURN_IF_ERROR(check(cu_->cuMemGetInfo(&free, &total), "cuMemGetInfo"));
+  const Manifest& man = run.program.manifest;
+  uint64_t need = run.state_bytes + run.agg_bytes;
+  for (size_t k = 0; k < man.dataset.size(); ++k) need += run.field_bytes[k];
+  if (need <= free) return Status::Ok();
+  // Name the field at which the partition stops fitting.
+  uint64_t sum = run.state_bytes + run.agg_bytes;
+  size_t at = 0;
+  while (at + 1 < man.dataset.size() && sum + run.field_bytes[at] <= free)
+    sum += run.field_bytes[at++];
+  std::string field = man.dataset.empty() ? std::string("state and aggregate")
+                                          : "dataset field '" + man.dataset[at].name + "' needs " +
+                                                std::to_string(run.field_bytes[at]) + " bytes";
+  return too_large("partition of " + std::to_string(run.rows) + " rows does not fit on GPU " +
+                   std::to_string(info_.ordinal) + " (" + info_.name + "): " + field +
+                   "; the partition needs " + std::to_string(need) + " bytes in all and " +
+                   std::to_string(free) + " bytes of device memory are free");
+}
+
+Status CudaExecutor::allocate_run(Run* run, PartitionData* data) {
+  const Manifest& man = run->program.manifest;
+  run->fields.assign(man.dataset.size(), 0);
+  for (size_t k = 0; k < man.dataset.size(); ++k) {
+    const FieldSpec& f = man.dataset[k];
+    const uint64_t bytes = run->field_bytes[k];
+    const auto& host = data->fields[k];  // its size was checked by check_partition
+    if (bytes == 0) continue;
+    CUresult r = cu_->cuMemAlloc(&run->fields[k], bytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+      return too_large("GPU " + std::to_string(info_.ordinal) + ": dataset field '" + f.name +
+                       "' needs " + std::to_string(bytes) + " bytes: " + cu_->error_text(r));
+    LIZARD_RETURN_IF_ERROR(check(r, "allocating dataset field '" + f.name + "'"));
+    if (run->field_init[k] == FieldInit::kUpload) {
+      LIZARD_RETURN_IF_ERROR(check(cu_->cuMemcpyHtoD(run->fields[k], host.data(), bytes),
+                                   "uploading dataset field '" + f.name + "'"));
+    } else {
+      // On the run's stream: cuMemsetD8 would go to the legacy default stream,
+      // which the run's non-blocking stream does not wait for, and could still
+      // be zeroing the field while a generator kernel fills it.
+      LIZARD_RETURN_IF_ERROR(check(cu_->cuMemsetD8Async(run->fields[k], 0, bytes, stream_),
+                                   "zeroing dataset field '" + f.name + "'"));
+    }
+    std::vector<uint8_t>().swap(data->fields[k]);  // the host copy is no longer needed
+  }
+  auto alloc = [&](CUdeviceptr* p, size_t n, const char* what) {
+    return n == 0 ? Status::Ok() : check(cu_->cuMemAlloc(p, n), what);
+  };
+  LIZARD_RETURN_IF_ERROR(alloc(&run->state, run->state_bytes, "allocating the state"));
+  LIZARD_RETURN_IF_ERROR(alloc(&run->aggregate, run->agg_bytes, "allocating the aggregate"));
+  const size_t pinned = align64(run->state_bytes) + 2 * align64(run->agg_bytes) + 64;
+  void* host = nullptr;
+  LIZARD_RETURN_IF_ERROR(
+      check(cu_->cuMemHostAlloc(&host, pinned, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc"));
+  run->pinned = static_cast<uint8_t*>(host);
+  return Status::Ok();
+}
+
+Status CudaExecutor::prepare_launches(Run* run, const Module& m) {
+  const Manifest& man = run->program.manifest;
+  LIZARD_ASSIGN_OR_RETURN(std::vector<LaunchConfig> launches,
+                          iterate_launches(man, run->params, run->rows, limits()));
+  for (size_t k = 0; k < man.iterate.size(); ++k) {
+    const KernelStep& step = man.iterate[k];
+    const LaunchConfig& c = launches[k];
+    if (c.shared_bytes > static_cast<uint64_t>(shared_optin_))
+      return invalid_argument("kernel '" + step.kernel + "': shared_bytes " +
+                              std::to_string(c.shared_bytes) + " exceeds the " +
+                              std::to_string(shared_optin_) + " bytes per block of " + info_.arch);
+    if (c.shared_bytes > static_cast<uint64_t>(kDefaultSharedLimit)) {
+      LIZARD_RETURN_IF_ERROR(check(
+          cu_->cuFuncSetAttribute(m.kernels[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  static_cast<int>(c.shared_bytes)),
+          "kernel '" + step.kernel + "': raising its shared memory limit"));
+    }
+    run->launches.push_back(c);
+    run->kernels.push_back(m.kernels[k]);
+  }
+  return Status::Ok();
+}
+
+// --- iterate ----------------------------------------------------------------
+
+Status CudaExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+                             IterationStats* stats) {
+  if (!run_) return no_run_error("iterate");
+  return iterate_rows(state, aggregate, stats, 0, run_->rows);
+}
+
+Status CudaExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
+                                  IterationStats* stats, int64_t first, int64_t count) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!run_) return no_run_error("iterate");
+  LIZARD_RETURN_IF_ERROR(check_row_range(run_->rows, first, count));
+  if (!run_->failed.ok()) return run_->failed;
+  if (!lost_.ok()) return lost_;
+  LIZARD_RETURN_IF_ERROR(check_sections(state, *aggregate, run_->state_bytes, run_->agg_bytes));
+  LIZARD_RETURN_IF_ERROR(make_current());
+  Rows rows{&run_->dataset_arg, &run_->launches};
+  KernelArgs slice;
+  if (first != 0 || count != run_->rows) {
+    LIZARD_ASSIGN_OR_RETURN(slice, kernel_args(run_->program.manifest, run_->params,
+                                               run_->span(first, count), limits()));
+    rows = Rows{&slice.dataset, &slice.launches};
+  }
+  std::string where;
+  Status st = enqueue_iteration(run_.get(), state, rows, &where);
+  if (!st.ok()) return st;
+  CUresult r = cu_->cuStreamSynchronize(stream_);
+  if (r != CUDA_SUCCESS) return fail_iteration(r, where);
+  std::memcpy(aggregate->bytes.data(), run_->pinned_result(), run_->agg_bytes);
+  if (stats) {
+    float ms = 0;
+    if (cu_->cuEventElapsedTime(&ms, ev_begin_, ev_end_) == CUDA_SUCCESS) stats->kernel_ms = ms;
+    stats->total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return Status::Ok();
+}
+
+// Queues the state upload, the aggregate reset, the kernels and the result
+// copy.  On a driver error, fails the iteration; `where` names the work in flight.
+Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows,
+                                       std::string* where) {
+  auto step = [&](CUresult r, const std::string& what) {
+    *where = what;
+    return r == CUDA_SUCCESS ? Status::Ok() : fail_iteration(r, what);
+  };
+  if (run->state_bytes) {
+    std::memcpy(run->pinned_state(), state.bytes.data(), run->state_bytes);
+    LIZARD_RETURN_IF_ERROR(
+        step(cu_->cuMemcpyHtoDAsync(run->state, run->pinned_state(), run->state_bytes, stream_),
+             "uploading the state"));
+  }
+  if (run->agg_bytes) {
+    CUresult r = run->identity_is_zero
+                     ? cu_->cuMemsetD8Async(run->aggregate, 0, run->agg_bytes, stream_)
+                     : cu_->cuMemcpyHtoDAsync(run->aggregate, run->pinned_identity(),
+                                              run->agg_bytes, stream_);
+    LIZARD_RETURN_IF_ERROR(step(r, "resetting the aggregate"));
+  }
+  std::vector<uint8_t> state_arg = pack_section(run->state_layout, state, run->state);
+  LIZARD_RETURN_IF_ERROR(step(cu_->cuEventRecord(ev_begin_, stream_), "cuEventRecord"));
+  std::string kernels;
+  for (size_t k = 0; k < run->kernels.size(); ++k) {
+    const LaunchConfig& c = (*rows.launches)[k];
+    kernels += (kernels.empty() ? "" : ", ") + run->program.manifest.iterate[k].kernel;
+    if (c.empty()) continue;
+    void* args[] = {run->params_arg.data(), const_cast<uint8_t*>(rows.dataset_arg->data()),
+                    state_arg.data(), run->agg_arg.data()};
+    LIZARD_RETURN_IF_ERROR(
+        step(cu_->cuLaunchKernel(run->kernels[k], c.grid[0], c.grid[1], c.grid[2], c.block[0],
+                                 c.block[1], c.block[2], static_cast<unsigned>(c.shared_bytes),
+                                 stream_, args, nullptr),
+             "launching kernel '" + run->program.manifest.iterate[k].kernel + "'"));
+  }
+  LIZARD_RETURN_IF_ERROR(step(cu_->cuEventRecord(ev_end_, stream_), "cuEventRecord"));
+  if (run->agg_bytes) {
+    LIZARD_RETURN_IF_ERROR(
+        step(cu_->cuMemcpyDtoHAsync(run->pinned_result(), run->aggregate, run->agg_bytes, stream_),
+             "copying the aggregate back"));
+  }
+  *where = run->kernels.size() == 1 ? "kernel " + kernels : "kernels " + kernels;
+  return Status::Ok();
+}
+
+Status CudaExecutor::fail_iteration(CUresult r, const std::string& where) {
+  Status st = runtime_error("GPU " + std::to_string(info_.ordinal) + " (" + info_.name +
+                            "): " + where + " failed: " + cu_->error_text(r));
+  if (CudaDriver::is_sticky(r)) {
+    Status reset = reset_device();
+    st =
+        runtime_error(st.message() + (reset.ok() ? "; the GPU was reset" : "; " + reset.message()));
+    run_->failed = st;
+  } else {
+    cu_->cuStreamSynchronize(stream_);  // drain what was queued before the error
+  }
+  return st;
+}
+
+// A kernel fault leaves the context unusable: reset it, which frees every
+// allocation and module, and start over with a fresh one.  Where the driver
+// keeps the fault for the whole process, the device is marked lost and every
+// later call says that the process must restart.
+Status CudaExecutor::reset_device() {
+  if (run_) {
+    run_->device_lost = true;
+    run_->fields.clear();
+    run_->state = run_->aggregate = 0;
+    run_->pinned = nullptr;
+  }
+  for (auto& [hash, m] : modules_) m.module = nullptr;
+  if (meter_) meter_->forget_module();
+  ev_begin_ = ev_end_ = nullptr;
+  stream_ = nullptr;
+  Status st = check(cu_->cuDevicePrimaryCtxReset(dev_), "cuDevicePrimaryCtxReset");
+  detach_context();
+  if (st.ok()) st = attach_context();
+  if (st.ok()) st = probe_device();
+  if (st.ok()) return st;
+  detach_context();
+  lost_ = unavailable("GPU " + std::to_string(info_.ordinal) + " (" + info_.name +
+                      ") cannot be used again after a kernel fault (" + st.message() +
+                      "): the worker process must restart to use it");
+  return lost_;
+}
+
+// A small allocation and a synchronisation: fails when the context still
+// carries a fault.
+Status CudaExecutor::probe_device() const {
+  CUdeviceptr p = 0;
+  LIZARD_RETURN_IF_ERROR(check(cu_->cuMemAlloc(&p, 256), "probe allocation"));
+  cu_->cuMemFree(p);
+  return check(cu_->cuCtxSynchronize(), "probe synchronisation");
+}
+
+// --- end_run ----------------------------------------------------------------
+
+Result<std::vector<std::vector<uint8_t>>> CudaExecutor::end_run(bool want_outputs) {
+  if (!run_) return no_run_error("end_run");
+  if (!lost_.ok() || run_->device_lost) {
+    Status failed = run_->failed.ok() ? lost_ : run_->failed;
+    run_.reset();
+    if (want_outputs) return failed;
+    return std::vector<std::vector<uint8_t>>{};
+  }
+  LIZARD_RETURN_IF_ERROR(make_current());
+  std::vector<std::vector<uint8_t>> out;
+  Status st = run_->failed;
+  if (st.ok() && want_outputs) {
+    const Manifest& man = run_->program.manifest;
+    out.resize(man.dataset.size());
+    for (size_t k = 0; k < man.dataset.size() && st.ok(); ++k) {
+      if (!man.dataset[k].output || run_->field_bytes[k] == 0) continue;
+      out[k].resize(run_->field_bytes[k]);
+      st = check(cu_->cuMemcpyDtoH(out[k].data(), run_->fields[k], out[k].size()),
+                 "downloading output field '" + man.dataset[k].name + "'");
+    }
+  }
+  release_run();
+  read_free_memory();
+  if (!st.ok() && want_outputs) return st;
+  return out;
+}
+
+void CudaExecutor::release_run() {
+  if (!run_) return;
+  if (!run_->device_lost) {
+    cu_->cuStreamSynchronize(stream_);
+    for (CUdeviceptr p : run_->fields)
+      if (p) cu_->cuMemFree(p);
+    if (run_->state) cu_->cuMemFree(run_->state);
+    if (run_->aggregate) cu_->cuMemFree(run_->aggregate);
+    if (run_->pinned) cu_->cuMemFreeHost(run_->pinned);
+  }
+  run_.reset();
+}
+
+}  // namespace cuda
+}  // namespace lizard
