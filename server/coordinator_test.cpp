@@ -16,7 +16,6 @@ namespace {
 using nlohmann::json;
 using testing::FakeRun;
 using testing::FakeWorker;
-using testing::TempDir;
 
 // Sums x: one iteration, the aggregate {sum, count}.
 const char* kConfig = R"(
@@ -60,7 +59,7 @@ class CoordinatorTest : public ::testing::Test {
   }
 
   void make(CoordinatorOptions opts) {
-    opts.state_dir = dir_.file("state");
+    opts.state_dir = dir_.path("state");
     if (opts.worker_wait_s == 60) opts.worker_wait_s = 5;
     if (opts.program_build_timeout_s == 300) opts.program_build_timeout_s = 10;
     coord_ = std::make_unique<Coordinator>(opts);

@@ -13,7 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using testing::TempDir;
 
 std::string upload(DatasetStore& ds, const std::string& bytes, const std::string& format,
                    Result<json>* meta) {

@@ -16,7 +16,6 @@ namespace {
 
 using nlohmann::json;
 using testing::FakeWorkerLink;
-using testing::TempDir;
 
 // Records what the routes ask the coordinator to do, and answers 202.
 struct RecordingActions : RouteActions {
@@ -49,7 +48,7 @@ iterate: [double_it]
 class HttpRoutesTest : public ::testing::Test {
  protected:
   HttpRoutesTest()
-      : compiler_(dir_.file("hooks")),
+      : compiler_(dir_.path("hooks")),
         programs_(dir_.path(), &compiler_),
         runs_(dir_.path()),
         datasets_(dir_.path()) {}

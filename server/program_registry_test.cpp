@@ -13,7 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using testing::TempDir;
 
 json bundle(const std::string& name, const std::string& host = "") {
   ProgramBundle b;
@@ -31,7 +30,7 @@ iterate: [k]
 
 class ProgramRegistryTest : public ::testing::Test {
  protected:
-  ProgramRegistryTest() : compiler_(dir_.file("hooks")) {}
+  ProgramRegistryTest() : compiler_(dir_.path("hooks")) {}
   std::string stored_file(const std::string& hash) const {
     return (fs::path(dir_.path()) / "programs" / (hash + ".json")).string();
   }
@@ -128,7 +127,7 @@ TEST_F(ProgramRegistryTest, StoredProgramsComeBackAndBrokenFilesAreSkipped) {
 }
 
 TEST_F(ProgramRegistryTest, AStateDirWithoutProgramsLoadsNothing) {
-  ProgramRegistry reg(dir_.file("fresh"), &compiler_);
+  ProgramRegistry reg(dir_.path("fresh"), &compiler_);
   reg.load_stored();
   EXPECT_TRUE(reg.list().empty());
 }

@@ -12,7 +12,6 @@ namespace lizard {
 namespace {
 
 using testing::FakeWorkerLink;
-using testing::TempDir;
 
 constexpr int kRows = 100, kWidth = 3;
 constexpr size_t kRowBytes = kWidth * sizeof(float);
@@ -22,7 +21,7 @@ class RowStreamerTest : public ::testing::Test {
   void SetUp() override {
     for (int i = 0; i < kRows * kWidth; ++i) values_.push_back(static_cast<float>(i) * 0.5f);
     source_.kind = DatasetSource::Kind::kUpload;
-    source_.path = dir_.file("rows.npy");
+    source_.path = dir_.path("rows.npy");
     source_.format = FileFormat::kNpy;
     source_.width = kWidth;
     std::ofstream(source_.path, std::ios::binary)
@@ -95,7 +94,7 @@ TEST_F(RowStreamerTest, RowsOutsideTheFileAreAnErrorAndNothingIsSent) {
 
 TEST_F(RowStreamerTest, AMissingFileIsAnError) {
   FakeWorkerLink link;
-  source_.path = dir_.file("gone.npy");
+  source_.path = dir_.path("gone.npy");
   Status st = stream_upload_rows(link, "r1.0", 0, source_, DType::kFloat32, 0, 1);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("gone.npy"), std::string::npos) << st.message();
@@ -103,7 +102,7 @@ TEST_F(RowStreamerTest, AMissingFileIsAnError) {
 }
 
 TEST_F(RowStreamerTest, RawFilesStreamToo) {
-  source_.path = dir_.file("rows.raw");
+  source_.path = dir_.path("rows.raw");
   source_.format = FileFormat::kRaw;
   std::ofstream(source_.path, std::ios::binary) << rows(0, kRows);
   FakeWorkerLink link;

@@ -12,7 +12,6 @@ namespace lizard {
 namespace {
 
 using nlohmann::json;
-using testing::TempDir;
 
 const char* kConfig = R"(
 sources: {cuda: kernel.cu}
@@ -281,7 +280,7 @@ TEST_F(RunBookTest, ListingFiltersByStatusAndLeavesOutBulkyParts) {
 
 TEST(RunBookWithoutStore, RunsStillWorkWhenTheStateDirIsUnusable) {
   TempDir dir;
-  const std::string file = dir.file("not-a-dir");
+  const std::string file = dir.path("not-a-dir");
   { std::ofstream(file) << "x"; }
   RunBook book(file);
   auto program = testing::make_test_program(kConfig);

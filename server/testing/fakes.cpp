@@ -1,7 +1,6 @@
 #include "server/testing/fakes.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,17 +11,6 @@
 namespace lizard::testing {
 
 namespace fs = std::filesystem;
-
-TempDir::TempDir() {
-  std::string tmpl = (fs::temp_directory_path() / "lizard-test-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "cannot create a temporary directory";
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
 
 std::shared_ptr<ProgramEntry> make_test_program(const std::string& config,
                                                 const std::string& host_cpp) {

@@ -16,7 +16,7 @@
 //   EXPECT_EQ(w.link()->sent_of(MessageType::kRunStart).size(), 1u);
 //
 // make_test_program() builds a program the way POST /programs does, host
-// hooks included; TempDir is a scratch directory removed at the end.
+// hooks included.  Scratch directories are dataset/test_files.h's TempDir.
 #pragma once
 
 #include <chrono>
@@ -30,26 +30,12 @@
 #include <vector>
 
 #include "common/mailbox.h"
+#include "dataset/test_files.h"
 #include "protocol/messages.h"
 #include "server/program_registry.h"
 #include "server/transport.h"
 
 namespace lizard::testing {
-
-// A directory under the system's temporary directory, removed with everything
-// in it when the object goes.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // A program bundle (config.yaml text, kernel.cu empty, host.cpp when given),
 // prepared as ProgramRegistry::prepare() prepares it; host hooks are compiled

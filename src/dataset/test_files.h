@@ -3,6 +3,7 @@
 //
 //   TempDir dir;
 //   std::string path = dir.write("points.csv", "1,2\n3,4\n");
+//   DatasetStore store(dir.path());           // the directory itself
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,7 +18,7 @@ namespace lizard {
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "lizard-dataset-XXXXXX").string();
+    std::string tmpl = (std::filesystem::temp_directory_path() / "lizard-test-XXXXXX").string();
     char* made = ::mkdtemp(tmpl.data());
     EXPECT_NE(made, nullptr) << "mkdtemp failed";
     path_ = tmpl;
@@ -29,6 +30,7 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
+  const std::string& path() const { return path_; }
   std::string path(const std::string& name) const { return path_ + "/" + name; }
 
   // Writes `bytes` to the file `name` and returns its path.

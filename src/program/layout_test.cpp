@@ -97,7 +97,7 @@ TEST(Layout, GeneratedHeaderCompilesAndAssertsTheLayout) {
             std::string::npos)
       << header;
   TempDir tmp;  // of its own: tests run in parallel
-  const std::string dir = tmp.path("");
+  const std::string dir = tmp.path();
   FILE* f = std::fopen((dir + "/lizard_program.h").c_str(), "w");
   std::fputs(header.c_str(), f);
   std::fclose(f);

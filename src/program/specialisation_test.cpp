@@ -36,7 +36,7 @@ Manifest manifest() {
 // C++ compilers; returns "" or the first failure's output.
 std::string compile(const std::string& header, const std::string& code, bool c_too) {
   TempDir tmp;  // of its own: tests run in parallel
-  const std::string dir = tmp.path("");
+  const std::string dir = tmp.path();
   for (const auto& [name, text] :
        {std::pair<std::string, std::string>{"lizard_program.h", header}, {"use.c", code}}) {
     FILE* f = std::fopen((dir + "/" + name).c_str(), "w");
