@@ -1,0 +1,135 @@
+#include "common/child_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+extern char** environ;
+
+namespace lizard {
+namespace {
+
+constexpr int kChannelFd = 3;
+
+}  // namespace
+
+std::string describe_signal(int sig) {
+  const char* name = sigabbrev_np(sig);
+  std::string out = "signal " + std::to_string(sig);
+  if (name != nullptr) out += std::string(" (SIG") + name;
+  switch (sig) {
+    case SIGSEGV:
+      out += ", a segmentation fault";
+      break;
+    case SIGBUS:
+      out += ", a bus error";
+      break;
+    case SIGFPE:
+      out += ", an arithmetic fault";
+      break;
+    case SIGILL:
+      out += ", an illegal instruction";
+      break;
+    case SIGABRT:
+      out += ", abort()";
+      break;
+    default:
+      break;
+  }
+  if (name != nullptr) out += ")";
+  return out;
+}
+
+ChildProcess::~ChildProcess() {
+  kill();
+}
+
+Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std::string>& args,
+                                                          const std::string& program) {
+  std::string exe = program;
+  if (exe.empty()) {
+    char buf[4096];
+    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return internal_error("cannot find this program's binary");
+    exe.assign(buf, static_cast<size_t>(n));
+  }
+  LIZARD_ASSIGN_OR_RETURN(auto ends, FrameChannel::pair());
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // dup2 onto fd 3 clears close-on-exec there; every other descriptor of the
+  // daemon that is close-on-exec stays behind.
+  posix_spawn_file_actions_adddup2(&actions, ends.second.fd(), kChannelFd);
+  std::vector<std::string> all{exe};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return internal_error("cannot start " + exe + ": " + std::strerror(rc));
+  return std::unique_ptr<ChildProcess>(new ChildProcess(pid, std::move(ends.first)));
+}
+
+Result<FrameChannel> ChildProcess::parent_channel() {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() == 1) return unavailable("the parent process is gone");
+  if (::fcntl(kChannelFd, F_GETFD) < 0) return invalid_argument("no channel on fd 3");
+  ::fcntl(kChannelFd, F_SETFD, FD_CLOEXEC);
+  return FrameChannel(kChannelFd);
+}
+
+void ChildProcess::reap(bool block) {
+  if (reaped_ || pid_ < 0) return;
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, block ? 0 : WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid_ || (r < 0 && errno == ECHILD)) {
+    reaped_ = true;
+    wait_status_ = r == pid_ ? status : 0;
+  }
+}
+
+bool ChildProcess::running() {
+  reap(false);
+  return !reaped_;
+}
+
+bool ChildProcess::wait_exit(int timeout_ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (running()) {
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+void ChildProcess::kill() {
+  channel_.close();
+  if (pid_ < 0 || reaped_) return;
+  reap(false);
+  if (reaped_) return;
+  ::kill(pid_, SIGKILL);
+  reap(true);
+}
+
+std::string ChildProcess::exit_description() {
+  if (running()) return "running";
+  if (WIFSIGNALED(wait_status_)) return "killed by " + describe_signal(WTERMSIG(wait_status_));
+  if (WIFEXITED(wait_status_)) {
+    return "exited with status " + std::to_string(WEXITSTATUS(wait_status_));
+  }
+  return "ended";
+}
+
+}  // namespace lizard

@@ -1,0 +1,85 @@
+#include "common/child_process.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace lizard {
+namespace {
+
+// A helper that echoes every byte of its channel back: frames come back whole.
+std::unique_ptr<ChildProcess> echo_child() {
+  auto c = ChildProcess::spawn({"-c", "exec cat <&3 >&3"}, "/bin/sh");
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() ? std::move(c).value() : nullptr;
+}
+
+TEST(ChildProcess, FramesGoThereAndBackWhole) {
+  auto c = echo_child();
+  ASSERT_TRUE(c);
+  std::string big(3 << 20, 'x');
+  big[12345] = 'y';
+  ASSERT_TRUE(c->channel().send("hello").ok());
+  ASSERT_TRUE(c->channel().send("").ok());
+  std::string_view parts[] = {"ab", "", "cd"};
+  ASSERT_TRUE(c->channel().send_parts(parts, 3).ok());
+  auto a = c->channel().receive(5000);
+  auto b = c->channel().receive(5000);
+  auto d = c->channel().receive(5000);
+  ASSERT_TRUE(a.ok() && b.ok() && d.ok());
+  EXPECT_EQ(*a, "hello");
+  EXPECT_EQ(*b, "");
+  EXPECT_EQ(*d, "abcd");
+  // A frame larger than the socket buffer needs a reader while it is sent.
+  std::thread writer([&] { EXPECT_TRUE(c->channel().send(big).ok()); });
+  auto e = c->channel().receive(5000);
+  writer.join();
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(*e, big);
+}
+
+TEST(ChildProcess, ReceiveGivesUpAfterItsTimeout) {
+  auto c = ChildProcess::spawn({"-c", "sleep 30"}, "/bin/sh");
+  ASSERT_TRUE(c.ok());
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = (*c)->channel().receive(200);
+  EXPECT_EQ(r.status().code(), Code::kCancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_TRUE((*c)->running());
+  (*c)->kill();
+  EXPECT_FALSE((*c)->running());
+  EXPECT_EQ((*c)->exit_description().rfind("killed by signal 9", 0), 0u)
+      << (*c)->exit_description();
+}
+
+TEST(ChildProcess, ADeadChildReadsAsClosedAndSaysHowItDied) {
+  auto c = ChildProcess::spawn({"-c", "kill -SEGV $$"}, "/bin/sh");
+  ASSERT_TRUE(c.ok());
+  auto r = (*c)->channel().receive(10000);
+  EXPECT_EQ(r.status().code(), Code::kUnavailable);
+  ASSERT_TRUE((*c)->wait_exit(5000));
+  EXPECT_NE((*c)->exit_description().find("SIGSEGV"), std::string::npos)
+      << (*c)->exit_description();
+  EXPECT_FALSE((*c)->channel().send("x").ok());
+}
+
+TEST(ChildProcess, ExitStatusIsReported) {
+  auto c = ChildProcess::spawn({"-c", "exit 3"}, "/bin/sh");
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->wait_exit(5000));
+  EXPECT_EQ((*c)->exit_description(), "exited with status 3");
+}
+
+TEST(ChildProcess, AMissingProgramIsAnError) {
+  auto c = ChildProcess::spawn({}, "/nonexistent/program");
+  // posix_spawn may report the failure itself or as the child's exit 127.
+  if (c.ok()) {
+    ASSERT_TRUE((*c)->wait_exit(5000));
+    EXPECT_EQ((*c)->exit_description(), "exited with status 127");
+  }
+}
+
+}  // namespace
+}  // namespace lizard

@@ -1,0 +1,133 @@
+#include "common/frame_channel.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <vector>
+
+namespace lizard {
+namespace {
+
+int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+void put_le64(uint64_t v, char* out) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+uint64_t get_le64(const char* in) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(in[i])} << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+FrameChannel::~FrameChannel() {
+  close();
+}
+
+FrameChannel& FrameChannel::operator=(FrameChannel&& o) noexcept {
+  if (this != &o) {
+    close();
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+void FrameChannel::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Result<std::pair<FrameChannel, FrameChannel>> FrameChannel::pair() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return internal_error(std::string("socketpair: ") + std::strerror(errno));
+  }
+  return std::make_pair(FrameChannel(fds[0]), FrameChannel(fds[1]));
+}
+
+Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
+  if (fd_ < 0) return unavailable("the channel is closed");
+  uint64_t total = 0;
+  for (size_t i = 0; i < count; ++i) total += parts[i].size();
+  char header[8];
+  put_le64(total, header);
+  std::vector<iovec> iov;
+  iov.reserve(count + 1);
+  iov.push_back({header, sizeof header});
+  for (size_t i = 0; i < count; ++i) {
+    if (!parts[i].empty()) iov.push_back({const_cast<char*>(parts[i].data()), parts[i].size()});
+  }
+  size_t first = 0;
+  while (first < iov.size()) {
+    msghdr msg{};
+    msg.msg_iov = iov.data() + first;
+    msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
+    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
+    }
+    size_t left = static_cast<size_t>(n);
+    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (first < iov.size()) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return Status::Ok();
+}
+
+Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms) {
+  while (n > 0) {
+    int wait = -1;
+    if (deadline_ms >= 0) {
+      int64_t left = deadline_ms - now_ms();
+      if (left <= 0) return Status(Code::kCancelled, "no answer in time");
+      wait = static_cast<int>(std::min<int64_t>(left, 1 << 30));
+    }
+    pollfd pfd{fd_, POLLIN, 0};
+    int r = ::poll(&pfd, 1, wait);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return internal_error(std::string("poll: ") + std::strerror(errno));
+    }
+    if (r == 0) continue;  // the deadline check above ends the wait
+    ssize_t got = ::read(fd_, p, n);
+    if (got < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
+    }
+    if (got == 0) return unavailable("the peer closed the channel");
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> FrameChannel::receive(int timeout_ms) {
+  if (fd_ < 0) return unavailable("the channel is closed");
+  int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+  char header[8];
+  LIZARD_RETURN_IF_ERROR(read_exact(header, sizeof header, deadline));
+  uint64_t size = get_le64(header);
+  if (size > kMaxFrame) return internal_error("a frame of " + std::to_string(size) + " bytes");
+  std::string frame(size, '\0');
+  // Once a frame has begun, its body follows at once: wait for all of it.
+  LIZARD_RETURN_IF_ERROR(read_exact(frame.data(), frame.size(), -1));
+  return frame;
+}
+
+}  // namespace lizard

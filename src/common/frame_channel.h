@@ -1,0 +1,55 @@
+// FrameChannel: whole messages ("frames") over one end of a stream socket,
+// for a daemon and the helper processes it starts (see child_process.h).
+// A frame is an 8-byte little-endian length and that many bytes.  Reads wait
+// at most a given time, so that a caller can bound a peer that hangs; a peer
+// that closed its end (it exited, or was killed) reads as kUnavailable.
+//
+//   FrameChannel ch(fd);                         // owns fd from now on
+//   LIZARD_RETURN_IF_ERROR(ch.send(request));
+//   Result<std::string> reply = ch.receive(/*timeout_ms=*/-1);
+//
+// Not thread-safe: one thread sends and receives at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace lizard {
+
+class FrameChannel {
+ public:
+  FrameChannel() = default;
+  explicit FrameChannel(int fd) : fd_(fd) {}
+  ~FrameChannel();
+  FrameChannel(FrameChannel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  FrameChannel& operator=(FrameChannel&& o) noexcept;
+  FrameChannel(const FrameChannel&) = delete;
+  FrameChannel& operator=(const FrameChannel&) = delete;
+
+  // A connected pair of channels (socketpair, close-on-exec).
+  static Result<std::pair<FrameChannel, FrameChannel>> pair();
+
+  bool open() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  void close();
+
+  // Sends one frame made of `parts` joined, without copying them together.
+  Status send(std::string_view frame) { return send_parts(&frame, 1); }
+  Status send_parts(const std::string_view* parts, size_t count);
+  // Waits up to `timeout_ms` (< 0: for ever) for the next frame.  kUnavailable
+  // when the peer closed its end; kCancelled when the time ran out.
+  Result<std::string> receive(int timeout_ms);
+
+  // Frames larger than this are refused on both sides.
+  static constexpr uint64_t kMaxFrame = uint64_t{1} << 40;
+
+ private:
+  Status read_exact(char* p, size_t n, int64_t deadline_ms);
+
+  int fd_ = -1;
+};
+
+}  // namespace lizard
