@@ -49,6 +49,7 @@ std::string hostname() {
 struct WorkerDaemon::Impl {
   WorkerOptions opts;
   std::vector<std::unique_ptr<ExecutorHandle>> executors;
+  std::unique_ptr<UploadCache> uploads;
   std::string backend_note;
   std::mutex programs_mu;
   std::map<std::string, std::shared_ptr<const ProgramImage>> programs;  // GUARDED_BY(programs_mu)
@@ -144,6 +145,7 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     if (it != sessions.end()) sessions.erase(it);  // a repeated start replaces the run
     SessionContext ctx;
     ctx.executors = &executors;
+    ctx.uploads = uploads.get();
     ctx.send = [this](std::string f) { conn->send(std::move(f)); };
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
       std::lock_guard<std::mutex> l(programs_mu);
@@ -277,6 +279,7 @@ void WorkerDaemon::Impl::on_program(const MessageView& m) {
 
 WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
   impl_->opts = std::move(opts);
+  impl_->uploads = std::make_unique<UploadCache>(impl_->opts.upload_cache_mb << 20);
 }
 WorkerDaemon::~WorkerDaemon() = default;
 

@@ -80,8 +80,12 @@ class RunDriver {
   Status run_attempts(Sections* s);
   Status wait_for_placement();
   Result<std::vector<std::string>> start_partitions(const std::string& wire_id);
+  Result<std::map<std::string, Message>> load_workers(
+      const std::string& wire_id,
+      const std::map<std::string, std::vector<const PlanEntry*>>& by_worker,
+      const std::vector<std::string>& which, bool stream_uploads);
   Status start_worker(const std::string& wire_id, const std::string& worker_id,
-                      const std::vector<const PlanEntry*>& entries);
+                      const std::vector<const PlanEntry*>& entries, bool stream_uploads);
   Status limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const;
   Status iterate(const std::string& wire_id, const std::vector<std::string>& participants,
                  int64_t it, Sections* s, bool* done);

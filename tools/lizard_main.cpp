@@ -167,6 +167,8 @@ int main(int argc, char** argv) {
                    "Split the CPU backend into this many executors (default 1)")
       ->check(CLI::Range(1, 64));
   client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached");
+  client->add_option("--upload-cache-mb", wo.upload_cache_mb,
+                     "Uploaded rows kept in memory for later runs over them (MiB; 0: none)");
   client->add_option("--weight", wo.weight,
                      "Report this capability weight (testing, uneven nodes)");
   client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)");
