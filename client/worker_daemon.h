@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "exec/executor_factory.h"
+#include "net/tls_options.h"
 
 namespace lizard {
 
@@ -25,6 +26,7 @@ struct WorkerOptions {
   double weight = 0;          // > 0: report this capability weight for every executor
   std::string token;          // presented to the server when it requires one
   int server_timeout_s = 10;  // a server silent this long (not even a ping) counts as gone
+  TlsClientOptions tls;       // wss://: TLS to the server, its certificate verified
 };
 
 class WorkerDaemon {
