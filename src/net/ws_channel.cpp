@@ -5,7 +5,6 @@
 #include "net/ws_channel.h"
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 
