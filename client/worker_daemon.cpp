@@ -313,7 +313,7 @@ bool WorkerDaemon::run() {
             d->inbox.push({Impl::InboxItem::kLost, {}});
           },
       },
-      d->opts.server_timeout_s);
+      d->opts.server_timeout_s, d->opts.tls);
   d->conn->start();
   constexpr auto kRefreshPeriod = std::chrono::seconds(3);
   auto next_refresh = SteadyClock::now() + kRefreshPeriod;

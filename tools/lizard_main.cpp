@@ -1,6 +1,6 @@
 // lizard: the cluster daemons, and the commands that run programs on them.
-//   lizard server -v [--host 0.0.0.0] [--port 5000]      head node
-//   lizard client -a HOST -p 5000 [-v]                   every GPU node
+//   lizard server -v [--host 0.0.0.0] [--port 5000] [--tls-cert F --tls-key F]   head node
+//   lizard client -a HOST -p 5000 [-v] [--tls [--tls-ca F]]                      every GPU node
 //   lizard run | runs | status | cancel | workers        (src/cli/user_commands.h)
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@
 #include "cli/user_commands.h"
 #include "client/worker_daemon.h"
 #include "common/auth.h"
+#include "net/http_client.h"
 #include "server/coordinator.h"
 #include "server/hub_server.h"
 
@@ -58,6 +59,7 @@ struct ServerFlags {
   int read_timeout = 30;
   uint64_t max_body = uint64_t{1} << 30;
   std::string token, read_token;
+  std::string tls_cert, tls_key;
   bool no_worker_loop = false;
 };
 
@@ -76,12 +78,15 @@ int run_server(const ServerFlags& f) {
   ho.heartbeat_timeout_s = f.heartbeat;
   ho.read_timeout_s = f.read_timeout;
   ho.max_body = f.max_body;
+  ho.tls_cert_file = f.tls_cert;
+  ho.tls_key_file = f.tls_key;
   lizard::HubServer hub(&coordinator, ho);
   if (auto st = hub.start(); !st.ok()) {
     spdlog::error("{}", st.message());
     return 1;
   }
-  spdlog::info("lizard server listening on {}:{} (state in {})", f.host, hub.port(), f.state_dir);
+  spdlog::info("lizard server listening on {}://{}:{} (state in {})",
+               f.tls_cert.empty() ? "http" : "https", f.host, hub.port(), f.state_dir);
   int sig = wait_for_signal();
   spdlog::info("signal {}: shutting down", sig);
   hub.stop();
@@ -89,7 +94,36 @@ int run_server(const ServerFlags& f) {
   return 0;
 }
 
+// `lizard client -a`: a host, or a URI (wss://head:5000) whose scheme and
+// port win over --tls and -p.
+lizard::Status resolve_server_address(lizard::WorkerOptions* opts) {
+  if (opts->host.find("://") == std::string::npos) {  // a host name or address, IPv6 too
+    opts->tls.enabled = opts->tls.enabled || !opts->tls.ca_file.empty();
+    return lizard::Status::Ok();
+  }
+  auto uri = lizard::parse_server_address(opts->host, opts->port, opts->tls);
+  if (!uri.ok()) return uri.status();
+  if (!uri->base_path.empty() && uri->base_path != "/workers")
+    return lizard::invalid_argument("-a " + opts->host + ": workers dial /workers, not " +
+                                    uri->base_path);
+  int port = 0;
+  try {
+    port = std::stoi(uri->port);
+  } catch (const std::exception&) {
+  }
+  if (port <= 0 || port > 65535)
+    return lizard::invalid_argument("-a " + opts->host + ": bad port '" + uri->port + "'");
+  opts->host = uri->host;
+  opts->port = static_cast<uint16_t>(port);
+  opts->tls.enabled = uri->tls();
+  return lizard::Status::Ok();
+}
+
 int run_client(lizard::WorkerOptions opts, char** argv) {
+  if (auto st = resolve_server_address(&opts); !st.ok()) {
+    spdlog::error("{}", st.message());
+    return 2;
+  }
   block_signals();
   lizard::WorkerDaemon daemon(opts);
   if (auto st = daemon.init(); !st.ok()) {
@@ -147,13 +181,28 @@ int main(int argc, char** argv) {
       "Token required of workers and of POST/DELETE requests (default: $LIZARD_TOKEN)");
   server->add_option("--read-token", sf.read_token,
                      "Token required of GET requests too (default: $LIZARD_READ_TOKEN)");
+  auto* cert = server->add_option(
+      "--tls-cert", sf.tls_cert,
+      "Serve the REST API and the worker hub over TLS (https://, wss://) with this PEM "
+      "certificate chain");
+  auto* key = server->add_option("--tls-key", sf.tls_key, "The PEM private key of --tls-cert");
+  cert->needs(key);
+  key->needs(cert);
 
   auto* client = app.add_subcommand("client", "Run a worker on this node");
   lizard::WorkerOptions wo;
   wo.backend.cache_dir = default_dir("XDG_CACHE_HOME", ".cache");
   client->add_flag("-v,--verbose", verbose, "Debug logging");
-  client->add_option("-a,--address", wo.host, "Server host")->required();
+  client->add_option("-a,--address", wo.host, "Server host, or wss://host:port (TLS)")->required();
   client->add_option("-p,--port", wo.port, "Server port");
+  client->add_flag("--tls", wo.tls.enabled,
+                   "The server serves TLS (as a wss:// or https:// address says); its "
+                   "certificate is verified");
+  client
+      ->add_option("--tls-ca", wo.tls.ca_file,
+                   "PEM file of the CA that signed the server's certificate, instead of the "
+                   "system's roots; implies --tls (default: $LIZARD_TLS_CA)")
+      ->envname("LIZARD_TLS_CA");
   client->add_option("--backend", wo.backend.backend, "auto, cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   client->add_option("--gpus", wo.backend.gpus,
