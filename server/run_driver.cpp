@@ -109,11 +109,15 @@ Status RunDriver::run_attempts(Sections* s) {
     bool done = false;
     const auto t_iter = SteadyClock::now();
     bool loop_there = st.ok() && can_loop_on_worker(participants);
+    if (st.ok())
+      ctx_.book->update(run_, [&](RunRecord& r) { r.phases["worker_loop"] = loop_there; });
     while (st.ok() && it < req.max_iterations && !done) {
       if (loop_there) {
         bool unsupported = false;
         st = loop_on_worker(wire_id, participants[0], &it, s, &done, &unsupported);
         loop_there = !unsupported;
+        if (unsupported)
+          ctx_.book->update(run_, [&](RunRecord& r) { r.phases["worker_loop"] = false; });
         continue;
       }
       st = iterate(wire_id, participants, it, s, &done);

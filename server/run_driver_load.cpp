@@ -72,8 +72,8 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
   // Uploaded rows are first offered from the workers' caches; a worker that
   // no longer holds them says so, and is sent them.
   auto ready = load_workers(wire_id, by_worker, participants, /*stream_uploads=*/false);
+  std::vector<std::string> missing;
   if (ready.ok()) {
-    std::vector<std::string> missing;
     for (const auto& [id, msg] : ready.value()) {
       auto r = RunReadyMsg::parse(msg.header);
       if (r.ok() && !r->ok && !r->missing.empty()) missing.push_back(id);
@@ -86,14 +86,15 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
         ready = again.status();
     }
   }
+  Status failed = ready.status();
   if (ready.ok())
     for (const auto& [id, msg] : ready.value()) {
       auto r = RunReadyMsg::parse(msg.header);
-      if (r.ok() && !r->ok) ready = runtime_error("worker " + id + ": " + r->error);
+      if (r.ok() && !r->ok && failed.ok()) failed = runtime_error("worker " + id + ": " + r->error);
     }
-  if (!ready.ok()) {
+  if (!failed.ok()) {
     end_on_workers(wire_id, participants, false);
-    return ready.status().with_context("loading the dataset");
+    return failed.with_context("loading the dataset");
   }
   double compile_ms = 0;
   bool cache_hit = true;
@@ -108,6 +109,10 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
     r.phases["loading_ms"] = ms_since(t_load);
     r.phases["compile_ms"] = compile_ms;
     r.phases["compile_cache_hit"] = cache_hit;
+    bool uploads = false;
+    for (const auto& d : run_->request.dataset)
+      uploads = uploads || d.kind == DatasetSource::Kind::kUpload;
+    if (uploads) r.phases["uploads_cached"] = missing.empty();
   });
   return participants;
 }
