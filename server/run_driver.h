@@ -28,6 +28,7 @@
 
 #include "common/mailbox.h"
 #include "common/status.h"
+#include "hooks/hook_process.h"
 #include "program/layout.h"
 #include "protocol/wire.h"
 #include "server/run_book.h"
@@ -50,6 +51,7 @@ struct DriverContext {
   RunBook* book = nullptr;
   WorkerRegistry* workers = nullptr;
   int worker_wait_s = 60;                // how long to wait for new executors
+  HookProcessOptions hooks;              // bounds the run's host hook calls
   ServerMetrics* metrics = nullptr;      // iteration times and compiles; may be null
   std::function<bool()> stopping;        // the server is shutting down
   std::function<void()> wake_scheduler;  // after asking for executors again
