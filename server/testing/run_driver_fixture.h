@@ -93,8 +93,8 @@ inline std::string doubled(const FakeRun& run, const std::string&) {
 // A RunBook, a WorkerRegistry with fake workers, and one RunDriver.
 class RunDriverTest : public ::testing::Test {
  protected:
-  void use_program(const char* config) {
-    program_ = make_test_program(config, kHost);
+  void use_program(const char* config, const std::string& host = kHost) {
+    program_ = make_test_program(config, host);
     ASSERT_NE(program_, nullptr);
   }
 
@@ -155,6 +155,7 @@ class RunDriverTest : public ::testing::Test {
     ctx.book = &book_;
     ctx.workers = &workers_;
     ctx.worker_wait_s = worker_wait_s_;
+    ctx.hooks = hook_options_;
     ctx.stopping = [this] { return stopping_.load(); };
     ctx.wake_scheduler = [this] { ++scheduler_wakes_; };
     {
@@ -224,6 +225,7 @@ class RunDriverTest : public ::testing::Test {
   std::atomic<int> scheduler_wakes_{0}, exits_{0};
   std::atomic<bool> busy_when_answered_{true};
   int worker_wait_s_ = 10;
+  HookProcessOptions hook_options_;
 
   void TearDown() override {
     stopping_ = true;
