@@ -73,12 +73,17 @@ Status RunDriver::drive() {
   const RunRequest& req = run_->request;
   Sections s;
   LIZARD_ASSIGN_OR_RETURN(s.state, make_section(m.state, m, req.params));
+  LIZARD_ASSIGN_OR_RETURN(s.agg, make_section(m.aggregate, m, req.params));
+  LIZARD_ASSIGN_OR_RETURN(s.partial, make_section(m.aggregate, m, req.params));
+  // A cancel or shutdown ends a hook that is running.
+  HookProcessOptions hook_options = ctx_.hooks;
+  hook_options.interrupted = [this] { return interrupted(); };
+  LIZARD_ASSIGN_OR_RETURN(
+      s.hooks, prog.hooks->start(m, req.params, s.state, s.agg, std::move(hook_options)));
   if (req.state)
     s.state.bytes = req.state->bytes;
   else
-    prog.hooks->init_state(m, req.params, &s.state);
-  LIZARD_ASSIGN_OR_RETURN(s.agg, make_section(m.aggregate, m, req.params));
-  LIZARD_ASSIGN_OR_RETURN(s.partial, make_section(m.aggregate, m, req.params));
+    LIZARD_RETURN_IF_ERROR(s.hooks->init_state(&s.state).status());
   s.initial_state = s.state;
   return run_attempts(&s);
 }
@@ -242,10 +247,11 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     for (size_t off = 0; off < msg.payload.size(); off += n) {
       std::memcpy(s->partial.bytes.data(), msg.payload.data() + off, n);
       fold_into(&s->agg, s->partial);
-      if (m.has_custom_reducer()) prog.hooks->aggregate(m, req.params, &s->agg, &s->partial);
+      if (m.has_custom_reducer())
+        LIZARD_RETURN_IF_ERROR(s->hooks->aggregate(&s->agg, s->partial, it));
     }
   }
-  *done = prog.hooks->update_state(m, req.params, &s->agg, &s->state, it);
+  LIZARD_ASSIGN_OR_RETURN(*done, s->hooks->update_state(s->agg, &s->state, it));
   record_iteration({it, ms_since(t0), kernel_ms, ms_since(t_fold), state_scalars(*s)});
   return Status::Ok();
 }

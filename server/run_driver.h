@@ -29,6 +29,7 @@
 
 #include "common/mailbox.h"
 #include "common/status.h"
+#include "hooks/hook_process.h"
 #include "program/layout.h"
 #include "protocol/wire.h"
 #include "server/run_book.h"
@@ -36,6 +37,7 @@
 
 namespace lizard {
 
+class RunHooks;
 class ServerMetrics;
 
 struct DriverEvent {
@@ -52,6 +54,7 @@ struct DriverContext {
   WorkerRegistry* workers = nullptr;
   int worker_wait_s = 60;                // how long to wait for new executors
   bool worker_loop = true;               // a run on one worker: that worker drives the loop
+  HookProcessOptions hooks;              // bounds the run's host hook calls
   ServerMetrics* metrics = nullptr;      // iteration times and compiles; may be null
   std::function<bool()> stopping;        // the server is shutting down
   std::function<void()> wake_scheduler;  // after asking for executors again
@@ -72,9 +75,11 @@ class RunDriver {
   void join();
 
  private:
-  // The run's state and aggregate sections, kept across attempts.
+  // The run's state and aggregate sections, kept across attempts, and its
+  // host hooks (their process ends with the run).
   struct Sections {
     SectionBuffer state, agg, partial, initial_state;
+    std::unique_ptr<RunHooks> hooks;
   };
   Status drive();
   Status run_attempts(Sections* s);

@@ -2,6 +2,7 @@
 //   lizard server -v [--host 0.0.0.0] [--port 5000] [--tls-cert F --tls-key F]   head node
 //   lizard client -a HOST -p 5000 [-v] [--tls [--tls-ca F]]                      every GPU node
 //   lizard run | runs | status | cancel | workers        (src/cli/user_commands.h)
+//   lizard hook-host LIB.so          internal: the server's hook process (hooks/hook_host.h)
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -18,6 +19,7 @@
 #include "client/worker_daemon.h"
 #include "common/auth.h"
 #include "net/http_client.h"
+#include "hooks/hook_host.h"
 #include "server/coordinator.h"
 #include "server/hub_server.h"
 
@@ -57,6 +59,7 @@ struct ServerFlags {
   int worker_wait = 60;
   int heartbeat = 10;
   int read_timeout = 30;
+  int hook_timeout = 60;
   uint64_t max_body = uint64_t{1} << 30;
   std::string token, read_token;
   std::string tls_cert, tls_key;
@@ -69,6 +72,7 @@ int run_server(const ServerFlags& f) {
   co.state_dir = f.state_dir;
   co.worker_wait_s = f.worker_wait;
   co.worker_loop = !f.no_worker_loop;
+  co.hook_timeout_s = f.hook_timeout;
   co.token = lizard::token_from(f.token, "LIZARD_TOKEN");
   co.read_token = lizard::token_from(f.read_token, "LIZARD_READ_TOKEN");
   lizard::Coordinator coordinator(co);
@@ -148,6 +152,9 @@ int run_client(lizard::WorkerOptions opts, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `lizard hook-host LIB.so`: the hook process a daemon starts for a
+  // program's host.cpp (internal, not in the help).
+  if (auto status = lizard::hook_host_command(argc, argv)) return *status;
   CLI::App app{"lizard: run CUDA programs across a cluster of GPU machines"};
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   app.require_subcommand(1);
@@ -172,6 +179,11 @@ int main(int argc, char** argv) {
   server
       ->add_option("--read-timeout", sf.read_timeout,
                    "Seconds within which a request must arrive whole (408)")
+      ->check(CLI::Range(1, 86400));
+  server
+      ->add_option("--hook-timeout-s", sf.hook_timeout,
+                   "Seconds one host hook call (or loading a host.cpp) may take before its "
+                   "hook process is killed and the run fails")
       ->check(CLI::Range(1, 86400));
   server->add_option("--max-body", sf.max_body, "Largest request body in bytes (413)");
   server->add_flag("--no-worker-loop", sf.no_worker_loop,
