@@ -3,7 +3,7 @@
 // MessageType::kLoop).  The daemon opens one per loop; user code behind it
 // runs outside the worker daemon.
 //
-//   Result<std::unique_ptr<LoopHooks>> h = open(program, params, interrupted);
+//   Result<std::unique_ptr<LoopHooks>> h = open(program, params, limits);
 //   if (!h.ok()) ...;                  // kUnavailable: the server drives the run instead
 //   if (!*h) ...;                      // no update hook: done after one iteration
 //   Result<bool> done = (*h)->update(&agg, &state, iteration);
@@ -25,10 +25,17 @@ class LoopHooks {
   virtual Result<bool> update(SectionBuffer* agg, SectionBuffer* state, int64_t iteration) = 0;
 };
 
+// What bounds one loop's hook calls: `interrupted` is polled while a call
+// runs (a non-OK status ends the call and its process); `call_timeout_ms`
+// is the longest a call may take (0: the worker's own --hook-timeout-s).
+struct LoopHookLimits {
+  std::function<Status()> interrupted;
+  int64_t call_timeout_ms = 0;
+};
+
 // Opens a program's update hook for one loop: null when the program has
-// none; kUnavailable when this worker cannot run it.  `interrupted` is polled
-// while a hook call runs: a non-OK status ends the call (and its process).
+// none; kUnavailable when this worker cannot run it.
 using OpenLoopHooks = std::function<Result<std::unique_ptr<LoopHooks>>(
-    const ProgramImage& program, const ParamValues& params, std::function<Status()> interrupted)>;
+    const ProgramImage& program, const ParamValues& params, LoopHookLimits limits)>;
 
 }  // namespace lizard

@@ -64,9 +64,12 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     failed->unsupported = true;
     return unavailable("this worker does not drive loops");
   }
-  auto opened = ctx_.open_hooks(*program_, params_, [this] {
+  LoopHookLimits limits;
+  limits.interrupted = [this] {
     return aborting_ ? Status(Code::kCancelled, "the run was aborted") : Status::Ok();
-  });
+  };
+  limits.call_timeout_ms = h.hook_timeout_ms;
+  auto opened = ctx_.open_hooks(*program_, params_, std::move(limits));
   if (!opened.ok()) {
     failed->unsupported = opened.status().code() == Code::kUnavailable;
     return opened.status();

@@ -409,7 +409,7 @@ class CountingHooks : public LoopHooks {
 
 OpenLoopHooks hooks_of(int64_t last, std::string fail = "", int sleep_ms = 0) {
   return [=](const ProgramImage&, const ParamValues&,
-             std::function<Status()>) -> Result<std::unique_ptr<LoopHooks>> {
+             LoopHookLimits) -> Result<std::unique_ptr<LoopHooks>> {
     return std::unique_ptr<LoopHooks>(std::make_unique<CountingHooks>(last, fail, sleep_ms));
   };
 }
@@ -448,7 +448,7 @@ TEST_F(RunSessionTest, ALoopStopsAtMaxIterationsAndWithoutHooksAfterOne) {
   EXPECT_FALSE(LoopStepMsg::parse(next_reply().header)->last);
   EXPECT_TRUE(LoopStepMsg::parse(next_reply().header)->last);
 
-  auto plain = session({}, [](const ProgramImage&, const ParamValues&, std::function<Status()>) {
+  auto plain = session({}, [](const ProgramImage&, const ParamValues&, LoopHookLimits) {
     return Result<std::unique_ptr<LoopHooks>>(std::unique_ptr<LoopHooks>());
   });
   plain->post(run_start("r2.0", 2, {{1, 0, 2}}));
@@ -460,7 +460,7 @@ TEST_F(RunSessionTest, ALoopStopsAtMaxIterationsAndWithoutHooksAfterOne) {
 }
 
 TEST_F(RunSessionTest, AWorkerThatCannotRunTheHooksSaysSoBeforeAnyIteration) {
-  auto s = session({}, [](const ProgramImage&, const ParamValues&, std::function<Status()>) {
+  auto s = session({}, [](const ProgramImage&, const ParamValues&, LoopHookLimits) {
     return Result<std::unique_ptr<LoopHooks>>(unavailable("no compiler for host.cpp"));
   });
   s->post(run_start("r1.0", 2));

@@ -155,8 +155,8 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
       return p == programs.end() ? nullptr : p->second;
     };
     ctx.open_hooks = [this](const ProgramImage& program, const ParamValues& params,
-                            std::function<Status()> interrupted) {
-      return hooks->open(program, params, std::move(interrupted));
+                            LoopHookLimits limits) {
+      return hooks->open(program, params, std::move(limits));
     };
     auto uploaded = std::move(chunks[run_id]);
     chunks.erase(run_id);

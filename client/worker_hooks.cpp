@@ -71,7 +71,7 @@ Result<WorkerHooks::Warm> WorkerHooks::take(const std::string& hash, const HostH
 
 Result<std::unique_ptr<LoopHooks>> WorkerHooks::open(const ProgramImage& program,
                                                      const ParamValues& params,
-                                                     std::function<Status()> interrupted) {
+                                                     LoopHookLimits limits) {
   const Manifest& m = program.manifest;
   if (m.host_source.empty()) return std::unique_ptr<LoopHooks>();
   std::shared_ptr<HostHooks> built;
@@ -87,7 +87,10 @@ Result<std::unique_ptr<LoopHooks>> WorkerHooks::open(const ProgramImage& program
   }
   if (!built->has_update()) return std::unique_ptr<LoopHooks>();
   LIZARD_ASSIGN_OR_RETURN(Warm warm, take(program.hash, *built, m, params));
-  *warm.interrupted = std::move(interrupted);
+  *warm.interrupted = std::move(limits.interrupted);
+  warm.hooks->process()->set_call_timeout_ms(limits.call_timeout_ms > 0
+                                                 ? static_cast<int>(limits.call_timeout_ms)
+                                                 : options_.call_timeout_ms);
   return std::unique_ptr<LoopHooks>(std::make_unique<Loop>(this, program.hash, std::move(warm)));
 }
 

@@ -34,10 +34,10 @@ class WorkerHooks {
   // Compiles and checks the program's host.cpp, if it has one.
   void build(const ProgramImage& program);
   // The update hook for one loop (null without one); kUnavailable when the
-  // program's host.cpp did not build here.  `interrupted` ends a hook call
-  // early (the run was aborted) and kills its process.
+  // program's host.cpp did not build here.  `limits` bound its calls: a
+  // call that runs past them ends with its process.
   Result<std::unique_ptr<LoopHooks>> open(const ProgramImage& program, const ParamValues& params,
-                                          std::function<Status()> interrupted);
+                                          LoopHookLimits limits);
 
  private:
   class Loop;

@@ -19,8 +19,9 @@ bool RunDriver::can_loop_on_worker(const std::vector<std::string>& participants)
 Status RunDriver::loop_on_worker(const std::string& wire_id, const std::string& worker, int64_t* it,
                                  Sections* s, bool* done, bool* unsupported) {
   const RunRequest& req = run_->request;
-  const std::string frame = encode(LoopMsg{wire_id, *it, req.max_iterations}.to_message(
-      std::string(s->state.bytes.begin(), s->state.bytes.end())));
+  const std::string frame =
+      encode(LoopMsg{wire_id, *it, req.max_iterations, ctx_.hooks.call_timeout_ms}.to_message(
+          std::string(s->state.bytes.begin(), s->state.bytes.end())));
   Status sent = ctx_.workers->send(worker, frame);
   if (!sent.ok()) {
     drop_executors_of(worker);

@@ -68,6 +68,8 @@ class HookProcess {
                             int64_t iteration);
 
   pid_t pid() const { return child_->pid(); }
+  // Bounds the calls from now on (a process kept for another run's limits).
+  void set_call_timeout_ms(int ms) { options_.call_timeout_ms = ms; }
   // Ends the process (SIGKILL); later calls fail.
   void kill();
 

@@ -291,7 +291,8 @@ Message LoopMsg::to_message(std::string payload) const {
   return Message{MessageType::kLoop,
                  {{"run_id", run_id},
                   {"first_iteration", first_iteration},
-                  {"max_iterations", max_iterations}},
+                  {"max_iterations", max_iterations},
+                  {"hook_timeout_ms", hook_timeout_ms}},
                  std::move(payload)};
 }
 Result<LoopMsg> LoopMsg::parse(const json& h) {
@@ -300,6 +301,7 @@ Result<LoopMsg> LoopMsg::parse(const json& h) {
   r.str("run_id", &m.run_id);
   r.i64("first_iteration", &m.first_iteration);
   r.i64("max_iterations", &m.max_iterations);
+  r.i64("hook_timeout_ms", &m.hook_timeout_ms);
   return done(r, std::move(m));
 }
 

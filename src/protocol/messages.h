@@ -175,6 +175,7 @@ struct ResourcesMsg {
 struct LoopMsg {
   std::string run_id;
   int64_t first_iteration = 0, max_iterations = 0;
+  int64_t hook_timeout_ms = 0;  // the server's bound on one hook call; 0: the worker's own
   Message to_message(std::string payload = {}) const;
   static Result<LoopMsg> parse(const nlohmann::json& h);
 };

@@ -75,7 +75,8 @@ enum class MessageType : uint8_t {
   // server → worker, once a run's rows are loaded, when the run is on this
   // worker alone: run iterations [first_iteration, max_iterations) here,
   // folding and calling the program's update hook as the server would:
-  // {run_id, first_iteration, max_iterations}; payload: the state section
+  // {run_id, first_iteration, max_iterations, hook_timeout_ms}; payload: the
+  // state section
   kLoop = 16,
   // worker → server, after each iteration of a loop: {run_id, iteration, ok,
   // error?, unsupported?, kernel_ms, ms, last}; payload: the folded aggregate,
