@@ -40,7 +40,10 @@ FrameChannel& FrameChannel::operator=(FrameChannel&& o) noexcept {
   if (this != &o) {
     close();
     fd_ = o.fd_;
+    std::memcpy(header_, o.header_, sizeof header_);
+    header_got_ = o.header_got_;
     o.fd_ = -1;
+    o.header_got_ = 0;
   }
   return *this;
 }
@@ -48,6 +51,7 @@ FrameChannel& FrameChannel::operator=(FrameChannel&& o) noexcept {
 void FrameChannel::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  header_got_ = 0;
 }
 
 Result<std::pair<FrameChannel, FrameChannel>> FrameChannel::pair() {
@@ -90,7 +94,7 @@ Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
   return Status::Ok();
 }
 
-Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms) {
+Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done) {
   while (n > 0) {
     int wait = -1;
     if (deadline_ms >= 0) {
@@ -113,6 +117,7 @@ Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms) {
     if (got == 0) return unavailable("the peer closed the channel");
     p += got;
     n -= static_cast<size_t>(got);
+    if (done) *done += static_cast<size_t>(got);
   }
   return Status::Ok();
 }
@@ -120,9 +125,10 @@ Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms) {
 Result<std::string> FrameChannel::receive(int timeout_ms) {
   if (fd_ < 0) return unavailable("the channel is closed");
   int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-  char header[8];
-  LIZARD_RETURN_IF_ERROR(read_exact(header, sizeof header, deadline));
-  uint64_t size = get_le64(header);
+  LIZARD_RETURN_IF_ERROR(
+      read_exact(header_ + header_got_, sizeof header_ - header_got_, deadline, &header_got_));
+  header_got_ = 0;
+  uint64_t size = get_le64(header_);
   if (size > kMaxFrame) return internal_error("a frame of " + std::to_string(size) + " bytes");
   std::string frame(size, '\0');
   // Once a frame has begun, its body follows at once: wait for all of it.

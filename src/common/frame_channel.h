@@ -24,7 +24,7 @@ class FrameChannel {
   FrameChannel() = default;
   explicit FrameChannel(int fd) : fd_(fd) {}
   ~FrameChannel();
-  FrameChannel(FrameChannel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  FrameChannel(FrameChannel&& o) noexcept { *this = std::move(o); }
   FrameChannel& operator=(FrameChannel&& o) noexcept;
   FrameChannel(const FrameChannel&) = delete;
   FrameChannel& operator=(const FrameChannel&) = delete;
@@ -40,16 +40,21 @@ class FrameChannel {
   Status send(std::string_view frame) { return send_parts(&frame, 1); }
   Status send_parts(const std::string_view* parts, size_t count);
   // Waits up to `timeout_ms` (< 0: for ever) for the next frame.  kUnavailable
-  // when the peer closed its end; kCancelled when the time ran out.
+  // when the peer closed its end; kCancelled when the time ran out (the part
+  // of a length already read is kept for the next call, so that a caller may
+  // wait in short slices).
   Result<std::string> receive(int timeout_ms);
 
   // Frames larger than this are refused on both sides.
   static constexpr uint64_t kMaxFrame = uint64_t{1} << 40;
 
  private:
-  Status read_exact(char* p, size_t n, int64_t deadline_ms);
+  // Adds the bytes it read to `*done` when given, also when it gives up.
+  Status read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done = nullptr);
 
   int fd_ = -1;
+  char header_[8] = {};
+  size_t header_got_ = 0;  // bytes of the next frame's length read so far
 };
 
 }  // namespace lizard

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/child_process.h"
 #include "hooks/hook_host.h"
 
 namespace lizard {
@@ -27,7 +28,15 @@ std::string_view view(const SectionBuffer& s) {
 
 }  // namespace
 
+HookProcess::HookProcess(std::unique_ptr<ChildProcess> child, std::string source,
+                         HookProcessOptions options)
+    : child_(std::move(child)), source_(std::move(source)), options_(std::move(options)) {}
+
 HookProcess::~HookProcess() = default;
+
+pid_t HookProcess::pid() const {
+  return child_->pid();
+}
 
 Result<std::unique_ptr<HookProcess>> HookProcess::start(const std::string& library,
                                                         const std::string& source,

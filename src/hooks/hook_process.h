@@ -17,17 +17,21 @@
 // object goes.  Not thread-safe.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
-#include "common/child_process.h"
 #include "common/status.h"
 #include "hooks/hook_protocol.h"
 #include "program/layout.h"
 #include "program/manifest.h"
 
 namespace lizard {
+
+class ChildProcess;
 
 struct HookProcessOptions {
   std::string program;          // binary that serves `hook-host`; empty: this one
@@ -67,15 +71,14 @@ class HookProcess {
   Result<bool> update_state(const SectionBuffer& aggregate, SectionBuffer* state,
                             int64_t iteration);
 
-  pid_t pid() const { return child_->pid(); }
+  pid_t pid() const;
   // Bounds the calls from now on (a process kept for another run's limits).
   void set_call_timeout_ms(int ms) { options_.call_timeout_ms = ms; }
   // Ends the process (SIGKILL); later calls fail.
   void kill();
 
  private:
-  HookProcess(std::unique_ptr<ChildProcess> child, std::string source, HookProcessOptions options)
-      : child_(std::move(child)), source_(std::move(source)), options_(std::move(options)) {}
+  HookProcess(std::unique_ptr<ChildProcess> child, std::string source, HookProcessOptions options);
 
   // Sends `parts` as one frame and waits for the reply, within the call time
   // limit; `what` names the call in messages ("host hook aggregate (iteration 2)").
