@@ -43,7 +43,7 @@ TEST(ChildProcess, FramesGoThereAndBackWhole) {
 }
 
 TEST(ChildProcess, ReceiveGivesUpAfterItsTimeout) {
-  auto c = ChildProcess::spawn({"-c", "sleep 30"}, "/bin/sh");
+  auto c = ChildProcess::spawn({"-c", "exec sleep 30"}, "/bin/sh");
   ASSERT_TRUE(c.ok());
   auto t0 = std::chrono::steady_clock::now();
   auto r = (*c)->channel().receive(200);
