@@ -23,6 +23,7 @@
 
 #include "common/mailbox.h"
 #include "common/status.h"
+#include "dataset/data_roots.h"
 #include "exec/executor.h"
 #include "protocol/messages.h"
 
@@ -43,6 +44,7 @@ struct SessionContext {
   std::function<void(std::string frame)> send;
   // The program a run_start names, when this worker has built it.
   std::function<std::shared_ptr<const ProgramImage>(const std::string& hash)> find_program;
+  const DataRoots* data_roots = nullptr;  // dataset paths must lie in these; null: any
 };
 
 class RunSession {

@@ -48,6 +48,7 @@ std::string hostname() {
 
 struct WorkerDaemon::Impl {
   WorkerOptions opts;
+  DataRoots data_roots;  // from opts.data_roots, at init
   std::vector<std::unique_ptr<ExecutorHandle>> executors;
   std::string backend_note;
   std::mutex programs_mu;
@@ -143,6 +144,7 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     if (it != sessions.end()) sessions.erase(it);  // a repeated start replaces the run
     SessionContext ctx;
     ctx.executors = &executors;
+    ctx.data_roots = &data_roots;
     ctx.send = [this](std::string f) { conn->send(std::move(f)); };
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
       std::lock_guard<std::mutex> l(programs_mu);
@@ -275,6 +277,7 @@ WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
 WorkerDaemon::~WorkerDaemon() = default;
 
 Status WorkerDaemon::init() {
+  LIZARD_ASSIGN_OR_RETURN(impl_->data_roots, DataRoots::make(impl_->opts.data_roots, "worker"));
   LIZARD_ASSIGN_OR_RETURN(auto made, make_executors(impl_->opts.backend, &impl_->backend_note));
   for (auto& e : made) {
     impl_->executors.push_back(std::make_unique<ExecutorHandle>());

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "exec/executor_factory.h"
@@ -25,6 +26,7 @@ struct WorkerOptions {
   double weight = 0;          // > 0: report this capability weight for every executor
   std::string token;          // presented to the server when it requires one
   int server_timeout_s = 10;  // a server silent this long (not even a ping) counts as gone
+  std::vector<std::string> data_roots;  // dataset paths must lie in these (--data-root); empty: any
 };
 
 class WorkerDaemon {

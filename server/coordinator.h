@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "dataset/data_roots.h"
 #include "server/transport.h"
 
 namespace lizard {
@@ -33,6 +34,8 @@ struct CoordinatorOptions {
   std::string token;                  // required of workers and of POST/DELETE requests, when set
   std::string read_token;  // required of GET requests too, when set (the token also works)
   int max_bypass = 16;     // later runs that may start ahead of a waiting one
+  uint64_t max_state_bytes = uint64_t{1} << 30;  // state + aggregate of one run (413 beyond)
+  DataRoots data_roots;  // where dataset paths in run requests may point (403 elsewhere)
 };
 
 class Coordinator : public ServerHandler {

@@ -39,10 +39,13 @@ struct ProgramEntry {
 
 class ProgramRegistry {
  public:
-  ProgramRegistry(std::string state_dir, const HostCompiler* compiler);
+  // `max_state_bytes`: the most the state and aggregate fields whose shapes
+  // are constants may take (413 beyond).
+  ProgramRegistry(std::string state_dir, const HostCompiler* compiler,
+                  uint64_t max_state_bytes = uint64_t{1} << 30);
 
   // Checks a bundle, generates its image and builds its host hooks, without
-  // registering it.  Errors are the user's (400, 422).
+  // registering it.  Errors are the user's (400, 413, 422).
   Result<std::shared_ptr<ProgramEntry>> prepare(const nlohmann::json& bundle) const;
   // Registers and stores `entry` unless a program of its checksum is there;
   // returns the registered entry and whether it is new.
@@ -61,6 +64,7 @@ class ProgramRegistry {
 
   const std::string state_dir_;
   const HostCompiler* compiler_;
+  const uint64_t max_state_bytes_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const ProgramEntry>> programs_;  // GUARDED_BY(mu_)
 };
