@@ -43,7 +43,7 @@ struct DriverEvent {
   std::string worker_id;
   Message msg;                         // kMessage
   std::vector<ExecutorRef> executors;  // kPlacement
-  std::string worker_name;             // kWorkerLost: its hostname, when known
+  std::string worker_name{};           // kWorkerLost: its hostname, when known
 };
 
 // What a driver uses of the rest of the server.

@@ -14,7 +14,7 @@ std::string nested(int depth) {
 
 TEST(JsonLimitsTest, CountsNestingOutsideStrings) {
   EXPECT_EQ(json_nesting_depth("1"), 0);
-  EXPECT_EQ(json_nesting_depth(R"({"a": [1, {"b": []}]})"), 3);
+  EXPECT_EQ(json_nesting_depth(R"({"a": [1, {"b": []}]})"), 4);
   EXPECT_EQ(json_nesting_depth(R"({"a": "[[[[\"[[["})"), 1);
   EXPECT_EQ(json_nesting_depth(nested(10)), 10);
 }

@@ -44,8 +44,9 @@ TEST_F(DataRootsTest, AllowsFilesBelowARoot) {
 }
 
 TEST_F(DataRootsTest, RefusesPathsOutsideWithoutDetail) {
-  for (const std::string p : {outside_ + "/shadow", std::string("/etc/shadow"),
-                              root_ + "/../secret/shadow", root_, root_ + "/../data-x", ""}) {
+  for (const std::string& p :
+       {outside_ + "/shadow", std::string("/etc/shadow"), root_ + "/../secret/shadow", root_,
+        root_ + "/../data-x", std::string()}) {
     Status st = roots().check(p);
     EXPECT_EQ(st.code(), Code::kPermissionDenied) << p;
     EXPECT_EQ(st.message().find("shadow"), std::string::npos) << st.message();

@@ -244,8 +244,8 @@ Result<int64_t> count_text_rows(InputFile* f, const TextFile& tf) {
   }
   LIZARD_RETURN_IF_ERROR(lines.status());
   if (declared >= 0 && declared != rows)
-    return tf.error(
-        1, "declares " + std::to_string(declared) + " rows, the file has " + std::to_string(rows));
+    return tf.error(1, "declares " + std::to_string(declared) +
+                           " rows; the rows that follow are not that many");
   return rows;
 }
 
