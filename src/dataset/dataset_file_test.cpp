@@ -83,7 +83,7 @@ TEST(DatasetSeedFiles, SmallDemoCsv) {
   EXPECT_EQ(last, (std::vector<double>{-7.4890276636215365, 9.345619062027815, 4.417817236211352}));
   std::vector<float> none(3);
   EXPECT_EQ(error_of(read_rows(path, FileFormat::kCsv, DType::kFloat32, 3, 15, 2, none.data())),
-            path + ": rows [15, 17) were asked for, the file has 16");
+            path + ": rows [15, 17) were asked for; the file has fewer (did it change?)");
 }
 
 // ---- every format holds the same rows -------------------------------------------

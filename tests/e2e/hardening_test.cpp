@@ -4,6 +4,7 @@
 // Every test ends by checking that the daemons still serve: GET /clients
 // answers and a normal run ends done.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -142,7 +143,8 @@ TEST_F(Hardening, MalformedRequestsGet400WithAJsonError) {
 }
 
 TEST_F(Hardening, UnknownMethodsAreRefusedAndHeadAnswersLikeGet) {
-  const std::string trace = exchange(c_->port(), "TRACE / HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string trace =
+      exchange(c_->port(), "TRACE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status_line(trace), "HTTP/1.1 405 Method Not Allowed") << trace;
   EXPECT_NE(json::parse(body_of(trace)).value("error", "").find("TRACE"), std::string::npos);
   const std::string odd =
@@ -287,7 +289,6 @@ std::string server_start_log(const std::string& dir, std::vector<std::string> ar
   std::vector<char*> cargs;
   for (auto& a : argv) cargs.push_back(a.data());
   cargs.push_back(nullptr);
-  std::vector<std::string> env_store;
   std::vector<char*> env;
   for (char** e = environ; *e; ++e)
     if (std::string(*e).rfind("LIZARD_TOKEN=", 0) != 0) env.push_back(*e);
