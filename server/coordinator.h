@@ -32,8 +32,9 @@ struct CoordinatorOptions {
   int program_build_timeout_s = 300;  // how long POST /programs waits for workers
   int worker_wait_s = 60;             // how long a run waits for a worker with its program
   std::string token;                  // required of workers and of POST/DELETE requests, when set
-  std::string read_token;  // required of GET requests too, when set (the token also works)
-  int max_bypass = 16;     // later runs that may start ahead of a waiting one
+  std::string read_token;   // required of GET requests too, when set (the token also works)
+  int max_bypass = 16;      // later runs that may start ahead of a waiting one
+  bool worker_loop = true;  // a run on one worker: that worker drives its iterations
   uint64_t max_state_bytes = uint64_t{1} << 30;  // state + aggregate of one run (413 beyond)
   DataRoots data_roots;  // where dataset paths in run requests may point (403 elsewhere)
 };

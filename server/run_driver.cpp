@@ -34,11 +34,6 @@ json section_to_json(const SectionBuffer& s, const Manifest& m, const ParamValue
 
 }  // namespace
 
-// The run's state and aggregate sections, kept across attempts.
-struct RunDriver::Sections {
-  SectionBuffer state, agg, partial, initial_state;
-};
-
 RunDriver::RunDriver(std::shared_ptr<RunRecord> run, DriverContext ctx)
     : run_(std::move(run)), ctx_(std::move(ctx)) {}
 
@@ -119,7 +114,14 @@ Status RunDriver::run_attempts(Sections* s) {
     }
     bool done = false;
     const auto t_iter = SteadyClock::now();
+    bool loop_there = st.ok() && can_loop_on_worker(participants);
     while (st.ok() && it < req.max_iterations && !done) {
+      if (loop_there) {
+        bool unsupported = false;
+        st = loop_on_worker(wire_id, participants[0], &it, s, &done, &unsupported);
+        loop_there = !unsupported;
+        continue;
+      }
       st = iterate(wire_id, participants, it, s, &done);
       if (st.ok()) ++it;
     }
@@ -187,7 +189,8 @@ Status RunDriver::wait_for_placement() {
 
 Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wire_id,
                                                           MessageType type,
-                                                          const std::vector<std::string>& from) {
+                                                          const std::vector<std::string>& from,
+                                                          bool keep_failures) {
   std::map<std::string, Message> got;
   while (got.size() < from.size()) {
     LIZARD_RETURN_IF_ERROR(interrupted());
@@ -203,7 +206,7 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
     }
     if (ev->kind != DriverEvent::Kind::kMessage || ev->msg.type != type) continue;
     if (ev->msg.header.value("run_id", "") != wire_id) continue;  // an earlier attempt's
-    if (ev->msg.header.contains("ok") && ev->msg.header["ok"] == false) {
+    if (!keep_failures && ev->msg.header.contains("ok") && ev->msg.header["ok"] == false) {
       std::string error = "failed";
       if (ev->msg.header.contains("error") && ev->msg.header["error"].is_string())
         error = ev->msg.header["error"].get<std::string>();
@@ -404,18 +407,25 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     }
   }
   *done = prog.hooks->update_state(m, req.params, &s->agg, &s->state, it);
-  IterationTiming timing{it, ms_since(t0), kernel_ms, ms_since(t_fold),
-                         section_to_json(s->state, m, req.params, /*scalars_only=*/true)};
+  record_iteration({it, ms_since(t0), kernel_ms, ms_since(t_fold), state_scalars(*s)});
+  return Status::Ok();
+}
+
+nlohmann::json RunDriver::state_scalars(const Sections& s) const {
+  return section_to_json(s.state, run_->program->image.manifest, run_->request.params,
+                         /*scalars_only=*/true);
+}
+
+void RunDriver::record_iteration(IterationTiming timing) {
   if (ctx_.metrics) ctx_.metrics->observe_iteration(timing.ms, timing.kernel_ms, timing.fold_ms);
   ctx_.book->update(run_, [&](RunRecord& r) {
     if (restart_pending_) r.timings.clear();  // the first iteration of a run started over
-    r.iterations = it + 1;
+    r.iterations = timing.iteration + 1;
     if (r.plan)
       for (const auto& e : r.plan->entries) r.rows_done[{e.worker_id, e.executor}] = e.rows;
     r.timings.push_back(std::move(timing));
   });
   restart_pending_ = false;
-  return Status::Ok();
 }
 
 void RunDriver::end_on_workers(const std::string& wire_id,
