@@ -140,7 +140,7 @@ class RunSessionTest : public ::testing::Test {
       const double v = static_cast<double>(i);
       payload.append(reinterpret_cast<const char*>(&v), sizeof v);
     }
-    s.fields = {{"x", "inline", 0, payload.size(), "", "", ""}, {"y", "none", 0, 0, "", "", ""}};
+    s.fields = {{"x", "inline", 0, payload.size(), "", "", "", ""}, {"y", "none", 0, 0, "", "", "", ""}};
     return encode(s.to_message(std::move(payload)));
   }
 
@@ -285,7 +285,7 @@ TEST_F(RunSessionTest, UploadedRowsAreTakenFromTheChunksThatCameFirst) {
   start.hash = program_->hash;
   start.rows = 3;
   start.parts = {{1, 0, 3}};
-  start.fields = {{"x", "chunks", 0, 0, "", "", ""}, {"y", "none", 0, 0, "", "", ""}};
+  start.fields = {{"x", "chunks", 0, 0, "", "", "", ""}, {"y", "none", 0, 0, "", "", "", ""}};
   s->post(encode(start.to_message()));
   ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
   EXPECT_EQ(exec(1).x, (std::vector<double>{7, 8, 9}));

@@ -50,6 +50,7 @@ struct WorkerDaemon::Impl {
   WorkerOptions opts;
   DataRoots data_roots;  // from opts.data_roots, at init
   std::vector<std::unique_ptr<ExecutorHandle>> executors;
+  std::unique_ptr<UploadCache> uploads;
   std::string backend_note;
   std::mutex programs_mu;
   std::map<std::string, std::shared_ptr<const ProgramImage>> programs;  // GUARDED_BY(programs_mu)
@@ -145,6 +146,7 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     if (it != sessions.end()) sessions.erase(it);  // a repeated start replaces the run
     SessionContext ctx;
     ctx.executors = &executors;
+    ctx.uploads = uploads.get();
     ctx.data_roots = &data_roots;
     ctx.send = [this](std::string f) { conn->send(std::move(f)); };
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
@@ -279,6 +281,7 @@ void WorkerDaemon::Impl::on_program(const MessageView& m) {
 
 WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
   impl_->opts = std::move(opts);
+  impl_->uploads = std::make_unique<UploadCache>(impl_->opts.upload_cache_mb << 20);
 }
 WorkerDaemon::~WorkerDaemon() = default;
 
@@ -313,7 +316,7 @@ bool WorkerDaemon::run() {
             d->inbox.push({Impl::InboxItem::kLost, {}});
           },
       },
-      d->opts.server_timeout_s);
+      d->opts.server_timeout_s, d->opts.tls);
   d->conn->start();
   constexpr auto kRefreshPeriod = std::chrono::seconds(3);
   auto next_refresh = SteadyClock::now() + kRefreshPeriod;

@@ -3,7 +3,8 @@
 namespace lizard {
 
 Result<std::shared_ptr<HostHooks>> HostHooks::build(const ProgramImage& image,
-                                                    const HostCompiler& compiler) {
+                                                    const HostCompiler& compiler,
+                                                    const HookProcessOptions& options) {
   auto hooks = std::make_shared<HostHooks>();
   const std::string& src = image.manifest.host_source;
   if (src.empty()) {
@@ -21,51 +22,54 @@ Result<std::shared_ptr<HostHooks>> HostHooks::build(const ProgramImage& image,
       return compile_error(src + ": build failed on the server:\n" + so.status().message());
     return so.status();
   }
-  LIZARD_ASSIGN_OR_RETURN(hooks->lib_, SharedLibrary::open(so.value()));
-  hooks->init_ = hooks->lib_.symbol<InitFn>("init_global_state");
-  hooks->aggregate_ = hooks->lib_.symbol<AggregateFn>("aggregate");
-  hooks->update_ = hooks->lib_.symbol<UpdateFn>("update_global_state");
-  if (!hooks->init_ && !hooks->aggregate_ && !hooks->update_)
+  // Loaded in a hook process, never here: its static initialisers run there.
+  HookProcessOptions check = options;
+  check.interrupted = nullptr;
+  auto process = HookProcess::start(so.value(), src, check);
+  if (!process.ok()) {
+    if (process.status().code() == Code::kRuntimeError)
+      return compile_error(src + " does not load on the server: " + process.status().message());
+    return process.status();
+  }
+  hooks->hooks_ = (*process)->hooks();
+  hooks->library_ = so.value();
+  hooks->source_ = src;
+  if (!hooks->hooks_.any())
     return invalid_argument(src +
                             " defines none of the hooks init_global_state, aggregate, "
                             "update_global_state (are they declared extern \"C\"?)");
-  if (image.manifest.has_custom_reducer() && !hooks->aggregate_)
+  if (image.manifest.has_custom_reducer() && !hooks->hooks_.aggregate)
     return invalid_argument(src + ": the manifest has a `custom` reducer but " + src +
                             " defines no extern \"C\" aggregate() hook");
   return hooks;
 }
 
-bool HostHooks::init_state(const Manifest& m, const ParamValues& p, SectionBuffer* state) const {
-  if (!init_) return false;
-  auto params = pack_params(params_layout(m), p);
-  StructLayout sl = state_layout(m);
-  auto st = pack_section(sl, *state, reinterpret_cast<uint64_t>(state->bytes.data()));
-  init_(params.data(), st.data());
-  unpack_section_values(sl, st, state);
-  return true;
+Result<std::unique_ptr<RunHooks>> HostHooks::start(const Manifest& m, const ParamValues& p,
+                                                   const SectionBuffer& state,
+                                                   const SectionBuffer& aggregate,
+                                                   HookProcessOptions options) const {
+  if (library_.empty()) return std::make_unique<RunHooks>();
+  LIZARD_ASSIGN_OR_RETURN(std::unique_ptr<HookProcess> process,
+                          HookProcess::start(library_, source_, std::move(options)));
+  LIZARD_RETURN_IF_ERROR(process->setup(m, p, state, aggregate));
+  return std::make_unique<RunHooks>(std::move(process));
 }
 
-bool HostHooks::aggregate(const Manifest& m, const ParamValues& p, SectionBuffer* running,
-                          SectionBuffer* partial) const {
-  if (!aggregate_) return false;
-  auto params = pack_params(params_layout(m), p);
-  StructLayout al = aggregate_layout(m);
-  auto r = pack_section(al, *running, reinterpret_cast<uint64_t>(running->bytes.data()));
-  auto q = pack_section(al, *partial, reinterpret_cast<uint64_t>(partial->bytes.data()));
-  aggregate_(params.data(), r.data(), q.data());
-  return true;
+Result<bool> RunHooks::init_state(SectionBuffer* state) {
+  if (!process_) return false;
+  return process_->init_state(state);
 }
 
-bool HostHooks::update_state(const Manifest& m, const ParamValues& p, SectionBuffer* agg,
-                             SectionBuffer* state, int64_t iteration) const {
-  if (!update_) return true;
-  auto params = pack_params(params_layout(m), p);
-  StructLayout sl = state_layout(m);
-  auto a = pack_section(aggregate_layout(m), *agg, reinterpret_cast<uint64_t>(agg->bytes.data()));
-  auto st = pack_section(sl, *state, reinterpret_cast<uint64_t>(state->bytes.data()));
-  int done = update_(params.data(), a.data(), st.data(), iteration);
-  unpack_section_values(sl, st, state);
-  return done != 0;
+Status RunHooks::aggregate(SectionBuffer* running, const SectionBuffer& partial,
+                           int64_t iteration) {
+  if (!process_) return Status::Ok();
+  return process_->aggregate(running, partial, iteration);
+}
+
+Result<bool> RunHooks::update_state(const SectionBuffer& aggregate, SectionBuffer* state,
+                                    int64_t iteration) {
+  if (!process_) return true;
+  return process_->update_state(aggregate, state, iteration);
 }
 
 }  // namespace lizard

@@ -13,8 +13,11 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 ProgramRegistry::ProgramRegistry(std::string state_dir, const HostCompiler* compiler,
-                                 uint64_t max_state_bytes)
-    : state_dir_(std::move(state_dir)), compiler_(compiler), max_state_bytes_(max_state_bytes) {}
+                                 HookProcessOptions hook_options, uint64_t max_state_bytes)
+    : state_dir_(std::move(state_dir)),
+      compiler_(compiler),
+      hook_options_(std::move(hook_options)),
+      max_state_bytes_(max_state_bytes) {}
 
 namespace {
 
@@ -51,7 +54,7 @@ Result<std::shared_ptr<ProgramEntry>> ProgramRegistry::prepare(const json& bundl
   entry->bundle = std::move(b);
   entry->image = std::move(image);
   entry->registered_at = now_iso();
-  LIZARD_ASSIGN_OR_RETURN(entry->hooks, HostHooks::build(entry->image, *compiler_));
+  LIZARD_ASSIGN_OR_RETURN(entry->hooks, HostHooks::build(entry->image, *compiler_, hook_options_));
   return entry;
 }
 

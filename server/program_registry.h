@@ -1,9 +1,9 @@
 // ProgramRegistry: the programs registered with the server, by checksum.  It
-// owns each program's bundle, its generated image and its host hooks, keeps
-// the bundles in <state-dir>/programs/ so that they survive a restart, and
-// builds a program the same way whether it arrives with POST /programs or is
-// read back at start.  Pushing programs to workers and waiting for their
-// builds is the coordinator's (it knows the workers).
+// owns each program's bundle, its generated image and its host hooks (checked
+// in a hook process, never loaded here), keeps the bundles in
+// <state-dir>/programs/ so that they survive a restart, and builds a program
+// the same way whether it arrives with POST /programs or is read back at start.  Pushing programs
+// to workers and waiting for their builds is the coordinator's (it knows the workers).
 //
 // Thread-safe: `mu_` guards the map; entries are immutable once added.
 //
@@ -39,9 +39,11 @@ struct ProgramEntry {
 
 class ProgramRegistry {
  public:
+  // `hook_options` bound the check of a program's host.cpp in a hook process;
   // `max_state_bytes`: the most the state and aggregate fields whose shapes
   // are constants may take (413 beyond).
   ProgramRegistry(std::string state_dir, const HostCompiler* compiler,
+                  HookProcessOptions hook_options = {},
                   uint64_t max_state_bytes = uint64_t{1} << 30);
 
   // Checks a bundle, generates its image and builds its host hooks, without
@@ -64,6 +66,7 @@ class ProgramRegistry {
 
   const std::string state_dir_;
   const HostCompiler* compiler_;
+  const HookProcessOptions hook_options_;
   const uint64_t max_state_bytes_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const ProgramEntry>> programs_;  // GUARDED_BY(mu_)

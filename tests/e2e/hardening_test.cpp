@@ -314,15 +314,15 @@ std::string server_start_log(const std::string& dir, std::vector<std::string> ar
 TEST(DefaultBind, WithoutATokenTheServerListensOnLoopbackOnly) {
   LocalCluster c;  // for its directory
   const std::string quiet = server_start_log(c.dir(), {"--port", "0"});
-  EXPECT_NE(quiet.find("listening on 127.0.0.1:"), std::string::npos) << quiet;
+  EXPECT_NE(quiet.find("listening on http://127.0.0.1:"), std::string::npos) << quiet;
   EXPECT_EQ(quiet.find("without a token"), std::string::npos) << quiet;
   const std::string open = server_start_log(c.dir(), {"--port", "0", "--host", "0.0.0.0"});
-  EXPECT_NE(open.find("listening on 0.0.0.0:"), std::string::npos) << open;
+  EXPECT_NE(open.find("listening on http://0.0.0.0:"), std::string::npos) << open;
   EXPECT_NE(open.find("without a token: anyone who can reach this port can run code"),
             std::string::npos)
       << open;
   const std::string tokened = server_start_log(c.dir(), {"--port", "0", "--token", "t0k"});
-  EXPECT_NE(tokened.find("listening on 0.0.0.0:"), std::string::npos) << tokened;
+  EXPECT_NE(tokened.find("listening on http://0.0.0.0:"), std::string::npos) << tokened;
   EXPECT_EQ(tokened.find("without a token"), std::string::npos) << tokened;
 }
 
