@@ -28,6 +28,7 @@ struct WorkerOptions {
   std::string token;                // presented to the server when it requires one
   int server_timeout_s = 10;        // a server silent this long (not even a ping) counts as gone
   uint64_t upload_cache_mb = 2048;  // uploaded rows kept for later runs (0: none)
+  int hook_timeout_s = 60;          // longest host hook call in a loop this worker drives
   TlsClientOptions tls;             // wss://: TLS to the server, its certificate verified
   std::vector<std::string> data_roots;  // dataset paths must lie in these (--data-root); empty: any
 };

@@ -26,7 +26,7 @@
 #include "exec/executor.h"
 #include "exec/host_compiler.h"
 #include "program/bundle.h"
-#include "server/host_hooks.h"
+#include "hooks/host_hooks.h"
 
 namespace lizard {
 

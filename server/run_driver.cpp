@@ -231,7 +231,6 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
                           int64_t it, Sections* s, bool* done) {
   const ProgramEntry& prog = *run_->program;
   const Manifest& m = prog.image.manifest;
-  const RunRequest& req = run_->request;
   const auto t0 = SteadyClock::now();
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.progress_iteration = it;

@@ -253,6 +253,10 @@ int main(int argc, char** argv) {
                    "Split the CPU backend into this many executors (default 1)")
       ->check(CLI::Range(1, 64));
   client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached");
+  client
+      ->add_option("--hook-timeout-s", wo.hook_timeout_s,
+                   "Longest host hook call in a run this worker drives (seconds)")
+      ->check(CLI::Range(1, 86400));
   client->add_option("--upload-cache-mb", wo.upload_cache_mb,
                      "Uploaded rows kept in memory for later runs over them (MiB; 0: none)");
   client->add_option("--weight", wo.weight,

@@ -1,4 +1,4 @@
-#include "server/host_hooks.h"
+#include "hooks/host_hooks.h"
 
 namespace lizard {
 
