@@ -202,6 +202,9 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
           d.generators.push_back(src.kernel);
         d.seed = h.seed;
       } else if (src.source == "path") {
+        if (ctx_.data_roots)
+          LIZARD_RETURN_IF_ERROR(
+              ctx_.data_roots->check(src.path).with_context("dataset field '" + f.name + "'"));
         buf.resize(n);
         LIZARD_ASSIGN_OR_RETURN(FileFormat fmt, parse_file_format(src.format));
         LIZARD_RETURN_IF_ERROR(

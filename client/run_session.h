@@ -29,6 +29,7 @@
 #include "common/fan_out.h"
 #include "common/mailbox.h"
 #include "common/status.h"
+#include "dataset/data_roots.h"
 #include "exec/executor.h"
 #include "protocol/messages.h"
 
@@ -53,6 +54,7 @@ struct SessionContext {
   UploadCache* uploads = nullptr;
   // The update hook for loops this worker drives; unset: the server drives them.
   OpenLoopHooks open_hooks;
+  const DataRoots* data_roots = nullptr;  // dataset paths must lie in these; null: any
 };
 
 class RunSession {

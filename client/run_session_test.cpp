@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "common/clock.h"
+#include "dataset/test_files.h"
 #include "program/bundle.h"
 
 namespace lizard {
@@ -110,9 +112,11 @@ class RunSessionTest : public ::testing::Test {
   FakeExecutor& exec(size_t i) { return static_cast<FakeExecutor&>(*executors_[i]->executor); }
 
   std::unique_ptr<RunSession> session(std::map<size_t, std::vector<uint8_t>> uploaded = {},
-                                      OpenLoopHooks open_hooks = nullptr) {
+                                      OpenLoopHooks open_hooks = nullptr,
+                                      const DataRoots* roots = nullptr) {
     SessionContext ctx;
     ctx.open_hooks = std::move(open_hooks);
+    ctx.data_roots = roots;
     ctx.executors = &executors_;
     ctx.send = [this](std::string frame) { replies_.push(std::move(frame)); };
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
@@ -317,6 +321,39 @@ TEST_F(RunSessionTest, BadRunStartsAreAnsweredWithTheReason) {
   }
   EXPECT_EQ(owner(0), "");
   EXPECT_EQ(exec(0).begun, 0);
+}
+
+// A worker started with --data-root reads dataset files only from there,
+// whatever the server let through.
+TEST_F(RunSessionTest, DatasetPathsOutsideTheDataRootsAreRefused) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path("data"));
+  std::string rows(24, '\0');
+  const std::string inside = dir.write("data/x.raw", rows);
+  const std::string outside = dir.write("x.raw", rows);
+  auto roots = DataRoots::make({dir.path("data")}, "worker");
+  ASSERT_TRUE(roots.ok());
+  auto start = [&](const std::string& run_id, const std::string& path) {
+    RunStartMsg m;
+    m.run_id = run_id;
+    m.hash = program_->hash;
+    m.rows = 3;
+    m.parts = {{0, 0, 3}};
+    m.fields = {{"x", "path", 0, 0, path, "raw", ""}, {"y", "none", 0, 0, "", "", ""}};
+    return encode(m.to_message());
+  };
+  {
+    auto s = session({}, nullptr, &roots.value());
+    s->post(start("r8.0", outside));
+    EXPECT_EQ(ready_error(next_reply()),
+              "dataset field 'x': dataset path is outside the worker's data roots (--data-root)");
+  }
+  {
+    auto s = session({}, nullptr, &roots.value());
+    s->post(start("r9.0", inside));
+    ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+    EXPECT_EQ(exec(0).x, (std::vector<double>{0, 0, 0}));
+  }
 }
 
 TEST_F(RunSessionTest, AnExecutorThatCannotBeginFailsTheRunAndIsLetGo) {

@@ -49,6 +49,7 @@ std::string hostname() {
 
 struct WorkerDaemon::Impl {
   WorkerOptions opts;
+  DataRoots data_roots;  // from opts.data_roots, at init
   std::vector<std::unique_ptr<ExecutorHandle>> executors;
   std::unique_ptr<UploadCache> uploads;
   std::unique_ptr<WorkerHooks> hooks;  // before `sessions`: their loops hold its processes
@@ -148,6 +149,7 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     SessionContext ctx;
     ctx.executors = &executors;
     ctx.uploads = uploads.get();
+    ctx.data_roots = &data_roots;
     ctx.send = [this](std::string f) { conn->send(std::move(f)); };
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
       std::lock_guard<std::mutex> l(programs_mu);
@@ -293,6 +295,7 @@ WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
 WorkerDaemon::~WorkerDaemon() = default;
 
 Status WorkerDaemon::init() {
+  LIZARD_ASSIGN_OR_RETURN(impl_->data_roots, DataRoots::make(impl_->opts.data_roots, "worker"));
   LIZARD_ASSIGN_OR_RETURN(auto made, make_executors(impl_->opts.backend, &impl_->backend_note));
   for (auto& e : made) {
     impl_->executors.push_back(std::make_unique<ExecutorHandle>());

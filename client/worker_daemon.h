@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "exec/executor_factory.h"
@@ -29,6 +30,7 @@ struct WorkerOptions {
   uint64_t upload_cache_mb = 2048;  // uploaded rows kept for later runs (0: none)
   int hook_timeout_s = 60;          // longest host hook call in a loop this worker drives
   TlsClientOptions tls;             // wss://: TLS to the server, its certificate verified
+  std::vector<std::string> data_roots;  // dataset paths must lie in these (--data-root); empty: any
 };
 
 class WorkerDaemon {

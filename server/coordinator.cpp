@@ -13,6 +13,7 @@
 
 #include "common/auth.h"
 #include "common/clock.h"
+#include "common/json_limits.h"
 #include "exec/host_compiler.h"
 #include "protocol/messages.h"
 #include "server/dataset_store.h"
@@ -64,7 +65,7 @@ struct Coordinator::Impl : RouteActions {
   explicit Impl(CoordinatorOptions o)
       : opts(std::move(o)),
         compiler((std::filesystem::path(opts.state_dir) / "hooks").string()),
-        programs(opts.state_dir, &compiler, hook_options(opts)),
+        programs(opts.state_dir, &compiler, hook_options(opts), opts.max_state_bytes),
         runs(opts.state_dir),
         datasets(opts.state_dir),
         scheduler({opts.max_bypass}),
@@ -74,6 +75,7 @@ struct Coordinator::Impl : RouteActions {
 
   // ---- RouteActions --------------------------------------------------------
   void register_program(std::string body, Responder respond) override;
+  void register_now(const std::string& body, const Responder& respond);
   void submit_run(const std::string& hash, std::string body, bool wait, Responder respond) override;
   void cancel_run(const std::string& id, Responder respond) override;
 
@@ -98,38 +100,40 @@ struct Coordinator::Impl : RouteActions {
 // until they have built it; a new program that does not build is not kept.
 void Coordinator::Impl::register_program(std::string body, Responder respond) {
   boost::asio::post(pool, [this, body = std::move(body), respond = std::move(respond)] {
-    json j = json::parse(body, nullptr, false);
-    if (j.is_discarded())
-      return respond(error_response(invalid_argument("request body is not valid JSON")));
-    auto prepared = programs.prepare(j);
-    if (!prepared.ok()) return respond(error_response(prepared.status()));
-    auto [entry, is_new] = programs.add(std::move(prepared).value());
-    const std::string hash = entry->image.hash;
-    workers.push_program(hash, ProgramMsg{hash, entry->bundle.to_json()}.to_message());
-    auto builds = workers.wait_for_builds(
-        hash, SteadyClock::now() + std::chrono::seconds(opts.program_build_timeout_s),
-        [this] { return stopping.load(); });
-    json result = {
-        {"hash", hash}, {"name", entry->image.manifest.name}, {"workers", json::object()}};
-    std::string errors;
-    for (const auto& [id, b] : builds) {
-      result["workers"][id] = b.to_json();
-      if (b.state == BuildState::kBuilding)
-        errors += "worker " + id + ": still building after " +
-                  std::to_string(opts.program_build_timeout_s) + " s\n";
-      else if (b.state == BuildState::kFailed)
-        errors += "worker " + id + ": " + b.error + "\n";
-    }
-    wake_scheduler();
-    if (errors.empty()) return respond(json_response(201, result));
-    if (is_new) {
-      programs.remove(hash);
-      workers.forget_program(hash);
-    }
-    respond(json_response(422, {{"error", "the program did not build:\n" + errors},
-                                {"hash", hash},
-                                {"workers", result["workers"]}}));
+    answer_guarded(respond, [&](const Responder& respond) { register_now(body, respond); });
   });
+}
+
+void Coordinator::Impl::register_now(const std::string& body, const Responder& respond) {
+  auto j = parse_json_bounded(body);
+  if (!j.ok()) return respond(error_response(j.status()));
+  auto prepared = programs.prepare(*j);
+  if (!prepared.ok()) return respond(error_response(prepared.status()));
+  auto [entry, is_new] = programs.add(std::move(prepared).value());
+  const std::string hash = entry->image.hash;
+  workers.push_program(hash, ProgramMsg{hash, entry->bundle.to_json()}.to_message());
+  auto builds = workers.wait_for_builds(
+      hash, SteadyClock::now() + std::chrono::seconds(opts.program_build_timeout_s),
+      [this] { return stopping.load(); });
+  json result = {{"hash", hash}, {"name", entry->image.manifest.name}, {"workers", json::object()}};
+  std::string errors;
+  for (const auto& [id, b] : builds) {
+    result["workers"][id] = b.to_json();
+    if (b.state == BuildState::kBuilding)
+      errors += "worker " + id + ": still building after " +
+                std::to_string(opts.program_build_timeout_s) + " s\n";
+    else if (b.state == BuildState::kFailed)
+      errors += "worker " + id + ": " + b.error + "\n";
+  }
+  wake_scheduler();
+  if (errors.empty()) return respond(json_response(201, result));
+  if (is_new) {
+    programs.remove(hash);
+    workers.forget_program(hash);
+  }
+  respond(json_response(422, {{"error", "the program did not build:\n" + errors},
+                              {"hash", hash},
+                              {"workers", result["workers"]}}));
 }
 
 // ---- runs -------------------------------------------------------------------
@@ -138,20 +142,23 @@ void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bo
                                    Responder respond) {
   boost::asio::post(
       pool, [this, hash, body = std::move(body), wait, respond = std::move(respond)]() mutable {
-        auto program = programs.find(hash);
-        if (!program) return respond(json_response(404, {{"error", "no such program: " + hash}}));
-        json j = body.empty() ? json::object() : json::parse(body, nullptr, false);
-        if (j.is_discarded())
-          return respond(error_response(invalid_argument("request body is not valid JSON")));
-        auto request = parse_run_request(
-            program->image, j, [this](const std::string& id) { return datasets.lookup(id); });
-        if (!request.ok()) return respond(error_response(request.status()));
-        auto run = runs.submit(program, hash, std::move(request).value());
-        if (wait)
-          runs.add_waiter(run, std::move(respond));
-        else
-          respond(json_response(202, {{"runtime_id", run->id}, {"status", "queued"}}));
-        wake_scheduler();
+        answer_guarded(std::move(respond), [&](Responder respond) {
+          auto program = programs.find(hash);
+          if (!program) return respond(json_response(404, {{"error", "no such program: " + hash}}));
+          auto j = body.empty() ? Result<json>(json::object()) : parse_json_bounded(body);
+          if (!j.ok()) return respond(error_response(j.status()));
+          RunRequestLimits limits{opts.max_state_bytes, &opts.data_roots};
+          auto request = parse_run_request(
+              program->image, *j, [this](const std::string& id) { return datasets.lookup(id); },
+              limits);
+          if (!request.ok()) return respond(error_response(request.status()));
+          auto run = runs.submit(program, hash, std::move(request).value());
+          if (wait)
+            runs.add_waiter(run, std::move(respond));
+          else
+            respond(json_response(202, {{"runtime_id", run->id}, {"status", "queued"}}));
+          wake_scheduler();
+        });
       });
 }
 
@@ -420,12 +427,15 @@ void Coordinator::on_worker_frame(const std::string& worker_id, std::string fram
 }
 
 void Coordinator::on_worker_close(const std::string& worker_id) {
+  auto info = impl_->workers.to_json(worker_id);
+  const std::string name =
+      info.ok() ? info->value("hardware", json::object()).value("hostname", "") : "";
   impl_->workers.remove(worker_id);
   spdlog::info("worker {} left", worker_id);
   {
     std::lock_guard<std::mutex> l(impl_->drivers_mu);
     for (auto& [_, d] : impl_->drivers)
-      d->deliver(DriverEvent{DriverEvent::Kind::kWorkerLost, worker_id, {}, {}});
+      d->deliver(DriverEvent{DriverEvent::Kind::kWorkerLost, worker_id, {}, {}, name});
   }
   impl_->wake_scheduler();
 }

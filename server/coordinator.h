@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "dataset/data_roots.h"
 #include "server/transport.h"
 
 namespace lizard {
@@ -35,6 +36,8 @@ struct CoordinatorOptions {
   std::string read_token;   // required of GET requests too, when set (the token also works)
   int max_bypass = 16;      // later runs that may start ahead of a waiting one
   bool worker_loop = true;  // a run on one worker: that worker drives its iterations
+  uint64_t max_state_bytes = uint64_t{1} << 30;  // state + aggregate of one run (413 beyond)
+  DataRoots data_roots;  // where dataset paths in run requests may point (403 elsewhere)
 };
 
 class Coordinator : public ServerHandler {

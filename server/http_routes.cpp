@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <filesystem>
 
 #include "common/auth.h"
@@ -22,6 +23,8 @@ int http_status(const Status& s) {
       return 200;
     case Code::kInvalidArgument:
       return 400;
+    case Code::kPermissionDenied:
+      return 403;
     case Code::kNotFound:
       return 404;
     case Code::kConflict:
@@ -44,6 +47,27 @@ HttpResponse json_response(int status, const json& j) {
 
 HttpResponse error_response(const Status& s) {
   return json_response(http_status(s), {{"error", s.message()}});
+}
+
+void answer_guarded(Responder respond, const std::function<void(Responder)>& work) {
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  auto original = std::make_shared<Responder>(std::move(respond));
+  try {
+    work([answered, original](HttpResponse r) {
+      answered->store(true);
+      (*original)(std::move(r));
+    });
+  } catch (const std::bad_alloc&) {
+    spdlog::warn("a request needed more memory than the server could get");
+    if (!answered->exchange(true))
+      (*original)(json_response(413, {{"error",
+                                       "the request needs more memory than the server "
+                                       "can give it"}}));
+  } catch (const std::exception& e) {
+    spdlog::error("internal error answering a request: {}", e.what());
+    if (!answered->exchange(true))
+      (*original)(json_response(500, {{"error", std::string("internal error: ") + e.what()}}));
+  }
 }
 
 namespace {
@@ -86,6 +110,10 @@ bool match(const std::string& pattern, const std::vector<std::string>& parts,
       return false;
   }
   return true;
+}
+
+bool known_method(const std::string& m) {
+  return m == "GET" || m == "HEAD" || m == "POST" || m == "DELETE";
 }
 
 // Responds with a Result's JSON value, or its error.
@@ -190,11 +218,14 @@ void HttpRoutes::handle(HttpRequest req, Responder respond) {
   const auto parts = segments(path);
   const Route* route = nullptr;
   std::vector<std::string> allowed;
+  // HEAD is answered as GET; the network layer leaves the body out.
+  const std::string& method = req.method == "HEAD" ? std::string("GET") : req.method;
   for (const Route& r : table()) {
     Params params;
     if (!match(r.spec.path, parts, &params)) continue;
-    if (r.spec.method != req.method) {
+    if (r.spec.method != method) {
       allowed.push_back(r.spec.method);
+      if (r.spec.method == "GET") allowed.push_back("HEAD");
       continue;
     }
     route = &r;
@@ -207,7 +238,7 @@ void HttpRoutes::handle(HttpRequest req, Responder respond) {
     if (auto refusal = check_token(req)) return respond(std::move(*refusal));
   if (route) {
     call.req = std::move(req);
-    return route->handler(this, call, respond);
+    return answer_guarded(std::move(respond), [&](Responder r) { route->handler(this, call, r); });
   }
   if (!allowed.empty()) {
     std::string list;
@@ -215,6 +246,9 @@ void HttpRoutes::handle(HttpRequest req, Responder respond) {
     return respond(json_response(
         405, {{"error", req.method + " is not allowed on " + path + " (allowed: " + list + ")"}}));
   }
+  if (!known_method(req.method))
+    return respond(json_response(501, {{"error", req.method + " is not supported (lizard answers "
+                                                              "GET, HEAD, POST and DELETE)"}}));
   respond(json_response(404, {{"error", "no such endpoint: " + req.method + " " + req.target}}));
 }
 
@@ -293,9 +327,11 @@ void HttpRoutes::get_field(Call& c, Responder& r) {
   if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
     name.resize(name.size() - 4);
   s_.offload([runs = s_.runs, id = c.path["id"], name, respond = std::move(r)] {
-    auto bytes = runs->field_npy(id, name);
-    if (!bytes.ok()) return respond(error_response(bytes.status()));
-    respond({200, "application/octet-stream", std::move(bytes).value()});
+    answer_guarded(respond, [&](const Responder& respond) {
+      auto bytes = runs->field_npy(id, name);
+      if (!bytes.ok()) return respond(error_response(bytes.status()));
+      respond({200, "application/octet-stream", std::move(bytes).value()});
+    });
   });
 }
 

@@ -70,6 +70,10 @@ struct RouteServices {
 int http_status(const Status& s);
 HttpResponse json_response(int status, const nlohmann::json& j);
 HttpResponse error_response(const Status& s);
+// Runs `work` with a responder.  An exception it lets out (a bug, or memory
+// running out) becomes a JSON answer, 413 for std::bad_alloc and 500 for the
+// rest, unless it had already answered: no request can take the server down.
+void answer_guarded(Responder respond, const std::function<void(Responder)>& work);
 
 class HttpRoutes {
  public:

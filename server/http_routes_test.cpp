@@ -104,12 +104,37 @@ TEST_F(HttpRoutesTest, UnknownPathsAre404AndWrongMethods405) {
 
   auto put = call(r, "PUT", "/programs");
   EXPECT_EQ(put.status, 405);
-  EXPECT_EQ(body(put)["error"], "PUT is not allowed on /programs (allowed: GET, POST)");
+  EXPECT_EQ(body(put)["error"], "PUT is not allowed on /programs (allowed: GET, HEAD, POST)");
   auto del = call(r, "DELETE", "/runtimes?status=done");
   EXPECT_EQ(del.status, 405);
-  EXPECT_EQ(body(del)["error"], "DELETE is not allowed on /runtimes (allowed: GET)");
+  EXPECT_EQ(body(del)["error"], "DELETE is not allowed on /runtimes (allowed: GET, HEAD)");
   EXPECT_EQ(call(r, "POST", "/clients/w1").status, 405);
+  auto trace = call(r, "TRACE", "/");
+  EXPECT_EQ(trace.status, 405);
+  EXPECT_EQ(body(trace)["error"], "TRACE is not allowed on / (allowed: GET, HEAD)");
+  auto brew = call(r, "BREW", "/pot");
+  EXPECT_EQ(brew.status, 501);
+  EXPECT_EQ(body(brew)["error"],
+            "BREW is not supported (lizard answers GET, HEAD, POST and DELETE)");
   EXPECT_TRUE(actions_.calls.empty());
+}
+
+// HEAD is routed as GET (the network layer drops the body), so every GET
+// route answers it, and no other.
+TEST_F(HttpRoutesTest, HeadIsAnsweredOnEveryGetRoute) {
+  auto r = routes();
+  for (const RouteSpec& spec : route_specs()) {
+    if (spec.method != "GET") continue;
+    std::string path = spec.path;
+    for (size_t open; (open = path.find('{')) != std::string::npos;)
+      path.replace(open, path.find('}', open) - open + 1, "x");
+    const auto get = call(r, "GET", path);
+    const auto head = call(r, "HEAD", path);
+    EXPECT_EQ(head.status, get.status) << path;
+    EXPECT_EQ(head.body, get.body) << path;
+    EXPECT_NE(head.status, 405) << path;
+  }
+  EXPECT_EQ(call(r, "HEAD", "/runtime/abc").status, 405);  // POST only
 }
 
 TEST_F(HttpRoutesTest, HealthAndServiceDescription) {

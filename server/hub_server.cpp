@@ -7,7 +7,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
+#include <nlohmann/json.hpp>
 
+#include <array>
 #include <thread>
 #include <variant>
 
@@ -124,6 +126,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // A request must arrive whole within the read timeout; a slow or stalled
   // one is answered 408 and closed, and never holds up other connections.
   void do_read() {
+    head_ = false;
     parser_.reset();
     file_parser_.reset();
     header_parser_.emplace();
@@ -142,10 +145,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   // Returns true when the read failed and the failure has been handled.
+  // A request that is not HTTP (a garbage request line, a NUL in the target,
+  // broken chunked encoding...) is answered 400 before the connection closes.
   bool read_failed(beast::error_code ec, bool got_some) {
     if (!ec && !timed_out_) return false;
     read_timer_.cancel();
-    if (ec == http::error::end_of_stream || ec == net::error::eof)
+    if (ec == http::error::end_of_stream || ec == net::error::eof ||
+        ec == http::error::partial_message)
       do_close();
     else if (ec == http::error::body_limit)
       send_error(413);
@@ -153,6 +159,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       send_error(431);
     else if (timed_out_)
       got_some ? send_error(408) : do_close();
+    else if (ec.category() == http::make_error_code(http::error::bad_method).category())
+      send_error(400, "malformed HTTP request: " + ec.message());
     return true;
   }
 
@@ -223,6 +231,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     auto req = file_parser_->release();
     req.body().close();
     keep_alive_ = req.keep_alive();
+    head_ = false;
     HttpRequest r = to_request(req, "");
     r.body_file = upload_path_;
     dispatch(std::move(r));
@@ -269,23 +278,45 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       return send_error(404);
     }
     keep_alive_ = req.keep_alive();
+    head_ = req.method() == http::verb::head;
     std::string body = std::move(req.body());
     dispatch(to_request(req, std::move(body)));
   }
 
-  void send_error(int status) {
+  void send_error(int status, const std::string& message = "") {
     keep_alive_ = false;
-    write(HttpResponse{status, "application/json", reason_json(status)});
+    head_ = false;
+    write(HttpResponse{status, "application/json",
+                       message.empty() ? std::string(reason_json(status))
+                                       : nlohmann::json{{"error", message}}.dump()});
   }
 
+  // HEAD gets the headers GET would (Content-Length included), no body.
   void write(HttpResponse r) {
+    if (head_) {
+      auto res = std::make_shared<http::response<http::empty_body>>(
+          static_cast<http::status>(r.status), 11);
+      start_response(*res, r);
+      res->content_length(r.body.size());
+      return send(res);
+    }
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), 11);
-    res->set(http::field::server, "lizard/" LIZARD_VERSION);
-    res->set(http::field::content_type, r.content_type);
-    res->keep_alive(keep_alive_);
+    start_response(*res, r);
     res->body() = std::move(r.body);
     res->prepare_payload();
+    send(res);
+  }
+
+  template <typename Response>
+  void start_response(Response& res, const HttpResponse& r) {
+    res.set(http::field::server, "lizard/" LIZARD_VERSION);
+    res.set(http::field::content_type, r.content_type);
+    res.keep_alive(keep_alive_);
+  }
+
+  template <typename Response>
+  void send(const std::shared_ptr<Response>& res) {
     stream_.expires_after(std::chrono::seconds(60));
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
@@ -299,6 +330,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     do_read();
   }
 
+  // Closes our side, then reads what the client still sends for a moment:
+  // closing with unread bytes would reset the connection and could lose the
+  // answer just written.
   void do_close() {
     if (stream_.is_tls()) {  // close_notify, then the TCP shutdown
       stream_.expires_after(std::chrono::seconds(5));
@@ -309,6 +343,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(std::chrono::seconds(2));
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(net::buffer(drain_buf_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (!ec) self->drain();
+                            });
   }
 
   MaybeTlsStream stream_;
@@ -324,6 +367,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<http::request_parser<http::file_body>> file_parser_;
   std::string upload_path_;
   bool keep_alive_ = true;
+  bool head_ = false;  // the request being answered is a HEAD
+  std::array<char, 4096> drain_buf_{};
 };
 
 }  // namespace

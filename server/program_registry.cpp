@@ -13,10 +13,34 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 ProgramRegistry::ProgramRegistry(std::string state_dir, const HostCompiler* compiler,
-                                 HookProcessOptions hook_options)
+                                 HookProcessOptions hook_options, uint64_t max_state_bytes)
     : state_dir_(std::move(state_dir)),
       compiler_(compiler),
-      hook_options_(std::move(hook_options)) {}
+      hook_options_(std::move(hook_options)),
+      max_state_bytes_(max_state_bytes) {}
+
+namespace {
+
+// Fields whose shapes name no params have one size for every run: one that
+// could never fit is refused when the program is registered.
+Status check_constant_shapes(const Manifest& m, uint64_t limit) {
+  uint64_t total = 0;
+  for (const auto* section : {&m.state, &m.aggregate})
+    for (const auto& f : *section) {
+      bool constant = true;
+      for (const auto& e : f.shape) constant = constant && e.names().empty();
+      if (!constant) continue;
+      LIZARD_ASSIGN_OR_RETURN(int64_t n, field_elements(f, m, ParamValues{}));
+      total += static_cast<uint64_t>(n) * dtype_size(f.type);
+      if (total > limit)
+        return too_large("field '" + f.name + "' brings the state and aggregate to " +
+                         std::to_string(total) + " bytes or more; the server's limit is " +
+                         std::to_string(limit) + " bytes (--max-state-bytes)");
+    }
+  return Status::Ok();
+}
+
+}  // namespace
 
 std::string ProgramRegistry::dir() const {
   return (fs::path(state_dir_) / "programs").string();
@@ -25,6 +49,7 @@ std::string ProgramRegistry::dir() const {
 Result<std::shared_ptr<ProgramEntry>> ProgramRegistry::prepare(const json& bundle) const {
   LIZARD_ASSIGN_OR_RETURN(ProgramBundle b, ProgramBundle::from_json(bundle));
   LIZARD_ASSIGN_OR_RETURN(ProgramImage image, make_program_image(b));
+  LIZARD_RETURN_IF_ERROR(check_constant_shapes(image.manifest, max_state_bytes_));
   auto entry = std::make_shared<ProgramEntry>();
   entry->bundle = std::move(b);
   entry->image = std::move(image);

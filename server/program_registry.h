@@ -39,12 +39,15 @@ struct ProgramEntry {
 
 class ProgramRegistry {
  public:
-  // `hook_options` bound the check of a program's host.cpp in a hook process.
+  // `hook_options` bound the check of a program's host.cpp in a hook process;
+  // `max_state_bytes`: the most the state and aggregate fields whose shapes
+  // are constants may take (413 beyond).
   ProgramRegistry(std::string state_dir, const HostCompiler* compiler,
-                  HookProcessOptions hook_options = {});
+                  HookProcessOptions hook_options = {},
+                  uint64_t max_state_bytes = uint64_t{1} << 30);
 
   // Checks a bundle, generates its image and builds its host hooks, without
-  // registering it.  Errors are the user's (400, 422).
+  // registering it.  Errors are the user's (400, 413, 422).
   Result<std::shared_ptr<ProgramEntry>> prepare(const nlohmann::json& bundle) const;
   // Registers and stores `entry` unless a program of its checksum is there;
   // returns the registered entry and whether it is new.
@@ -64,6 +67,7 @@ class ProgramRegistry {
   const std::string state_dir_;
   const HostCompiler* compiler_;
   const HookProcessOptions hook_options_;
+  const uint64_t max_state_bytes_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const ProgramEntry>> programs_;  // GUARDED_BY(mu_)
 };

@@ -169,5 +169,26 @@ TEST_F(ProgramRegistryTest, AStateDirWithoutProgramsLoadsNothing) {
   EXPECT_TRUE(reg.list().empty());
 }
 
+// A field of constant shape that no run could ever hold is refused when the
+// program is registered, not at every run.
+TEST_F(ProgramRegistryTest, ConstantShapesBeyondTheLimitAreRefused) {
+  ProgramRegistry reg(dir_.path(), &compiler_);
+  ProgramBundle b;
+  b.config = R"(
+sources: {cuda: kernel.cu}
+dataset: {x: {type: float32, shape: [rows]}}
+aggregate: {big: {type: float32, shape: [100000000000], reduce: sum}}
+iterate: [k]
+)";
+  b.sources["kernel.cu"] = "";
+  auto p = reg.prepare(b.to_json());
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), Code::kTooLarge);
+  EXPECT_NE(p.status().message().find("'big'"), std::string::npos) << p.status().message();
+  ProgramRegistry small(dir_.path(), &compiler_, {}, 2);  // the limit is the server's
+  EXPECT_EQ(small.prepare(bundle("one")).status().code(), Code::kTooLarge);
+  EXPECT_TRUE(reg.prepare(bundle("one")).ok());
+}
+
 }  // namespace
 }  // namespace lizard

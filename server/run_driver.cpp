@@ -52,7 +52,14 @@ void RunDriver::join() {
 void RunDriver::start(std::function<void(const std::string&)> release) {
   thread_ = std::thread([this, release = std::move(release)] {
     const auto t0 = SteadyClock::now();
-    Status st = drive();
+    Status st;
+    try {  // the run fails; the server stays up
+      st = drive();
+    } catch (const std::bad_alloc&) {
+      st = too_large("the server ran out of memory for this run");
+    } catch (const std::exception& e) {
+      st = internal_error(std::string("internal error: ") + e.what());
+    }
     ctx_.book->update(run_, [&](RunRecord& r) { r.elapsed_ms = ms_since(t0); });
     release(run_->id);
     ctx_.book->finish(run_, st);
@@ -138,19 +145,21 @@ Status RunDriver::run_attempts(Sections* s) {
       end_on_workers(wire_id, participants, false);
     }
     if (st.code() != Code::kWorkerLost || attempt + 1 >= kMaxAttempts) return st;
+    last_loss_ = st.message();
     const bool start_over = per_row_values || gathering;
     if (start_over) {
       s->state = s->initial_state;
       it = 0;
     }
     spdlog::warn("{}: {}; re-planning and resuming at iteration {}", run_->id, st.message(), it);
+    // `iterations` keeps counting what completed until the next attempt
+    // completes one of its own (a run that fails now says how far it got).
     ctx_.book->update(run_, [&](RunRecord& r) {
-      r.recoveries.push_back({{"resumed_at_iteration", it}, {"reason", st.message()}});
-      if (start_over) {
-        r.timings.clear();
-        r.iterations = 0;
-      }
+      r.recoveries.push_back({{"resumed_at_iteration", it},
+                              {"iterations_completed", r.iterations},
+                              {"reason", st.message()}});
     });
+    restart_pending_ = restart_pending_ || start_over;
   }
 }
 
@@ -180,6 +189,10 @@ Status RunDriver::wait_for_placement() {
     if (ev && ev->kind == DriverEvent::Kind::kPlacement) return Status::Ok();
   }
   ctx_.book->update(run_, [](RunRecord& r) { r.needs_executors = false; });
+  if (!last_loss_.empty())
+    return unavailable(last_loss_ + "; no other worker that has built program " +
+                       run_->hash.substr(0, 12) + " became free within " +
+                       std::to_string(ctx_.worker_wait_s) + " s (GET /clients lists the workers)");
   return unavailable("no worker has built program " + run_->hash.substr(0, 12) + " after " +
                      std::to_string(ctx_.worker_wait_s) + " s (GET /clients lists the workers)");
 }
@@ -196,7 +209,10 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
     if (std::find(from.begin(), from.end(), ev->worker_id) == from.end()) continue;
     if (ev->kind == DriverEvent::Kind::kWorkerLost) {
       drop_executors_of(ev->worker_id);
-      return worker_lost("lost worker " + ev->worker_id);
+      return worker_lost("lost worker " + ev->worker_id +
+                         (ev->worker_name.empty() ? "" : " (" + ev->worker_name + ")") +
+                         ": it left during the run (its connection closed; the worker's log "
+                         "says why)");
     }
     if (ev->kind != DriverEvent::Kind::kMessage || ev->msg.type != type) continue;
     if (ev->msg.header.value("run_id", "") != wire_id) continue;  // an earlier attempt's
@@ -263,11 +279,13 @@ nlohmann::json RunDriver::state_scalars(const Sections& s) const {
 void RunDriver::record_iteration(IterationTiming timing) {
   if (ctx_.metrics) ctx_.metrics->observe_iteration(timing.ms, timing.kernel_ms, timing.fold_ms);
   ctx_.book->update(run_, [&](RunRecord& r) {
+    if (restart_pending_) r.timings.clear();  // the first iteration of a run started over
     r.iterations = timing.iteration + 1;
     if (r.plan)
       for (const auto& e : r.plan->entries) r.rows_done[{e.worker_id, e.executor}] = e.rows;
     r.timings.push_back(std::move(timing));
   });
+  restart_pending_ = false;
 }
 
 void RunDriver::end_on_workers(const std::string& wire_id,

@@ -46,6 +46,7 @@ struct DriverEvent {
   std::string worker_id;
   Message msg;                         // kMessage
   std::vector<ExecutorRef> executors;  // kPlacement
+  std::string worker_name{};           // kWorkerLost: its hostname, when known
 };
 
 // What a driver uses of the rest of the server.
@@ -120,6 +121,10 @@ class RunDriver {
   Mailbox<DriverEvent> inbox_;
   std::thread thread_;
   std::atomic<bool> exited_{false};
+  // The driver's thread only: why the run last lost a worker, and whether it
+  // starts over (the record's timings go at its first new iteration).
+  std::string last_loss_;
+  bool restart_pending_ = false;
 };
 
 }  // namespace lizard

@@ -131,9 +131,32 @@ TEST_F(RunDriverTest, ARunThatGetsNoNewExecutorsInTimeFails) {
   start();
   json r = wait();
   EXPECT_EQ(r["status"], "failed");
-  EXPECT_NE(r["error"].get<std::string>().find("no worker has built program"), std::string::npos)
-      << r["error"];
+  // The error says what happened: the worker left, not that none had built it.
+  const std::string error = r["error"];
+  EXPECT_NE(error.find("lost worker w1"), std::string::npos) << error;
+  EXPECT_NE(error.find("left during the run"), std::string::npos) << error;
+  EXPECT_EQ(error.find("no worker has built"), std::string::npos) << error;
   EXPECT_TRUE(book_.pending().empty());
+}
+
+// A run that starts over after a loss and then fails keeps the count of
+// the iterations it had completed.
+TEST_F(RunDriverTest, AFailedRunShowsTheIterationsThatCompleted) {
+  use_program(kSumsWithOutput);
+  worker_wait_s_ = 1;
+  FakeWorker& w1 = add_worker();
+  w1.intercept = [&](const Message& m) {
+    if (m.type != MessageType::kIterate || m.header["iteration"] != 2) return false;
+    lose("w1");
+    return true;
+  };
+  start();
+  json r = wait();
+  EXPECT_EQ(r["status"], "failed");
+  EXPECT_EQ(r["iterations"], 2) << r.dump(2);
+  EXPECT_EQ(r["timings"].size(), 2u);
+  ASSERT_EQ(r["recoveries"].size(), 1u);
+  EXPECT_EQ(r["recoveries"][0]["iterations_completed"], 2);
 }
 
 TEST_F(RunDriverTest, CancellingARunningRunEndsItOnItsWorkers) {

@@ -54,7 +54,7 @@ Result<DatasetSource> parse_generate(const Manifest& m, const std::string& what,
 
 Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_t width,
                                    const json& spec, int64_t* rows, uint64_t* seed,
-                                   const UploadLookup& uploads) {
+                                   const UploadLookup& uploads, const RunRequestLimits& limits) {
   const std::string what = "dataset field '" + f.name + "'";
   DatasetSource s;
   s.width = width;
@@ -71,6 +71,8 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     if (!spec["path"].is_string()) return invalid_argument(what + ": `path` must be a string");
     s.kind = DatasetSource::Kind::kPath;
     s.path = spec["path"].get<std::string>();
+    if (limits.data_roots)
+      LIZARD_RETURN_IF_ERROR(limits.data_roots->check(s.path).with_context(what));
     std::string fmt;
     if (spec.contains("format")) {
       if (!spec["format"].is_string())
@@ -104,10 +106,23 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
   return invalid_argument(what + ": give `values`, `path`, `upload` or `generate`");
 }
 
+// A row of every dataset field, and all rows of it, must have a size that
+// fits the arithmetic (workers check their memory when the run starts).
+Status check_row_bytes(const FieldSpec& f, int64_t width, const RunRequestLimits& limits) {
+  uint64_t row_bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(width), dtype_size(f.type), &row_bytes) ||
+      row_bytes > limits.max_state_bytes)
+    return too_large("dataset field '" + f.name + "': one row of " + std::to_string(width) + " " +
+                     dtype_name(f.type) + " values is larger than the server's limit of " +
+                     std::to_string(limits.max_state_bytes) + " bytes (--max-state-bytes)");
+  return Status::Ok();
+}
+
 Status parse_dataset(const ProgramImage& image, const json& body, const UploadLookup& uploads,
-                     RunRequest* out) {
+                     const RunRequestLimits& limits, RunRequest* out) {
   const Manifest& m = image.manifest;
-  json ds = body.contains("dataset") ? body["dataset"] : json::object();
+  static const json kNone = json::object();
+  const json& ds = body.contains("dataset") ? body["dataset"] : kNone;
   if (!ds.is_object()) return invalid_argument("`dataset` must be an object of field: source");
   for (const auto& [k, _] : ds.items()) {
     const FieldSpec* f = m.find_dataset(k);
@@ -120,6 +135,7 @@ Status parse_dataset(const ProgramImage& image, const json& body, const UploadLo
   std::string rows_from;
   for (const auto& f : m.dataset) {
     LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, m, out->params));
+    LIZARD_RETURN_IF_ERROR(check_row_bytes(f, width, limits));
     if (!f.input) {
       DatasetSource none;
       none.width = width;
@@ -130,7 +146,7 @@ Status parse_dataset(const ProgramImage& image, const json& body, const UploadLo
     int64_t n = 0;
     uint64_t seed = 0;
     LIZARD_ASSIGN_OR_RETURN(DatasetSource s,
-                            parse_source(m, f, width, ds[f.name], &n, &seed, uploads));
+                            parse_source(m, f, width, ds[f.name], &n, &seed, uploads, limits));
     if (s.kind == DatasetSource::Kind::kGenerate) {
       if (seeded && seed != out->seed)
         return invalid_argument("dataset field '" + f.name +
@@ -147,6 +163,14 @@ Status parse_dataset(const ProgramImage& image, const json& body, const UploadLo
   }
   if (rows < 0) return invalid_argument("the program has no input dataset field to take rows from");
   if (rows == 0) return invalid_argument("the dataset has no rows");
+  for (const auto& f : m.dataset) {
+    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, m, out->params));
+    int64_t all = 0;
+    if (__builtin_mul_overflow(rows, width, &all) ||
+        __builtin_mul_overflow(all, static_cast<int64_t>(dtype_size(f.type)), &all))
+      return too_large("dataset field '" + f.name + "': " + std::to_string(rows) + " rows of " +
+                       std::to_string(width) + " values are too large");
+  }
   out->rows = rows;
   return Status::Ok();
 }
@@ -227,20 +251,32 @@ Status parse_executors(const json& body, ExecutorDemand* out) {
 
 }  // namespace
 
+// The state and aggregate buffers a run allocates (on the server and every
+// executor), from the params alone, before anything is allocated.
+Status check_state_bytes(const Manifest& m, const ParamValues& p, const RunRequestLimits& limits) {
+  uint64_t total = 0;
+  for (const auto* section : {&m.state, &m.aggregate}) {
+    LIZARD_ASSIGN_OR_RETURN(uint64_t bytes, section_bytes(*section, m, p));
+    total += bytes;  // each at most a few TiB: no overflow
+  }
+  if (total > limits.max_state_bytes)
+    return too_large("state and aggregate take " + std::to_string(total) +
+                     " bytes with these params; the server's limit is " +
+                     std::to_string(limits.max_state_bytes) + " bytes (--max-state-bytes)");
+  return Status::Ok();
+}
+
 Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body,
-                                     const UploadLookup& uploads) {
+                                     const UploadLookup& uploads, const RunRequestLimits& limits) {
   if (!body.is_object()) return invalid_argument("the run request must be a JSON object");
   LIZARD_RETURN_IF_ERROR(check_keys(body));
   RunRequest out;
   LIZARD_ASSIGN_OR_RETURN(
       out.params, bind_params(image.manifest, body.contains("params") ? body["params"] : json()));
-  // Shapes must resolve with these params before anything else is read.
-  for (const auto* section : {&image.manifest.state, &image.manifest.aggregate})
-    for (const auto& f : *section) {
-      auto n = field_elements(f, image.manifest, out.params);
-      if (!n.ok()) return n.status();
-    }
-  LIZARD_RETURN_IF_ERROR(parse_dataset(image, body, uploads, &out));
+  // Shapes must resolve with these params, to sizes within the limits,
+  // before anything else is read.
+  LIZARD_RETURN_IF_ERROR(check_state_bytes(image.manifest, out.params, limits));
+  LIZARD_RETURN_IF_ERROR(parse_dataset(image, body, uploads, limits, &out));
   LIZARD_RETURN_IF_ERROR(parse_state(image, body, &out));
   out.max_iterations = kDefaultIterationCap;
   if (auto p = out.params.lookup(image.manifest, "max_iterations")) out.max_iterations = *p;

@@ -1,10 +1,13 @@
 // RunRequest: the body of POST /runtime/<hash>, checked against the program's
 // manifest before anything is queued (params, dataset sources and their row
 // counts, initial state, iteration cap).  Every error is a 400 naming the
-// offending key.  A function of its inputs with no state of its own (it
+// offending key, a 413 when the sizes the params imply pass the limits, or a
+// 403 for a dataset path outside the server's data roots; sizes are checked
+// before anything is allocated.  A function of its inputs with no state of its own (it
 // reads the files a request names), called from any thread.
 //
-//   Result<RunRequest> r = parse_run_request(image, json::parse(body));
+//   Result<nlohmann::json> body = parse_json_bounded(text);   // common/json_limits.h
+//   Result<RunRequest> r = parse_run_request(image, *body, uploads, limits);
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "dataset/data_roots.h"
 #include "dataset/file_format.h"
 #include "exec/executor.h"
 
@@ -55,8 +59,15 @@ struct RunRequest {
 using UploadLookup =
     std::function<Result<std::pair<std::string, FileFormat>>(const std::string& id)>;
 
+// What one run request may ask of the server.
+struct RunRequestLimits {
+  uint64_t max_state_bytes = uint64_t{1} << 30;  // state + aggregate of one run
+  const DataRoots* data_roots = nullptr;         // dataset paths must lie inside; null: any
+};
+
 // Reads file headers (or scans text files) to count rows; may block on I/O.
 Result<RunRequest> parse_run_request(const ProgramImage& image, const nlohmann::json& body,
-                                     const UploadLookup& uploads = nullptr);
+                                     const UploadLookup& uploads = nullptr,
+                                     const RunRequestLimits& limits = {});
 
 }  // namespace lizard

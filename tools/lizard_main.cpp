@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "cli/user_commands.h"
 #include "client/worker_daemon.h"
@@ -22,6 +23,7 @@
 #include "net/http_client.h"
 #include "server/coordinator.h"
 #include "server/hub_server.h"
+#include "server/listen_address.h"
 
 namespace {
 
@@ -53,7 +55,7 @@ int wait_for_signal() {
 }
 
 struct ServerFlags {
-  std::string host = "0.0.0.0";
+  std::string host;  // default: 127.0.0.1, or every address when a token is set
   uint16_t port = 5000;
   std::string state_dir;
   int worker_wait = 60;
@@ -62,6 +64,8 @@ struct ServerFlags {
   int hook_timeout = 60;
   uint64_t max_body = uint64_t{1} << 30;
   std::string token, read_token;
+  std::vector<std::string> data_roots;
+  uint64_t max_state_bytes = uint64_t{1} << 30;
   std::string tls_cert, tls_key;
   bool no_worker_loop = false;
 };
@@ -75,9 +79,24 @@ int run_server(const ServerFlags& f) {
   co.hook_timeout_s = f.hook_timeout;
   co.token = lizard::token_from(f.token, "LIZARD_TOKEN");
   co.read_token = lizard::token_from(f.read_token, "LIZARD_READ_TOKEN");
+  co.max_state_bytes = f.max_state_bytes;
+  auto roots = lizard::DataRoots::make(f.data_roots, "server");
+  if (!roots.ok()) {
+    spdlog::error("{}", roots.status().message());
+    return 2;
+  }
+  co.data_roots = std::move(roots).value();
+  if (!co.data_roots.confined())
+    spdlog::info("no --data-root: run requests may name any file this user can read");
+  const std::string host = lizard::listen_address(f.host, co.token);
+  if (lizard::exposed_without_token(host, co.token))
+    spdlog::warn(
+        "listening on {} without a token: anyone who can reach this port can run code on this "
+        "server and its workers; set --token (or LIZARD_TOKEN)",
+        host);
   lizard::Coordinator coordinator(co);
   lizard::HubServerOptions ho;
-  ho.host = f.host;
+  ho.host = host;
   ho.port = f.port;
   ho.heartbeat_timeout_s = f.heartbeat;
   ho.read_timeout_s = f.read_timeout;
@@ -90,7 +109,7 @@ int run_server(const ServerFlags& f) {
     return 1;
   }
   spdlog::info("lizard server listening on {}://{}:{} (state in {})",
-               f.tls_cert.empty() ? "http" : "https", f.host, hub.port(), f.state_dir);
+               f.tls_cert.empty() ? "http" : "https", host, hub.port(), f.state_dir);
   int sig = wait_for_signal();
   spdlog::info("signal {}: shutting down", sig);
   hub.stop();
@@ -166,7 +185,8 @@ int main(int argc, char** argv) {
   ServerFlags sf;
   sf.state_dir = default_dir("XDG_STATE_HOME", ".local/state");
   server->add_flag("-v,--verbose", verbose, "Debug logging");
-  server->add_option("--host", sf.host, "Address to listen on");
+  server->add_option("--host", sf.host,
+                     "Address to listen on (default: 127.0.0.1 without a token, else 0.0.0.0)");
   server->add_option("--port", sf.port, "Port for users and workers");
   server->add_option("--state-dir", sf.state_dir,
                      "Where programs, run records and compiled hooks are kept");
@@ -193,6 +213,11 @@ int main(int argc, char** argv) {
       "Token required of workers and of POST/DELETE requests (default: $LIZARD_TOKEN)");
   server->add_option("--read-token", sf.read_token,
                      "Token required of GET requests too (default: $LIZARD_READ_TOKEN)");
+  server->add_option("--data-root", sf.data_roots,
+                     "Directory dataset paths in run requests must lie in (repeatable; "
+                     "default: any file this user can read)");
+  server->add_option("--max-state-bytes", sf.max_state_bytes,
+                     "Largest state + aggregate of one run, in bytes (413 beyond)");
   auto* cert = server->add_option(
       "--tls-cert", sf.tls_cert,
       "Serve the REST API and the worker hub over TLS (https://, wss://) with this PEM "
@@ -237,6 +262,9 @@ int main(int argc, char** argv) {
   client->add_option("--weight", wo.weight,
                      "Report this capability weight (testing, uneven nodes)");
   client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)");
+  client->add_option("--data-root", wo.data_roots,
+                     "Directory dataset paths a run names must lie in (repeatable; "
+                     "default: any file this user can read)");
   client
       ->add_option("--server-timeout", wo.server_timeout_s,
                    "Seconds of silence after which the server counts as gone (reconnect)")

@@ -26,7 +26,8 @@ enum class Code {
   kCompileError,     // user code does not compile (422)
   kRuntimeError,     // user code failed while running
   kCancelled,
-  kWorkerLost,  // a worker serving a run went away (503; the run re-plans)
+  kWorkerLost,        // a worker serving a run went away (503; the run re-plans)
+  kPermissionDenied,  // the input names something the daemon may not touch (403)
 };
 
 class Status {
@@ -73,6 +74,9 @@ inline Status worker_lost(std::string m) {
 }
 inline Status too_large(std::string m) {
   return Status(Code::kTooLarge, std::move(m));
+}
+inline Status permission_denied(std::string m) {
+  return Status(Code::kPermissionDenied, std::move(m));
 }
 
 template <typename T>

@@ -26,10 +26,10 @@ Status check_range(const std::string& path, int64_t first_row, int64_t rows) {
   return Status::Ok();
 }
 
-Status past_end(const std::string& path, int64_t first_row, int64_t rows, int64_t file_rows) {
+Status past_end(const std::string& path, int64_t first_row, int64_t rows) {
   return invalid_argument(path + ": rows [" + std::to_string(first_row) + ", " +
-                          std::to_string(first_row + rows) + ") were asked for, the file has " +
-                          std::to_string(file_rows));
+                          std::to_string(first_row + rows) +
+                          ") were asked for; the file has fewer (did it change?)");
 }
 
 // ---- npy and raw: fixed-size rows after a header -----------------------------
@@ -62,32 +62,26 @@ Result<BinaryRows> npy_layout(const InputFile& f, DType dtype, int64_t width) {
   Result<size_t> length = npy_header_length(head);
   if (!length.ok()) return length.status().with_context(path);
   if (*length > f.size())
-    return invalid_argument(path + ": truncated .npy header: it needs " + std::to_string(*length) +
-                            " bytes, the file has " + std::to_string(f.size()));
+    return invalid_argument(path + ": truncated .npy header: the file ends inside it");
   head.resize(*length);
   LIZARD_RETURN_IF_ERROR(f.read_at(0, head.size(), head.data()));
   Result<NpyHeader> h = parse_npy_header(head);
   if (!h.ok()) return h.status().with_context(path);
   LIZARD_RETURN_IF_ERROR(check_npy_header(path, *h, dtype, width));
   uint64_t available = f.size() - h->data_offset;
-  std::string described = "shape " + npy_shape_literal(h->shape) + " " + dtype_name(dtype) +
-                          " needs " + std::to_string(h->data_bytes()) +
-                          " data bytes from byte offset " + std::to_string(h->data_offset);
+  // Errors say what the header implies, never the file's size.
   if (available < h->data_bytes())
-    return invalid_argument(path + ": truncated: " + described + ", the file has " +
-                            std::to_string(available) + " (it ends at byte offset " +
-                            std::to_string(f.size()) + ")");
+    return invalid_argument(path + ": truncated: the file ends before the data its header " +
+                            "describes");
   if (available > h->data_bytes())
-    return invalid_argument(path + ": " + std::to_string(available - h->data_bytes()) +
-                            " unexpected bytes after the data: " + described);
+    return invalid_argument(path + ": unexpected bytes after the data its header describes");
   return BinaryRows{h->data_offset, static_cast<uint64_t>(width) * dtype_size(dtype), h->shape[0]};
 }
 
 Result<BinaryRows> raw_layout(const InputFile& f, DType dtype, int64_t width) {
   uint64_t row_bytes = static_cast<uint64_t>(width) * dtype_size(dtype);
   if (f.size() % row_bytes != 0)
-    return invalid_argument(f.path() + ": size " + std::to_string(f.size()) +
-                            " bytes is not a multiple of the row size " +
+    return invalid_argument(f.path() + ": the file is not a whole number of rows of " +
                             std::to_string(row_bytes) + " bytes (" + std::to_string(width) + " " +
                             dtype_name(dtype) + " values)");
   return BinaryRows{0, row_bytes, static_cast<int64_t>(f.size() / row_bytes)};
@@ -101,7 +95,7 @@ Result<BinaryRows> binary_layout(const InputFile& f, FileFormat format, DType dt
 Status read_binary_rows(const InputFile& f, FileFormat format, DType dtype, int64_t width,
                         int64_t first_row, int64_t rows, void* dst) {
   LIZARD_ASSIGN_OR_RETURN(BinaryRows layout, binary_layout(f, format, dtype, width));
-  if (first_row + rows > layout.rows) return past_end(f.path(), first_row, rows, layout.rows);
+  if (first_row + rows > layout.rows) return past_end(f.path(), first_row, rows);
   return f.read_at(layout.data_offset + static_cast<uint64_t>(first_row) * layout.row_bytes,
                    static_cast<size_t>(rows) * layout.row_bytes, dst);
 }
@@ -156,6 +150,20 @@ class ValueTokens {
   bool done_ = false;
 };
 
+// What a value that did not parse should have been.  Errors about files
+// never quote them: a file named by path may not be the user's.
+std::string expected_number(NumberError e, DType t) {
+  const std::string type = dtype_name(t);
+  switch (e) {
+    case NumberError::kNotAnInteger:
+      return "expected an integer (" + type + ")";
+    case NumberError::kOutOfRange:
+      return "out of range for " + type;
+    default:
+      return "expected a number (" + type + ")";
+  }
+}
+
 // What the text of one file looks like, and where errors point.
 struct TextFile {
   const std::string& path;
@@ -178,14 +186,12 @@ Status parse_row(const TextFile& tf, std::string_view line, int64_t line_number,
   int64_t found = 0;
   int64_t bad = -1;  // index of the first value that does not parse
   NumberError bad_error = NumberError::kNone;
-  std::string_view bad_text;
   while (tokens.next(&value)) {
     if (found < tf.width && bad < 0) {
       NumberError e = parse_number(value, out + found);
       if (e != NumberError::kNone) {
         bad = found;
         bad_error = e;
-        bad_text = value;
       }
     }
     ++found;
@@ -196,7 +202,7 @@ Status parse_row(const TextFile& tf, std::string_view line, int64_t line_number,
                                      std::to_string(found));
   if (bad >= 0)
     return tf.error(line_number, "value " + std::to_string(bad + 1) + ": " +
-                                     describe_number_error(bad_error, bad_text, tf.dtype));
+                                     expected_number(bad_error, tf.dtype));
   return Status::Ok();
 }
 
@@ -210,7 +216,7 @@ Status read_declared_rows(const TextFile& tf, LineReader* lines, int64_t* declar
   strip_bom(&line);
   std::string_view count = trim(line);
   if (parse_number(count, declared) != NumberError::kNone || *declared < 0)
-    return tf.error(1, "expected the row count, found '" + std::string(count.substr(0, 64)) + "'");
+    return tf.error(1, "expected the row count (a non-negative integer)");
   return Status::Ok();
 }
 
@@ -238,8 +244,8 @@ Result<int64_t> count_text_rows(InputFile* f, const TextFile& tf) {
   }
   LIZARD_RETURN_IF_ERROR(lines.status());
   if (declared >= 0 && declared != rows)
-    return tf.error(
-        1, "declares " + std::to_string(declared) + " rows, the file has " + std::to_string(rows));
+    return tf.error(1, "declares " + std::to_string(declared) +
+                           " rows; the rows that follow are not that many");
   return rows;
 }
 
@@ -252,12 +258,12 @@ Status read_text_rows(InputFile* f, const TextFile& tf, int64_t first_row, int64
   }
   int64_t skipped = lines.skip(first_row);
   LIZARD_RETURN_IF_ERROR(lines.status());
-  if (skipped < first_row) return past_end(tf.path, first_row, rows, skipped);
+  if (skipped < first_row) return past_end(tf.path, first_row, rows);
   std::string_view line;
   for (int64_t r = 0; r < rows; ++r) {
     if (!lines.next(&line)) {
       LIZARD_RETURN_IF_ERROR(lines.status());
-      return past_end(tf.path, first_row, rows, first_row + r);
+      return past_end(tf.path, first_row, rows);
     }
     if (lines.line_number() == 1) strip_bom(&line);
     if (is_blank(line))

@@ -91,7 +91,9 @@ class Filler {
   // A nested array: level `level` of dims, at `index`.
   Status nested(const json& v, size_t level, std::vector<int64_t>* index) {
     if (level == dims_.size()) {
-      const char* why = to_value(v, out_ + next_++);
+      T scratch{};  // a dry run (no output) only checks
+      const char* why = to_value(v, out_ != nullptr ? out_ + next_ : &scratch);
+      ++next_;
       if (why != nullptr) return value_error("element " + index_text(*index), v, why);
       return Status::Ok();
     }
@@ -212,6 +214,17 @@ Result<std::vector<uint8_t>> values_from_json(const json& v, DType dtype,
   }
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
+  // The product of nested dims is only as large as the arrays themselves
+  // once every level has been checked: walk them before allocating.
+  if (nested) {
+    Status dry = visit_dtype(dtype, [&](auto t) {
+      using T = decltype(t);
+      Filler<T> filler(dtype, shape, what, nullptr);
+      std::vector<int64_t> index;
+      return filler.nested(v, 0, &index);
+    });
+    if (!dry.ok()) return dry;
+  }
   std::vector<uint8_t> out(static_cast<size_t>(count) * dtype_size(dtype));
   Status st = visit_dtype(dtype, [&](auto t) {
     using T = decltype(t);

@@ -141,5 +141,15 @@ TEST(ValuesToJson, RoundTripsThroughValuesFromJson) {
   EXPECT_EQ(std::memcmp(back->data(), f, sizeof f), 0);
 }
 
+// A huge row width from params must not be allocated before the arrays are
+// checked: the request holds one value where 2^31 are expected.
+TEST(ValuesFromJson, HugeDeclaredWidthIsRefusedBeforeAllocating) {
+  int64_t rows = 0;
+  auto r = values_from_json(json::parse("[[1], [2]]"), DType::kFloat64, {-1, int64_t{1} << 31},
+                            "dataset field 'values'", &rows);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("row 0"), std::string::npos) << r.status().message();
+}
+
 }  // namespace
 }  // namespace lizard

@@ -64,8 +64,8 @@ class DictParser {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
   }
   Status error(const std::string& what) const {
-    return invalid_argument("malformed .npy header " + std::string(text_.substr(0, 200)) + ": " +
-                            what + " at character " + std::to_string(pos_));
+    return invalid_argument("malformed .npy header: " + what + " at character " +
+                            std::to_string(pos_));
   }
   Status expect(char c) {
     skip_space();

@@ -243,6 +243,16 @@ const FieldSlot* SectionBuffer::find(const std::string& name) const {
   return nullptr;
 }
 
+Result<uint64_t> section_bytes(const std::vector<FieldSpec>& fields, const Manifest& m,
+                               const ParamValues& p) {
+  uint64_t total = 0;
+  for (const auto& f : fields) {
+    LIZARD_ASSIGN_OR_RETURN(int64_t n, field_elements(f, m, p));  // at most 1 TiB each
+    total = align_up(total + static_cast<uint64_t>(n) * dtype_size(f.type), 16);
+  }
+  return total;
+}
+
 Result<SectionBuffer> make_section(const std::vector<FieldSpec>& fields, const Manifest& m,
                                    const ParamValues& p) {
   SectionBuffer out;

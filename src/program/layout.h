@@ -90,6 +90,11 @@ struct SectionBuffer {
   const uint8_t* data(const FieldSlot& s) const { return bytes.data() + s.offset; }
 };
 
+// The bytes make_section() would allocate for `fields` (each 16-byte
+// aligned), computed without allocating; errors as make_section's.
+Result<uint64_t> section_bytes(const std::vector<FieldSpec>& fields, const Manifest& m,
+                               const ParamValues& p);
+
 // Allocates a zeroed buffer for `fields` with shapes resolved from params.
 Result<SectionBuffer> make_section(const std::vector<FieldSpec>& fields, const Manifest& m,
                                    const ParamValues& p);

@@ -84,17 +84,11 @@ pid_t LocalCluster::spawn(const std::vector<std::string>& argv, const std::strin
 
 Status LocalCluster::start(int workers, const std::vector<std::string>& worker_args,
                            const std::vector<std::string>& server_args) {
-  std::vector<std::string> argv = {LIZARD_BIN,
-                                   "server",
-                                   "-v",
-                                   "--host",
-                                   "127.0.0.1",
-                                   "--port",
-                                   std::to_string(port_),
-                                   "--state-dir",
-                                   dir_ + "/server",
-                                   "--worker-wait",
-                                   "20"};
+  std::vector<std::string> argv = {
+      LIZARD_BIN,    "server",        "-v", "--host", "127.0.0.1", "--port", std::to_string(port_),
+      "--state-dir", dir_ + "/server"};
+  if (std::find(server_args.begin(), server_args.end(), "--worker-wait") == server_args.end())
+    argv.insert(argv.end(), {"--worker-wait", "20"});
   if (tls()) argv.insert(argv.end(), {"--tls-cert", tls_.cert, "--tls-key", tls_.key});
   argv.insert(argv.end(), server_args.begin(), server_args.end());
   server_argv_ = argv;

@@ -1,7 +1,8 @@
 // libFuzzer target: the run-request parser (the body of POST /runtime/<hash>)
-// against one fixed program.  The input is the JSON body; bodies that are not
-// JSON are skipped.  `path` keys are removed from dataset sources first, so
-// only inline `values` reach the parser and no input can make it open files.
+// against one fixed program, from the body's text as the server takes it:
+// parse_json_bounded (the nesting limit), then parse_run_request with the
+// server's limits (a small --max-state-bytes, and data roots that are one
+// empty directory, so no `path` can reach a file).
 //
 //   build-fuzz/tests/fuzz/fuzz_run_request -dict=tests/fuzz/run_request.dict CORPUS
 //   tests/fuzz/corpus/run_request
@@ -13,6 +14,9 @@
 #include <cstdlib>
 #include <string>
 
+#include <unistd.h>
+
+#include "common/json_limits.h"
 #include "program/bundle.h"
 #include "server/run_request.h"
 
@@ -38,6 +42,7 @@ state:
 aggregate:
   g: {type: float32, shape: [dims], reduce: sum}
   n: {type: int64, shape: [k], reduce: sum}
+generate: [fill]
 iterate: [step]
 )";
 
@@ -57,21 +62,31 @@ const lizard::ProgramImage& program() {
   return image;
 }
 
-void drop_paths(json& body) {
-  if (!body.is_object()) return;
-  auto ds = body.find("dataset");
-  if (ds == body.end() || !ds->is_object()) return;
-  for (auto& source : *ds)
-    if (source.is_object()) source.erase("path");
+constexpr uint64_t kMaxStateBytes = uint64_t{1} << 20;
+
+// An empty directory: every dataset path is outside it or names nothing.
+const lizard::DataRoots& empty_roots() {
+  static const lizard::DataRoots roots = [] {
+    char dir[] = "/tmp/lizard-fuzz-roots-XXXXXX";
+    if (mkdtemp(dir) == nullptr) std::abort();
+    auto r = lizard::DataRoots::make({dir}, "server");
+    if (!r.ok()) std::abort();
+    return std::move(r).value();
+  }();
+  return roots;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  json body = json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return 0;
-  drop_paths(body);
-  lizard::Result<lizard::RunRequest> r = lizard::parse_run_request(program(), body);
+  lizard::Result<json> body =
+      lizard::parse_json_bounded(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (!body.ok()) return 0;
+  lizard::RunRequestLimits limits;
+  limits.max_state_bytes = kMaxStateBytes;
+  limits.data_roots = &empty_roots();
+  lizard::Result<lizard::RunRequest> r =
+      lizard::parse_run_request(program(), *body, nullptr, limits);
   if (!r.ok()) {
     if (r.status().message().empty()) {
       std::fprintf(stderr, "parse_run_request failed without a message\n");
@@ -81,6 +96,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // An accepted request is consistent: one source per dataset field and a
   // positive row count and iteration cap.
+  for (const auto& source : r->dataset)
+    if (source.kind == lizard::DatasetSource::Kind::kPath) {
+      std::fprintf(stderr, "parse_run_request accepted a path outside the data roots\n");
+      std::abort();
+    }
+  if (r->state && r->state->bytes.size() > kMaxStateBytes) {
+    std::fprintf(stderr, "parse_run_request accepted a state over the limit\n");
+    std::abort();
+  }
   if (r->dataset.size() != program().manifest.dataset.size() || r->rows < 1 ||
       r->max_iterations < 1) {
     std::fprintf(stderr, "parse_run_request accepted an inconsistent request\n");
