@@ -101,6 +101,8 @@ Status RunDriver::run_attempts(Sections* s) {
   bool per_row_values = false;
   for (const auto& f : m.dataset) per_row_values = per_row_values || !f.input;
   int64_t it = 0;
+  bool done = false;
+  if (run_->restarted) resume_after_restart(per_row_values, s, &it, &done);
   for (int attempt = 0;; ++attempt) {
     const std::string wire_id = run_->id + "." + std::to_string(attempt);
     std::vector<std::string> participants;
@@ -109,12 +111,13 @@ Status RunDriver::run_attempts(Sections* s) {
       auto started = start_partitions(wire_id);
       st = started.status();
       if (st.ok()) participants = std::move(started).value();
+      if (st.ok()) ctx_.book->persist(run_);  // its executors: a restart waits for as many
     }
-    bool done = false;
     const auto t_iter = SteadyClock::now();
     while (st.ok() && it < req.max_iterations && !done) {
       st = iterate(wire_id, participants, it, s, &done);
       if (st.ok()) ++it;
+      if (st.ok() && !per_row_values) save_checkpoint(it, done, *s);
     }
     bool gathering = false;
     if (st.ok()) {
@@ -130,6 +133,7 @@ Status RunDriver::run_attempts(Sections* s) {
     if (start_over) {
       s->state = s->initial_state;
       it = 0;
+      done = false;
     }
     spdlog::warn("{}: {}; re-planning and resuming at iteration {}", run_->id, st.message(), it);
     ctx_.book->update(run_, [&](RunRecord& r) {
@@ -140,6 +144,43 @@ Status RunDriver::run_attempts(Sections* s) {
       }
     });
   }
+}
+
+// A run the server was running when it stopped goes on from its checkpoint
+// (the state and aggregate after the last completed iteration) where rows
+// reloaded from their sources are all it needs; where kernels keep per-row
+// values of their own, or the outputs it still has to gather were written
+// into the rows, it starts over.
+void RunDriver::resume_after_restart(bool per_row_values, Sections* s, int64_t* it, bool* done) {
+  const std::optional<RunCheckpoint>& cp = run_->resume_from;
+  bool usable = cp && !per_row_values && cp->state.size() == s->state.bytes.size() &&
+                cp->aggregate.size() == s->agg.bytes.size();
+  const RunRequest& req = run_->request;
+  const bool wants_outputs =
+      std::find(req.want_output.begin(), req.want_output.end(), true) != req.want_output.end();
+  if (usable && (cp->done || cp->iteration >= req.max_iterations) && wants_outputs) usable = false;
+  if (usable) {
+    std::memcpy(s->state.bytes.data(), cp->state.data(), cp->state.size());
+    std::memcpy(s->agg.bytes.data(), cp->aggregate.data(), cp->aggregate.size());
+    *it = cp->iteration;
+    *done = cp->done;
+  }
+  spdlog::info("{}: resuming after a server restart at iteration {}", run_->id, *it);
+  ctx_.book->update(run_, [&](RunRecord& r) {
+    r.iterations = *it;
+    r.recoveries.push_back({{"resumed_at_iteration", *it}, {"reason", "the server restarted"}});
+  });
+}
+
+// Keeps the run's progress so that a restarted server resumes it here: a
+// small call of its own, after the iteration's fold.
+void RunDriver::save_checkpoint(int64_t iterations, bool done, const Sections& s) {
+  RunCheckpoint cp;
+  cp.iteration = iterations;
+  cp.done = done;
+  cp.state.assign(reinterpret_cast<const char*>(s.state.bytes.data()), s.state.bytes.size());
+  cp.aggregate.assign(reinterpret_cast<const char*>(s.agg.bytes.data()), s.agg.bytes.size());
+  ctx_.book->checkpoint(run_, cp);
 }
 
 // Drops the executors of a lost worker from those the run holds.

@@ -5,7 +5,10 @@
 // reducers and hooks — and gathers the output fields.  When a worker it uses
 // is lost, it re-plans over the executors it still holds (or waits for the
 // scheduler to give it others) and resumes at the interrupted iteration, or
-// starts over where kernels keep per-row values.
+// starts over where kernels keep per-row values.  After every completed
+// iteration it checkpoints the run's state in the run store, so that a
+// restarted server resumes the run there (or starts it over, by the same
+// rule as for a lost worker).
 //
 // The coordinator routes the run's worker messages, worker losses, new
 // placements and wake-ups (cancel) into the driver's mailbox with deliver();
@@ -73,6 +76,8 @@ class RunDriver {
   struct Sections;
   Status drive();
   Status run_attempts(Sections* s);
+  void resume_after_restart(bool per_row_values, Sections* s, int64_t* it, bool* done);
+  void save_checkpoint(int64_t iterations, bool done, const Sections& s);
   Status wait_for_placement();
   Result<std::vector<std::string>> start_partitions(const std::string& wire_id);
   Status start_worker(const std::string& wire_id, const std::string& worker_id,

@@ -26,7 +26,8 @@ enum class Code {
   kCompileError,     // user code does not compile (422)
   kRuntimeError,     // user code failed while running
   kCancelled,
-  kWorkerLost,  // a worker serving a run went away (503; the run re-plans)
+  kWorkerLost,   // a worker serving a run went away (503; the run re-plans)
+  kStorageFull,  // the server's disk is full: nothing was stored (507)
 };
 
 class Status {
@@ -73,6 +74,9 @@ inline Status worker_lost(std::string m) {
 }
 inline Status too_large(std::string m) {
   return Status(Code::kTooLarge, std::move(m));
+}
+inline Status storage_full(std::string m) {
+  return Status(Code::kStorageFull, std::move(m));
 }
 
 template <typename T>
