@@ -48,6 +48,8 @@ struct Coordinator::Impl : RouteActions {
   // so that no run is queued for a program on its way out.
   std::mutex programs_mu;
 
+  SteadyClock::time_point resumed_until;  // set at start, before the scheduling thread
+
   std::mutex sched_mu;
   std::condition_variable sched_cv;
   bool sched_dirty = false;  // GUARDED_BY(sched_mu)
@@ -200,6 +202,8 @@ void Coordinator::Impl::resume_runs() {
                              [this](const std::string& id) { return datasets.lookup(id); },
                              opts.resume_wait_s);
   for (const auto& run : running) start_driver(run);
+  if (!runs.pending().empty() || !running.empty())
+    resumed_until = SteadyClock::now() + std::chrono::seconds(opts.resume_wait_s);
 }
 
 // Old finished runs go, and with them the uploads that only they named.
@@ -314,7 +318,11 @@ void Coordinator::Impl::schedule_once() {
   const std::vector<WorkerView> cluster = workers.view();
   SchedulePass pass = scheduler.schedule(pending, cluster);
   runs.note_bypassed(pass.bypassed);
+  // Just after a restart with runs to resume, the workers are still coming
+  // back: nothing is refused yet.
+  const bool gathering = SteadyClock::now() < resumed_until;
   for (const Refusal& r : pass.refusals) {
+    if (gathering) break;
     auto run = runs.find(r.run_id);
     if (run && runs.update(run, [](RunRecord& x) { return x.status == RunStatus::kQueued; }))
       runs.finish(run, unavailable(r.reason));
