@@ -87,7 +87,7 @@ class HttpRoutesTest : public ::testing::Test {
 
   std::shared_ptr<const ProgramEntry> add_program() {
     auto p = testing::make_test_program(kConfig);
-    return programs_.add(p).first;
+    return programs_.add(p)->first;
   }
 
   TempDir dir_;

@@ -167,6 +167,38 @@ TEST(ServerStorage, AFullDiskAnswers507AndHarmsNothing) {
   EXPECT_EQ(get_json(c, "/runtimes").size(), 1u);
 }
 
+// --keep-runs: at start, finished runs beyond the newest N go, with their
+// fields and the uploads only they named.
+TEST(ServerStorage, KeepRunsPrunesOldRunsAndTheUploadsOnlyTheyNamed) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1, {}, {"--keep-runs", "1"}).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  ASSERT_FALSE(hash.empty());
+  const double values[] = {1, 2, 3};
+  const std::string only_old = upload(c, npy_bytes(DType::kFloat64, {3, 1}, values));
+  const std::string shared = upload(c, npy_bytes(DType::kFloat64, {3, 1}, values));
+  const std::string unused = upload(c, npy_bytes(DType::kFloat64, {3, 1}, values));
+  std::vector<std::string> ids;
+  for (const std::string& u : {only_old, shared, shared}) {
+    json body = {{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"upload", u}}}}}};
+    auto r = c.post("/runtime/" + hash + "?wait=1", body.dump());
+    ASSERT_TRUE(r.ok());
+    json rec = json::parse(r->body);
+    ASSERT_EQ(rec["status"], "done") << r->body;
+    ids.push_back(rec["runtime_id"]);
+  }
+  ASSERT_TRUE(c.restart_server().ok());
+  json runs = get_json(c, "/runtimes");
+  ASSERT_EQ(runs.size(), 1u) << runs.dump(2);
+  EXPECT_EQ(runs[0]["runtime_id"], ids[2]);
+  EXPECT_EQ(c.get("/runtimes/" + ids[0])->status, 404);
+  EXPECT_EQ(c.get("/runtimes/" + ids[0] + "/fields/sums.npy")->status, 404);
+  EXPECT_EQ(c.get("/runtimes/" + ids[2] + "/fields/sums.npy")->status, 200);
+  EXPECT_EQ(c.get("/datasets/" + only_old)->status, 404);  // only pruned runs named it
+  EXPECT_EQ(c.get("/datasets/" + shared)->status, 200);    // a kept run names it
+  EXPECT_EQ(c.get("/datasets/" + unused)->status, 200);    // no run ever named it
+}
+
 // DELETE /programs/<hash>: refused while a run of it is queued or running.
 TEST(ServerPrograms, DeleteRefusesWhileRunsUseTheProgram) {
   LocalCluster c;
