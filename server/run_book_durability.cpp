@@ -180,8 +180,9 @@ std::shared_ptr<RunRecord> RunBook::resume_one(const StoredRun& s, const Program
     run->iterations = s.checkpoint ? s.checkpoint->iteration : 0;
     run->needs_executors = true;
   }
+  // Its stored record stays as it was (with the executors it held) until the
+  // run changes: a second restart meanwhile finds the same.
   runs_[run->id] = run;
-  persist_locked(*run, run->to_json());
   return run;
 }
 
