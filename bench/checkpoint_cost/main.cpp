@@ -54,9 +54,10 @@ int main(int argc, char** argv) {
   double sum = 0;
   for (double u : us) sum += u;
   std::printf(
-      "checkpoint of %zu + %zu bytes, %d iterations: median %.1f us, mean %.1f us, p99 %.1f us\n",
+      "checkpoint of %zu + %zu bytes, %d iterations: median %.1f us, mean %.1f us, p99 %.1f us, "
+      "p99.9 %.1f us, max %.1f us\n",
       state_bytes, agg_bytes, iters, us[us.size() / 2], sum / static_cast<double>(us.size()),
-      us[us.size() * 99 / 100]);
+      us[us.size() * 99 / 100], us[us.size() * 999 / 1000], us.back());
   store->reset();
   std::filesystem::remove_all(tmpl);
   return 0;
