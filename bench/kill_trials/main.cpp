@@ -13,7 +13,7 @@
 // k-means (which starts over: its kernels keep per-row labels) and logistic
 // regression (which resumes from its last checkpoint).
 //
-//   kill_trials [--worker-kills=50] [--server-kills=20] [--n=400000] [--iters=30] [--seed=S]
+//   kill_trials [--worker-kills=50] [--server-kills=20] [--n=400000] [--iters=200] [--seed=S]
 // prints   worker kills: N/50 exact
 //          server kills: M/20 exact
 #include <signal.h>
@@ -98,13 +98,25 @@ struct Trials {
     return true;
   }
 
-  // Keeps kWorkers workers running.
+  std::vector<std::string> programs;
+
+  // Keeps kWorkers workers running, each with the programs built.
   bool top_up() {
     while (alive.size() < kWorkers) {
       if (!c.add_worker({"--cpu-threads", "1"}).ok()) return false;
       alive.push_back(c.worker_pids().size() - 1);
     }
-    return c.wait_for_workers(kWorkers, 60).ok();
+    if (!c.wait_for_workers(kWorkers, 60).ok()) return false;
+    for (const auto& hash : programs)
+      for (int i = 0;; ++i) {
+        json builds = lizard::get_json(c, "/programs/" + hash).value("workers", json::object());
+        int ready = 0;
+        for (const auto& [_, state] : builds.items()) ready += state == "ready";
+        if (ready >= kWorkers) break;
+        if (i == 6000) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    return true;
   }
 
   int interrupted = 0;  // kills that came while the run was under way
@@ -114,8 +126,12 @@ struct Trials {
   bool trial(bool kill_server, const Job& job) {
     const std::string id = submit(job);
     if (id.empty()) return false;
+    for (int i = 0; i < 2000; ++i) {  // a moment while it runs, loading included
+      if (lizard::get_json(c, "/runtimes/" + id).value("status", "") != "queued") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
     const auto at = std::chrono::microseconds(
-        std::uniform_int_distribution<int64_t>(0, static_cast<int64_t>(job.ms * 1000))(rng));
+        std::uniform_int_distribution<int64_t>(0, static_cast<int64_t>(job.ms * 900))(rng));
     std::this_thread::sleep_for(at);
     if (kill_server) {
       if (!c.restart_server().ok()) return false;
@@ -143,7 +159,7 @@ int main(int argc, char** argv) {
   const int worker_kills = std::stoi(flag(argc, argv, "--worker-kills", "50"));
   const int server_kills = std::stoi(flag(argc, argv, "--server-kills", "20"));
   const int64_t n = std::stoll(flag(argc, argv, "--n", "400000"));
-  const int iters = std::stoi(flag(argc, argv, "--iters", "30"));
+  const int iters = std::stoi(flag(argc, argv, "--iters", "200"));
   Trials t;
   t.rng.seed(static_cast<unsigned>(std::stoul(flag(argc, argv, "--seed", "1"))));
   if (!t.c.start(kWorkers, {"--cpu-threads", "1"}).ok()) {
@@ -160,6 +176,7 @@ int main(int argc, char** argv) {
   logreg.hash = lizard::register_program(t.c, LIZARD_BENCH_DIR "/../examples/logreg");
   logreg.field = "w";
   if (kmeans.hash.empty() || logreg.hash.empty()) return 1;
+  t.programs = {kmeans.hash, logreg.hash};
   std::vector<float> pts(static_cast<size_t>(n) * kDims), y(static_cast<size_t>(n));
   std::mt19937 data_rng(3);
   std::uniform_int_distribution<int> jitter(-2, 2);
