@@ -53,7 +53,13 @@ void RunSession::reply(std::string frame) {
 
 void RunSession::loop() {
   while (!finished_) {
-    auto frame = inbox_.pop();
+    std::optional<std::string> frame;
+    if (stopped_by_) {
+      frame = std::move(stopped_by_);
+      stopped_by_.reset();
+    } else {
+      frame = inbox_.pop();
+    }
     if (!frame) break;  // aborted
     auto m = decode_view(*frame);
     if (!m.ok()) continue;
@@ -94,6 +100,8 @@ void RunSession::handle(const MessageView& m) {
       r.error = st.message();
       return reply(encode(r.to_message(st.ok() ? std::move(payload) : std::string())));
     }
+    case MessageType::kLoop:
+      return loop_here(m);
     case MessageType::kRunEnd: {
       auto h = RunEndMsg::parse(m.header);
       if (!h.ok()) return;
@@ -113,6 +121,7 @@ void RunSession::handle(const MessageView& m) {
 }
 
 Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStats* compile) {
+  const auto t0 = SteadyClock::now();
   run_id_ = h.run_id;
   report_progress_ = h.progress;
   program_ = ctx_.find_program(h.hash);
@@ -169,7 +178,9 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
     parts.push_back(std::move(d));
   }
   uploaded_.clear();
+  const double rows_ms = ms_since(t0);
   LIZARD_RETURN_IF_ERROR(acquire_executors());
+  const auto t_begin = SteadyClock::now();
   std::vector<CompileStats> compiles(parts.size());
   Status st = first_error(for_each_parallel(parts.size(), [&](size_t i) {
     std::lock_guard<std::mutex> l(lock_of(i));
@@ -180,7 +191,9 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   begun_ = true;  // end_run frees whatever did begin
   LIZARD_RETURN_IF_ERROR(st);
   *compile = combine_compile_stats(compiles);
-  spdlog::debug("run {}: loaded rows {}..{}", run_id_, h.first_row, h.first_row + h.rows);
+  spdlog::debug(
+      "run {}: loaded rows {}..{} (rows ready in {:.3f} ms, on the executors in {:.3f} ms)",
+      run_id_, h.first_row, h.first_row + h.rows, rows_ms, ms_since(t_begin));
   return Status::Ok();
 }
 
@@ -193,11 +206,22 @@ Status RunSession::iterate(const MessageView& m, const IterateMsg& h, std::strin
     return invalid_argument("state of " + std::to_string(m.payload.size()) + " bytes; expected " +
                             std::to_string(state.bytes.size()));
   if (!state.bytes.empty()) std::memcpy(state.bytes.data(), m.payload.data(), state.bytes.size());
+  std::vector<SectionBuffer> aggs;
+  LIZARD_RETURN_IF_ERROR(iterate_executors(state, h.iteration, &aggs, kernel_ms));
+  for (const auto& a : aggs)
+    payload->append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+  return Status::Ok();
+}
+
+Status RunSession::iterate_executors(const SectionBuffer& state, int64_t iteration,
+                                     std::vector<SectionBuffer>* aggs, double* kernel_ms) {
+  const Manifest& man = program_->manifest;
   // Each executor's aggregates: one, or one per slice when progress is reported.
   const size_t n = executors_.size();
   std::vector<std::vector<SectionBuffer>> per_executor(n);
   std::vector<double> executor_ms(n, 0.0);
-  LIZARD_RETURN_IF_ERROR(first_error(for_each_parallel(n, [&](size_t i) -> Status {
+  if (!fan_ || fan_->size() != n) fan_ = std::make_unique<FanOut>(n);
+  LIZARD_RETURN_IF_ERROR(first_error(fan_->run([&](size_t i) -> Status {
     std::lock_guard<std::mutex> l(lock_of(i));
     Executor& e = executor(i);
     const int64_t rows = rows_[i];
@@ -210,7 +234,7 @@ Status RunSession::iterate(const MessageView& m, const IterateMsg& h, std::strin
       } else {
         const int64_t first = rows * k / slices, end = rows * (k + 1) / slices;
         LIZARD_RETURN_IF_ERROR(e.iterate_rows(state, &a, &st, first, end - first));
-        reply(encode(ProgressMsg{run_id_, h.iteration, static_cast<int64_t>(executors_[i]), end}
+        reply(encode(ProgressMsg{run_id_, iteration, static_cast<int64_t>(executors_[i]), end}
                          .to_message()));
       }
       executor_ms[i] += st.kernel_ms;
@@ -218,17 +242,16 @@ Status RunSession::iterate(const MessageView& m, const IterateMsg& h, std::strin
     }
     return Status::Ok();
   })));
-  std::vector<SectionBuffer> aggs;
+  aggs->clear();
   for (auto& v : per_executor)
-    for (auto& a : v) aggs.push_back(std::move(a));
+    for (auto& a : v) aggs->push_back(std::move(a));
+  *kernel_ms = 0;
   for (double ms : executor_ms) *kernel_ms = std::max(*kernel_ms, ms);
   // Built-in reducers fold here; custom ones go to the server's aggregate hook.
   if (!man.has_custom_reducer()) {
-    for (size_t i = 1; i < aggs.size(); ++i) fold_into(&aggs[0], aggs[i]);
-    aggs.resize(1);
+    for (size_t i = 1; i < aggs->size(); ++i) fold_into(&(*aggs)[0], (*aggs)[i]);
+    aggs->resize(1);
   }
-  for (const auto& a : aggs)
-    payload->append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
   return Status::Ok();
 }
 

@@ -129,6 +129,7 @@ void WorkerDaemon::Impl::handle(std::string frame) {
     case MessageType::kRunStart:
       return to_session(run_id, std::move(frame), /*starts=*/true);
     case MessageType::kIterate:
+    case MessageType::kLoop:
     case MessageType::kRunEnd:
       return to_session(run_id, std::move(frame), /*starts=*/false);
     default:
@@ -148,6 +149,11 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
       std::lock_guard<std::mutex> l(programs_mu);
       auto p = programs.find(hash);
       return p == programs.end() ? nullptr : p->second;
+    };
+    ctx.open_hooks = [](const ProgramImage& program,
+                        const ParamValues&) -> Result<std::unique_ptr<LoopHooks>> {
+      if (program.manifest.host_source.empty()) return std::unique_ptr<LoopHooks>();
+      return unavailable("this worker does not run host hooks");
     };
     auto uploaded = std::move(chunks[run_id]);
     chunks.erase(run_id);

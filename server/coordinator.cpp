@@ -270,6 +270,7 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
       return;
     case MessageType::kRunReady:
     case MessageType::kIterationResult:
+    case MessageType::kLoopStep:
     case MessageType::kRunOutputs: {
       const auto id = m->header.find("run_id");
       if (id == m->header.end() || !id->is_string()) return;
@@ -372,6 +373,7 @@ void Coordinator::Impl::start_driver(const std::shared_ptr<RunRecord>& run) {
   ctx.book = &runs;
   ctx.workers = &workers;
   ctx.worker_wait_s = opts.worker_wait_s;
+  ctx.worker_loop = opts.worker_loop;
   ctx.metrics = &metrics;
   ctx.stopping = [this] { return stopping.load(); };
   ctx.wake_scheduler = [this] { wake_scheduler(); };

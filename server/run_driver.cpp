@@ -34,11 +34,6 @@ json section_to_json(const SectionBuffer& s, const Manifest& m, const ParamValue
 
 }  // namespace
 
-// The run's state and aggregate sections, kept across attempts.
-struct RunDriver::Sections {
-  SectionBuffer state, agg, partial, initial_state;
-};
-
 RunDriver::RunDriver(std::shared_ptr<RunRecord> run, DriverContext ctx)
     : run_(std::move(run)), ctx_(std::move(ctx)) {}
 
@@ -102,6 +97,7 @@ Status RunDriver::run_attempts(Sections* s) {
   for (const auto& f : m.dataset) per_row_values = per_row_values || !f.input;
   int64_t it = 0;
   bool done = false;
+  checkpoints_ = !per_row_values;  // a run with per-row values starts over anyway
   if (run_->restarted) resume_after_restart(per_row_values, s, &it, &done);
   for (int attempt = 0;; ++attempt) {
     const std::string wire_id = run_->id + "." + std::to_string(attempt);
@@ -114,10 +110,17 @@ Status RunDriver::run_attempts(Sections* s) {
       if (st.ok()) ctx_.book->persist(run_);  // its executors: a restart waits for as many
     }
     const auto t_iter = SteadyClock::now();
+    bool loop_there = st.ok() && can_loop_on_worker(participants);
     while (st.ok() && it < req.max_iterations && !done) {
+      if (loop_there) {
+        bool unsupported = false;
+        st = loop_on_worker(wire_id, participants[0], &it, s, &done, &unsupported);
+        loop_there = !unsupported;
+        continue;
+      }
       st = iterate(wire_id, participants, it, s, &done);
       if (st.ok()) ++it;
-      if (st.ok() && !per_row_values) save_checkpoint(it, done, *s);
+      if (st.ok()) save_checkpoint(it, done, *s);
     }
     bool gathering = false;
     if (st.ok()) {
@@ -144,43 +147,6 @@ Status RunDriver::run_attempts(Sections* s) {
       }
     });
   }
-}
-
-// A run the server was running when it stopped goes on from its checkpoint
-// (the state and aggregate after the last completed iteration) where rows
-// reloaded from their sources are all it needs; where kernels keep per-row
-// values of their own, or the outputs it still has to gather were written
-// into the rows, it starts over.
-void RunDriver::resume_after_restart(bool per_row_values, Sections* s, int64_t* it, bool* done) {
-  const std::optional<RunCheckpoint>& cp = run_->resume_from;
-  bool usable = cp && !per_row_values && cp->state.size() == s->state.bytes.size() &&
-                cp->aggregate.size() == s->agg.bytes.size();
-  const RunRequest& req = run_->request;
-  const bool wants_outputs =
-      std::find(req.want_output.begin(), req.want_output.end(), true) != req.want_output.end();
-  if (usable && (cp->done || cp->iteration >= req.max_iterations) && wants_outputs) usable = false;
-  if (usable) {
-    std::memcpy(s->state.bytes.data(), cp->state.data(), cp->state.size());
-    std::memcpy(s->agg.bytes.data(), cp->aggregate.data(), cp->aggregate.size());
-    *it = cp->iteration;
-    *done = cp->done;
-  }
-  spdlog::info("{}: resuming after a server restart at iteration {}", run_->id, *it);
-  ctx_.book->update(run_, [&](RunRecord& r) {
-    r.iterations = *it;
-    r.recoveries.push_back({{"resumed_at_iteration", *it}, {"reason", "the server restarted"}});
-  });
-}
-
-// Keeps the run's progress so that a restarted server resumes it here: a
-// small call of its own, after the iteration's fold.
-void RunDriver::save_checkpoint(int64_t iterations, bool done, const Sections& s) {
-  RunCheckpoint cp;
-  cp.iteration = iterations;
-  cp.done = done;
-  cp.state.assign(reinterpret_cast<const char*>(s.state.bytes.data()), s.state.bytes.size());
-  cp.aggregate.assign(reinterpret_cast<const char*>(s.agg.bytes.data()), s.agg.bytes.size());
-  ctx_.book->checkpoint(run_, cp);
 }
 
 // Drops the executors of a lost worker from those the run holds.
@@ -215,7 +181,8 @@ Status RunDriver::wait_for_placement() {
 
 Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wire_id,
                                                           MessageType type,
-                                                          const std::vector<std::string>& from) {
+                                                          const std::vector<std::string>& from,
+                                                          bool keep_failures) {
   std::map<std::string, Message> got;
   while (got.size() < from.size()) {
     LIZARD_RETURN_IF_ERROR(interrupted());
@@ -228,7 +195,7 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
     }
     if (ev->kind != DriverEvent::Kind::kMessage || ev->msg.type != type) continue;
     if (ev->msg.header.value("run_id", "") != wire_id) continue;  // an earlier attempt's
-    if (ev->msg.header.contains("ok") && ev->msg.header["ok"] == false) {
+    if (!keep_failures && ev->msg.header.contains("ok") && ev->msg.header["ok"] == false) {
       std::string error = "failed";
       if (ev->msg.header.contains("error") && ev->msg.header["error"].is_string())
         error = ev->msg.header["error"].get<std::string>();
@@ -429,16 +396,23 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     }
   }
   *done = prog.hooks->update_state(m, req.params, &s->agg, &s->state, it);
-  IterationTiming timing{it, ms_since(t0), kernel_ms, ms_since(t_fold),
-                         section_to_json(s->state, m, req.params, /*scalars_only=*/true)};
+  record_iteration({it, ms_since(t0), kernel_ms, ms_since(t_fold), state_scalars(*s)});
+  return Status::Ok();
+}
+
+nlohmann::json RunDriver::state_scalars(const Sections& s) const {
+  return section_to_json(s.state, run_->program->image.manifest, run_->request.params,
+                         /*scalars_only=*/true);
+}
+
+void RunDriver::record_iteration(IterationTiming timing) {
   if (ctx_.metrics) ctx_.metrics->observe_iteration(timing.ms, timing.kernel_ms, timing.fold_ms);
   ctx_.book->update(run_, [&](RunRecord& r) {
-    r.iterations = it + 1;
+    r.iterations = timing.iteration + 1;
     if (r.plan)
       for (const auto& e : r.plan->entries) r.rows_done[{e.worker_id, e.executor}] = e.rows;
     r.timings.push_back(std::move(timing));
   });
-  return Status::Ok();
 }
 
 void RunDriver::end_on_workers(const std::string& wire_id,

@@ -2,7 +2,8 @@
 // thread of its own, so that many runs proceed at once.  It plans the run's
 // rows over its executors, loads them (uploaded rows as paced chunks), runs
 // the iterations — state out, aggregates back, folded with the program's
-// reducers and hooks — and gathers the output fields.  When a worker it uses
+// reducers and hooks; or, for a run on one worker, that worker drives them
+// and reports each — and gathers the output fields.  When a worker it uses
 // is lost, it re-plans over the executors it still holds (or waits for the
 // scheduler to give it others) and resumes at the interrupted iteration, or
 // starts over where kernels keep per-row values.  After every completed
@@ -53,6 +54,7 @@ struct DriverContext {
   RunBook* book = nullptr;
   WorkerRegistry* workers = nullptr;
   int worker_wait_s = 60;                // how long to wait for new executors
+  bool worker_loop = true;               // a run on one worker: that worker drives the loop
   ServerMetrics* metrics = nullptr;      // iteration times and compiles; may be null
   std::function<bool()> stopping;        // the server is shutting down
   std::function<void()> wake_scheduler;  // after asking for executors again
@@ -73,7 +75,10 @@ class RunDriver {
   void join();
 
  private:
-  struct Sections;
+  // The run's state and aggregate sections, kept across attempts.
+  struct Sections {
+    SectionBuffer state, agg, partial, initial_state;
+  };
   Status drive();
   Status run_attempts(Sections* s);
   void resume_after_restart(bool per_row_values, Sections* s, int64_t* it, bool* done);
@@ -85,12 +90,24 @@ class RunDriver {
   Status limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const;
   Status iterate(const std::string& wire_id, const std::vector<std::string>& participants,
                  int64_t it, Sections* s, bool* done);
+  // The run's one worker drives iterations [*it, max) (run_driver_loop.cpp);
+  // `unsupported` when it cannot, and nothing ran.
+  Status loop_on_worker(const std::string& wire_id, const std::string& worker, int64_t* it,
+                        Sections* s, bool* done, bool* unsupported);
+  bool can_loop_on_worker(const std::vector<std::string>& participants) const;
+  // Records a finished iteration: timings, metrics, progress.
+  void record_iteration(IterationTiming timing);
+  // The state's scalar fields, for the iteration's timing.
+  nlohmann::json state_scalars(const Sections& s) const;
   Status gather_outputs(const std::string& wire_id, const std::vector<std::string>& participants,
                         const Sections& s);
   void end_on_workers(const std::string& wire_id, const std::vector<std::string>& participants,
                       bool want_outputs, const std::vector<std::string>& outputs = {});
+  // One message of `type` from each worker of `from`; a message whose `ok` is
+  // false fails the collection unless `keep_failures`.
   Result<std::map<std::string, Message>> collect(const std::string& wire_id, MessageType type,
-                                                 const std::vector<std::string>& from);
+                                                 const std::vector<std::string>& from,
+                                                 bool keep_failures = false);
   Status interrupted() const;
   void drop_executors_of(const std::string& worker_id);
 
@@ -99,6 +116,7 @@ class RunDriver {
   Mailbox<DriverEvent> inbox_;
   std::thread thread_;
   std::atomic<bool> exited_{false};
+  bool checkpoints_ = false;  // the run resumes from checkpoints after a restart
 };
 
 }  // namespace lizard

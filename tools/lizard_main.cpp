@@ -61,6 +61,7 @@ struct ServerFlags {
   int read_timeout = 30;
   uint64_t max_body = uint64_t{1} << 30;
   std::string token, read_token;
+  bool no_worker_loop = false;
 };
 
 int run_server(const ServerFlags& f) {
@@ -71,6 +72,7 @@ int run_server(const ServerFlags& f) {
   co.resume_wait_s = f.resume_wait;
   co.keep_runs = f.keep_runs;
   co.keep_days = f.keep_days;
+  co.worker_loop = !f.no_worker_loop;
   co.token = lizard::token_from(f.token, "LIZARD_TOKEN");
   co.read_token = lizard::token_from(f.read_token, "LIZARD_READ_TOKEN");
   lizard::Coordinator coordinator(co);
@@ -158,6 +160,8 @@ int main(int argc, char** argv) {
                    "Seconds within which a request must arrive whole (408)")
       ->check(CLI::Range(1, 86400));
   server->add_option("--max-body", sf.max_body, "Largest request body in bytes (413)");
+  server->add_flag("--no-worker-loop", sf.no_worker_loop,
+                   "Drive every iteration from the server, also for runs on one worker");
   server->add_option(
       "--token", sf.token,
       "Token required of workers and of POST/DELETE requests (default: $LIZARD_TOKEN)");
@@ -176,7 +180,12 @@ int main(int argc, char** argv) {
                      "Which GPUs: all, none (CPU backend), indices such as 0 or 0,2, count=N "
                      "(the first N), or auto:N (the N with the most free memory)");
   client->add_option("-i,--cuda-path", wo.backend.cuda_path, "CUDA toolkit directory (for NVRTC)");
-  client->add_option("--cpu-threads", wo.backend.cpu_threads, "CPU backend threads (0: all cores)");
+  client->add_option("--cpu-threads", wo.backend.cpu_threads,
+                     "CPU backend threads per executor (0: all cores)");
+  client
+      ->add_option("--cpu-executors", wo.backend.cpu_executors,
+                   "Split the CPU backend into this many executors (default 1)")
+      ->check(CLI::Range(1, 64));
   client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached");
   client->add_option("--weight", wo.weight,
                      "Report this capability weight (testing, uneven nodes)");

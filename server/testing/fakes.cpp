@@ -168,6 +168,32 @@ void FakeWorker::answer(Message m) {
   deliver_(id_, std::move(m));
 }
 
+void FakeWorker::drive_loop(const Message& m) {
+  auto l = LoopMsg::parse(m.header);
+  if (!l.ok()) return;
+  auto run = runs_.find(l->run_id);
+  LoopStepMsg step;
+  step.run_id = l->run_id;
+  step.iteration = l->first_iteration;
+  if (run == runs_.end() || !loop_step) {
+    step.ok = false;
+    step.unsupported = run != runs_.end();
+    step.error = run == runs_.end() ? "no such run on this worker" : "no hooks on this worker";
+    return answer(step.to_message());
+  }
+  std::string state = m.payload;
+  for (int64_t it = l->first_iteration; it < l->max_iterations; ++it) {
+    step.iteration = it;
+    step.kernel_ms = 2.0;
+    step.ms = 3.0;
+    std::string payload = loop_step(run->second, state, it, &step.last);
+    step.last = step.last || it + 1 >= l->max_iterations;
+    if (payload.size() >= state.size()) state = payload.substr(payload.size() - state.size());
+    answer(step.to_message(std::move(payload)));
+    if (step.last) return;
+  }
+}
+
 void FakeWorker::handle(const std::string& frame) {
   auto decoded = decode(frame);
   if (!decoded.ok()) return;
@@ -210,6 +236,8 @@ void FakeWorker::handle(const std::string& frame) {
       std::string payload = r.ok && kernel ? kernel(run->second, it.value()) : std::string();
       return answer(r.to_message(std::move(payload)));
     }
+    case MessageType::kLoop:
+      return drive_loop(m);
     case MessageType::kRunEnd: {
       auto e = RunEndMsg::parse(m.header);
       if (!e.ok()) return;

@@ -100,6 +100,11 @@ class FakeWorker {
   std::function<std::string(const FakeRun&, const IterateMsg&)> kernel;
   // One output field's bytes for the worker's rows; empty by default.
   std::function<std::string(const FakeRun&, const std::string& field)> output;
+  // One step of a loop this worker drives (see MessageType::kLoop): the
+  // aggregate then the state after iteration `it`, and whether it is the
+  // last.  Unset: the worker answers that it cannot drive loops.
+  std::function<std::string(const FakeRun&, const std::string& state, int64_t it, bool* last)>
+      loop_step;
   // Sees each message first; true: it is handled (the worker does not answer).
   std::function<bool(const Message&)> intercept;
   // Whether a pushed program builds, and the error when it does not.
@@ -113,6 +118,7 @@ class FakeWorker {
 
  private:
   void handle(const std::string& frame);
+  void drive_loop(const Message& m);
   void answer(Message m);
 
   const std::string id_;

@@ -279,6 +279,44 @@ Result<IterationResultMsg> IterationResultMsg::parse(const json& h) {
   return done(r, std::move(m));
 }
 
+Message LoopMsg::to_message(std::string payload) const {
+  return Message{MessageType::kLoop,
+                 {{"run_id", run_id},
+                  {"first_iteration", first_iteration},
+                  {"max_iterations", max_iterations}},
+                 std::move(payload)};
+}
+Result<LoopMsg> LoopMsg::parse(const json& h) {
+  LoopMsg m;
+  HeaderReader r(h, "loop");
+  r.str("run_id", &m.run_id);
+  r.i64("first_iteration", &m.first_iteration);
+  r.i64("max_iterations", &m.max_iterations);
+  return done(r, std::move(m));
+}
+
+Message LoopStepMsg::to_message(std::string payload) const {
+  json j = {{"run_id", run_id}, {"iteration", iteration},
+            {"ok", ok},         {"kernel_ms", kernel_ms},
+            {"ms", ms},         {"last", last}};
+  if (!ok) j["error"] = error;
+  if (unsupported) j["unsupported"] = true;
+  return Message{MessageType::kLoopStep, std::move(j), std::move(payload)};
+}
+Result<LoopStepMsg> LoopStepMsg::parse(const json& h) {
+  LoopStepMsg m;
+  HeaderReader r(h, "loop_step");
+  r.str("run_id", &m.run_id);
+  r.i64("iteration", &m.iteration);
+  r.boolean("ok", &m.ok);
+  r.boolean("unsupported", &m.unsupported);
+  r.str("error", &m.error);
+  r.number("kernel_ms", &m.kernel_ms);
+  r.number("ms", &m.ms);
+  r.boolean("last", &m.last);
+  return done(r, std::move(m));
+}
+
 Message RunEndMsg::to_message() const {
   return Message{MessageType::kRunEnd,
                  {{"run_id", run_id}, {"want_outputs", want_outputs}, {"outputs", outputs}},

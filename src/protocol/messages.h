@@ -168,6 +168,30 @@ struct ResourcesMsg {
   static Result<ResourcesMsg> parse(const nlohmann::json& h);
 };
 
+// server → worker: run the loop of a run placed on this worker alone (see
+// MessageType::kLoop).  Payload: the state section.
+struct LoopMsg {
+  std::string run_id;
+  int64_t first_iteration = 0, max_iterations = 0;
+  Message to_message(std::string payload = {}) const;
+  static Result<LoopMsg> parse(const nlohmann::json& h);
+};
+
+// worker → server: one iteration of a worker's loop.  Payload: the folded
+// aggregate section, then the state section after the update hook.
+struct LoopStepMsg {
+  std::string run_id;
+  int64_t iteration = 0;
+  bool ok = true;
+  bool unsupported = false;  // this worker cannot run the loop; nothing ran
+  std::string error;
+  double kernel_ms = 0;  // the slowest executor's kernels
+  double ms = 0;         // the whole iteration on the worker, update hook included
+  bool last = false;     // the last iteration of the loop
+  Message to_message(std::string payload = {}) const;
+  static Result<LoopStepMsg> parse(const nlohmann::json& h);
+};
+
 // The run a wire id ("r7.2": run r7, attempt 2) belongs to.
 std::string run_of_wire_id(const std::string& wire_id);
 

@@ -121,6 +121,19 @@ Status LocalCluster::restart_server() {
   return start_server();
 }
 
+size_t executor_count(const LocalCluster& c) {
+  size_t n = 0;
+  for (const auto& w : get_json(c, "/clients")) n += w["hardware"]["executors"].size();
+  return n;
+}
+
+std::set<std::string> plan_workers(const nlohmann::json& record) {
+  std::set<std::string> out;
+  if (record.contains("plan") && record["plan"].contains("executors"))
+    for (const auto& e : record["plan"]["executors"]) out.insert(e.value("worker", ""));
+  return out;
+}
+
 Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
   const std::string n = std::to_string(workers_.size());
   std::vector<std::string> argv = {
@@ -134,6 +147,11 @@ Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
     argv.insert(argv.end(), {"--backend", b && *b ? b : "cpu"});
   }
   if (!given("--cpu-threads")) argv.insert(argv.end(), {"--cpu-threads", "2"});
+  // LIZARD_E2E_CPU_EXECUTORS=N: CPU workers of N executors each, so that the
+  // suite meets the multi-executor workers of multi-GPU nodes on any machine.
+  const char* cpu_executors = std::getenv("LIZARD_E2E_CPU_EXECUTORS");
+  if (cpu_executors && *cpu_executors && !given("--cpu-executors") && !given("--gpus"))
+    argv.insert(argv.end(), {"--cpu-executors", cpu_executors});
   argv.insert(argv.end(), extra.begin(), extra.end());
   pid_t pid = spawn(argv, dir_ + "/worker" + n + ".log");
   if (pid < 0) return internal_error("cannot start a worker");

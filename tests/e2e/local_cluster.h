@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,12 @@ nlohmann::json get_json(const LocalCluster& c, const std::string& path);
 std::string submit_run(const LocalCluster& c, const std::string& hash, const nlohmann::json& body);
 // Polls GET /runtimes/<id> until the run is done, failed or cancelled (or the time is up).
 nlohmann::json wait_until_finished(const LocalCluster& c, const std::string& id, int timeout_s);
+
+// The executors of every worker that has joined (GET /clients): a test
+// expects what the machine it runs on gives, whatever its GPUs.
+size_t executor_count(const LocalCluster& c);
+// The distinct workers a run record's plan spread its rows over.
+std::set<std::string> plan_workers(const nlohmann::json& record);
 
 class LocalCluster {
  public:
