@@ -33,9 +33,9 @@ struct CoordinatorOptions {
   int program_build_timeout_s = 300;  // how long POST /programs waits for workers
   int worker_wait_s = 60;             // how long a run waits for a worker with its program
   std::string token;                  // required of workers and of POST/DELETE requests, when set
-<<<<<<< HEAD
-  std::string read_token;  // required of GET requests too, when set (the token also works)
-  int max_bypass = 16;     // later runs that may start ahead of a waiting one
+  std::string read_token;   // required of GET requests too, when set (the token also works)
+  int max_bypass = 16;      // later runs that may start ahead of a waiting one
+  bool worker_loop = true;  // a run on one worker: that worker drives its iterations
   // A run resumed after a restart waits this long for as many executors as
   // it held (the same plan, so the same answer) before taking fewer.
   int resume_wait_s = 15;
@@ -44,11 +44,6 @@ struct CoordinatorOptions {
   int64_t keep_runs = 0;
   double keep_days = 0;
   int prune_interval_s = 600;
-=======
-  std::string read_token;   // required of GET requests too, when set (the token also works)
-  int max_bypass = 16;      // later runs that may start ahead of a waiting one
-  bool worker_loop = true;  // a run on one worker: that worker drives its iterations
->>>>>>> main
 };
 
 class Coordinator : public ServerHandler {

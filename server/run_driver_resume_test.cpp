@@ -10,6 +10,8 @@ namespace lizard {
 namespace {
 
 using nlohmann::json;
+using testing::FakeRun;
+using testing::FakeWorker;
 using testing::kRows;
 using testing::kSums;
 using testing::kSumsWithOutput;
@@ -60,6 +62,7 @@ class RunDriverResumeTest : public RunDriverTest {
     ctx.worker_wait_s = worker_wait_s_;
     ctx.stopping = [this] { return stopping_.load(); };
     ctx.wake_scheduler = [] {};
+    ctx.worker_loop = worker_loop_;
     {
       std::lock_guard<std::mutex> l(mu_);
       driver_ = std::make_unique<RunDriver>(run_, std::move(ctx));
@@ -91,6 +94,25 @@ TEST_F(RunDriverResumeTest, ARunResumesFromItsCheckpoint) {
   RunBook again(state_.path());
   EXPECT_TRUE(again.resume([](const std::string&) { return nullptr; }, nullptr, 5).empty());
   EXPECT_EQ(again.get_json(r["runtime_id"]).value()["status"], "done");
+}
+
+TEST_F(RunDriverResumeTest, ARunOnOneWorkerResumesItsLoopFromTheCheckpoint) {
+  use_program(kSums);
+  FakeWorker& w = add_worker();
+  const Manifest& m = program_->image.manifest;
+  w.loop_step = [&m](const FakeRun& run, const std::string& state, int64_t it, bool* last) {
+    *last = false;
+    return testing::sums_loop_step(m, run, state, it);
+  };
+  restart_after(3);
+  json r = wait();
+  ASSERT_EQ(r["status"], "done") << r.dump(2);
+  EXPECT_EQ(r["result"]["state"]["total"], 5 * 55.0);
+  EXPECT_EQ(r["result"]["state"]["steps"], 5);
+  EXPECT_EQ(r["recoveries"][0]["resumed_at_iteration"], 3);
+  auto loops = w.link()->sent_of(MessageType::kLoop);
+  ASSERT_EQ(loops.size(), 1u);
+  EXPECT_EQ(LoopMsg::parse(loops[0].header).value().first_iteration, 3);
 }
 
 TEST_F(RunDriverResumeTest, ARunWithPerRowValuesStartsOver) {

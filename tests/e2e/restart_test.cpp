@@ -44,8 +44,9 @@ std::string field(const LocalCluster& c, const std::string& id, const std::strin
 }
 
 class ServerRestart : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_TRUE(c_.start(2, {"--cpu-threads", "1"}).ok()); }
+ public:
+  void SetUp() override { ASSERT_TRUE(c_.start(workers(), {"--cpu-threads", "1"}).ok()); }
+  virtual int workers() const { return 2; }
 
   std::string submit(const std::string& hash, const json& body) {
     auto r = c_.post("/runtime/" + hash, body.dump());
@@ -83,6 +84,7 @@ class ServerRestart : public ::testing::Test {
     return rec;
   }
 
+ protected:
   LocalCluster c_;
 };
 
@@ -112,8 +114,8 @@ TEST_F(ServerRestart, KmeansRunStartsOverAndEndsWithTheUndisturbedAnswer) {
 
 // Logistic regression keeps nothing per row: the run resumes at the
 // iteration after its last checkpoint.
-TEST_F(ServerRestart, LogregRunResumesFromItsCheckpoint) {
-  const std::string hash = register_program(c_, LIZARD_SOURCE_DIR "/examples/logreg");
+void logreg_resumes_from_its_checkpoint(ServerRestart* t, LocalCluster& c) {
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/logreg");
   ASSERT_FALSE(hash.empty());
   constexpr int kDims = 4;
   const int64_t n = 1000000;
@@ -125,14 +127,29 @@ TEST_F(ServerRestart, LogregRunResumesFromItsCheckpoint) {
     for (int j = 0; j < kDims; ++j) s += (j + 1) * (x[static_cast<size_t>(i * kDims + j)] = g(rng));
     y[static_cast<size_t>(i)] = s + g(rng) > 0 ? 1.f : 0.f;
   }
-  const std::string xs = upload(c_, npy_bytes(DType::kFloat32, {n, kDims}, x.data()));
-  const std::string ys = upload(c_, npy_bytes(DType::kFloat32, {n}, y.data()));
+  const std::string xs = upload(c, npy_bytes(DType::kFloat32, {n, kDims}, x.data()));
+  const std::string ys = upload(c, npy_bytes(DType::kFloat32, {n}, y.data()));
   json body = {{"params", {{"dims", kDims}, {"lr", 0.5}, {"tol", -1}, {"max_iterations", 40}}},
                {"dataset", {{"x", {{"upload", xs}}}, {"y", {{"upload", ys}}}}}};
-  json rec = interrupt_and_compare(hash, body, 4, {"w"});
+  json rec = t->interrupt_and_compare(hash, body, 4, {"w"});
   // The record shows an iteration just before its checkpoint is committed.
   EXPECT_GE(rec["recoveries"].back()["resumed_at_iteration"].get<int64_t>(), 3) << rec.dump(2);
   EXPECT_EQ(rec["recoveries"].back()["reason"], "the server restarted");
+}
+
+TEST_F(ServerRestart, LogregRunResumesFromItsCheckpoint) {
+  logreg_resumes_from_its_checkpoint(this, c_);
+}
+
+// On one worker the worker drives the loop; the server checkpoints each
+// iteration it reports.
+class ServerRestartOneWorker : public ServerRestart {
+ protected:
+  int workers() const override { return 1; }
+};
+
+TEST_F(ServerRestartOneWorker, LogregRunResumesFromItsCheckpoint) {
+  logreg_resumes_from_its_checkpoint(this, c_);
 }
 
 // A full disk fails the request that met it with 507 and a clear message;
