@@ -104,7 +104,7 @@ TEST_F(ServerRestart, KmeansRunStartsOverAndEndsWithTheUndisturbedAnswer) {
   const std::string id = upload(c_, npy_bytes(DType::kFloat32, {n, kDims}, pts.data()));
   ASSERT_FALSE(id.empty());
   json body = {
-      {"params", {{"k", kK}, {"dims", kDims}, {"max_iterations", 16}, {"threshold", -1}}},
+      {"params", {{"k", kK}, {"dims", kDims}, {"max_iterations", 40}, {"threshold", -1}}},
       {"dataset", {{"points", {{"upload", id}}}}},
       {"state", {{"centroids", std::vector<float>(pts.begin(), pts.begin() + kK * kDims)}}}};
   json rec = interrupt_and_compare(hash, body, 3, {"labels", "centroids"});
@@ -129,7 +129,7 @@ void logreg_resumes_from_its_checkpoint(ServerRestart* t, LocalCluster& c) {
   }
   const std::string xs = upload(c, npy_bytes(DType::kFloat32, {n, kDims}, x.data()));
   const std::string ys = upload(c, npy_bytes(DType::kFloat32, {n}, y.data()));
-  json body = {{"params", {{"dims", kDims}, {"lr", 0.5}, {"tol", -1}, {"max_iterations", 40}}},
+  json body = {{"params", {{"dims", kDims}, {"lr", 0.5}, {"tol", -1}, {"max_iterations", 60}}},
                {"dataset", {{"x", {{"upload", xs}}}, {"y", {{"upload", ys}}}}}};
   json rec = t->interrupt_and_compare(hash, body, 4, {"w"});
   // The record shows an iteration just before its checkpoint is committed.
