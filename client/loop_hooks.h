@@ -3,7 +3,7 @@
 // MessageType::kLoop).  The daemon opens one per loop; user code behind it
 // runs outside the worker daemon.
 //
-//   Result<std::unique_ptr<LoopHooks>> h = open(program, params);
+//   Result<std::unique_ptr<LoopHooks>> h = open(program, params, interrupted);
 //   if (!h.ok()) ...;                  // kUnavailable: the server drives the run instead
 //   if (!*h) ...;                      // no update hook: done after one iteration
 //   Result<bool> done = (*h)->update(&agg, &state, iteration);
@@ -26,8 +26,9 @@ class LoopHooks {
 };
 
 // Opens a program's update hook for one loop: null when the program has
-// none; kUnavailable when this worker cannot run it.
-using OpenLoopHooks = std::function<Result<std::unique_ptr<LoopHooks>>(const ProgramImage& program,
-                                                                       const ParamValues& params)>;
+// none; kUnavailable when this worker cannot run it.  `interrupted` is polled
+// while a hook call runs: a non-OK status ends the call (and its process).
+using OpenLoopHooks = std::function<Result<std::unique_ptr<LoopHooks>>(
+    const ProgramImage& program, const ParamValues& params, std::function<Status()> interrupted)>;
 
 }  // namespace lizard

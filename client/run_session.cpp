@@ -86,6 +86,7 @@ void RunSession::handle(const MessageView& m) {
       ready.error = st.message();
       ready.compile_ms = compile.compile_ms;
       ready.compile_cache_hit = st.ok() && compile.cache_hit;
+      ready.missing = missing_;
       return reply(encode(ready.to_message()));
     }
     case MessageType::kIterate: {
@@ -120,6 +121,35 @@ void RunSession::handle(const MessageView& m) {
   }
 }
 
+// Keeps the uploaded rows that arrived as chunks for later runs, and finds
+// those the server sent as `cached`; the fields no longer cached here go to
+// missing_, and the server then sends their rows.
+Status RunSession::use_upload_cache(const RunStartMsg& h,
+                                    std::map<size_t, UploadCache::Rows>* cached) {
+  const Manifest& man = program_->manifest;
+  missing_.clear();
+  for (size_t k = 0; k < man.dataset.size(); ++k) {
+    const FieldSource& src = h.fields[k];
+    if (src.upload.empty() || (src.source != "chunks" && src.source != "cached")) continue;
+    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(man.dataset[k], man, params_));
+    const std::string key =
+        UploadCache::key(src.upload, h.first_row, h.rows,
+                         static_cast<size_t>(width) * dtype_size(man.dataset[k].type));
+    if (src.source == "cached") {
+      UploadCache::Rows rows = ctx_.uploads ? ctx_.uploads->find(key) : nullptr;
+      if (rows)
+        (*cached)[k] = std::move(rows);
+      else
+        missing_.push_back(static_cast<int64_t>(k));
+    } else if (ctx_.uploads && uploaded_.count(k)) {
+      ctx_.uploads->put(key, std::make_shared<const std::vector<uint8_t>>(uploaded_[k]));
+    }
+  }
+  if (missing_.empty()) return Status::Ok();
+  return not_found("the rows of " + std::to_string(missing_.size()) +
+                   " uploaded field(s) are no longer cached on this worker");
+}
+
 Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStats* compile) {
   const auto t0 = SteadyClock::now();
   run_id_ = h.run_id;
@@ -130,6 +160,8 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   LIZARD_ASSIGN_OR_RETURN(params_, bind_params(man, h.params));
   if (h.fields.size() != man.dataset.size())
     return invalid_argument("run_start: field list does not match the manifest");
+  std::map<size_t, UploadCache::Rows> cached;
+  LIZARD_RETURN_IF_ERROR(use_upload_cache(h, &cached));
   std::vector<PartitionData> parts;
   for (const PartSpec& p : h.parts) {
     if (static_cast<size_t>(p.executor) >= ctx_.executors->size())
@@ -160,6 +192,11 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
         else
           buf.assign(all.begin() + static_cast<long>(off),
                      all.begin() + static_cast<long>(off + n));
+      } else if (src.source == "cached") {
+        const std::vector<uint8_t>& all = *cached.at(k);
+        if (off + n > all.size())
+          return invalid_argument("run_start: cached rows of field '" + f.name + "' are short");
+        buf.assign(all.begin() + static_cast<long>(off), all.begin() + static_cast<long>(off + n));
       } else if (src.source == "generate") {  // left empty: the executor allocates it zeroed
         if (std::find(d.generators.begin(), d.generators.end(), src.kernel) == d.generators.end())
           d.generators.push_back(src.kernel);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "client/loop_hooks.h"
+#include "client/upload_cache.h"
 #include "common/fan_out.h"
 #include "common/mailbox.h"
 #include "common/status.h"
@@ -48,6 +49,8 @@ struct SessionContext {
   std::function<void(std::string frame)> send;
   // The program a run_start names, when this worker has built it.
   std::function<std::shared_ptr<const ProgramImage>(const std::string& hash)> find_program;
+  // Uploaded rows kept for later runs; null: none are kept.
+  UploadCache* uploads = nullptr;
   // The update hook for loops this worker drives; unset: the server drives them.
   OpenLoopHooks open_hooks;
 };
@@ -81,6 +84,7 @@ class RunSession {
   Status run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* failed);
   bool loop_interrupted();
   Status end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload);
+  Status use_upload_cache(const RunStartMsg& h, std::map<size_t, UploadCache::Rows>* cached);
   Status acquire_executors();
   void release();
   void reply(std::string frame);
@@ -94,6 +98,7 @@ class RunSession {
   ParamValues params_;
   std::vector<size_t> executors_;  // indices into the worker's executors, in row order
   std::vector<int64_t> rows_;      // each executor's rows
+  std::vector<int64_t> missing_;   // fields of the run_start whose cached rows are gone
   bool report_progress_ = false;   // run iterations in slices, reporting each
   bool begun_ = false;
   size_t owned_ = 0;  // executors_[0, owned_) are owned by this run

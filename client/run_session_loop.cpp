@@ -64,7 +64,9 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     failed->unsupported = true;
     return unavailable("this worker does not drive loops");
   }
-  auto opened = ctx_.open_hooks(*program_, params_);
+  auto opened = ctx_.open_hooks(*program_, params_, [this] {
+    return aborting_ ? Status(Code::kCancelled, "the run was aborted") : Status::Ok();
+  });
   if (!opened.ok()) {
     failed->unsupported = opened.status().code() == Code::kUnavailable;
     return opened.status();

@@ -136,7 +136,8 @@ class RunSessionTest : public ::testing::Test {
       const double v = static_cast<double>(i);
       payload.append(reinterpret_cast<const char*>(&v), sizeof v);
     }
-    s.fields = {{"x", "inline", 0, payload.size(), "", "", ""}, {"y", "none", 0, 0, "", "", ""}};
+    s.fields = {{"x", "inline", 0, payload.size(), "", "", "", ""},
+                {"y", "none", 0, 0, "", "", "", ""}};
     return encode(s.to_message(std::move(payload)));
   }
 
@@ -281,7 +282,7 @@ TEST_F(RunSessionTest, UploadedRowsAreTakenFromTheChunksThatCameFirst) {
   start.hash = program_->hash;
   start.rows = 3;
   start.parts = {{1, 0, 3}};
-  start.fields = {{"x", "chunks", 0, 0, "", "", ""}, {"y", "none", 0, 0, "", "", ""}};
+  start.fields = {{"x", "chunks", 0, 0, "", "", "", ""}, {"y", "none", 0, 0, "", "", "", ""}};
   s->post(encode(start.to_message()));
   ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
   EXPECT_EQ(exec(1).x, (std::vector<double>{7, 8, 9}));
@@ -407,7 +408,8 @@ class CountingHooks : public LoopHooks {
 };
 
 OpenLoopHooks hooks_of(int64_t last, std::string fail = "", int sleep_ms = 0) {
-  return [=](const ProgramImage&, const ParamValues&) -> Result<std::unique_ptr<LoopHooks>> {
+  return [=](const ProgramImage&, const ParamValues&,
+             std::function<Status()>) -> Result<std::unique_ptr<LoopHooks>> {
     return std::unique_ptr<LoopHooks>(std::make_unique<CountingHooks>(last, fail, sleep_ms));
   };
 }
@@ -446,7 +448,7 @@ TEST_F(RunSessionTest, ALoopStopsAtMaxIterationsAndWithoutHooksAfterOne) {
   EXPECT_FALSE(LoopStepMsg::parse(next_reply().header)->last);
   EXPECT_TRUE(LoopStepMsg::parse(next_reply().header)->last);
 
-  auto plain = session({}, [](const ProgramImage&, const ParamValues&) {
+  auto plain = session({}, [](const ProgramImage&, const ParamValues&, std::function<Status()>) {
     return Result<std::unique_ptr<LoopHooks>>(std::unique_ptr<LoopHooks>());
   });
   plain->post(run_start("r2.0", 2, {{1, 0, 2}}));
@@ -458,7 +460,7 @@ TEST_F(RunSessionTest, ALoopStopsAtMaxIterationsAndWithoutHooksAfterOne) {
 }
 
 TEST_F(RunSessionTest, AWorkerThatCannotRunTheHooksSaysSoBeforeAnyIteration) {
-  auto s = session({}, [](const ProgramImage&, const ParamValues&) {
+  auto s = session({}, [](const ProgramImage&, const ParamValues&, std::function<Status()>) {
     return Result<std::unique_ptr<LoopHooks>>(unavailable("no compiler for host.cpp"));
   });
   s->post(run_start("r1.0", 2));

@@ -32,6 +32,7 @@
 
 #include "common/mailbox.h"
 #include "common/status.h"
+#include "hooks/hook_process.h"
 #include "program/layout.h"
 #include "protocol/wire.h"
 #include "server/run_book.h"
@@ -39,6 +40,7 @@
 
 namespace lizard {
 
+class RunHooks;
 class ServerMetrics;
 
 struct DriverEvent {
@@ -55,6 +57,7 @@ struct DriverContext {
   WorkerRegistry* workers = nullptr;
   int worker_wait_s = 60;                // how long to wait for new executors
   bool worker_loop = true;               // a run on one worker: that worker drives the loop
+  HookProcessOptions hooks;              // bounds the run's host hook calls
   ServerMetrics* metrics = nullptr;      // iteration times and compiles; may be null
   std::function<bool()> stopping;        // the server is shutting down
   std::function<void()> wake_scheduler;  // after asking for executors again
@@ -75,9 +78,11 @@ class RunDriver {
   void join();
 
  private:
-  // The run's state and aggregate sections, kept across attempts.
+  // The run's state and aggregate sections, kept across attempts, and its
+  // host hooks (their process ends with the run).
   struct Sections {
     SectionBuffer state, agg, partial, initial_state;
+    std::unique_ptr<RunHooks> hooks;
   };
   Status drive();
   Status run_attempts(Sections* s);
@@ -85,8 +90,12 @@ class RunDriver {
   void save_checkpoint(int64_t iterations, bool done, const Sections& s);
   Status wait_for_placement();
   Result<std::vector<std::string>> start_partitions(const std::string& wire_id);
+  Result<std::map<std::string, Message>> load_workers(
+      const std::string& wire_id,
+      const std::map<std::string, std::vector<const PlanEntry*>>& by_worker,
+      const std::vector<std::string>& which, bool stream_uploads);
   Status start_worker(const std::string& wire_id, const std::string& worker_id,
-                      const std::vector<const PlanEntry*>& entries);
+                      const std::vector<const PlanEntry*>& entries, bool stream_uploads);
   Status limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const;
   Status iterate(const std::string& wire_id, const std::vector<std::string>& participants,
                  int64_t it, Sections* s, bool* done);

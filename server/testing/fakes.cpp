@@ -218,14 +218,27 @@ void FakeWorker::handle(const std::string& frame) {
       if (!s.ok()) return;
       FakeRun run;
       run.start = s.value();
+      RunReadyMsg ready{s->run_id, true, "", 1.5, false, {}};
       for (size_t k = 0; k < s->fields.size(); ++k) {
         const FieldSource& f = s->fields[k];
+        // Uploaded rows are kept by upload and rows, as a worker's cache keeps them.
+        const std::string key =
+            f.upload + ":" + std::to_string(s->first_row) + "+" + std::to_string(s->rows);
         if (f.source == "inline") run.rows[f.name] = m.payload.substr(f.offset, f.bytes);
         if (f.source == "chunks") run.rows[f.name] = chunks_[s->run_id][k];
+        if (f.source == "chunks" && !f.upload.empty()) cached_[key] = run.rows[f.name];
+        if (f.source == "cached" && cached_.count(key)) run.rows[f.name] = cached_[key];
+        if (f.source == "cached" && !cached_.count(key))
+          ready.missing.push_back(static_cast<int64_t>(k));
       }
       chunks_.erase(s->run_id);
+      if (!ready.missing.empty()) {
+        ready.ok = false;
+        ready.error = "rows no longer cached";
+        return answer(ready.to_message());
+      }
       runs_[s->run_id] = std::move(run);
-      return answer(RunReadyMsg{s->run_id, true, "", 1.5, false}.to_message());
+      return answer(ready.to_message());
     }
     case MessageType::kIterate: {
       auto it = IterateMsg::parse(m.header);

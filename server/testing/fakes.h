@@ -127,9 +127,11 @@ class FakeWorker {
   Mailbox<std::string> inbox_;
   std::mutex mu_;
   std::condition_variable idle_;
-  size_t received_ = 0, handled_ = 0;    // GUARDED_BY(mu_)
-  bool silent_ = false;                  // GUARDED_BY(mu_)
-  std::map<std::string, FakeRun> runs_;  // by wire id; the worker's thread only
+  size_t received_ = 0, handled_ = 0;  // GUARDED_BY(mu_)
+  bool silent_ = false;                // GUARDED_BY(mu_)
+  std::map<std::string, FakeRun> runs_;
+  std::map<std::string, std::string>
+      cached_;  // uploaded rows, by upload and rows  // by wire id; the worker's thread only
   std::map<std::string, std::map<uint64_t, std::string>> chunks_;  // wire id → field → rows
   std::thread thread_;
 };

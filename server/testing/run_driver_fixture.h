@@ -112,8 +112,8 @@ inline std::string doubled(const FakeRun& run, const std::string&) {
 // A RunBook, a WorkerRegistry with fake workers, and one RunDriver.
 class RunDriverTest : public ::testing::Test {
  protected:
-  void use_program(const char* config) {
-    program_ = make_test_program(config, kHost);
+  void use_program(const char* config, const std::string& host = kHost) {
+    program_ = make_test_program(config, host);
     ASSERT_NE(program_, nullptr);
   }
 
@@ -175,6 +175,7 @@ class RunDriverTest : public ::testing::Test {
     ctx.workers = &workers_;
     ctx.worker_wait_s = worker_wait_s_;
     ctx.worker_loop = worker_loop_;
+    ctx.hooks = hook_options_;
     ctx.stopping = [this] { return stopping_.load(); };
     ctx.wake_scheduler = [this] { ++scheduler_wakes_; };
     {
@@ -245,6 +246,7 @@ class RunDriverTest : public ::testing::Test {
   std::atomic<bool> busy_when_answered_{true};
   int worker_wait_s_ = 10;
   bool worker_loop_ = true;
+  HookProcessOptions hook_options_;
 
   void TearDown() override {
     stopping_ = true;

@@ -180,6 +180,7 @@ Message RunStartMsg::to_message(std::string payload) const {
     if (s.source == "inline") j.update({{"offset", s.offset}, {"bytes", s.bytes}});
     if (s.source == "path") j.update({{"path", s.path}, {"format", s.format}});
     if (s.source == "generate") j["kernel"] = s.kernel;
+    if (!s.upload.empty()) j["upload"] = s.upload;
     f.push_back(std::move(j));
   }
   return Message{MessageType::kRunStart,
@@ -225,6 +226,7 @@ Result<RunStartMsg> RunStartMsg::parse(const json& h) {
     fr.str("path", &s.path);
     fr.str("format", &s.format);
     fr.str("kernel", &s.kernel);
+    fr.str("upload", &s.upload);
     if (!fr.status().ok()) return r.fail(fr.status().message());
     m.fields.push_back(std::move(s));
   });
@@ -237,7 +239,8 @@ Message RunReadyMsg::to_message() const {
                   {"ok", ok},
                   {"error", error},
                   {"compile_ms", compile_ms},
-                  {"compile_cache_hit", compile_cache_hit}},
+                  {"compile_cache_hit", compile_cache_hit},
+                  {"missing", missing}},
                  ""};
 }
 Result<RunReadyMsg> RunReadyMsg::parse(const json& h) {
@@ -248,6 +251,11 @@ Result<RunReadyMsg> RunReadyMsg::parse(const json& h) {
   r.str("error", &m.error);
   r.number("compile_ms", &m.compile_ms);
   r.boolean("compile_cache_hit", &m.compile_cache_hit);
+  r.array("missing", [&](const json& e) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 0)
+      return r.fail("a missing field is not an index");
+    m.missing.push_back(e.get<int64_t>());
+  });
   return done(r, std::move(m));
 }
 

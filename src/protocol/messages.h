@@ -68,10 +68,11 @@ struct PartSpec {
 // Where one dataset field's rows come from, in a run_start.
 struct FieldSource {
   std::string name;
-  std::string source = "none";     // inline | path | generate | chunks | none
+  std::string source = "none";     // inline | path | generate | chunks | cached | none
   uint64_t offset = 0, bytes = 0;  // inline: where the rows lie in the payload
   std::string path, format;        // path
   std::string kernel;              // generate
+  std::string upload;              // chunks, cached: the uploaded dataset the rows are of
 };
 
 // server → worker: load these rows and get ready to iterate.  Payload: inline rows.
@@ -94,6 +95,7 @@ struct RunReadyMsg {
   std::string error;
   double compile_ms = 0;           // slowest executor's compile for this run's values
   bool compile_cache_hit = false;  // every executor's binary came from a cache
+  std::vector<int64_t> missing;    // `cached` fields whose rows this worker no longer holds
   Message to_message() const;
   static Result<RunReadyMsg> parse(const nlohmann::json& h);
 };
