@@ -57,6 +57,12 @@ struct Coordinator::Impl : RouteActions {
   std::mutex drivers_mu;
   std::map<std::string, std::unique_ptr<RunDriver>> drivers;  // GUARDED_BY(drivers_mu)
 
+  // Held while a run of a program is queued and while a program is deleted,
+  // so that no run is queued for a program on its way out.
+  std::mutex programs_mu;
+
+  SteadyClock::time_point resumed_until;  // set at start, before the scheduling thread
+
   std::mutex sched_mu;
   std::condition_variable sched_cv;
   bool sched_dirty = false;  // GUARDED_BY(sched_mu)
@@ -78,6 +84,11 @@ struct Coordinator::Impl : RouteActions {
   void register_now(const std::string& body, const Responder& respond);
   void submit_run(const std::string& hash, std::string body, bool wait, Responder respond) override;
   void cancel_run(const std::string& id, Responder respond) override;
+  void delete_program(const std::string& hash, Responder respond) override;
+
+  // ---- durability ----------------------------------------------------------
+  void resume_runs();
+  void prune();
 
   // ---- workers -------------------------------------------------------------
   void on_frame(const std::string& worker_id, std::string frame);
@@ -109,7 +120,9 @@ void Coordinator::Impl::register_now(const std::string& body, const Responder& r
   if (!j.ok()) return respond(error_response(j.status()));
   auto prepared = programs.prepare(*j);
   if (!prepared.ok()) return respond(error_response(prepared.status()));
-  auto [entry, is_new] = programs.add(std::move(prepared).value());
+  auto added = programs.add(std::move(prepared).value());
+  if (!added.ok()) return respond(error_response(added.status()));
+  auto [entry, is_new] = std::move(added).value();
   const std::string hash = entry->image.hash;
   workers.push_program(hash, ProgramMsg{hash, entry->bundle.to_json()}.to_message());
   auto builds = workers.wait_for_builds(
@@ -128,7 +141,7 @@ void Coordinator::Impl::register_now(const std::string& body, const Responder& r
   wake_scheduler();
   if (errors.empty()) return respond(json_response(201, result));
   if (is_new) {
-    programs.remove(hash);
+    (void)programs.remove(hash);
     workers.forget_program(hash);
   }
   respond(json_response(422, {{"error", "the program did not build:\n" + errors},
@@ -152,7 +165,13 @@ void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bo
               program->image, *j, [this](const std::string& id) { return datasets.lookup(id); },
               limits);
           if (!request.ok()) return respond(error_response(request.status()));
-          auto run = runs.submit(program, hash, std::move(request).value());
+          std::unique_lock<std::mutex> l(programs_mu);
+          if (!programs.find(hash))
+            return respond(json_response(404, {{"error", "no such program: " + hash}}));
+          auto queued = runs.enqueue(program, hash, std::move(request).value(), *j);
+          l.unlock();
+          if (!queued.ok()) return respond(error_response(queued.status()));
+          auto run = std::move(queued).value();
           if (wait)
             runs.add_waiter(run, std::move(respond));
           else
@@ -173,6 +192,48 @@ void Coordinator::Impl::cancel_run(const std::string& id, Responder respond) {
   if (!cancelled) to_driver(id, DriverEvent{DriverEvent::Kind::kWake, "", {}, {}});
   respond(
       json_response(202, {{"runtime_id", id}, {"status", cancelled ? "cancelled" : "cancelling"}}));
+}
+
+// A program no queued or running run uses is forgotten, here and on the workers.
+void Coordinator::Impl::delete_program(const std::string& hash, Responder respond) {
+  std::unique_lock<std::mutex> l(programs_mu);
+  if (!programs.find(hash))
+    return respond(json_response(404, {{"error", "no such program: " + hash}}));
+  if (runs.has_unfinished_of(hash))
+    return respond(json_response(
+        409, {{"error", "program " + hash.substr(0, 12) +
+                            " has queued or running runs: cancel them (DELETE /runtimes/<id>) "
+                            "or let them finish first"}}));
+  Status st = programs.remove(hash);
+  l.unlock();
+  if (!st.ok()) return respond(error_response(st));
+  workers.forget_program(hash);
+  spdlog::info("deleted program {}", hash.substr(0, 12));
+  respond(json_response(200, {{"deleted", hash}}));
+}
+
+// ---- durability -------------------------------------------------------------
+
+// The runs a previous server left queued or running: queued ones queue again,
+// running ones get a driver that waits for executors and resumes them.
+void Coordinator::Impl::resume_runs() {
+  auto running = runs.resume([this](const std::string& hash) { return programs.find(hash); },
+                             [this](const std::string& id) { return datasets.lookup(id); },
+                             opts.resume_wait_s);
+  for (const auto& run : running) start_driver(run);
+  if (!runs.pending().empty() || !running.empty())
+    resumed_until = SteadyClock::now() + std::chrono::seconds(opts.resume_wait_s);
+}
+
+// Old finished runs go, and with them the uploads that only they named.
+void Coordinator::Impl::prune() {
+  for (const std::string& id : runs.prune(opts.keep_runs, opts.keep_days)) {
+    Status st = datasets.remove(id);
+    if (st.ok())
+      spdlog::info("deleted upload {}: no kept run names it", id);
+    else if (st.code() != Code::kNotFound)
+      spdlog::warn("upload {} not deleted: {}", id, st.message());
+  }
 }
 
 // ---- workers ----------------------------------------------------------------
@@ -254,7 +315,12 @@ void Coordinator::Impl::wake_scheduler() {
 // Passes run when something changed (a run queued or finished, a worker
 // joined or left, a build ended) and every quarter second for the waits.
 void Coordinator::Impl::schedule_loop() {
+  auto next_prune = SteadyClock::now() + std::chrono::seconds(opts.prune_interval_s);
   while (!stopping) {
+    if (SteadyClock::now() >= next_prune) {
+      prune();
+      next_prune = SteadyClock::now() + std::chrono::seconds(opts.prune_interval_s);
+    }
     {
       std::unique_lock<std::mutex> l(sched_mu);
       sched_cv.wait_for(l, std::chrono::milliseconds(250), [&] { return stopping || sched_dirty; });
@@ -272,7 +338,11 @@ void Coordinator::Impl::schedule_once() {
   const std::vector<WorkerView> cluster = workers.view();
   SchedulePass pass = scheduler.schedule(pending, cluster);
   runs.note_bypassed(pass.bypassed);
+  // Just after a restart with runs to resume, the workers are still coming
+  // back: nothing is refused yet.
+  const bool gathering = SteadyClock::now() < resumed_until;
   for (const Refusal& r : pass.refusals) {
+    if (gathering) break;
     auto run = runs.find(r.run_id);
     if (run && runs.update(run, [](RunRecord& x) { return x.status == RunStatus::kQueued; }))
       runs.finish(run, unavailable(r.reason));
@@ -362,6 +432,8 @@ Coordinator::Coordinator(CoordinatorOptions opts) {
   std::filesystem::create_directories(opts.state_dir, ec);
   impl_ = std::make_unique<Impl>(std::move(opts));
   impl_->programs.load_stored();
+  impl_->resume_runs();
+  impl_->prune();
   impl_->sched_thread = std::thread([this] { impl_->schedule_loop(); });
 }
 
@@ -371,6 +443,7 @@ Coordinator::~Coordinator() {
 
 void Coordinator::shutdown() {
   if (impl_->stopping.exchange(true)) return;
+  impl_->runs.suspend();  // unfinished runs stay stored as they are, to resume at the next start
   impl_->wake_scheduler();
   impl_->workers.wake();
   if (impl_->sched_thread.joinable()) impl_->sched_thread.join();
@@ -381,7 +454,9 @@ void Coordinator::shutdown() {
   }
   drivers.clear();  // each sees `stopping` and finishes its run
   impl_->pool.join();
-  impl_->runs.fail_queued("the server shut down before the run started");
+  impl_->runs.fail_queued(
+      "the server shut down before the run started (it runs when the server "
+      "starts again)");
   // The links belong to the network layer's io context: let them go while it
   // still exists (the hub is stopped, not yet destroyed).
   impl_->workers.clear();

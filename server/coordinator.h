@@ -4,7 +4,9 @@
 // resources) or, by run id, to the run's driver (run_driver.h).  A scheduling
 // thread places queued runs on disjoint sets of free executors
 // (scheduler.h) and starts one driver per placed run, so that many runs
-// proceed at once.
+// proceed at once.  At start it resumes the runs a previous server left
+// unfinished (run_book.h) and prunes old finished ones (--keep-runs,
+// --keep-days).
 //
 //   Coordinator c({.state_dir = dir});
 //   HubServer hub(&c, {...}); hub.start();
@@ -38,6 +40,14 @@ struct CoordinatorOptions {
   bool worker_loop = true;  // a run on one worker: that worker drives its iterations
   uint64_t max_state_bytes = uint64_t{1} << 30;  // state + aggregate of one run (413 beyond)
   DataRoots data_roots;  // where dataset paths in run requests may point (403 elsewhere)
+  // A run resumed after a restart waits this long for as many executors as
+  // it held (the same plan, so the same answer) before taking fewer.
+  int resume_wait_s = 15;
+  // Finished runs kept (0: all) and for how long (0: for ever); checked at
+  // start and every `prune_interval_s`.
+  int64_t keep_runs = 0;
+  double keep_days = 0;
+  int prune_interval_s = 600;
 };
 
 class Coordinator : public ServerHandler {

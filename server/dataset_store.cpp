@@ -8,6 +8,7 @@
 
 #include "dataset/input_file.h"
 #include "dataset/npy.h"
+#include "server/durable_write.h"
 
 namespace fs = std::filesystem;
 
@@ -57,6 +58,7 @@ DatasetStore::DatasetStore(std::string state_dir)
   fs::create_directories(dir_, ec);
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
     if (e.path().extension() == ".part") fs::remove(e.path(), ec);  // an upload cut short
+    if (e.path().string().find(".json.tmp.") != std::string::npos) fs::remove(e.path(), ec);
     if (e.path().extension() != ".json") continue;
     std::ifstream in(e.path());
     json meta = json::parse(in, nullptr, false);
@@ -102,7 +104,14 @@ Result<json> DatasetStore::commit(const std::string& id, const std::string& part
   meta["id"] = id;
   meta["bytes"] = fs::file_size(final_path, ec);
   meta["file"] = final_path.string();
-  std::ofstream(fs::path(dir_) / (id + ".json")) << meta.dump();
+  // The description makes the upload exist after a restart: written whole or
+  // not at all, and without it the data goes too.
+  Status st = write_file_durably((fs::path(dir_) / (id + ".json")).string(), meta.dump(),
+                                 "the description of upload " + id);
+  if (!st.ok()) {
+    fs::remove(final_path, ec);
+    return st;
+  }
   std::lock_guard<std::mutex> l(mu_);
   datasets_[id] = meta;
   return meta;

@@ -36,6 +36,8 @@ int http_status(const Status& s) {
     case Code::kUnavailable:
     case Code::kWorkerLost:
       return 503;
+    case Code::kStorageFull:
+      return 507;
     default:
       return 500;
   }
@@ -159,6 +161,10 @@ const std::vector<HttpRoutes::Route>& HttpRoutes::table() {
        [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.workers->to_json(c.path["id"])); }},
       {{"GET", "/programs"}, [](HttpRoutes* h, C& c, R& r) { h->get_programs(c, r); }},
       {{"GET", "/programs/{hash}"}, [](HttpRoutes* h, C& c, R& r) { h->get_program(c, r); }},
+      {{"DELETE", "/programs/{hash}"},
+       [](HttpRoutes* h, C& c, R& r) {
+         h->s_.actions->delete_program(c.path["hash"], std::move(r));
+       }},
       {{"POST", "/programs"},
        [](HttpRoutes* h, C& c, R& r) {
          h->s_.actions->register_program(std::move(c.req.body), std::move(r));

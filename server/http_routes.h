@@ -49,6 +49,8 @@ class RouteActions {
   virtual void submit_run(const std::string& hash, std::string body, bool wait,
                           Responder respond) = 0;
   virtual void cancel_run(const std::string& id, Responder respond) = 0;
+  // DELETE /programs/<hash>: 409 while runs of it are queued or running.
+  virtual void delete_program(const std::string& hash, Responder respond) = 0;
 };
 
 struct RoutesOptions {

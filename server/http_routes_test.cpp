@@ -33,6 +33,10 @@ struct RecordingActions : RouteActions {
     calls.push_back("cancel " + id);
     respond(json_response(202, json::object()));
   }
+  void delete_program(const std::string& hash, Responder respond) override {
+    calls.push_back("delete program " + hash);
+    respond(json_response(200, json::object()));
+  }
 };
 
 const char* kConfig = R"(
@@ -83,7 +87,7 @@ class HttpRoutesTest : public ::testing::Test {
 
   std::shared_ptr<const ProgramEntry> add_program() {
     auto p = testing::make_test_program(kConfig);
-    return programs_.add(p).first;
+    return programs_.add(p)->first;
   }
 
   TempDir dir_;
@@ -187,10 +191,11 @@ TEST_F(HttpRoutesTest, ActionsGetThePathTheBodyAndWait) {
   call(r, "POST", "/runtime/abc?wait=0");
   call(r, "POST", "/runtime/abc?x=1&wait");
   call(r, "DELETE", "/runtimes/r7");
+  call(r, "DELETE", "/programs/abc");
   EXPECT_EQ(actions_.calls,
             (std::vector<std::string>{R"(register {"config": "x"})", "submit abc {} wait",
                                       "submit abc {\"max_iterations\": 2}", "submit abc ",
-                                      "submit abc  wait", "cancel r7"}));
+                                      "submit abc  wait", "cancel r7", "delete program abc"}));
 }
 
 TEST_F(HttpRoutesTest, ProgramsAreListedWithTheirWorkersBuilds) {
@@ -333,6 +338,11 @@ TEST(RouteSpecs, EveryRouteIsListedOnce) {
   for (const char* want : {"GET /clients/{id}", "POST /runtime/{hash}", "DELETE /runtimes/{id}",
                            "GET /runtimes/{id}/fields/{name}", "POST /datasets"})
     EXPECT_TRUE(seen.count(want)) << want;
+}
+
+TEST(HttpStatus, AFullDiskIs507) {
+  EXPECT_EQ(http_status(storage_full("disk full")), 507);
+  EXPECT_EQ(error_response(storage_full("no room")).status, 507);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/clock.h"
+#include "server/durable_write.h"
 
 namespace lizard {
 
@@ -58,23 +59,26 @@ Result<std::shared_ptr<ProgramEntry>> ProgramRegistry::prepare(const json& bundl
   return entry;
 }
 
-std::pair<std::shared_ptr<const ProgramEntry>, bool> ProgramRegistry::add(
+Result<std::pair<std::shared_ptr<const ProgramEntry>, bool>> ProgramRegistry::add(
     std::shared_ptr<ProgramEntry> entry) {
   std::lock_guard<std::mutex> l(mu_);
-  auto [it, is_new] = programs_.emplace(entry->image.hash, entry);
-  if (is_new) {
-    store(*entry);
-    spdlog::info("registered program {} ({})", entry->image.hash.substr(0, 12),
-                 entry->image.manifest.name);
-  }
-  return {it->second, is_new};
+  auto it = programs_.find(entry->image.hash);
+  if (it != programs_.end()) return std::make_pair(it->second, false);
+  LIZARD_RETURN_IF_ERROR(store(*entry));
+  spdlog::info("registered program {} ({})", entry->image.hash.substr(0, 12),
+               entry->image.manifest.name);
+  std::shared_ptr<const ProgramEntry> added = entry;
+  programs_.emplace(entry->image.hash, added);
+  return std::make_pair(added, true);
 }
 
-void ProgramRegistry::remove(const std::string& hash) {
+Status ProgramRegistry::remove(const std::string& hash) {
   std::lock_guard<std::mutex> l(mu_);
   programs_.erase(hash);
   std::error_code ec;
   fs::remove(fs::path(dir()) / (hash + ".json"), ec);
+  if (ec) return internal_error("cannot delete the stored bundle of " + hash + ": " + ec.message());
+  return Status::Ok();
 }
 
 std::shared_ptr<const ProgramEntry> ProgramRegistry::find(const std::string& hash) const {
@@ -90,21 +94,16 @@ std::vector<std::shared_ptr<const ProgramEntry>> ProgramRegistry::list() const {
   return out;
 }
 
-// Written to a temporary file and renamed, so a crash leaves the old file or the new.
-void ProgramRegistry::store(const ProgramEntry& p) const {
+// Written to a temporary file, flushed and renamed, so a crash leaves the old
+// file or the new.
+Status ProgramRegistry::store(const ProgramEntry& p) const {
   std::error_code ec;
   fs::create_directories(dir(), ec);
   const auto path = fs::path(dir()) / (p.image.hash + ".json");
-  const auto tmp = fs::path(dir()) / (p.image.hash + ".json.tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << p.bundle.to_json().dump();
-    if (!out) {
-      spdlog::warn("cannot save program {} in {}", p.image.hash.substr(0, 12), dir());
-      return;
-    }
-  }
-  fs::rename(tmp, path, ec);
+  const std::string what = "program " + p.image.hash.substr(0, 12);
+  Status st = write_file_durably(path, p.bundle.to_json().dump(), what);
+  if (!st.ok()) spdlog::warn("cannot save {} in {}: {}", what, dir(), st.message());
+  return st;
 }
 
 void ProgramRegistry::load_stored() {

@@ -10,7 +10,7 @@
 //   ProgramRegistry reg(state_dir, &compiler);
 //   reg.load_stored();
 //   Result<std::shared_ptr<ProgramEntry>> p = reg.prepare(bundle_json);   // may take seconds
-//   auto [entry, is_new] = reg.add(*p);
+//   auto added = reg.add(*p);        // {entry, is_new}, or the reason it was not stored
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -50,10 +50,12 @@ class ProgramRegistry {
   // registering it.  Errors are the user's (400, 413, 422).
   Result<std::shared_ptr<ProgramEntry>> prepare(const nlohmann::json& bundle) const;
   // Registers and stores `entry` unless a program of its checksum is there;
-  // returns the registered entry and whether it is new.
-  std::pair<std::shared_ptr<const ProgramEntry>, bool> add(std::shared_ptr<ProgramEntry> entry);
+  // returns the registered entry and whether it is new.  Nothing is
+  // registered when its bundle cannot be stored (kStorageFull: a full disk).
+  Result<std::pair<std::shared_ptr<const ProgramEntry>, bool>> add(
+      std::shared_ptr<ProgramEntry> entry);
   // Forgets a program and its stored bundle.
-  void remove(const std::string& hash);
+  Status remove(const std::string& hash);
   std::shared_ptr<const ProgramEntry> find(const std::string& hash) const;
   std::vector<std::shared_ptr<const ProgramEntry>> list() const;
   // Registers the programs stored by an earlier server; skips (and logs) those
@@ -62,7 +64,7 @@ class ProgramRegistry {
 
  private:
   std::string dir() const;
-  void store(const ProgramEntry& p) const;
+  Status store(const ProgramEntry& p) const;
 
   const std::string state_dir_;
   const HostCompiler* compiler_;

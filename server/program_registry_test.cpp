@@ -48,7 +48,7 @@ TEST_F(ProgramRegistryTest, PreparedProgramsAreKeptOnlyOnceAdded) {
   EXPECT_EQ(reg.find(hash), nullptr);
   EXPECT_FALSE(fs::exists(stored_file(hash)));
 
-  auto [entry, is_new] = reg.add(std::move(p).value());
+  auto [entry, is_new] = reg.add(std::move(p).value()).value();
   EXPECT_TRUE(is_new);
   EXPECT_EQ(reg.find(hash), entry);
   EXPECT_TRUE(fs::exists(stored_file(hash)));
@@ -57,8 +57,8 @@ TEST_F(ProgramRegistryTest, PreparedProgramsAreKeptOnlyOnceAdded) {
 
 TEST_F(ProgramRegistryTest, AddingTheSameProgramAgainKeepsTheFirst) {
   ProgramRegistry reg(dir_.path(), &compiler_);
-  auto [first, new1] = reg.add(reg.prepare(bundle("one")).value());
-  auto [second, new2] = reg.add(reg.prepare(bundle("one")).value());
+  auto [first, new1] = reg.add(reg.prepare(bundle("one")).value()).value();
+  auto [second, new2] = reg.add(reg.prepare(bundle("one")).value()).value();
   EXPECT_TRUE(new1);
   EXPECT_FALSE(new2);
   EXPECT_EQ(first, second);
@@ -133,7 +133,7 @@ extern "C" int update_global_state(const global_params_t*, const agg_res_t*,
 
 TEST_F(ProgramRegistryTest, RemovedProgramsAreForgottenOnDiskToo) {
   ProgramRegistry reg(dir_.path(), &compiler_);
-  auto [entry, _] = reg.add(reg.prepare(bundle("one")).value());
+  auto [entry, _] = reg.add(reg.prepare(bundle("one")).value()).value();
   const std::string hash = entry->image.hash;
   reg.remove(hash);
   EXPECT_EQ(reg.find(hash), nullptr);
@@ -147,8 +147,8 @@ TEST_F(ProgramRegistryTest, StoredProgramsComeBackAndBrokenFilesAreSkipped) {
   std::string h1, h2;
   {
     ProgramRegistry reg(dir_.path(), &compiler_);
-    h1 = reg.add(reg.prepare(bundle("one")).value()).first->image.hash;
-    h2 = reg.add(reg.prepare(bundle("two")).value()).first->image.hash;
+    h1 = reg.add(reg.prepare(bundle("one")).value())->first->image.hash;
+    h2 = reg.add(reg.prepare(bundle("two")).value())->first->image.hash;
   }
   const fs::path dir = fs::path(dir_.path()) / "programs";
   std::ofstream(dir / "garbage.json") << "{ not json";

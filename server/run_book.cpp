@@ -21,57 +21,9 @@ RunBook::RunBook(const std::string& state_dir) {
   restore(state_dir);
 }
 
-// Run records from before a restart: finished ones as they were; those that
-// were queued or running fail, since their requests are not kept.
-void RunBook::restore(const std::string& state_dir) {
-  auto opened = RunStore::open(state_dir);
-  if (!opened.ok()) {
-    spdlog::warn("run records will not survive a restart: {}", opened.status().message());
-    return;
-  }
-  store_ = std::move(opened).value();
-  auto stored = store_->load_all();
-  if (!stored.ok()) {
-    spdlog::warn("cannot read earlier run records: {}", stored.status().message());
-    return;
-  }
-  std::lock_guard<std::mutex> l(mu_);
-  for (StoredRun& s : stored.value()) {
-    next_seq_ = std::max(next_seq_, s.seq + 1);
-    if (!s.record.is_object()) {  // not written by this server: nothing to show
-      spdlog::warn("skipping stored run {}: its record is not a JSON object", s.id);
-      continue;
-    }
-    auto run = std::make_shared<RunRecord>();
-    run->id = s.id;
-    run->seq = s.seq;
-    if (auto p = s.record.find("program"); p != s.record.end() && p->is_string())
-      run->hash = p->get<std::string>();
-    run->status = parse_run_status(s.status).value_or(RunStatus::kFailed);
-    bool changed = false;
-    if (!is_finished(run->status)) {
-      s.record["error"] = "the server restarted while the run was " + s.status;
-      s.record["finished_at"] = now_iso();
-      run->status = RunStatus::kFailed;
-      changed = true;
-    }
-    // The record shows the status it is listed by, under its own id.
-    const json status = run_status_name(run->status);
-    if (s.record.value("status", json()) != status ||
-        s.record.value("runtime_id", json()) != s.id) {
-      s.record["status"] = status;
-      s.record["runtime_id"] = s.id;
-      changed = true;
-    }
-    run->restored = std::move(s.record);
-    if (changed) persist_locked(*run, run->restored);
-    runs_[run->id] = std::move(run);
-  }
-  if (!runs_.empty()) spdlog::info("restored {} run record(s)", runs_.size());
-}
-
-std::shared_ptr<RunRecord> RunBook::submit(std::shared_ptr<const ProgramEntry> program,
-                                           const std::string& hash, RunRequest request) {
+namespace {
+std::shared_ptr<RunRecord> new_run(std::shared_ptr<const ProgramEntry> program,
+                                   const std::string& hash, RunRequest request) {
   auto run = std::make_shared<RunRecord>();
   run->hash = hash;
   run->params_json = request.params.to_json(program->image.manifest);
@@ -79,12 +31,49 @@ std::shared_ptr<RunRecord> RunBook::submit(std::shared_ptr<const ProgramEntry> p
   run->request = std::move(request);
   run->created_at = now_iso();
   run->queued_since = SteadyClock::now();
+  return run;
+}
+}  // namespace
+
+std::shared_ptr<RunRecord> RunBook::submit(std::shared_ptr<const ProgramEntry> program,
+                                           const std::string& hash, RunRequest request) {
+  auto run = new_run(std::move(program), hash, std::move(request));
   std::lock_guard<std::mutex> l(mu_);
   run->seq = next_seq_++;
   run->id = "r" + std::to_string(run->seq);
   runs_[run->id] = run;
   queue_.push_back(run);
   persist_locked(*run, run->to_json());
+  spdlog::info("queued {} for program {} ({} rows)", run->id, hash.substr(0, 12),
+               run->request.rows);
+  return run;
+}
+
+// The request and the record are stored before the run is listed, outside the
+// lock (a request with inline values may be large).
+Result<std::shared_ptr<RunRecord>> RunBook::enqueue(std::shared_ptr<const ProgramEntry> program,
+                                                    const std::string& hash, RunRequest request,
+                                                    const json& body) {
+  auto run = new_run(std::move(program), hash, std::move(request));
+  run->uploads = uploads_named(body);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    run->seq = next_seq_++;
+    run->id = "r" + std::to_string(run->seq);
+  }
+  if (store_) {
+    run->resumable = true;
+    Status st = store_->save_request(run->id, body);
+    if (st.ok()) st = store_->save(run->id, run->seq, "queued", run->to_json());
+    if (!st.ok()) {
+      (void)store_->remove(run->id);
+      spdlog::warn("run refused: {}", st.message());
+      return st;
+    }
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  runs_[run->id] = run;
+  queue_.push_back(run);
   spdlog::info("queued {} for program {} ({} rows)", run->id, hash.substr(0, 12),
                run->request.rows);
   return run;
@@ -117,9 +106,16 @@ std::vector<PendingRun> RunBook::pending() const {
     if (r->needs_executors && r->status == RunStatus::kRunning) recovering.push_back(r);
   std::sort(recovering.begin(), recovering.end(),
             [](const auto& a, const auto& b) { return a->seq < b->seq; });
+  const auto now = SteadyClock::now();
   for (const auto& r : recovering) {
     const ExecutorDemand& d = r->request.executors;
-    out.push_back({r->id, r->hash, 1, d.max, r->bypassed, d.gpus_only, d.min_free_memory});
+    // After a server restart, as many executors as it held (the same plan)
+    // while they may still come back.
+    const int64_t min =
+        r->restarted && now < r->resume_deadline ? std::max<int64_t>(1, r->resume_executors) : 1;
+    out.push_back({r->id, r->hash, min, d.max, r->bypassed, d.gpus_only, d.min_free_memory});
+    // Nothing passes it meanwhile: a run taking its executors would change its plan.
+    if (min > 1) return out;
   }
   for (const auto& r : queue_) {
     const ExecutorDemand& d = r->request.executors;
@@ -202,13 +198,17 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
     if (q != queue_.end()) queue_.erase(q);
   }
   // Outputs no longer change once the run has finished: stored outside the lock.
-  if (store_) {
+  // A server shutting down leaves unfinished runs stored as they were, to
+  // resume at its next start.
+  if (store_ && (st.ok() || !update(run, [this](RunRecord&) { return suspended_; }))) {
     for (const auto& [name, f] : run->outputs) {
       Status s = store_->save_blob(run->id, name, npy_bytes(f.type, f.dims, f.bytes.data()));
       if (!s.ok()) spdlog::warn("run {}: field {} not saved: {}", run->id, name, s.message());
     }
     std::lock_guard<std::mutex> l(mu_);
     persist_locked(*run, record);
+    Status s = store_->drop_checkpoint(run->id);
+    if (!s.ok()) spdlog::warn("run {}: checkpoint not dropped: {}", run->id, s.message());
   }
   if (st.ok())
     spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations,

@@ -1,20 +1,26 @@
 // RunBook: the server's runs — their records, the queue of runs waiting for
 // executors, cancel requests, progress, and their persistence in the run
-// store (so that finished runs and their fields survive a restart).
+// store: finished runs and their fields survive a restart, and so do queued
+// and running ones (their requests and per-iteration checkpoints are kept;
+// resume() brings them back once the programs are loaded), until prune()
+// lets old finished ones go.
 //
 // Thread-safe: `mu_` guards the map, the queue and every record's mutable
 // fields; a driver changes its record only through update().  Waiters
 // (POST ...?wait=1) are answered outside the lock.
 //
 //   RunBook book(state_dir);
-//   auto run = book.submit(program, hash, std::move(request));
+//   auto run = book.enqueue(program, hash, std::move(request), body);   // kept: survives restarts
+//   for (auto& r : book.resume(find_program, uploads, 15)) ...start a driver for r...
 //   for (const PendingRun& p : book.pending()) ...;        // for the scheduler
 //   book.start(run, executors);  ...  book.finish(run, status);
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,14 +34,48 @@
 
 namespace lizard {
 
+// The ids of uploaded datasets ({"upload": id}) a run request body names.
+std::vector<std::string> uploads_named(const nlohmann::json& body);
+
 class RunBook {
  public:
   // Opens the run store in `state_dir` (records then survive a restart) and
-  // restores the runs kept there; runs that were unfinished are failed.
+  // restores the runs kept there.  Unfinished runs whose request was kept
+  // wait for resume(); others (stored by an older server) are failed.
   explicit RunBook(const std::string& state_dir);
 
+  // Queues a run and keeps its request `body` (as sent) in the run store, so
+  // that it survives a restart.  Nothing is queued when the store cannot take
+  // it: kStorageFull for a full disk.
+  Result<std::shared_ptr<RunRecord>> enqueue(std::shared_ptr<const ProgramEntry> program,
+                                             const std::string& hash, RunRequest request,
+                                             const nlohmann::json& body);
+  // Queues a run whose request is not kept (it fails at a restart).
   std::shared_ptr<RunRecord> submit(std::shared_ptr<const ProgramEntry> program,
                                     const std::string& hash, RunRequest request);
+
+  // Brings back the runs that were unfinished when the server stopped:
+  // queued ones queue again (in their order); running ones are returned, to
+  // be given a driver each — they wait for executors, as many as they held
+  // for up to `resume_wait_s`, and resume from their checkpoint.  A run whose
+  // program is gone or whose request no longer holds (a deleted upload)
+  // fails with the reason.
+  using ProgramLookup = std::function<std::shared_ptr<const ProgramEntry>(const std::string& hash)>;
+  std::vector<std::shared_ptr<RunRecord>> resume(const ProgramLookup& programs,
+                                                 const UploadLookup& uploads, int resume_wait_s);
+  // Keeps the run's progress after a completed iteration (one small
+  // transaction); a failure is logged: the run goes on, resumable from an
+  // earlier point.
+  void checkpoint(const std::shared_ptr<RunRecord>& run, const RunCheckpoint& cp);
+  // From now on runs that end leave their stored records as they are, so
+  // that a server shutting down leaves them to resume at its next start.
+  void suspend();
+  // Forgets finished runs beyond the newest `keep_runs` (0: no limit) or
+  // finished more than `keep_days` days ago (0: no limit), with their fields.
+  // Returns the uploads that they named and that no remaining run names.
+  std::vector<std::string> prune(int64_t keep_runs, double keep_days);
+  // True when a queued or running run uses program `hash`.
+  bool has_unfinished_of(const std::string& hash) const;
   // Answers `respond` with the run's record when it finishes (at once if it has).
   void add_waiter(const std::shared_ptr<RunRecord>& run, Responder respond);
   std::shared_ptr<RunRecord> find(const std::string& id) const;
@@ -74,11 +114,16 @@ class RunBook {
  private:
   void persist_locked(const RunRecord& run, const nlohmann::json& record);
   void restore(const std::string& state_dir);
+  std::shared_ptr<RunRecord> resume_one(const StoredRun& s, const ProgramLookup& programs,
+                                        const UploadLookup& uploads, int resume_wait_s,
+                                        Status* failure);
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<RunRecord>> runs_;  // GUARDED_BY(mu_)
   std::deque<std::shared_ptr<RunRecord>> queue_;            // GUARDED_BY(mu_)
   uint64_t next_seq_ = 1;                                   // GUARDED_BY(mu_)
+  std::vector<StoredRun> to_resume_;                        // GUARDED_BY(mu_)
+  bool suspended_ = false;                                  // GUARDED_BY(mu_)
   std::unique_ptr<RunStore> store_;  // null: records do not survive a restart
 };
 

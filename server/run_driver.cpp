@@ -109,6 +109,9 @@ Status RunDriver::run_attempts(Sections* s) {
   bool per_row_values = false;
   for (const auto& f : m.dataset) per_row_values = per_row_values || !f.input;
   int64_t it = 0;
+  bool done = false;
+  checkpoints_ = !per_row_values;  // a run with per-row values starts over anyway
+  if (run_->restarted) resume_after_restart(per_row_values, s, &it, &done);
   for (int attempt = 0;; ++attempt) {
     const std::string wire_id = run_->id + "." + std::to_string(attempt);
     std::vector<std::string> participants;
@@ -117,8 +120,8 @@ Status RunDriver::run_attempts(Sections* s) {
       auto started = start_partitions(wire_id);
       st = started.status();
       if (st.ok()) participants = std::move(started).value();
+      if (st.ok()) ctx_.book->persist(run_);  // its executors: a restart waits for as many
     }
-    bool done = false;
     const auto t_iter = SteadyClock::now();
     bool loop_there = st.ok() && can_loop_on_worker(participants);
     if (st.ok())
@@ -134,6 +137,7 @@ Status RunDriver::run_attempts(Sections* s) {
       }
       st = iterate(wire_id, participants, it, s, &done);
       if (st.ok()) ++it;
+      if (st.ok()) save_checkpoint(it, done, *s);
     }
     bool gathering = false;
     if (st.ok()) {
@@ -150,6 +154,7 @@ Status RunDriver::run_attempts(Sections* s) {
     if (start_over) {
       s->state = s->initial_state;
       it = 0;
+      done = false;
     }
     spdlog::warn("{}: {}; re-planning and resuming at iteration {}", run_->id, st.message(), it);
     // `iterations` keeps counting what completed until the next attempt

@@ -6,7 +6,10 @@
 // and reports each — and gathers the output fields.  When a worker it uses
 // is lost, it re-plans over the executors it still holds (or waits for the
 // scheduler to give it others) and resumes at the interrupted iteration, or
-// starts over where kernels keep per-row values.
+// starts over where kernels keep per-row values.  After every completed
+// iteration it checkpoints the run's state in the run store, so that a
+// restarted server resumes the run there (or starts it over, by the same
+// rule as for a lost worker).
 //
 // The coordinator routes the run's worker messages, worker losses, new
 // placements and wake-ups (cancel) into the driver's mailbox with deliver();
@@ -84,6 +87,8 @@ class RunDriver {
   };
   Status drive();
   Status run_attempts(Sections* s);
+  void resume_after_restart(bool per_row_values, Sections* s, int64_t* it, bool* done);
+  void save_checkpoint(int64_t iterations, bool done, const Sections& s);
   Status wait_for_placement();
   Result<std::vector<std::string>> start_partitions(const std::string& wire_id);
   Result<std::map<std::string, Message>> load_workers(
@@ -125,6 +130,7 @@ class RunDriver {
   // starts over (the record's timings go at its first new iteration).
   std::string last_loss_;
   bool restart_pending_ = false;
+  bool checkpoints_ = false;  // the run resumes from checkpoints after a restart
 };
 
 }  // namespace lizard

@@ -58,6 +58,7 @@ Status RunDriver::loop_on_worker(const std::string& wire_id, const std::string& 
     record_iteration({*it, step->ms, step->kernel_ms, 0.0, state_scalars(*s)});
     ++*it;
     *done = step->last;
+    save_checkpoint(*it, *done, *s);
   }
   return Status::Ok();
 }

@@ -22,6 +22,7 @@
 #include "plan/partition_plan.h"
 #include "server/program_registry.h"
 #include "server/run_request.h"
+#include "server/run_store.h"
 #include "server/scheduler.h"
 #include "server/transport.h"
 
@@ -76,7 +77,18 @@ struct RunRecord {
   bool needs_executors = false;  // lost every executor: waits for the scheduler again
   int bypassed = 0;
   nlohmann::json recoveries = nlohmann::json::array();
-  nlohmann::json restored;  // the stored record of a run from before a restart
+  nlohmann::json restored;  // the stored record of a finished run from before a restart
+  // Uploaded datasets (POST /datasets ids) its request names.
+  std::vector<std::string> uploads;
+  // Its request is in the run store: a restarted server resumes it.
+  bool resumable = false;
+  // Resumed after a server restart: from this checkpoint where there is one
+  // (read by the driver alone), on as many executors as it held before
+  // (`resume_executors`) when they are back before `resume_deadline`.
+  bool restarted = false;
+  std::optional<RunCheckpoint> resume_from;
+  int64_t resume_executors = 0;
+  std::chrono::steady_clock::time_point resume_deadline;
   // Rows of the current iteration each executor of the plan has finished.
   int64_t progress_iteration = -1;
   std::map<std::pair<std::string, int64_t>, int64_t> rows_done;  // by (worker, executor)

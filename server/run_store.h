@@ -2,15 +2,21 @@
 // timings, results), so that `GET /runtimes` survives a restart.
 //
 // Each run is one record (its JSON description plus the id, sequence number
-// and status it is listed by) and any number of named binary fields (the
-// run's outputs as .npy bytes).  Records live in <state_dir>/runs.sqlite3
-// when lizard is built with SQLite, otherwise one JSON file per run under
-// <state_dir>/runs/; fields are files under <state_dir>/runs/<id>/ either way.
-// Every method is thread-safe; every write is complete or absent after a crash.
+// and status it is listed by), the request it was submitted with, its latest
+// checkpoint (state and iteration after a completed iteration, what a
+// restarted server resumes it from) and any number of named binary fields
+// (the run's outputs as .npy bytes).  Records, requests and checkpoints live
+// in <state_dir>/runs.sqlite3 when lizard is built with SQLite, otherwise as
+// files under <state_dir>/runs/; fields are files under
+// <state_dir>/runs/<id>/ either way.  Every method is thread-safe; every write
+// is complete or absent after a crash (kill -9 included), and a write that
+// meets a full disk fails with Code::kStorageFull and changes nothing.
 //
 //   auto store = RunStore::open(state_dir);
 //   if (!store.ok()) return store.status();
 //   (*store)->save("r7", 7, "running", run.to_json());
+//   (*store)->save_request("r7", body);                       // at submission
+//   (*store)->save_checkpoint("r7", {it, done, state, agg});  // after each iteration
 //   (*store)->save_blob("r7", "centroids", npy);
 //   for (StoredRun& r : (*store)->load_all().value()) ...;   // in seq order
 #pragma once
@@ -19,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,11 +33,22 @@
 
 namespace lizard {
 
+// A run's progress after a completed iteration: what a restarted server
+// resumes it from.
+struct RunCheckpoint {
+  int64_t iteration = 0;  // iterations completed
+  bool done = false;      // the program's update said it has converged
+  std::string state;      // the state section's bytes
+  std::string aggregate;  // the aggregate section's bytes after the last fold
+};
+
 struct StoredRun {
   std::string id;
   uint64_t seq = 0;
   std::string status;
   nlohmann::json record;
+  nlohmann::json request;                   // as submitted; null when none was saved
+  std::optional<RunCheckpoint> checkpoint;  // the latest, if any
 };
 
 class RunStore {
@@ -50,13 +68,19 @@ class RunStore {
   // '-' and '.', not starting with '.'.
   virtual Status save(const std::string& run_id, uint64_t seq, const std::string& status,
                       const nlohmann::json& record) = 0;
+  // Keeps the request a run was submitted with (its body as JSON).
+  virtual Status save_request(const std::string& run_id, const nlohmann::json& body) = 0;
+  // Replaces the run's checkpoint: one small transaction.
+  virtual Status save_checkpoint(const std::string& run_id, const RunCheckpoint& cp) = 0;
+  // Forgets the run's checkpoint (once it has finished); ok when there is none.
+  virtual Status drop_checkpoint(const std::string& run_id) = 0;
   // Stores (or replaces) one named binary field of a run.
   Status save_blob(const std::string& run_id, const std::string& field, const std::string& bytes);
   // A field saved by save_blob; kNotFound when there is none.
   Result<std::string> load_blob(const std::string& run_id, const std::string& field) const;
   // Every stored run, ordered by seq.
   virtual Result<std::vector<StoredRun>> load_all() const = 0;
-  // Forgets the run and its fields; ok when there was no such run.
+  // Forgets the run, its request, checkpoint and fields; ok when there was no such run.
   virtual Status remove(const std::string& run_id) = 0;
 
  protected:

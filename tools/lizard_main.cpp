@@ -59,6 +59,9 @@ struct ServerFlags {
   uint16_t port = 5000;
   std::string state_dir;
   int worker_wait = 60;
+  int resume_wait = 15;
+  int64_t keep_runs = 0;
+  double keep_days = 0;
   int heartbeat = 10;
   int read_timeout = 30;
   int hook_timeout = 60;
@@ -75,6 +78,9 @@ int run_server(const ServerFlags& f) {
   lizard::CoordinatorOptions co;
   co.state_dir = f.state_dir;
   co.worker_wait_s = f.worker_wait;
+  co.resume_wait_s = f.resume_wait;
+  co.keep_runs = f.keep_runs;
+  co.keep_days = f.keep_days;
   co.worker_loop = !f.no_worker_loop;
   co.hook_timeout_s = f.hook_timeout;
   co.token = lizard::token_from(f.token, "LIZARD_TOKEN");
@@ -192,6 +198,20 @@ int main(int argc, char** argv) {
                      "Where programs, run records and compiled hooks are kept");
   server->add_option("--worker-wait,--run-timeout", sf.worker_wait,
                      "Seconds a run waits for a worker with its program");
+  server
+      ->add_option("--resume-wait", sf.resume_wait,
+                   "Seconds a run resumed after a restart waits for as many executors as it had")
+      ->check(CLI::Range(0, 3600));
+  server
+      ->add_option("--keep-runs", sf.keep_runs,
+                   "Keep the records of the newest N finished runs (0: all); older ones, their "
+                   "fields and the uploads only they named are deleted")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  server
+      ->add_option("--keep-days", sf.keep_days,
+                   "Delete finished runs' records (and fields, and uploads only they named) "
+                   "after D days (0: never)")
+      ->check(CLI::Range(0.0, 1e6));
   server
       ->add_option("--heartbeat-timeout", sf.heartbeat,
                    "Seconds of silence after which a worker is dropped")

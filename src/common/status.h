@@ -28,6 +28,8 @@ enum class Code {
   kCancelled,
   kWorkerLost,        // a worker serving a run went away (503; the run re-plans)
   kPermissionDenied,  // the input names something the daemon may not touch (403)
+  kWorkerLost,   // a worker serving a run went away (503; the run re-plans)
+  kStorageFull,  // the server's disk is full: nothing was stored (507)
 };
 
 class Status {
@@ -77,6 +79,9 @@ inline Status too_large(std::string m) {
 }
 inline Status permission_denied(std::string m) {
   return Status(Code::kPermissionDenied, std::move(m));
+}
+inline Status storage_full(std::string m) {
+  return Status(Code::kStorageFull, std::move(m));
 }
 
 template <typename T>

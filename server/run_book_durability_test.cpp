@@ -1,0 +1,184 @@
+// RunBook across restarts: unfinished runs whose requests were kept come
+// back (queued ones queued, running ones to resume from their checkpoint),
+// a full disk refuses a run without listing it, and prune() lets old
+// finished runs go with the uploads only they named.
+#include <gtest/gtest.h>
+
+#include "server/durable_write.h"
+#include "server/run_book.h"
+#include "server/testing/fakes.h"
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+
+const char* kConfig = R"(
+sources: {cuda: kernel.cu}
+dataset:
+  x: {type: float64, shape: [rows]}
+state: {total: {type: float64}}
+aggregate: {sum: {type: float64, reduce: sum}}
+iterate: [k]
+)";
+
+class RunBookDurabilityTest : public ::testing::Test {
+ protected:
+  void SetUp() override { program_ = testing::make_test_program(kConfig); }
+  void TearDown() override { fail_next_storage_writes(0); }
+
+  static json body_of(const std::string& upload = "") {
+    json b = {{"max_iterations", 7}};
+    b["dataset"]["x"] =
+        upload.empty() ? json{{"values", {1.0, 2.0, 3.0}}} : json{{"upload", upload}};
+    return b;
+  }
+  // Finds the uploads in dir_ by their id (files written by the test).
+  UploadLookup uploads() {
+    return [this](const std::string& id) -> Result<std::pair<std::string, FileFormat>> {
+      if (id != "u1" && id != "u2") return not_found("no such dataset: " + id);
+      return std::make_pair(dir_.write(id + ".raw", std::string(3 * sizeof(double), '\0')),
+                            FileFormat::kRaw);
+    };
+  }
+  Result<std::shared_ptr<RunRecord>> enqueue(RunBook& book, const json& body) {
+    auto req = parse_run_request(program_->image, body, uploads());
+    EXPECT_TRUE(req.ok()) << req.status().message();
+    return book.enqueue(program_, program_->image.hash, std::move(req).value(), body);
+  }
+  RunBook::ProgramLookup programs() {
+    return [this](const std::string& hash) {
+      return hash == program_->image.hash ? program_ : nullptr;
+    };
+  }
+  static std::string status_of(const RunBook& book, const std::string& id) {
+    auto j = book.get_json(id);
+    return j.ok() ? j->value("status", "?") : j.status().message();
+  }
+
+  TempDir dir_;
+  std::shared_ptr<ProgramEntry> program_;
+};
+
+TEST_F(RunBookDurabilityTest, UnfinishedRunsComeBackAfterARestart) {
+  {
+    RunBook book(dir_.path());
+    auto r1 = enqueue(book, body_of()).value();
+    ASSERT_TRUE(book.start(r1, {{"w1", 0}, {"w2", 0}}));
+    book.persist(r1);
+    book.checkpoint(r1, {4, false, std::string(8, 'S'), std::string(8, 'A')});
+    auto r2 = enqueue(book, body_of("u1")).value();
+    EXPECT_EQ(r2->id, "r2");
+  }  // the server dies: nothing is finished
+  RunBook book(dir_.path());
+  EXPECT_EQ(status_of(book, "r1"), "running");
+  EXPECT_EQ(status_of(book, "r2"), "queued");
+  auto running = book.resume(programs(), uploads(), 15);
+  ASSERT_EQ(running.size(), 1u);
+  const auto& r1 = running[0];
+  EXPECT_EQ(r1->id, "r1");
+  EXPECT_EQ(r1->status, RunStatus::kRunning);
+  EXPECT_TRUE(r1->needs_executors);
+  EXPECT_TRUE(r1->restarted);
+  EXPECT_EQ(r1->resume_executors, 2);
+  ASSERT_TRUE(r1->resume_from.has_value());
+  EXPECT_EQ(r1->resume_from->iteration, 4);
+  EXPECT_EQ(r1->resume_from->state, std::string(8, 'S'));
+  EXPECT_EQ(r1->request.max_iterations, 7);
+  EXPECT_EQ(r1->request.rows, 3);
+  // It waits for its two executors; the queued run may not take them meanwhile.
+  auto pending = book.pending();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].id, "r1");
+  EXPECT_EQ(pending[0].min, 2);
+  EXPECT_TRUE(book.start(r1, {{"w1", 0}, {"w2", 0}}));  // they are back
+  pending = book.pending();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].id, "r2");
+  EXPECT_EQ(book.find("r2")->uploads, std::vector<std::string>{"u1"});
+  // Ids go on after the restored ones.
+  EXPECT_EQ(enqueue(book, body_of()).value()->id, "r3");
+  // A finished run leaves no checkpoint behind to resume from.
+  book.finish(r1, Status::Ok());
+  RunBook again(dir_.path());
+  EXPECT_EQ(status_of(again, "r1"), "done");
+  EXPECT_EQ(again.resume(programs(), uploads(), 15).size(), 0u);
+  EXPECT_EQ(status_of(again, "r2"), "queued");
+}
+
+TEST_F(RunBookDurabilityTest, ARunThatCannotResumeFailsWithTheReason) {
+  {
+    RunBook book(dir_.path());
+    ASSERT_TRUE(enqueue(book, body_of("u2")).ok());
+    ASSERT_TRUE(enqueue(book, body_of()).ok());
+  }
+  RunBook book(dir_.path());
+  auto no_u2 = [](const std::string& id) -> Result<std::pair<std::string, FileFormat>> {
+    return not_found("no such dataset: " + id);
+  };
+  EXPECT_TRUE(book.resume(programs(), no_u2, 15).empty());
+  json r1 = book.get_json("r1").value();
+  EXPECT_EQ(r1["status"], "failed");
+  EXPECT_NE(r1["error"].get<std::string>().find("no such dataset: u2"), std::string::npos)
+      << r1.dump();
+  EXPECT_EQ(status_of(book, "r2"), "queued");
+  RunBook gone(dir_.path());  // and with its program gone
+  EXPECT_TRUE(gone.resume([](const std::string&) { return nullptr; }, no_u2, 15).empty());
+  EXPECT_NE(gone.get_json("r2").value()["error"].get<std::string>().find("no longer registered"),
+            std::string::npos);
+}
+
+TEST_F(RunBookDurabilityTest, AFullDiskRefusesTheRunAndListsNothing) {
+  RunBook book(dir_.path());
+  fail_next_storage_writes(1);
+  auto refused = enqueue(book, body_of());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kStorageFull);
+  EXPECT_TRUE(book.pending().empty());
+  EXPECT_TRUE(book.list_json("").value().empty());
+  ASSERT_TRUE(enqueue(book, body_of()).ok());
+  RunBook again(dir_.path());
+  EXPECT_EQ(again.list_json("").value().size(), 1u);
+}
+
+TEST_F(RunBookDurabilityTest, AShutdownLeavesUnfinishedRunsToResume) {
+  {
+    RunBook book(dir_.path());
+    auto r1 = enqueue(book, body_of()).value();
+    ASSERT_TRUE(book.start(r1, {{"w1", 0}}));
+    ASSERT_TRUE(enqueue(book, body_of()).ok());
+    book.suspend();
+    book.finish(r1, unavailable("the server is shutting down"));
+    book.fail_queued("the server shut down");
+    EXPECT_EQ(status_of(book, "r1"), "failed");
+  }
+  RunBook book(dir_.path());
+  EXPECT_EQ(book.resume(programs(), uploads(), 15).size(), 1u);
+  EXPECT_EQ(status_of(book, "r1"), "running");
+  EXPECT_EQ(status_of(book, "r2"), "queued");
+}
+
+TEST_F(RunBookDurabilityTest, PruneForgetsOldFinishedRunsAndUploadsOnlyTheyNamed) {
+  RunBook book(dir_.path());
+  std::vector<std::shared_ptr<RunRecord>> runs;
+  for (const char* upload : {"u1", "u2", "u2", ""})
+    runs.push_back(enqueue(book, body_of(upload)).value());
+  for (int i = 0; i < 3; ++i) book.finish(runs[static_cast<size_t>(i)], Status::Ok());
+  // r4 is still queued; of the finished r1..r3 the newest one stays.
+  auto unused = book.prune(1, 0);
+  EXPECT_EQ(unused, std::vector<std::string>{"u1"});  // u2 is named by r3 still
+  EXPECT_EQ(book.get_json("r1").status().code(), Code::kNotFound);
+  EXPECT_EQ(book.get_json("r2").status().code(), Code::kNotFound);
+  EXPECT_EQ(status_of(book, "r3"), "done");
+  EXPECT_EQ(status_of(book, "r4"), "queued");
+  RunBook again(dir_.path());  // gone from the store too
+  EXPECT_EQ(again.list_json("").value().size(), 2u);
+  EXPECT_TRUE(again.prune(0, 0).empty());  // no limits: nothing goes
+  EXPECT_TRUE(again.prune(0, 1).empty());  // r3 finished just now
+  EXPECT_EQ(again.list_json("").value().size(), 2u);
+  EXPECT_TRUE(again.has_unfinished_of(program_->image.hash));
+  EXPECT_FALSE(again.has_unfinished_of("0000"));
+}
+
+}  // namespace
+}  // namespace lizard
