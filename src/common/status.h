@@ -28,8 +28,7 @@ enum class Code {
   kCancelled,
   kWorkerLost,        // a worker serving a run went away (503; the run re-plans)
   kPermissionDenied,  // the input names something the daemon may not touch (403)
-  kWorkerLost,   // a worker serving a run went away (503; the run re-plans)
-  kStorageFull,  // the server's disk is full: nothing was stored (507)
+  kStorageFull,       // the server's disk is full: nothing was stored (507)
 };
 
 class Status {
