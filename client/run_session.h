@@ -4,7 +4,9 @@
 // iteration on them at once and folds their aggregates into one reply
 // (iterate), and returns the output fields (run_end).  The daemon hands it
 // the run's messages in order with post(); the session replies through
-// `send` and is done after run_end (or abort()).
+// `send` and is done after run_end (or abort()).  abort() also kills the
+// processes of the executors the run holds (when executors run in processes
+// of their own), so that a kernel that never ends cannot keep the worker.
 //
 //   RunSession s(ctx, program, std::move(uploaded_rows));
 //   s.post(run_start_frame);  s.post(iterate_frame);  ...  s.post(run_end_frame);
@@ -24,6 +26,7 @@
 #include "common/mailbox.h"
 #include "common/status.h"
 #include "exec/executor.h"
+#include "exec/process/process_executor.h"
 #include "protocol/messages.h"
 
 namespace lizard {
@@ -33,6 +36,9 @@ namespace lizard {
 // takes it over only after the previous run's session has let it go.
 struct ExecutorHandle {
   std::unique_ptr<Executor> executor;
+  // `executor` itself when it runs in a process of its own: a run's session
+  // kills that process to stop a kernel, from any thread, without the lock.
+  ProcessExecutor* process = nullptr;
   std::mutex mu;
   std::condition_variable freed;
   std::string owner;  // GUARDED_BY(mu): the run whose rows it holds, or empty
@@ -55,7 +61,9 @@ class RunSession {
   RunSession& operator=(const RunSession&) = delete;
 
   void post(std::string frame) { inbox_.push(std::move(frame)); }
-  // Ends the run without replying (the server went away).
+  // Ends the run without replying (the server went away, cancelled the run
+  // or stopped it at its time limit), from any thread: kills the processes
+  // of the executors it holds, which the session then restarts and lets go.
   void abort();
   bool finished() const { return finished_; }
 
@@ -65,6 +73,14 @@ class RunSession {
   Status start(const MessageView& m, const RunStartMsg& h, CompileStats* compile);
   Status iterate(const MessageView& m, const IterateMsg& h, std::string* payload,
                  double* kernel_ms);
+  // The slices of an iteration on every executor, each executor's
+  // aggregates in order: on threads, or on executor processes at once.
+  Status run_slices(const IterateMsg& h, const SectionBuffer& state,
+                    std::vector<std::vector<SectionBuffer>>* per_executor,
+                    std::vector<double>* executor_ms);
+  Status run_slices_in_processes(const IterateMsg& h, const SectionBuffer& state,
+                                 std::vector<std::vector<SectionBuffer>>* per_executor,
+                                 std::vector<double>* executor_ms);
   Status end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload);
   Status acquire_executors();
   void release();
@@ -81,7 +97,10 @@ class RunSession {
   std::vector<int64_t> rows_;      // each executor's rows
   bool report_progress_ = false;   // run iterations in slices, reporting each
   bool begun_ = false;
-  size_t owned_ = 0;  // executors_[0, owned_) are owned by this run
+  // executors_[0, owned_) are owned by this run; abort() reads them from
+  // another thread, so owned_ changes under held_mu_.
+  std::mutex held_mu_;
+  size_t owned_ = 0;  // GUARDED_BY(held_mu_) for writes
 
   Mailbox<std::string> inbox_;
   std::atomic<bool> finished_{false};

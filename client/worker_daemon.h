@@ -25,6 +25,9 @@ struct WorkerOptions {
   double weight = 0;          // > 0: report this capability weight for every executor
   std::string token;          // presented to the server when it requires one
   int server_timeout_s = 10;  // a server silent this long (not even a ping) counts as gone
+  // Each executor in a process of its own (exec/process/), so that a kernel
+  // that crashes or never ends costs that process, not the worker.
+  bool executor_processes = true;
 };
 
 class WorkerDaemon {

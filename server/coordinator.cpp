@@ -302,6 +302,7 @@ void Coordinator::Impl::start_driver(const std::shared_ptr<RunRecord>& run) {
   ctx.book = &runs;
   ctx.workers = &workers;
   ctx.worker_wait_s = opts.worker_wait_s;
+  ctx.run_timeout_s = opts.run_timeout_s;
   ctx.metrics = &metrics;
   ctx.stopping = [this] { return stopping.load(); };
   ctx.wake_scheduler = [this] { wake_scheduler(); };

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/mailbox.h"
 #include "common/status.h"
 #include "program/layout.h"
@@ -50,6 +51,7 @@ struct DriverContext {
   RunBook* book = nullptr;
   WorkerRegistry* workers = nullptr;
   int worker_wait_s = 60;                // how long to wait for new executors
+  double run_timeout_s = 0;              // time limit of runs whose request sets none (0: none)
   ServerMetrics* metrics = nullptr;      // iteration times and compiles; may be null
   std::function<bool()> stopping;        // the server is shutting down
   std::function<void()> wake_scheduler;  // after asking for executors again
@@ -86,7 +88,10 @@ class RunDriver {
                       bool want_outputs, const std::vector<std::string>& outputs = {});
   Result<std::map<std::string, Message>> collect(const std::string& wire_id, MessageType type,
                                                  const std::vector<std::string>& from);
-  Status interrupted() const;
+  // Cancelled, past its time limit, or the server stopping.  A cancel or a
+  // time limit also sets abort_, so that the run's workers are told to stop
+  // its kernels (run_abort) rather than to end it.
+  Status interrupted();
   void drop_executors_of(const std::string& worker_id);
 
   std::shared_ptr<RunRecord> run_;
@@ -94,6 +99,9 @@ class RunDriver {
   Mailbox<DriverEvent> inbox_;
   std::thread thread_;
   std::atomic<bool> exited_{false};
+  SteadyClock::time_point started_;
+  double time_limit_s_ = 0;  // 0: none
+  bool abort_ = false;
 };
 
 }  // namespace lizard

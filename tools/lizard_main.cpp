@@ -12,11 +12,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "cli/user_commands.h"
 #include "client/worker_daemon.h"
 #include "common/auth.h"
+#include "exec/process/executor_host.h"
 #include "server/coordinator.h"
 #include "server/hub_server.h"
 
@@ -54,6 +56,7 @@ struct ServerFlags {
   uint16_t port = 5000;
   std::string state_dir;
   int worker_wait = 60;
+  double run_timeout = 0;
   int heartbeat = 10;
   int read_timeout = 30;
   uint64_t max_body = uint64_t{1} << 30;
@@ -65,6 +68,7 @@ int run_server(const ServerFlags& f) {
   lizard::CoordinatorOptions co;
   co.state_dir = f.state_dir;
   co.worker_wait_s = f.worker_wait;
+  co.run_timeout_s = f.run_timeout;
   co.token = lizard::token_from(f.token, "LIZARD_TOKEN");
   co.read_token = lizard::token_from(f.read_token, "LIZARD_READ_TOKEN");
   lizard::Coordinator coordinator(co);
@@ -127,8 +131,12 @@ int main(int argc, char** argv) {
   server->add_option("--port", sf.port, "Port for users and workers");
   server->add_option("--state-dir", sf.state_dir,
                      "Where programs, run records and compiled hooks are kept");
-  server->add_option("--worker-wait,--run-timeout", sf.worker_wait,
+  server->add_option("--worker-wait", sf.worker_wait,
                      "Seconds a run waits for a worker with its program");
+  server
+      ->add_option("--run-timeout-s", sf.run_timeout,
+                   "Seconds a run may run when its request sets no timeout_s (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
   server
       ->add_option("--heartbeat-timeout", sf.heartbeat,
                    "Seconds of silence after which a worker is dropped")
@@ -166,6 +174,26 @@ int main(int argc, char** argv) {
                    "Seconds of silence after which the server counts as gone (reconnect)")
       ->check(CLI::Range(2, 3600));
 
+  client
+      ->add_option("--executor-processes", wo.executor_processes,
+                   "on: each executor (GPU, or the CPU backend) runs in a process of its own, so "
+                   "that a kernel that crashes or never ends costs that process, not the worker; "
+                   "off: in the worker itself (debugging)")
+      ->transform(
+          CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}));
+
+  // The process a worker starts for each executor (exec/process/executor_host.h); not for users.
+  auto* host = app.add_subcommand("executor-host", "");
+  host->group("");
+  lizard::BackendOptions ho;
+  bool probe = false;
+  host->add_option("--backend", ho.backend);
+  host->add_option("--gpus", ho.gpus);
+  host->add_option("--cuda-path", ho.cuda_path);
+  host->add_option("--cpu-threads", ho.cpu_threads);
+  host->add_option("--cache-dir", ho.cache_dir);
+  host->add_flag("--probe", probe);
+
   lizard::UserCommands user(&app);
 
   try {
@@ -177,6 +205,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   wo.token = lizard::token_from(wo.token, "LIZARD_TOKEN");
+  if (host->parsed()) return lizard::run_executor_host(ho, probe);
   if (server->parsed()) return run_server(sf);
   return run_client(wo, argv);
 }

@@ -3,7 +3,8 @@
 // exit() or endless loop there ends the helper and not the daemon.  The
 // helper is the daemon's own binary (/proc/self/exe) started with `args`; it
 // finds its end of a FrameChannel on fd 3 (ChildProcess::parent_channel())
-// and dies with its parent.
+// and dies with its parent.  Children are started from a thread that lives
+// as long as the daemon, so any thread may spawn one.
 //
 //   auto child = ChildProcess::spawn({"hook-host", so_path});
 //   (*child)->channel().send(request);

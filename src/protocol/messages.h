@@ -168,6 +168,15 @@ struct ResourcesMsg {
   static Result<ResourcesMsg> parse(const nlohmann::json& h);
 };
 
+// server → worker: stop this run now (cancelled, or past its time limit);
+// the worker kills its executors' processes and frees them.
+struct RunAbortMsg {
+  std::string run_id;
+  std::string reason;
+  Message to_message() const;
+  static Result<RunAbortMsg> parse(const nlohmann::json& h);
+};
+
 // The run a wire id ("r7.2": run r7, attempt 2) belongs to.
 std::string run_of_wire_id(const std::string& wire_id);
 

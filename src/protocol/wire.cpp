@@ -34,6 +34,8 @@ const char* message_type_name(MessageType t) {
       return "progress";
     case MessageType::kResources:
       return "resources";
+    case MessageType::kRunAbort:
+      return "run_abort";
   }
   return "unknown";
 }
@@ -61,7 +63,7 @@ Result<MessageView> decode_view(std::string_view frame) {
                             " (this build speaks " + std::to_string(kWireVersion) + ")");
   const uint8_t type = static_cast<uint8_t>(frame[3]);
   if (type < static_cast<uint8_t>(MessageType::kHello) ||
-      type > static_cast<uint8_t>(MessageType::kResources))
+      type > static_cast<uint8_t>(MessageType::kRunAbort))
     return invalid_argument("unknown message type " + std::to_string(type));
   uint32_t n = 0;
   for (int i = 0; i < 4; ++i) n |= uint32_t(static_cast<uint8_t>(frame[4 + i])) << (8 * i);

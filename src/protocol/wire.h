@@ -72,6 +72,10 @@ enum class MessageType : uint8_t {
   kProgress = 13,
   // worker → server, between runs, when it moved: {free_memory: [bytes, per executor]}
   kResources = 14,
+  // server → worker, when a run is cancelled or runs past its time limit:
+  // {run_id, reason}.  The worker kills the processes of the run's executors
+  // (a kernel may never return) and frees them; no reply
+  kRunAbort = 15,
 };
 
 const char* message_type_name(MessageType t);
