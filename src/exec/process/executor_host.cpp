@@ -25,7 +25,7 @@ class Host {
 
  private:
   Status build(ByteReader* r);
-  Status begin_run(ByteReader* r, ByteWriter* out);
+  Status begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel);
   Status iterate(ByteReader* r, ByteWriter* out);
   Status end_run(ByteReader* r, ByteWriter* out, std::vector<std::vector<uint8_t>>* fields);
   Result<std::shared_ptr<const ProgramImage>> program(ByteReader* r, bool sent);
@@ -56,9 +56,9 @@ Status Host::build(ByteReader* r) {
   return executor_->build(*p);
 }
 
-Status Host::begin_run(ByteReader* r, ByteWriter* out) {
+Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
   const bool sent = r->u8() != 0;
-  LIZARD_ASSIGN_OR_RETURN(auto p, program(r, sent));
+  auto found = program(r, sent);  // checked once the field frames are read
   ParamValues params = read_params(r);
   PartitionData d;
   d.first_row = r->i64();
@@ -67,11 +67,12 @@ Status Host::begin_run(ByteReader* r, ByteWriter* out) {
   const uint64_t generators = r->u64();
   for (uint64_t i = 0; i < generators && r->ok(); ++i) d.generators.push_back(r->str());
   const uint64_t fields = r->u64();
-  for (uint64_t i = 0; i < fields && r->ok(); ++i) {
-    std::string_view b = r->bytes();
-    d.fields.emplace_back(b.begin(), b.end());
-  }
   LIZARD_RETURN_IF_ERROR(r->status("begin_run"));
+  // Each field's rows follow as a frame of their own, read into place.
+  d.fields.resize(fields);
+  for (auto& f : d.fields)
+    if (Status st = channel->receive_into(&f, -1); !st.ok()) return st;
+  LIZARD_ASSIGN_OR_RETURN(auto p, std::move(found));
   const Manifest& m = p->manifest;
   LIZARD_ASSIGN_OR_RETURN(state_, make_section(m.state, m, params));
   LIZARD_ASSIGN_OR_RETURN(aggregate_, make_section(m.aggregate, m, params));
@@ -130,7 +131,7 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
         st = build(&r);
         break;
       case ExecutorOp::kBeginRun:
-        st = begin_run(&r, &body);
+        st = begin_run(&r, &body, channel);
         break;
       case ExecutorOp::kIterate:
         st = iterate(&r, &body);

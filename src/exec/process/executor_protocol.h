@@ -10,9 +10,10 @@
 // Fields are little-endian fixed-width integers and doubles, and byte
 // strings as a u64 length and the bytes.  No JSON on the per-iteration path:
 // an iterate request is its slice and the state bytes, and its reply the
-// stats and the aggregate bytes.  Large byte strings (partition rows, output
-// fields) are separate parts of a frame (FrameChannel::send_parts), so they
-// are not copied into it.
+// stats and the aggregate bytes.  Large byte strings are not copied into a
+// frame: a begin_run request is followed by one frame per dataset field,
+// which the host reads straight into its buffer (FrameChannel::receive_into),
+// and end_run's output fields are parts of its reply (send_parts).
 //
 //   ByteWriter w;  w.u8(op);  w.bytes(state);  channel.send(w.out());
 //   ByteReader r(frame);  uint8_t op = r.u8();  ...;  if (!r.ok()) error;
@@ -32,7 +33,7 @@ namespace lizard {
 enum class ExecutorOp : uint8_t {
   kInfo = 1,               // → ExecutorInfo as JSON text (once per process)
   kBuild = 2,              // program → -
-  kBeginRun = 3,           // program?, params, partition → compile stats
+  kBeginRun = 3,           // program?, params, partition; a frame per field → compile stats
   kIterate = 4,            // first, count (< 0: every row), state → stats, aggregate
   kEndRun = 5,             // want_outputs → fields
   kRefreshFreeMemory = 6,  // → free memory

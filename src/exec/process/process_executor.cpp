@@ -199,18 +199,16 @@ Status ProcessExecutor::begin_run(const ProgramImage& program, const ParamValues
   w.u64(data.generators.size());
   for (const auto& g : data.generators) w.bytes(g);
   w.u64(data.fields.size());
-  // Each field's length, then its rows straight from where they lie.
-  std::vector<std::string> lengths(data.fields.size());
-  std::vector<std::string_view> parts{w.out()};
-  for (size_t k = 0; k < data.fields.size(); ++k) {
-    ByteWriter len;
-    len.length(data.fields[k].size());
-    lengths[k] = std::move(len.out());
-    parts.emplace_back(lengths[k]);
-    parts.emplace_back(reinterpret_cast<const char*>(data.fields[k].data()), data.fields[k].size());
+  std::string_view head = w.out();
+  LIZARD_RETURN_IF_ERROR(send_request(ExecutorOp::kBeginRun, &head, 1));
+  // Each field's rows as a frame of their own, sent from where they lie and
+  // read straight into the host's buffer.
+  for (const auto& f : data.fields) {
+    if (!child_->channel().send({reinterpret_cast<const char*>(f.data()), f.size()}).ok())
+      return ended_during(ExecutorOp::kBeginRun);
   }
   std::string frame;
-  LIZARD_RETURN_IF_ERROR(call(ExecutorOp::kBeginRun, parts.data(), parts.size(), &frame));
+  LIZARD_RETURN_IF_ERROR(receive_reply(ExecutorOp::kBeginRun, &frame));
   Reply reply(frame);
   Status st = reply.head();
   compile_stats_.compile_ms = reply.reader.f64();
