@@ -58,7 +58,13 @@ void RunSession::reply(std::string frame) {
 
 void RunSession::loop() {
   while (!finished_) {
-    auto frame = inbox_.pop();
+    std::optional<std::string> frame;
+    if (stopped_by_) {
+      frame = std::move(stopped_by_);
+      stopped_by_.reset();
+    } else {
+      frame = inbox_.pop();
+    }
     if (!frame) break;  // aborted
     auto m = decode_view(*frame);
     if (!m.ok()) continue;
@@ -85,6 +91,7 @@ void RunSession::handle(const MessageView& m) {
       ready.error = st.message();
       ready.compile_ms = compile.compile_ms;
       ready.compile_cache_hit = st.ok() && compile.cache_hit;
+      ready.missing = missing_;
       return reply(encode(ready.to_message()));
     }
     case MessageType::kIterate: {
@@ -99,6 +106,8 @@ void RunSession::handle(const MessageView& m) {
       r.error = st.message();
       return reply(encode(r.to_message(st.ok() ? std::move(payload) : std::string())));
     }
+    case MessageType::kLoop:
+      return loop_here(m);
     case MessageType::kRunEnd: {
       auto h = RunEndMsg::parse(m.header);
       if (!h.ok()) return;
@@ -117,7 +126,37 @@ void RunSession::handle(const MessageView& m) {
   }
 }
 
+// Keeps the uploaded rows that arrived as chunks for later runs, and finds
+// those the server sent as `cached`; the fields no longer cached here go to
+// missing_, and the server then sends their rows.
+Status RunSession::use_upload_cache(const RunStartMsg& h,
+                                    std::map<size_t, UploadCache::Rows>* cached) {
+  const Manifest& man = program_->manifest;
+  missing_.clear();
+  for (size_t k = 0; k < man.dataset.size(); ++k) {
+    const FieldSource& src = h.fields[k];
+    if (src.upload.empty() || (src.source != "chunks" && src.source != "cached")) continue;
+    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(man.dataset[k], man, params_));
+    const std::string key =
+        UploadCache::key(src.upload, h.first_row, h.rows,
+                         static_cast<size_t>(width) * dtype_size(man.dataset[k].type));
+    if (src.source == "cached") {
+      UploadCache::Rows rows = ctx_.uploads ? ctx_.uploads->find(key) : nullptr;
+      if (rows)
+        (*cached)[k] = std::move(rows);
+      else
+        missing_.push_back(static_cast<int64_t>(k));
+    } else if (ctx_.uploads && uploaded_.count(k)) {
+      ctx_.uploads->put(key, std::make_shared<const std::vector<uint8_t>>(uploaded_[k]));
+    }
+  }
+  if (missing_.empty()) return Status::Ok();
+  return not_found("the rows of " + std::to_string(missing_.size()) +
+                   " uploaded field(s) are no longer cached on this worker");
+}
+
 Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStats* compile) {
+  const auto t0 = SteadyClock::now();
   run_id_ = h.run_id;
   report_progress_ = h.progress;
   program_ = ctx_.find_program(h.hash);
@@ -126,6 +165,8 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   LIZARD_ASSIGN_OR_RETURN(params_, bind_params(man, h.params));
   if (h.fields.size() != man.dataset.size())
     return invalid_argument("run_start: field list does not match the manifest");
+  std::map<size_t, UploadCache::Rows> cached;
+  LIZARD_RETURN_IF_ERROR(use_upload_cache(h, &cached));
   std::vector<PartitionData> parts;
   for (const PartSpec& p : h.parts) {
     if (static_cast<size_t>(p.executor) >= ctx_.executors->size())
@@ -156,6 +197,11 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
         else
           buf.assign(all.begin() + static_cast<long>(off),
                      all.begin() + static_cast<long>(off + n));
+      } else if (src.source == "cached") {
+        const std::vector<uint8_t>& all = *cached.at(k);
+        if (off + n > all.size())
+          return invalid_argument("run_start: cached rows of field '" + f.name + "' are short");
+        buf.assign(all.begin() + static_cast<long>(off), all.begin() + static_cast<long>(off + n));
       } else if (src.source == "generate") {  // left empty: the executor allocates it zeroed
         if (std::find(d.generators.begin(), d.generators.end(), src.kernel) == d.generators.end())
           d.generators.push_back(src.kernel);
@@ -174,7 +220,9 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
     parts.push_back(std::move(d));
   }
   uploaded_.clear();
+  const double rows_ms = ms_since(t0);
   LIZARD_RETURN_IF_ERROR(acquire_executors());
+  const auto t_begin = SteadyClock::now();
   std::vector<CompileStats> compiles(parts.size());
   Status st = first_error(for_each_parallel(parts.size(), [&](size_t i) {
     std::lock_guard<std::mutex> l(lock_of(i));
@@ -185,7 +233,9 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   begun_ = true;  // end_run frees whatever did begin
   LIZARD_RETURN_IF_ERROR(st);
   *compile = combine_compile_stats(compiles);
-  spdlog::debug("run {}: loaded rows {}..{}", run_id_, h.first_row, h.first_row + h.rows);
+  spdlog::debug(
+      "run {}: loaded rows {}..{} (rows ready in {:.3f} ms, on the executors in {:.3f} ms)",
+      run_id_, h.first_row, h.first_row + h.rows, rows_ms, ms_since(t_begin));
   return Status::Ok();
 }
 
@@ -198,33 +248,44 @@ Status RunSession::iterate(const MessageView& m, const IterateMsg& h, std::strin
     return invalid_argument("state of " + std::to_string(m.payload.size()) + " bytes; expected " +
                             std::to_string(state.bytes.size()));
   if (!state.bytes.empty()) std::memcpy(state.bytes.data(), m.payload.data(), state.bytes.size());
-  // Each executor's aggregates: one, or one per slice when progress is reported.
-  const size_t n = executors_.size();
-  std::vector<std::vector<SectionBuffer>> per_executor(n);
-  std::vector<double> executor_ms(n, 0.0);
-  LIZARD_RETURN_IF_ERROR(run_slices(h, state, &per_executor, &executor_ms));
   std::vector<SectionBuffer> aggs;
-  for (auto& v : per_executor)
-    for (auto& a : v) aggs.push_back(std::move(a));
-  for (double ms : executor_ms) *kernel_ms = std::max(*kernel_ms, ms);
-  // Built-in reducers fold here; custom ones go to the server's aggregate hook.
-  if (!man.has_custom_reducer()) {
-    for (size_t i = 1; i < aggs.size(); ++i) fold_into(&aggs[0], aggs[i]);
-    aggs.resize(1);
-  }
+  LIZARD_RETURN_IF_ERROR(iterate_executors(state, h.iteration, &aggs, kernel_ms));
   for (const auto& a : aggs)
     payload->append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
   return Status::Ok();
 }
 
-Status RunSession::run_slices(const IterateMsg& h, const SectionBuffer& state,
+Status RunSession::iterate_executors(const SectionBuffer& state, int64_t iteration,
+                                     std::vector<SectionBuffer>* aggs, double* kernel_ms) {
+  const Manifest& man = program_->manifest;
+  // Each executor's aggregates: one, or one per slice when progress is reported.
+  const size_t n = executors_.size();
+  std::vector<std::vector<SectionBuffer>> per_executor(n);
+  std::vector<double> executor_ms(n, 0.0);
+  LIZARD_RETURN_IF_ERROR(run_slices(iteration, state, &per_executor, &executor_ms));
+  aggs->clear();
+  for (auto& v : per_executor)
+    for (auto& a : v) aggs->push_back(std::move(a));
+  *kernel_ms = 0;
+  for (double ms : executor_ms) *kernel_ms = std::max(*kernel_ms, ms);
+  // Built-in reducers fold here; custom ones go to the server's aggregate hook.
+  if (!man.has_custom_reducer()) {
+    for (size_t i = 1; i < aggs->size(); ++i) fold_into(&(*aggs)[0], (*aggs)[i]);
+    aggs->resize(1);
+  }
+  return Status::Ok();
+}
+
+Status RunSession::run_slices(int64_t iteration, const SectionBuffer& state,
                               std::vector<std::vector<SectionBuffer>>* per_executor,
                               std::vector<double>* executor_ms) {
   bool in_processes = true;
   for (size_t i : executors_) in_processes = in_processes && (*ctx_.executors)[i]->process;
-  if (in_processes) return run_slices_in_processes(h, state, per_executor, executor_ms);
+  if (in_processes) return run_slices_in_processes(iteration, state, per_executor, executor_ms);
   const Manifest& man = program_->manifest;
-  return first_error(for_each_parallel(executors_.size(), [&](size_t i) -> Status {
+  const size_t n = executors_.size();
+  if (!fan_ || fan_->size() != n) fan_ = std::make_unique<FanOut>(n);
+  return first_error(fan_->run([&](size_t i) -> Status {
     std::lock_guard<std::mutex> l(lock_of(i));
     Executor& e = executor(i);
     const int64_t rows = rows_[i];
@@ -237,7 +298,7 @@ Status RunSession::run_slices(const IterateMsg& h, const SectionBuffer& state,
       } else {
         const int64_t first = rows * k / slices, end = rows * (k + 1) / slices;
         LIZARD_RETURN_IF_ERROR(e.iterate_rows(state, &a, &st, first, end - first));
-        reply(encode(ProgressMsg{run_id_, h.iteration, static_cast<int64_t>(executors_[i]), end}
+        reply(encode(ProgressMsg{run_id_, iteration, static_cast<int64_t>(executors_[i]), end}
                          .to_message()));
       }
       (*executor_ms)[i] += st.kernel_ms;
@@ -251,7 +312,7 @@ Status RunSession::run_slices(const IterateMsg& h, const SectionBuffer& state,
 // slice is sent to all of them before any answer is awaited.  Every request
 // sent is answered before the next, so a failure on one executor still
 // collects the others' replies and their channels stay in step.
-Status RunSession::run_slices_in_processes(const IterateMsg& h, const SectionBuffer& state,
+Status RunSession::run_slices_in_processes(int64_t iteration, const SectionBuffer& state,
                                            std::vector<std::vector<SectionBuffer>>* per_executor,
                                            std::vector<double>* executor_ms) {
   const Manifest& man = program_->manifest;
@@ -293,7 +354,7 @@ Status RunSession::run_slices_in_processes(const IterateMsg& h, const SectionBuf
       }
       if (slices[i] > 1) {
         const int64_t end = rows_[i] * (k + 1) / slices[i];
-        reply(encode(ProgressMsg{run_id_, h.iteration, static_cast<int64_t>(executors_[i]), end}
+        reply(encode(ProgressMsg{run_id_, iteration, static_cast<int64_t>(executors_[i]), end}
                          .to_message()));
       }
       (*executor_ms)[i] += st.kernel_ms;

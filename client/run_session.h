@@ -2,7 +2,9 @@
 // placed on different executors of the worker proceed at the same time.  It
 // loads the worker's rows onto the run's executors (run_start), runs each
 // iteration on them at once and folds their aggregates into one reply
-// (iterate), and returns the output fields (run_end).  The daemon hands it
+// (iterate), and returns the output fields (run_end).  A run on this worker
+// alone may have its iterations driven here (loop), with no round trip to the
+// server between them.  The daemon hands it
 // the run's messages in order with post(); the session replies through
 // `send` and is done after run_end (or abort()).  abort() also kills the
 // processes of the executors the run holds (when executors run in processes
@@ -19,10 +21,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "client/loop_hooks.h"
+#include "client/upload_cache.h"
+#include "common/fan_out.h"
 #include "common/mailbox.h"
 #include "common/status.h"
 #include "exec/executor.h"
@@ -49,6 +55,10 @@ struct SessionContext {
   std::function<void(std::string frame)> send;
   // The program a run_start names, when this worker has built it.
   std::function<std::shared_ptr<const ProgramImage>(const std::string& hash)> find_program;
+  // Uploaded rows kept for later runs; null: none are kept.
+  UploadCache* uploads = nullptr;
+  // The update hook for loops this worker drives; unset: the server drives them.
+  OpenLoopHooks open_hooks;
 };
 
 class RunSession {
@@ -73,15 +83,24 @@ class RunSession {
   Status start(const MessageView& m, const RunStartMsg& h, CompileStats* compile);
   Status iterate(const MessageView& m, const IterateMsg& h, std::string* payload,
                  double* kernel_ms);
+  // One iteration on every executor of the run at once; `aggs` gets the
+  // folded aggregate (built-in reducers) or one per executor or slice.
+  Status iterate_executors(const SectionBuffer& state, int64_t iteration,
+                           std::vector<SectionBuffer>* aggs, double* kernel_ms);
   // The slices of an iteration on every executor, each executor's
   // aggregates in order: on threads, or on executor processes at once.
-  Status run_slices(const IterateMsg& h, const SectionBuffer& state,
+  Status run_slices(int64_t iteration, const SectionBuffer& state,
                     std::vector<std::vector<SectionBuffer>>* per_executor,
                     std::vector<double>* executor_ms);
-  Status run_slices_in_processes(const IterateMsg& h, const SectionBuffer& state,
+  Status run_slices_in_processes(int64_t iteration, const SectionBuffer& state,
                                  std::vector<std::vector<SectionBuffer>>* per_executor,
                                  std::vector<double>* executor_ms);
+  // Drives iterations here until the update hook says done (run_session_loop.cpp).
+  void loop_here(const MessageView& m);
+  Status run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* failed);
+  bool loop_interrupted();
   Status end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload);
+  Status use_upload_cache(const RunStartMsg& h, std::map<size_t, UploadCache::Rows>* cached);
   Status acquire_executors();
   void release();
   void reply(std::string frame);
@@ -95,6 +114,7 @@ class RunSession {
   ParamValues params_;
   std::vector<size_t> executors_;  // indices into the worker's executors, in row order
   std::vector<int64_t> rows_;      // each executor's rows
+  std::vector<int64_t> missing_;   // fields of the run_start whose cached rows are gone
   bool report_progress_ = false;   // run iterations in slices, reporting each
   bool begun_ = false;
   // executors_[0, owned_) are owned by this run; abort() reads them from
@@ -102,7 +122,9 @@ class RunSession {
   std::mutex held_mu_;
   size_t owned_ = 0;  // GUARDED_BY(held_mu_) for writes
 
+  std::unique_ptr<FanOut> fan_;  // the run's executors iterate at once on its threads
   Mailbox<std::string> inbox_;
+  std::optional<std::string> stopped_by_;  // a frame that ended a loop, handled next
   std::atomic<bool> finished_{false};
   std::atomic<bool> aborting_{false};
   std::thread thread_;

@@ -1,5 +1,5 @@
-// The worker's dialling and reconnecting; the WebSocket itself is
-// net/ws_channel.h's.
+// The worker's dialling, TLS handshake and reconnecting; the WebSocket itself
+// is net/ws_channel.h's.
 #include "client/worker_connection.h"
 
 #include <spdlog/spdlog.h>
@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "net/tls_context.h"
 #include "net/ws_channel_open.h"
 
 namespace lizard {
@@ -23,12 +24,15 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
   uint16_t port;
   std::string token;
   int server_timeout_s = 10;
+  TlsClientOptions tls;
+  std::shared_ptr<TlsContext> tls_context;  // made at the first dial
   ConnectionCallbacks cb;
   net::io_context ioc{1};
   tcp::resolver resolver{ioc};
   net::steady_timer timer{ioc};
   std::optional<beast::tcp_stream> dialing;
-  std::shared_ptr<WsChannel> channel;  // while connected
+  std::optional<MaybeTlsStream> securing;  // during the TLS handshake
+  std::shared_ptr<WsChannel> channel;      // while connected
   bool stopping = false;
   bool warned = false;
   std::chrono::milliseconds backoff{200};
@@ -40,25 +44,56 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
         host, std::to_string(port),
         [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
           if (ec) return self->retry("resolve " + self->host + ": " + ec.message());
-          self->dialing.emplace(self->ioc);
+          self->dialing.emplace(net::make_strand(self->ioc));  // the channel's strand
           self->dialing->expires_after(std::chrono::seconds(5));
           self->dialing->async_connect(
               r, [self](beast::error_code ec, const tcp::endpoint&) { self->on_tcp(ec); });
         });
   }
 
+  std::string where() const { return host + ":" + std::to_string(port); }
+
   void on_tcp(beast::error_code ec) {
-    if (ec) return retry("connect to " + host + ":" + std::to_string(port) + ": " + ec.message());
+    if (ec) return retry("connect to " + where() + ": " + ec.message());
     tcp::socket socket = dialing->release_socket();
     dialing.reset();
     socket.set_option(tcp::no_delay(true), ec);
+    if (!tls.enabled) return upgrade(MaybeTlsStream(std::move(socket)));
+    if (!tls_context) {
+      auto made = make_client_tls_context(tls.ca_file);
+      if (!made.ok()) return retry(made.status().message());
+      tls_context = *made;
+    }
+    securing.emplace(std::move(socket), *tls_context);
+    if (Status st = expect_server_name(&securing->tls(), host); !st.ok()) {
+      securing.reset();
+      return retry(st.message());
+    }
+    securing->expires_after(std::chrono::seconds(10));
+    securing->tls().async_handshake(
+        net::ssl::stream_base::client, [self = shared_from_this()](beast::error_code ec) {
+          if (!self->securing) return;  // stopped meanwhile
+          if (ec) {
+            const std::string why =
+                client_handshake_failure(self->securing->tls(), ec, self->where());
+            self->securing.reset();
+            return self->retry(why);
+          }
+          MaybeTlsStream stream = std::move(*self->securing);
+          self->securing.reset();
+          self->upgrade(std::move(stream));
+        });
+  }
+
+  // The WebSocket handshake on the connected (and, with TLS, secured) stream.
+  void upgrade(MaybeTlsStream stream) {
     std::map<std::string, std::string> headers;
     if (!token.empty()) headers["Authorization"] = "Bearer " + token;
     WsChannelOptions opts;
     opts.idle_timeout_s = server_timeout_s;  // notices a server that went silent
     auto self = shared_from_this();
     handshake_ws_channel(
-        std::move(socket), host + ":" + std::to_string(port), "/workers", headers, opts,
+        std::move(stream), where(), "/workers", headers, opts,
         [self](const std::shared_ptr<WsChannel>& ch) { return self->on_open(ch); },
         [self](const WsOpenFailure& f) {
           self->retry(f.declined ? "the server refused this worker (a wrong or missing --token?)"
@@ -75,7 +110,7 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
     channel = ch;
     warned = false;
     backoff = std::chrono::milliseconds(200);
-    spdlog::info("connected to server {}:{}", host, port);
+    spdlog::info("connected to server {}{}", where(), tls.enabled ? " (TLS)" : "");
     if (cb.on_connected) cb.on_connected();
     return {[self](std::string frame) {
               if (self->cb.on_frame) self->cb.on_frame(std::move(frame));
@@ -108,8 +143,10 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
 };
 
 WorkerConnection::WorkerConnection(std::string host, uint16_t port, std::string token,
-                                   ConnectionCallbacks cb, int server_timeout_s)
+                                   ConnectionCallbacks cb, int server_timeout_s,
+                                   TlsClientOptions tls)
     : impl_(std::make_shared<Impl>()) {
+  impl_->tls = std::move(tls);
   impl_->token = std::move(token);
   impl_->host = std::move(host);
   impl_->port = port;
@@ -133,6 +170,7 @@ void WorkerConnection::stop() {
     impl->timer.cancel();
     impl->resolver.cancel();
     if (impl->dialing) impl->dialing->close();
+    if (impl->securing) impl->securing->next_layer().close();
     if (impl->channel) impl->channel->abort();
   });
   impl_->ioc.stop();

@@ -1,10 +1,11 @@
 // WorkerConnection: the worker daemon's WebSocket to the server's /workers
-// endpoint (a WsChannel, net/ws_channel.h).  Dials out, reconnects with
+// endpoint (a WsChannel, net/ws_channel.h), over TLS (wss://, the server's
+// certificate verified) when `tls.enabled`.  Dials out, reconnects with
 // exponential backoff (0.2 s up to 5 s) whenever the server is down, goes
 // away or stays silent for `server_timeout_s`, and delivers frames to
 // callbacks.  Runs its own io thread; send() may be called from any thread.
 //
-//   WorkerConnection c(host, port, token, {on_up, on_frame, on_down});
+//   WorkerConnection c(host, port, token, {on_up, on_frame, on_down}, 10, {true, "ca.pem"});
 //   c.start();  c.send(frame);  ...  c.stop();
 #pragma once
 
@@ -12,6 +13,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "net/tls_options.h"
 
 namespace lizard {
 
@@ -25,7 +28,7 @@ class WorkerConnection {
  public:
   // `token`, when not empty, is presented to the server as a bearer token.
   WorkerConnection(std::string host, uint16_t port, std::string token, ConnectionCallbacks cb,
-                   int server_timeout_s = 10);
+                   int server_timeout_s = 10, TlsClientOptions tls = {});
   ~WorkerConnection();
   void start();
   void stop();

@@ -1,4 +1,5 @@
 #include "client/worker_daemon.h"
+#include "client/worker_hooks.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -50,6 +51,8 @@ std::string hostname() {
 struct WorkerDaemon::Impl {
   WorkerOptions opts;
   std::vector<std::unique_ptr<ExecutorHandle>> executors;
+  std::unique_ptr<UploadCache> uploads;
+  std::unique_ptr<WorkerHooks> hooks;  // before `sessions`: their loops hold its processes
   std::string backend_note;
   std::mutex programs_mu;
   std::map<std::string, std::shared_ptr<const ProgramImage>> programs;  // GUARDED_BY(programs_mu)
@@ -130,6 +133,7 @@ void WorkerDaemon::Impl::handle(std::string frame) {
     case MessageType::kRunStart:
       return to_session(run_id, std::move(frame), /*starts=*/true);
     case MessageType::kIterate:
+    case MessageType::kLoop:
     case MessageType::kRunEnd:
       return to_session(run_id, std::move(frame), /*starts=*/false);
     case MessageType::kRunAbort:  // cancelled, or past its time limit: stop its kernels now
@@ -150,11 +154,16 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     if (it != sessions.end()) sessions.erase(it);  // a repeated start replaces the run
     SessionContext ctx;
     ctx.executors = &executors;
+    ctx.uploads = uploads.get();
     ctx.send = [this](std::string f) { conn->send(std::move(f)); };
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
       std::lock_guard<std::mutex> l(programs_mu);
       auto p = programs.find(hash);
       return p == programs.end() ? nullptr : p->second;
+    };
+    ctx.open_hooks = [this](const ProgramImage& program, const ParamValues& params,
+                            std::function<Status()> interrupted) {
+      return hooks->open(program, params, std::move(interrupted));
     };
     auto uploaded = std::move(chunks[run_id]);
     chunks.erase(run_id);
@@ -264,6 +273,9 @@ void WorkerDaemon::Impl::on_program(const MessageView& m) {
       std::lock_guard<std::mutex> l(executors[i]->mu);
       return executor(i).build(*image);
     }));
+    // Its host hooks too, for the loops this worker drives; without them
+    // the server drives this program's runs.
+    if (st.ok()) hooks->build(*image);
     if (st.ok()) {
       std::lock_guard<std::mutex> l(programs_mu);
       programs[hash] = image;
@@ -278,6 +290,12 @@ void WorkerDaemon::Impl::on_program(const MessageView& m) {
 
 WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
   impl_->opts = std::move(opts);
+  impl_->uploads = std::make_unique<UploadCache>(impl_->opts.upload_cache_mb << 20);
+  HookProcessOptions hook_options;
+  hook_options.call_timeout_ms = impl_->opts.hook_timeout_s * 1000;
+  hook_options.timeout_setting = "--hook-timeout-s";
+  impl_->hooks = std::make_unique<WorkerHooks>(impl_->opts.backend.cache_dir + "/hooks",
+                                               std::move(hook_options));
 }
 WorkerDaemon::~WorkerDaemon() = default;
 
@@ -321,7 +339,7 @@ bool WorkerDaemon::run() {
             d->inbox.push({Impl::InboxItem::kLost, {}});
           },
       },
-      d->opts.server_timeout_s);
+      d->opts.server_timeout_s, d->opts.tls);
   d->conn->start();
   constexpr auto kRefreshPeriod = std::chrono::seconds(3);
   auto next_refresh = SteadyClock::now() + kRefreshPeriod;

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "exec/executor_factory.h"
+#include "net/tls_options.h"
 
 namespace lizard {
 
@@ -22,9 +23,12 @@ struct WorkerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 5000;
   BackendOptions backend;
-  double weight = 0;          // > 0: report this capability weight for every executor
-  std::string token;          // presented to the server when it requires one
-  int server_timeout_s = 10;  // a server silent this long (not even a ping) counts as gone
+  double weight = 0;                // > 0: report this capability weight for every executor
+  std::string token;                // presented to the server when it requires one
+  int server_timeout_s = 10;        // a server silent this long (not even a ping) counts as gone
+  uint64_t upload_cache_mb = 2048;  // uploaded rows kept for later runs (0: none)
+  int hook_timeout_s = 60;          // longest host hook call in a loop this worker drives
+  TlsClientOptions tls;             // wss://: TLS to the server, its certificate verified
   // Each executor in a process of its own (exec/process/), so that a kernel
   // that crashes or never ends costs that process, not the worker.
   bool executor_processes = true;

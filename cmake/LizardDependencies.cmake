@@ -9,6 +9,9 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
+# OpenSSL (libssl-dev): SHA-256 for checksums from libcrypto, and TLS for the
+# server's port and its clients from libssl (through Boost.Asio's ssl).
+find_package(OpenSSL 1.1.1 REQUIRED)
 
 if(TARGET yaml-cpp::yaml-cpp)
   set(LIZARD_YAML_TARGET yaml-cpp::yaml-cpp)
@@ -19,11 +22,12 @@ endif()
 add_library(lizard_deps_core INTERFACE)
 target_link_libraries(lizard_deps_core INTERFACE
   nlohmann_json::nlohmann_json ${LIZARD_YAML_TARGET} spdlog::spdlog Boost::headers
-  Threads::Threads ${CMAKE_DL_LIBS})
+  OpenSSL::Crypto Threads::Threads ${CMAKE_DL_LIBS})
 add_library(lizard::deps_core ALIAS lizard_deps_core)
 
 add_library(lizard_deps_net INTERFACE)
-target_link_libraries(lizard_deps_net INTERFACE Boost::headers CLI11::CLI11 Threads::Threads)
+target_link_libraries(lizard_deps_net INTERFACE Boost::headers CLI11::CLI11 OpenSSL::SSL
+                      OpenSSL::Crypto Threads::Threads)
 target_compile_definitions(lizard_deps_net INTERFACE BOOST_ASIO_NO_DEPRECATED)
 # From Boost 1.81 Beast's string_view converts to and from std::string_view by
 # itself, and the macro that made it std::string_view only prints a notice.

@@ -28,6 +28,18 @@ namespace lizard {
 
 using nlohmann::json;
 
+namespace {
+
+// What bounds a program's host hooks, in its check and in its runs.
+HookProcessOptions hook_options(const CoordinatorOptions& opts) {
+  HookProcessOptions h;
+  h.call_timeout_ms = opts.hook_timeout_s * 1000;
+  h.timeout_setting = "--hook-timeout-s";
+  return h;
+}
+
+}  // namespace
+
 struct Coordinator::Impl : RouteActions {
   CoordinatorOptions opts;
   HostCompiler compiler;
@@ -52,7 +64,7 @@ struct Coordinator::Impl : RouteActions {
   explicit Impl(CoordinatorOptions o)
       : opts(std::move(o)),
         compiler((std::filesystem::path(opts.state_dir) / "hooks").string()),
-        programs(opts.state_dir, &compiler),
+        programs(opts.state_dir, &compiler, hook_options(opts)),
         runs(opts.state_dir),
         datasets(opts.state_dir),
         scheduler({opts.max_bypass}),
@@ -209,6 +221,7 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
       return;
     case MessageType::kRunReady:
     case MessageType::kIterationResult:
+    case MessageType::kLoopStep:
     case MessageType::kRunOutputs: {
       const auto id = m->header.find("run_id");
       if (id == m->header.end() || !id->is_string()) return;
@@ -303,6 +316,8 @@ void Coordinator::Impl::start_driver(const std::shared_ptr<RunRecord>& run) {
   ctx.workers = &workers;
   ctx.worker_wait_s = opts.worker_wait_s;
   ctx.run_timeout_s = opts.run_timeout_s;
+  ctx.worker_loop = opts.worker_loop;
+  ctx.hooks = hook_options(opts);
   ctx.metrics = &metrics;
   ctx.stopping = [this] { return stopping.load(); };
   ctx.wake_scheduler = [this] { wake_scheduler(); };

@@ -31,9 +31,11 @@ struct CoordinatorOptions {
   int program_build_timeout_s = 300;  // how long POST /programs waits for workers
   int worker_wait_s = 60;             // how long a run waits for a worker with its program
   double run_timeout_s = 0;           // a run's time limit when its request sets none (0: none)
+  int hook_timeout_s = 60;            // longest a host hook call (or loading host.cpp) may take
   std::string token;                  // required of workers and of POST/DELETE requests, when set
-  std::string read_token;  // required of GET requests too, when set (the token also works)
-  int max_bypass = 16;     // later runs that may start ahead of a waiting one
+  std::string read_token;   // required of GET requests too, when set (the token also works)
+  int max_bypass = 16;      // later runs that may start ahead of a waiting one
+  bool worker_loop = true;  // a run on one worker: that worker drives its iterations
 };
 
 class Coordinator : public ServerHandler {

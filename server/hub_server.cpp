@@ -1,5 +1,5 @@
 // The only server translation unit that includes Boost.Beast; worker
-// WebSockets are net/ws_channel.h's.
+// WebSockets are net/ws_channel.h's, TLS streams net/maybe_tls_stream.h's.
 #include "server/hub_server.h"
 
 #include <spdlog/spdlog.h>
@@ -11,6 +11,8 @@
 #include <thread>
 #include <variant>
 
+#include "net/maybe_tls_stream.h"
+#include "net/tls_context.h"
 #include "net/ws_channel_open.h"
 
 namespace lizard {
@@ -53,7 +55,7 @@ class ChannelLink : public WorkerLink {
 
 // Hands a worker's upgraded connection to the handler: a link once the
 // handshake is done, then its frames and its end.
-void open_worker_channel(tcp::socket socket, http::request<http::string_body> upgrade,
+void open_worker_channel(MaybeTlsStream stream, http::request<http::string_body> upgrade,
                          ServerHandler* handler, int heartbeat_s) {
   WsChannelOptions opts;
   opts.idle_timeout_s = heartbeat_s;
@@ -64,19 +66,20 @@ void open_worker_channel(tcp::socket socket, http::request<http::string_body> up
         [handler, id](const std::string&) { handler->on_worker_close(id); }};
   };
   beast::error_code ec;
-  const auto ep = socket.remote_endpoint(ec);
+  const auto ep = stream.socket().remote_endpoint(ec);
   const std::string peer = ec ? "?" : ep.address().to_string();
-  accept_ws_channel(std::move(socket), std::move(upgrade), opts, on_open,
+  accept_ws_channel(std::move(stream), std::move(upgrade), opts, on_open,
                     [peer](const WsOpenFailure& f) {
                       spdlog::warn("worker handshake from {} failed: {}", peer, f.message);
                     });
 }
 
 // One HTTP connection: read a request, hand it over, write the answer, repeat.
+// Over TLS, the handshake comes first.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket&& socket, ServerHandler* handler, const HubServerOptions& opts)
-      : stream_(std::move(socket)),
+  HttpSession(MaybeTlsStream&& stream, ServerHandler* handler, const HubServerOptions& opts)
+      : stream_(std::move(stream)),
         handler_(handler),
         max_body_(opts.max_body),
         heartbeat_s_(opts.heartbeat_timeout_s),
@@ -85,10 +88,39 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void run() {
     net::dispatch(stream_.get_executor(),
-                  beast::bind_front_handler(&HttpSession::do_read, shared_from_this()));
+                  beast::bind_front_handler(&HttpSession::do_handshake, shared_from_this()));
   }
 
  private:
+  // TLS: the handshake must be done within the read timeout.  A plain HTTP
+  // request sent to the TLS port is answered in plain HTTP, saying so.
+  void do_handshake() {
+    if (!stream_.is_tls()) return do_read();
+    stream_.expires_after(std::chrono::seconds(read_timeout_));
+    stream_.tls().async_handshake(
+        net::ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
+          if (!ec) return self->do_read();
+          beast::error_code ignored;
+          const auto ep = self->stream_.socket().remote_endpoint(ignored);
+          spdlog::info("TLS handshake from {} failed: {}", ignored ? "?" : ep.address().to_string(),
+                       ec.message());
+          if (is_plain_http_on_tls_port(ec)) self->answer_plain_http_on_tls_port();
+        });
+  }
+
+  void answer_plain_http_on_tls_port() {
+    static const std::string body =
+        R"x({"error": "this server serves TLS: use https:// (or --tls)"})x";
+    auto answer = std::make_shared<std::string>(
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    net::async_write(stream_.socket(), net::buffer(*answer),
+                     [self = shared_from_this(), answer](beast::error_code, std::size_t) {
+                       beast::error_code ec;
+                       self->stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+                     });
+  }
+
   // A request must arrive whole within the read timeout; a slow or stalled
   // one is answered 408 and closed, and never holds up other connections.
   void do_read() {
@@ -232,8 +264,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
                            R"x({"error": "this server needs a worker token (--token)"})x"});
         }
         stream_.expires_never();
-        return open_worker_channel(stream_.release_socket(), std::move(req), handler_,
-                                   heartbeat_s_);
+        return open_worker_channel(std::move(stream_), std::move(req), handler_, heartbeat_s_);
       }
       return send_error(404);
     }
@@ -269,11 +300,18 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void do_close() {
+    if (stream_.is_tls()) {  // close_notify, then the TCP shutdown
+      stream_.expires_after(std::chrono::seconds(5));
+      return stream_.tls().async_shutdown([self = shared_from_this()](beast::error_code) {
+        beast::error_code ec;
+        self->stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+      });
+    }
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 
-  beast::tcp_stream stream_;
+  MaybeTlsStream stream_;
   ServerHandler* handler_;
   uint64_t max_body_;
   int heartbeat_s_;
@@ -293,6 +331,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 struct HubServer::Impl {
   ServerHandler* handler;
   HubServerOptions opts;
+  std::shared_ptr<TlsContext> tls;  // when serving TLS
   net::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
   std::thread thread;
@@ -307,7 +346,9 @@ struct HubServer::Impl {
         return;
       }
       socket.set_option(tcp::no_delay(true), ec);
-      std::make_shared<HttpSession>(std::move(socket), handler, opts)->run();
+      auto stream =
+          tls ? MaybeTlsStream(std::move(socket), *tls) : MaybeTlsStream(std::move(socket));
+      std::make_shared<HttpSession>(std::move(stream), handler, opts)->run();
       do_accept();
     });
   }
@@ -323,6 +364,11 @@ HubServer::~HubServer() {
 }
 
 Status HubServer::start() {
+  if (!impl_->opts.tls_cert_file.empty() || !impl_->opts.tls_key_file.empty()) {
+    auto tls = make_server_tls_context(impl_->opts.tls_cert_file, impl_->opts.tls_key_file);
+    if (!tls.ok()) return tls.status();
+    impl_->tls = *tls;
+  }
   beast::error_code ec;
   auto addr = net::ip::make_address(impl_->opts.host, ec);
   if (ec) return invalid_argument("bad --host '" + impl_->opts.host + "': " + ec.message());

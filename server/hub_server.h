@@ -1,11 +1,12 @@
 // HubServer: the server's one listening port.  Serves HTTP/1.1 (keep-alive)
 // to users and upgrades GET /workers to a WebSocket for worker daemons; hands
-// both to a ServerHandler.  Runs its io_context on its own thread, and every
+// both to a ServerHandler.  With a certificate and key, both go over TLS
+// (https://, wss://) on the same port.  Runs its io_context on its own thread, and every
 // connection's state is touched there only (strands, no locks); worker
 // WebSockets are WsChannels (net/ws_channel.h).
 //
 //   HubServer s(handler, {"0.0.0.0", 5000});
-//   Status st = s.start();   // binds; fails if the port is taken
+//   Status st = s.start();   // binds; fails if the port is taken or the TLS files are unusable
 //   ...; s.stop();
 #pragma once
 
@@ -24,6 +25,8 @@ struct HubServerOptions {
   uint64_t max_body = uint64_t{1} << 30;  // bytes per HTTP request body
   int heartbeat_timeout_s = 10;           // a worker silent this long is dropped
   int read_timeout_s = 30;                // a request must arrive whole within this
+  std::string tls_cert_file;              // PEM chain and key: serve TLS (both or neither)
+  std::string tls_key_file;
 };
 
 class HubServer {

@@ -12,8 +12,11 @@ namespace lizard {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-ProgramRegistry::ProgramRegistry(std::string state_dir, const HostCompiler* compiler)
-    : state_dir_(std::move(state_dir)), compiler_(compiler) {}
+ProgramRegistry::ProgramRegistry(std::string state_dir, const HostCompiler* compiler,
+                                 HookProcessOptions hook_options)
+    : state_dir_(std::move(state_dir)),
+      compiler_(compiler),
+      hook_options_(std::move(hook_options)) {}
 
 std::string ProgramRegistry::dir() const {
   return (fs::path(state_dir_) / "programs").string();
@@ -26,7 +29,7 @@ Result<std::shared_ptr<ProgramEntry>> ProgramRegistry::prepare(const json& bundl
   entry->bundle = std::move(b);
   entry->image = std::move(image);
   entry->registered_at = now_iso();
-  LIZARD_ASSIGN_OR_RETURN(entry->hooks, HostHooks::build(entry->image, *compiler_));
+  LIZARD_ASSIGN_OR_RETURN(entry->hooks, HostHooks::build(entry->image, *compiler_, hook_options_));
   return entry;
 }
 

@@ -1,9 +1,9 @@
 // ProgramRegistry: the programs registered with the server, by checksum.  It
-// owns each program's bundle, its generated image and its host hooks, keeps
-// the bundles in <state-dir>/programs/ so that they survive a restart, and
-// builds a program the same way whether it arrives with POST /programs or is
-// read back at start.  Pushing programs to workers and waiting for their
-// builds is the coordinator's (it knows the workers).
+// owns each program's bundle, its generated image and its host hooks (checked
+// in a hook process, never loaded here), keeps the bundles in
+// <state-dir>/programs/ so that they survive a restart, and builds a program
+// the same way whether it arrives with POST /programs or is read back at start.  Pushing programs
+// to workers and waiting for their builds is the coordinator's (it knows the workers).
 //
 // Thread-safe: `mu_` guards the map; entries are immutable once added.
 //
@@ -26,7 +26,7 @@
 #include "exec/executor.h"
 #include "exec/host_compiler.h"
 #include "program/bundle.h"
-#include "server/host_hooks.h"
+#include "hooks/host_hooks.h"
 
 namespace lizard {
 
@@ -39,7 +39,9 @@ struct ProgramEntry {
 
 class ProgramRegistry {
  public:
-  ProgramRegistry(std::string state_dir, const HostCompiler* compiler);
+  // `hook_options` bound the check of a program's host.cpp in a hook process.
+  ProgramRegistry(std::string state_dir, const HostCompiler* compiler,
+                  HookProcessOptions hook_options = {});
 
   // Checks a bundle, generates its image and builds its host hooks, without
   // registering it.  Errors are the user's (400, 422).
@@ -61,6 +63,7 @@ class ProgramRegistry {
 
   const std::string state_dir_;
   const HostCompiler* compiler_;
+  const HookProcessOptions hook_options_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const ProgramEntry>> programs_;  // GUARDED_BY(mu_)
 };

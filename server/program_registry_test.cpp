@@ -94,6 +94,43 @@ extern "C" int update_global_state(const global_params_t*, const agg_res_t*,
   EXPECT_FALSE((*p)->hooks->has_init());
 }
 
+// host.cpp is loaded in a hook process, never in the server: a static
+// initialiser that aborts fails the registration and nothing else.
+TEST_F(ProgramRegistryTest, AHostCppWhoseStaticInitialiserAbortsIsRefused) {
+  ProgramRegistry reg(dir_.path(), &compiler_);
+  auto p = reg.prepare(bundle("crash", R"(
+#include <stdlib.h>
+#include "lizard_program.h"
+static int crash = (abort(), 0);
+extern "C" int update_global_state(const global_params_t*, const agg_res_t*,
+                                   global_state_t*, int64_t) { return 1; }
+)"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), Code::kCompileError);
+  EXPECT_EQ(p.status().message(),
+            "host.cpp does not load on the server: loading host.cpp (its static initialisers) "
+            "ended the hook process: killed by signal 6 (SIGABRT, abort())");
+  auto fine = reg.prepare(bundle("fine"));
+  EXPECT_TRUE(fine.ok()) << fine.status().message();
+}
+
+TEST_F(ProgramRegistryTest, AStaticInitialiserThatNeverEndsIsBoundedByTheHookTimeLimit) {
+  HookProcessOptions opts;
+  opts.call_timeout_ms = 300;
+  ProgramRegistry reg(dir_.path(), &compiler_, opts);
+  auto p = reg.prepare(bundle("spin", R"(
+#include "lizard_program.h"
+static int spin() { for (volatile long i = 0;; i = i + 1) {} return 0; }
+static int forever = spin();
+extern "C" int update_global_state(const global_params_t*, const agg_res_t*,
+                                   global_state_t*, int64_t) { return 1; }
+)"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(),
+            "host.cpp does not load on the server: loading host.cpp (its static initialisers) "
+            "did not finish within 300 ms; the hook process was killed");
+}
+
 TEST_F(ProgramRegistryTest, RemovedProgramsAreForgottenOnDiskToo) {
   ProgramRegistry reg(dir_.path(), &compiler_);
   auto [entry, _] = reg.add(reg.prepare(bundle("one")).value());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <future>
 
 #include "common/clock.h"
@@ -34,11 +35,6 @@ json section_to_json(const SectionBuffer& s, const Manifest& m, const ParamValue
 }
 
 }  // namespace
-
-// The run's state and aggregate sections, kept across attempts.
-struct RunDriver::Sections {
-  SectionBuffer state, agg, partial, initial_state;
-};
 
 RunDriver::RunDriver(std::shared_ptr<RunRecord> run, DriverContext ctx)
     : run_(std::move(run)), ctx_(std::move(ctx)) {}
@@ -88,12 +84,17 @@ Status RunDriver::drive() {
   const RunRequest& req = run_->request;
   Sections s;
   LIZARD_ASSIGN_OR_RETURN(s.state, make_section(m.state, m, req.params));
+  LIZARD_ASSIGN_OR_RETURN(s.agg, make_section(m.aggregate, m, req.params));
+  LIZARD_ASSIGN_OR_RETURN(s.partial, make_section(m.aggregate, m, req.params));
+  // A cancel or shutdown ends a hook that is running.
+  HookProcessOptions hook_options = ctx_.hooks;
+  hook_options.interrupted = [this] { return interrupted(); };
+  LIZARD_ASSIGN_OR_RETURN(
+      s.hooks, prog.hooks->start(m, req.params, s.state, s.agg, std::move(hook_options)));
   if (req.state)
     s.state.bytes = req.state->bytes;
   else
-    prog.hooks->init_state(m, req.params, &s.state);
-  LIZARD_ASSIGN_OR_RETURN(s.agg, make_section(m.aggregate, m, req.params));
-  LIZARD_ASSIGN_OR_RETURN(s.partial, make_section(m.aggregate, m, req.params));
+    LIZARD_RETURN_IF_ERROR(s.hooks->init_state(&s.state).status());
   s.initial_state = s.state;
   return run_attempts(&s);
 }
@@ -123,7 +124,18 @@ Status RunDriver::run_attempts(Sections* s) {
     }
     bool done = false;
     const auto t_iter = SteadyClock::now();
+    bool loop_there = st.ok() && can_loop_on_worker(participants);
+    if (st.ok())
+      ctx_.book->update(run_, [&](RunRecord& r) { r.phases["worker_loop"] = loop_there; });
     while (st.ok() && it < req.max_iterations && !done) {
+      if (loop_there) {
+        bool unsupported = false;
+        st = loop_on_worker(wire_id, participants[0], &it, s, &done, &unsupported);
+        loop_there = !unsupported;
+        if (unsupported)
+          ctx_.book->update(run_, [&](RunRecord& r) { r.phases["worker_loop"] = false; });
+        continue;
+      }
       st = iterate(wire_id, participants, it, s, &done);
       if (st.ok()) ++it;
     }
@@ -185,7 +197,8 @@ Status RunDriver::wait_for_placement() {
 
 Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wire_id,
                                                           MessageType type,
-                                                          const std::vector<std::string>& from) {
+                                                          const std::vector<std::string>& from,
+                                                          bool keep_failures) {
   std::map<std::string, Message> got;
   while (got.size() < from.size()) {
     LIZARD_RETURN_IF_ERROR(interrupted());
@@ -198,7 +211,7 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
     }
     if (ev->kind != DriverEvent::Kind::kMessage || ev->msg.type != type) continue;
     if (ev->msg.header.value("run_id", "") != wire_id) continue;  // an earlier attempt's
-    if (ev->msg.header.contains("ok") && ev->msg.header["ok"] == false) {
+    if (!keep_failures && ev->msg.header.contains("ok") && ev->msg.header["ok"] == false) {
       std::string error = "failed";
       if (ev->msg.header.contains("error") && ev->msg.header["error"].is_string())
         error = ev->msg.header["error"].get<std::string>();
@@ -209,161 +222,10 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
   return got;
 }
 
-// Turns each executor's free memory (max_rows holds bytes on entry) into the
-// rows it can hold; fails before any work when they cannot hold them all.
-Status RunDriver::limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const {
-  const Manifest& m = run_->program->image.manifest;
-  const ParamValues& p = run_->request.params;
-  int64_t row_bytes = 0;
-  for (const auto& f : m.dataset) {
-    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, m, p));
-    row_bytes += width * static_cast<int64_t>(dtype_size(f.type));
-  }
-  LIZARD_ASSIGN_OR_RETURN(SectionBuffer st, make_section(m.state, m, p));
-  LIZARD_ASSIGN_OR_RETURN(SectionBuffer ag, make_section(m.aggregate, m, p));
-  const int64_t fixed =
-      static_cast<int64_t>(st.bytes.size() + 2 * ag.bytes.size()) + (int64_t{64} << 20);
-  int64_t room = 0;
-  for (auto& s : *slots) {
-    const int64_t free_bytes = s.max_rows;
-    s.max_rows = free_bytes <= 0 || row_bytes == 0
-                     ? -1
-                     : std::max<int64_t>(0, free_bytes - fixed) / row_bytes;
-    room += std::max<int64_t>(0, free_bytes - fixed);
-  }
-  const int64_t rows = run_->request.rows;
-  if (fits(rows, *slots)) return Status::Ok();
-  return too_large("the dataset does not fit: " + std::to_string(rows) + " rows x " +
-                   std::to_string(row_bytes) + " bytes = " + std::to_string(rows * row_bytes) +
-                   " bytes, but the " + std::to_string(slots->size()) + " executor(s) have " +
-                   std::to_string(room) + " bytes free between them");
-}
-
-// Plans the rows over the run's executors and loads every worker, each on a
-// thread of its own so that uploaded rows stream to all of them at once.
-Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& wire_id) {
-  const auto t0 = SteadyClock::now();
-  const std::vector<ExecutorRef> held =
-      ctx_.book->update(run_, [](RunRecord& r) { return r.executors; });
-  std::vector<ExecutorSlot> slots = ctx_.workers->slots(held);
-  if (slots.size() < held.size()) {  // a worker left before the plan
-    for (const auto& e : held)
-      if (!ctx_.workers->link(e.worker_id)) {
-        drop_executors_of(e.worker_id);
-        return worker_lost("lost worker " + e.worker_id);
-      }
-  }
-  LIZARD_RETURN_IF_ERROR(limit_rows_to_memory(&slots));
-  PartitionPlan plan = plan_partition(run_->request.rows, slots);
-  ctx_.book->update(run_, [&](RunRecord& r) {
-    r.plan = plan;
-    r.phases["planning_ms"] = ms_since(t0);
-  });
-  std::map<std::string, std::vector<const PlanEntry*>> by_worker;
-  for (const auto& e : plan.entries)
-    if (e.rows > 0) by_worker[e.worker_id].push_back(&e);
-  const auto t_load = SteadyClock::now();
-  std::vector<std::string> participants;
-  std::vector<std::future<Status>> loads;
-  for (const auto& [id, entries] : by_worker) {
-    participants.push_back(id);
-    loads.push_back(std::async(std::launch::async, [this, &wire_id, id = id, entries = entries] {
-      return start_worker(wire_id, id, entries);
-    }));
-  }
-  Status loaded = Status::Ok();
-  for (auto& f : loads) {
-    Status st = f.get();
-    if (loaded.ok() && !st.ok()) loaded = st;
-  }
-  if (!loaded.ok()) {
-    end_on_workers(wire_id, participants, false);
-    return loaded;
-  }
-  auto ready = collect(wire_id, MessageType::kRunReady, participants);
-  if (!ready.ok()) {
-    end_on_workers(wire_id, participants, false);
-    return ready.status().with_context("loading the dataset");
-  }
-  double compile_ms = 0;
-  bool cache_hit = true;
-  for (const auto& [_, msg] : ready.value()) {
-    auto r = RunReadyMsg::parse(msg.header);
-    if (!r.ok()) continue;
-    compile_ms = std::max(compile_ms, r->compile_ms);
-    cache_hit = cache_hit && r->compile_cache_hit;
-    if (ctx_.metrics) ctx_.metrics->count_run_ready(r->compile_cache_hit, r->compile_ms);
-  }
-  ctx_.book->update(run_, [&](RunRecord& r) {
-    r.phases["loading_ms"] = ms_since(t_load);
-    r.phases["compile_ms"] = compile_ms;
-    r.phases["compile_cache_hit"] = cache_hit;
-  });
-  return participants;
-}
-
-// Sends one worker its rows (uploaded ones as chunks, others as sources it
-// reads or generates) and then its run_start.
-Status RunDriver::start_worker(const std::string& wire_id, const std::string& worker_id,
-                               const std::vector<const PlanEntry*>& entries) {
-  const Manifest& m = run_->program->image.manifest;
-  const RunRequest& req = run_->request;
-  RunStartMsg start;
-  start.run_id = wire_id;
-  start.hash = run_->hash;
-  start.params = run_->params_json;
-  start.seed = req.seed;
-  // A map-style run (one iteration) runs in slices that report progress.
-  start.progress = req.max_iterations == 1 || !run_->program->hooks->has_update();
-  for (const auto* e : entries) start.parts.push_back({e->executor, e->first_row, e->rows});
-  start.first_row = entries.front()->first_row;
-  for (const auto* e : entries) start.rows += e->rows;
-  std::shared_ptr<WorkerLink> link = ctx_.workers->link(worker_id);
-  if (!link) return worker_lost("lost worker " + worker_id);
-  std::string payload;
-  for (size_t k = 0; k < m.dataset.size(); ++k) {
-    const DatasetSource& s = req.dataset[k];
-    FieldSource f;
-    f.name = m.dataset[k].name;
-    switch (s.kind) {
-      case DatasetSource::Kind::kInline: {
-        const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(m.dataset[k].type);
-        f.source = "inline";
-        f.offset = payload.size();
-        f.bytes = row_bytes * static_cast<size_t>(start.rows);
-        payload.append(reinterpret_cast<const char*>(s.values.data()) +
-                           row_bytes * static_cast<size_t>(start.first_row),
-                       f.bytes);
-        break;
-      }
-      case DatasetSource::Kind::kPath:
-        f.source = "path";
-        f.path = s.path;
-        f.format = file_format_name(s.format);
-        break;
-      case DatasetSource::Kind::kGenerate:
-        f.source = "generate";
-        f.kernel = s.generator;
-        break;
-      case DatasetSource::Kind::kUpload:
-        f.source = "chunks";  // sent just before run_start
-        LIZARD_RETURN_IF_ERROR(stream_upload_rows(*link, wire_id, k, s, m.dataset[k].type,
-                                                  start.first_row, start.rows));
-        break;
-      case DatasetSource::Kind::kNone:
-        break;
-    }
-    start.fields.push_back(std::move(f));
-  }
-  link->send(encode(start.to_message(std::move(payload))));
-  return Status::Ok();
-}
-
 Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::string>& participants,
                           int64_t it, Sections* s, bool* done) {
   const ProgramEntry& prog = *run_->program;
   const Manifest& m = prog.image.manifest;
-  const RunRequest& req = run_->request;
   const auto t0 = SteadyClock::now();
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.progress_iteration = it;
@@ -395,20 +257,28 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     for (size_t off = 0; off < msg.payload.size(); off += n) {
       std::memcpy(s->partial.bytes.data(), msg.payload.data() + off, n);
       fold_into(&s->agg, s->partial);
-      if (m.has_custom_reducer()) prog.hooks->aggregate(m, req.params, &s->agg, &s->partial);
+      if (m.has_custom_reducer())
+        LIZARD_RETURN_IF_ERROR(s->hooks->aggregate(&s->agg, s->partial, it));
     }
   }
-  *done = prog.hooks->update_state(m, req.params, &s->agg, &s->state, it);
-  IterationTiming timing{it, ms_since(t0), kernel_ms, ms_since(t_fold),
-                         section_to_json(s->state, m, req.params, /*scalars_only=*/true)};
+  LIZARD_ASSIGN_OR_RETURN(*done, s->hooks->update_state(s->agg, &s->state, it));
+  record_iteration({it, ms_since(t0), kernel_ms, ms_since(t_fold), state_scalars(*s)});
+  return Status::Ok();
+}
+
+nlohmann::json RunDriver::state_scalars(const Sections& s) const {
+  return section_to_json(s.state, run_->program->image.manifest, run_->request.params,
+                         /*scalars_only=*/true);
+}
+
+void RunDriver::record_iteration(IterationTiming timing) {
   if (ctx_.metrics) ctx_.metrics->observe_iteration(timing.ms, timing.kernel_ms, timing.fold_ms);
   ctx_.book->update(run_, [&](RunRecord& r) {
-    r.iterations = it + 1;
+    r.iterations = timing.iteration + 1;
     if (r.plan)
       for (const auto& e : r.plan->entries) r.rows_done[{e.worker_id, e.executor}] = e.rows;
     r.timings.push_back(std::move(timing));
   });
-  return Status::Ok();
 }
 
 void RunDriver::end_on_workers(const std::string& wire_id,

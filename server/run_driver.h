@@ -2,7 +2,8 @@
 // thread of its own, so that many runs proceed at once.  It plans the run's
 // rows over its executors, loads them (uploaded rows as paced chunks), runs
 // the iterations — state out, aggregates back, folded with the program's
-// reducers and hooks — and gathers the output fields.  When a worker it uses
+// reducers and hooks; or, for a run on one worker, that worker drives them
+// and reports each — and gathers the output fields.  When a worker it uses
 // is lost, it re-plans over the executors it still holds (or waits for the
 // scheduler to give it others) and resumes at the interrupted iteration, or
 // starts over where kernels keep per-row values.
@@ -29,6 +30,7 @@
 #include "common/clock.h"
 #include "common/mailbox.h"
 #include "common/status.h"
+#include "hooks/hook_process.h"
 #include "program/layout.h"
 #include "protocol/wire.h"
 #include "server/run_book.h"
@@ -36,6 +38,7 @@
 
 namespace lizard {
 
+class RunHooks;
 class ServerMetrics;
 
 struct DriverEvent {
@@ -52,6 +55,8 @@ struct DriverContext {
   WorkerRegistry* workers = nullptr;
   int worker_wait_s = 60;                // how long to wait for new executors
   double run_timeout_s = 0;              // time limit of runs whose request sets none (0: none)
+  bool worker_loop = true;               // a run on one worker: that worker drives the loop
+  HookProcessOptions hooks;              // bounds the run's host hook calls
   ServerMetrics* metrics = nullptr;      // iteration times and compiles; may be null
   std::function<bool()> stopping;        // the server is shutting down
   std::function<void()> wake_scheduler;  // after asking for executors again
@@ -72,22 +77,43 @@ class RunDriver {
   void join();
 
  private:
-  struct Sections;
+  // The run's state and aggregate sections, kept across attempts, and its
+  // host hooks (their process ends with the run).
+  struct Sections {
+    SectionBuffer state, agg, partial, initial_state;
+    std::unique_ptr<RunHooks> hooks;
+  };
   Status drive();
   Status run_attempts(Sections* s);
   Status wait_for_placement();
   Result<std::vector<std::string>> start_partitions(const std::string& wire_id);
+  Result<std::map<std::string, Message>> load_workers(
+      const std::string& wire_id,
+      const std::map<std::string, std::vector<const PlanEntry*>>& by_worker,
+      const std::vector<std::string>& which, bool stream_uploads);
   Status start_worker(const std::string& wire_id, const std::string& worker_id,
-                      const std::vector<const PlanEntry*>& entries);
+                      const std::vector<const PlanEntry*>& entries, bool stream_uploads);
   Status limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const;
   Status iterate(const std::string& wire_id, const std::vector<std::string>& participants,
                  int64_t it, Sections* s, bool* done);
+  // The run's one worker drives iterations [*it, max) (run_driver_loop.cpp);
+  // `unsupported` when it cannot, and nothing ran.
+  Status loop_on_worker(const std::string& wire_id, const std::string& worker, int64_t* it,
+                        Sections* s, bool* done, bool* unsupported);
+  bool can_loop_on_worker(const std::vector<std::string>& participants) const;
+  // Records a finished iteration: timings, metrics, progress.
+  void record_iteration(IterationTiming timing);
+  // The state's scalar fields, for the iteration's timing.
+  nlohmann::json state_scalars(const Sections& s) const;
   Status gather_outputs(const std::string& wire_id, const std::vector<std::string>& participants,
                         const Sections& s);
   void end_on_workers(const std::string& wire_id, const std::vector<std::string>& participants,
                       bool want_outputs, const std::vector<std::string>& outputs = {});
+  // One message of `type` from each worker of `from`; a message whose `ok` is
+  // false fails the collection unless `keep_failures`.
   Result<std::map<std::string, Message>> collect(const std::string& wire_id, MessageType type,
-                                                 const std::vector<std::string>& from);
+                                                 const std::vector<std::string>& from,
+                                                 bool keep_failures = false);
   // Cancelled, past its time limit, or the server stopping.  A cancel or a
   // time limit also sets abort_, so that the run's workers are told to stop
   // its kernels (run_abort) rather than to end it.

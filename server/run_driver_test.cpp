@@ -118,7 +118,7 @@ TEST_F(RunDriverTest, AWorkerThatCannotLoadItsRowsFailsTheRun) {
   w1.intercept = [&](const Message& m) {
     if (m.type != MessageType::kRunStart) return false;
     std::lock_guard<std::mutex> l(mu_);
-    RunReadyMsg bad{m.header["run_id"], false, "this worker has not built program x", 0, false};
+    RunReadyMsg bad{m.header["run_id"], false, "this worker has not built program x", 0, false, {}};
     driver_->deliver({DriverEvent::Kind::kMessage, "w1", bad.to_message(), {}});
     return true;
   };

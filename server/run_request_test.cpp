@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "program/bundle.h"
-#include "server/host_hooks.h"
+#include "hooks/host_hooks.h"
 
 namespace lizard {
 namespace {

@@ -1,7 +1,8 @@
 // lizard: the cluster daemons, and the commands that run programs on them.
-//   lizard server -v [--host 0.0.0.0] [--port 5000]      head node
-//   lizard client -a HOST -p 5000 [-v]                   every GPU node
+//   lizard server -v [--host 0.0.0.0] [--port 5000] [--tls-cert F --tls-key F]   head node
+//   lizard client -a HOST -p 5000 [-v] [--tls [--tls-ca F]]                      every GPU node
 //   lizard run | runs | status | cancel | workers        (src/cli/user_commands.h)
+//   lizard hook-host LIB.so          internal: the server's hook process (hooks/hook_host.h)
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -19,6 +20,8 @@
 #include "client/worker_daemon.h"
 #include "common/auth.h"
 #include "exec/process/executor_host.h"
+#include "hooks/hook_host.h"
+#include "net/http_client.h"
 #include "server/coordinator.h"
 #include "server/hub_server.h"
 
@@ -59,8 +62,11 @@ struct ServerFlags {
   double run_timeout = 0;
   int heartbeat = 10;
   int read_timeout = 30;
+  int hook_timeout = 60;
   uint64_t max_body = uint64_t{1} << 30;
   std::string token, read_token;
+  std::string tls_cert, tls_key;
+  bool no_worker_loop = false;
 };
 
 int run_server(const ServerFlags& f) {
@@ -69,6 +75,8 @@ int run_server(const ServerFlags& f) {
   co.state_dir = f.state_dir;
   co.worker_wait_s = f.worker_wait;
   co.run_timeout_s = f.run_timeout;
+  co.worker_loop = !f.no_worker_loop;
+  co.hook_timeout_s = f.hook_timeout;
   co.token = lizard::token_from(f.token, "LIZARD_TOKEN");
   co.read_token = lizard::token_from(f.read_token, "LIZARD_READ_TOKEN");
   lizard::Coordinator coordinator(co);
@@ -78,12 +86,15 @@ int run_server(const ServerFlags& f) {
   ho.heartbeat_timeout_s = f.heartbeat;
   ho.read_timeout_s = f.read_timeout;
   ho.max_body = f.max_body;
+  ho.tls_cert_file = f.tls_cert;
+  ho.tls_key_file = f.tls_key;
   lizard::HubServer hub(&coordinator, ho);
   if (auto st = hub.start(); !st.ok()) {
     spdlog::error("{}", st.message());
     return 1;
   }
-  spdlog::info("lizard server listening on {}:{} (state in {})", f.host, hub.port(), f.state_dir);
+  spdlog::info("lizard server listening on {}://{}:{} (state in {})",
+               f.tls_cert.empty() ? "http" : "https", f.host, hub.port(), f.state_dir);
   int sig = wait_for_signal();
   spdlog::info("signal {}: shutting down", sig);
   hub.stop();
@@ -91,7 +102,36 @@ int run_server(const ServerFlags& f) {
   return 0;
 }
 
+// `lizard client -a`: a host, or a URI (wss://head:5000) whose scheme and
+// port win over --tls and -p.
+lizard::Status resolve_server_address(lizard::WorkerOptions* opts) {
+  if (opts->host.find("://") == std::string::npos) {  // a host name or address, IPv6 too
+    opts->tls.enabled = opts->tls.enabled || !opts->tls.ca_file.empty();
+    return lizard::Status::Ok();
+  }
+  auto uri = lizard::parse_server_address(opts->host, opts->port, opts->tls);
+  if (!uri.ok()) return uri.status();
+  if (!uri->base_path.empty() && uri->base_path != "/workers")
+    return lizard::invalid_argument("-a " + opts->host + ": workers dial /workers, not " +
+                                    uri->base_path);
+  int port = 0;
+  try {
+    port = std::stoi(uri->port);
+  } catch (const std::exception&) {
+  }
+  if (port <= 0 || port > 65535)
+    return lizard::invalid_argument("-a " + opts->host + ": bad port '" + uri->port + "'");
+  opts->host = uri->host;
+  opts->port = static_cast<uint16_t>(port);
+  opts->tls.enabled = uri->tls();
+  return lizard::Status::Ok();
+}
+
 int run_client(lizard::WorkerOptions opts, char** argv) {
+  if (auto st = resolve_server_address(&opts); !st.ok()) {
+    spdlog::error("{}", st.message());
+    return 2;
+  }
   block_signals();
   lizard::WorkerDaemon daemon(opts);
   if (auto st = daemon.init(); !st.ok()) {
@@ -116,6 +156,9 @@ int run_client(lizard::WorkerOptions opts, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `lizard hook-host LIB.so`: the hook process a daemon starts for a
+  // program's host.cpp (internal, not in the help).
+  if (auto status = lizard::hook_host_command(argc, argv)) return *status;
   CLI::App app{"lizard: run CUDA programs across a cluster of GPU machines"};
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   app.require_subcommand(1);
@@ -145,27 +188,60 @@ int main(int argc, char** argv) {
       ->add_option("--read-timeout", sf.read_timeout,
                    "Seconds within which a request must arrive whole (408)")
       ->check(CLI::Range(1, 86400));
+  server
+      ->add_option("--hook-timeout-s", sf.hook_timeout,
+                   "Seconds one host hook call (or loading a host.cpp) may take before its "
+                   "hook process is killed and the run fails")
+      ->check(CLI::Range(1, 86400));
   server->add_option("--max-body", sf.max_body, "Largest request body in bytes (413)");
+  server->add_flag("--no-worker-loop", sf.no_worker_loop,
+                   "Drive every iteration from the server, also for runs on one worker");
   server->add_option(
       "--token", sf.token,
       "Token required of workers and of POST/DELETE requests (default: $LIZARD_TOKEN)");
   server->add_option("--read-token", sf.read_token,
                      "Token required of GET requests too (default: $LIZARD_READ_TOKEN)");
+  auto* cert = server->add_option(
+      "--tls-cert", sf.tls_cert,
+      "Serve the REST API and the worker hub over TLS (https://, wss://) with this PEM "
+      "certificate chain");
+  auto* key = server->add_option("--tls-key", sf.tls_key, "The PEM private key of --tls-cert");
+  cert->needs(key);
+  key->needs(cert);
 
   auto* client = app.add_subcommand("client", "Run a worker on this node");
   lizard::WorkerOptions wo;
   wo.backend.cache_dir = default_dir("XDG_CACHE_HOME", ".cache");
   client->add_flag("-v,--verbose", verbose, "Debug logging");
-  client->add_option("-a,--address", wo.host, "Server host")->required();
+  client->add_option("-a,--address", wo.host, "Server host, or wss://host:port (TLS)")->required();
   client->add_option("-p,--port", wo.port, "Server port");
+  client->add_flag("--tls", wo.tls.enabled,
+                   "The server serves TLS (as a wss:// or https:// address says); its "
+                   "certificate is verified");
+  client
+      ->add_option("--tls-ca", wo.tls.ca_file,
+                   "PEM file of the CA that signed the server's certificate, instead of the "
+                   "system's roots; implies --tls (default: $LIZARD_TLS_CA)")
+      ->envname("LIZARD_TLS_CA");
   client->add_option("--backend", wo.backend.backend, "auto, cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   client->add_option("--gpus", wo.backend.gpus,
                      "Which GPUs: all, none (CPU backend), indices such as 0 or 0,2, count=N "
                      "(the first N), or auto:N (the N with the most free memory)");
   client->add_option("-i,--cuda-path", wo.backend.cuda_path, "CUDA toolkit directory (for NVRTC)");
-  client->add_option("--cpu-threads", wo.backend.cpu_threads, "CPU backend threads (0: all cores)");
+  client->add_option("--cpu-threads", wo.backend.cpu_threads,
+                     "CPU backend threads per executor (0: all cores)");
+  client
+      ->add_option("--cpu-executors", wo.backend.cpu_executors,
+                   "Split the CPU backend into this many executors (default 1)")
+      ->check(CLI::Range(1, 64));
   client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached");
+  client
+      ->add_option("--hook-timeout-s", wo.hook_timeout_s,
+                   "Longest host hook call in a run this worker drives (seconds)")
+      ->check(CLI::Range(1, 86400));
+  client->add_option("--upload-cache-mb", wo.upload_cache_mb,
+                     "Uploaded rows kept in memory for later runs over them (MiB; 0: none)");
   client->add_option("--weight", wo.weight,
                      "Report this capability weight (testing, uneven nodes)");
   client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)");

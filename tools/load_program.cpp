@@ -13,11 +13,18 @@ int main(int argc, char** argv) {
   std::string dir, uri;
   int timeout = 900;
   std::string token;
+  lizard::TlsClientOptions tls;
   app.add_option("program-dir", dir, "Directory with config.yaml and the sources it lists")
       ->required();
-  app.add_option("server-uri", uri, "Server, e.g. http://127.0.0.1:5000")->required();
+  app.add_option("server-uri", uri, "Server, e.g. http://127.0.0.1:5000 or https://head:5000 (TLS)")
+      ->required();
   app.add_option("--timeout", timeout, "Seconds to wait for the server and its workers");
   app.add_option("--token", token, "The server's token (default: $LIZARD_TOKEN)");
+  app.add_flag("--tls", tls.enabled, "The server serves TLS (as an https:// URI says)");
+  app.add_option("--tls-ca", tls.ca_file,
+                 "PEM file of the CA that signed the server's certificate, instead of the "
+                 "system's roots; implies --tls (default: $LIZARD_TLS_CA)")
+      ->envname("LIZARD_TLS_CA");
   CLI11_PARSE(app, argc, argv);
 
   auto bundle = lizard::read_program_dir(dir);
@@ -25,7 +32,7 @@ int main(int argc, char** argv) {
     std::cerr << "load_program: " << bundle.status().message() << "\n";
     return 2;
   }
-  auto api = lizard::ServerApi::connect(uri, 5000, lizard::token_from(token, "LIZARD_TOKEN"));
+  auto api = lizard::ServerApi::connect(uri, 5000, lizard::token_from(token, "LIZARD_TOKEN"), tls);
   if (!api.ok()) {
     std::cerr << "load_program: " << api.status().message() << "\n";
     return 2;

@@ -1,4 +1,6 @@
-"""HTTP for the client: JSON requests with the bearer token, using urllib.
+"""HTTP for the client: JSON requests with the bearer token, using urllib,
+over TLS for https:// addresses (the ssl module; the server's certificate and
+host name are verified against `ca` or the system's CAs).
 
 Every failure becomes a LizardError whose message is the server's own
 ({"error": ...} of the answer) or says why the server could not be reached.
@@ -6,6 +8,7 @@ Every failure becomes a LizardError whose message is the server's own
 
 import json
 import socket
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -16,19 +19,27 @@ from .errors import LizardError
 class Connection:
     """Where the server is and how to talk to it."""
 
-    def __init__(self, uri, token=None, timeout=60):
+    def __init__(self, uri, token=None, timeout=60, ca=None):
         if "://" not in uri:
-            uri = "http://" + uri
+            uri = ("https://" if ca else "http://") + uri
         parts = urllib.parse.urlsplit(uri)
-        if parts.scheme != "http":
-            raise LizardError(f"unsupported scheme in {uri!r} (use http://host:port)")
+        if parts.scheme not in ("http", "https"):
+            raise LizardError(f"unsupported scheme in {uri!r} (use http://host:port "
+                              "or https://host:port)")
         if not parts.hostname:
             raise LizardError(f"no host in {uri!r}")
         port = parts.port or 5000
         self.where = f"{parts.hostname}:{port}"
-        self.base = f"http://{self.where}{parts.path.rstrip('/')}"
+        self.base = f"{parts.scheme}://{self.where}{parts.path.rstrip('/')}"
         self.token = token
         self.timeout = timeout
+        self.tls = None
+        if parts.scheme == "https":
+            try:
+                self.tls = ssl.create_default_context(cafile=ca)
+            except (OSError, ssl.SSLError) as e:
+                raise LizardError(f"ca={ca!r}: cannot load it as PEM CA certificates ({e})") \
+                    from None
 
     def request(self, method, path, body=None, content_type="application/json", timeout=None):
         """The answer's bytes for a 2xx answer; a LizardError otherwise."""
@@ -39,12 +50,22 @@ class Connection:
             headers["Authorization"] = "Bearer " + self.token
         req = urllib.request.Request(self.base + path, data=body, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as answer:
+            with urllib.request.urlopen(req, timeout=timeout or self.timeout,
+                                        context=self.tls) as answer:
                 return answer.read()
         except urllib.error.HTTPError as e:
             raise error_of_answer(e.code, e.read()) from None
         except (urllib.error.URLError, ConnectionError, socket.timeout, OSError) as e:
             reason = getattr(e, "reason", e)
+            if isinstance(reason, ssl.SSLCertVerificationError):
+                raise LizardError(
+                    f"TLS: certificate verify failed for {self.where} ({reason.verify_message}); "
+                    + ("the server's certificate is not for this address"
+                       if "mismatch" in (reason.verify_message or "")
+                       else "pass ca= with the CA that signed the server's certificate")) from None
+            if isinstance(reason, ssl.SSLError):
+                raise LizardError(f"TLS handshake with {self.where} failed ({reason}); does the "
+                                  "server serve TLS?") from None
             raise LizardError(f"cannot reach {self.where}: {reason}", unreachable=True) from None
 
     def json(self, method, path, body=None, timeout=None):

@@ -1,6 +1,7 @@
 """Client: a connection to a lizard server.
 
     c = Client("http://head:5000", token=None)       # or $LIZARD_ADDRESS, $LIZARD_TOKEN
+    c = Client("https://head:5000", ca="ca.pem")     # TLS; or $LIZARD_TLS_CA
     checksum = c.load_program("examples/kmeans")
     run = c.run(checksum, params={...}, dataset={"points": array}, state={...})
     runs = c.map("examples/kmeans", [{"k": 2, ...}, {"k": 3, ...}], dataset=..., state=...)
@@ -55,12 +56,16 @@ def _cancel_quietly(client, runs, shared_uploads=()):
 
 
 class Client:
-    """A lizard server at `uri` (http://host:port, host:port or host)."""
+    """A lizard server at `uri` (http://host:port, https://host:port, host:port
+    or host).  For https://, `ca` is a PEM file with the CA that signed the
+    server's certificate (default: $LIZARD_TLS_CA, else the system's CAs); a
+    `ca` with no scheme in `uri` means https."""
 
-    def __init__(self, uri=None, token=None, timeout=60):
+    def __init__(self, uri=None, token=None, timeout=60, ca=None):
         uri = uri or os.environ.get("LIZARD_ADDRESS") or "http://127.0.0.1:5000"
         token = token if token is not None else os.environ.get("LIZARD_TOKEN") or None
-        self._conn = Connection(uri, token, timeout)
+        ca = ca or os.environ.get("LIZARD_TLS_CA") or None
+        self._conn = Connection(uri, token, timeout, ca)
         self.lost_server_s = 5.0
 
     def __repr__(self):

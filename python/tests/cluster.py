@@ -3,6 +3,8 @@ on 127.0.0.1, each process killed when the cluster stops.
 
     with LocalCluster(workers=2) as c:
         client = lizard.Client(c.uri)
+    with LocalCluster(workers=1, tls=("server.pem", "server.key", "ca.pem")) as c:
+        client = lizard.Client(c.uri, ca=c.ca)      # https:// and wss://
 """
 
 import json
@@ -10,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -27,10 +30,12 @@ def free_port():
 
 
 class LocalCluster:
-    def __init__(self, workers=2, token=None):
+    def __init__(self, workers=2, token=None, tls=None):
         self.dir = tempfile.mkdtemp(prefix="lizard-py-")
         self.port = free_port()
-        self.uri = f"http://127.0.0.1:{self.port}"
+        self.cert, self.key, self.ca = tls or (None, None, None)
+        self.uri = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.context = ssl.create_default_context(cafile=self.ca) if tls else None
         self.token = token
         self.server = None
         self.workers = []
@@ -45,19 +50,22 @@ class LocalCluster:
         req = urllib.request.Request(self.uri + path)
         if self.token:
             req.add_header("Authorization", "Bearer " + self.token)
-        with urllib.request.urlopen(req, timeout=5) as r:
+        with urllib.request.urlopen(req, timeout=5, context=self.context) as r:
             return r.read()
 
     def _start(self, workers):
         token = ["--token", self.token] if self.token else []
+        server_tls = ["--tls-cert", self.cert, "--tls-key", self.key] if self.cert else []
+        worker_tls = ["--tls-ca", self.ca] if self.ca else []
         self.server = self._spawn(["server", "--host", "127.0.0.1", "--port", str(self.port),
                                    "--state-dir", os.path.join(self.dir, "state"),
-                                   "--worker-wait", "20"] + token, "server.log")
+                                   "--worker-wait", "20"] + token + server_tls, "server.log")
         self._wait_until(lambda: self._get("/ruok") == b"imok", "the server did not answer")
         for i in range(workers):
             self.workers.append(self._spawn(
                 ["client", "-a", "127.0.0.1", "-p", str(self.port), "--backend", "cpu",
-                 "--cpu-threads", "2", "--cache-dir", os.path.join(self.dir, f"cache{i}")] + token,
+                 "--cpu-threads", "2", "--cache-dir", os.path.join(self.dir, f"cache{i}")]
+                + token + worker_tls,
                 f"worker{i}.log"))
         self._wait_until(lambda: len(json.loads(self._get("/clients"))) >= workers,
                          "the workers did not join")

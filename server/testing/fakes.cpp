@@ -168,6 +168,32 @@ void FakeWorker::answer(Message m) {
   deliver_(id_, std::move(m));
 }
 
+void FakeWorker::drive_loop(const Message& m) {
+  auto l = LoopMsg::parse(m.header);
+  if (!l.ok()) return;
+  auto run = runs_.find(l->run_id);
+  LoopStepMsg step;
+  step.run_id = l->run_id;
+  step.iteration = l->first_iteration;
+  if (run == runs_.end() || !loop_step) {
+    step.ok = false;
+    step.unsupported = run != runs_.end();
+    step.error = run == runs_.end() ? "no such run on this worker" : "no hooks on this worker";
+    return answer(step.to_message());
+  }
+  std::string state = m.payload;
+  for (int64_t it = l->first_iteration; it < l->max_iterations; ++it) {
+    step.iteration = it;
+    step.kernel_ms = 2.0;
+    step.ms = 3.0;
+    std::string payload = loop_step(run->second, state, it, &step.last);
+    step.last = step.last || it + 1 >= l->max_iterations;
+    if (payload.size() >= state.size()) state = payload.substr(payload.size() - state.size());
+    answer(step.to_message(std::move(payload)));
+    if (step.last) return;
+  }
+}
+
 void FakeWorker::handle(const std::string& frame) {
   auto decoded = decode(frame);
   if (!decoded.ok()) return;
@@ -192,14 +218,27 @@ void FakeWorker::handle(const std::string& frame) {
       if (!s.ok()) return;
       FakeRun run;
       run.start = s.value();
+      RunReadyMsg ready{s->run_id, true, "", 1.5, false, {}};
       for (size_t k = 0; k < s->fields.size(); ++k) {
         const FieldSource& f = s->fields[k];
+        // Uploaded rows are kept by upload and rows, as a worker's cache keeps them.
+        const std::string key =
+            f.upload + ":" + std::to_string(s->first_row) + "+" + std::to_string(s->rows);
         if (f.source == "inline") run.rows[f.name] = m.payload.substr(f.offset, f.bytes);
         if (f.source == "chunks") run.rows[f.name] = chunks_[s->run_id][k];
+        if (f.source == "chunks" && !f.upload.empty()) cached_[key] = run.rows[f.name];
+        if (f.source == "cached" && cached_.count(key)) run.rows[f.name] = cached_[key];
+        if (f.source == "cached" && !cached_.count(key))
+          ready.missing.push_back(static_cast<int64_t>(k));
       }
       chunks_.erase(s->run_id);
+      if (!ready.missing.empty()) {
+        ready.ok = false;
+        ready.error = "rows no longer cached";
+        return answer(ready.to_message());
+      }
       runs_[s->run_id] = std::move(run);
-      return answer(RunReadyMsg{s->run_id, true, "", 1.5, false}.to_message());
+      return answer(ready.to_message());
     }
     case MessageType::kIterate: {
       auto it = IterateMsg::parse(m.header);
@@ -210,6 +249,8 @@ void FakeWorker::handle(const std::string& frame) {
       std::string payload = r.ok && kernel ? kernel(run->second, it.value()) : std::string();
       return answer(r.to_message(std::move(payload)));
     }
+    case MessageType::kLoop:
+      return drive_loop(m);
     case MessageType::kRunEnd: {
       auto e = RunEndMsg::parse(m.header);
       if (!e.ok()) return;

@@ -100,6 +100,11 @@ class FakeWorker {
   std::function<std::string(const FakeRun&, const IterateMsg&)> kernel;
   // One output field's bytes for the worker's rows; empty by default.
   std::function<std::string(const FakeRun&, const std::string& field)> output;
+  // One step of a loop this worker drives (see MessageType::kLoop): the
+  // aggregate then the state after iteration `it`, and whether it is the
+  // last.  Unset: the worker answers that it cannot drive loops.
+  std::function<std::string(const FakeRun&, const std::string& state, int64_t it, bool* last)>
+      loop_step;
   // Sees each message first; true: it is handled (the worker does not answer).
   std::function<bool(const Message&)> intercept;
   // Whether a pushed program builds, and the error when it does not.
@@ -113,6 +118,7 @@ class FakeWorker {
 
  private:
   void handle(const std::string& frame);
+  void drive_loop(const Message& m);
   void answer(Message m);
 
   const std::string id_;
@@ -121,9 +127,11 @@ class FakeWorker {
   Mailbox<std::string> inbox_;
   std::mutex mu_;
   std::condition_variable idle_;
-  size_t received_ = 0, handled_ = 0;    // GUARDED_BY(mu_)
-  bool silent_ = false;                  // GUARDED_BY(mu_)
-  std::map<std::string, FakeRun> runs_;  // by wire id; the worker's thread only
+  size_t received_ = 0, handled_ = 0;  // GUARDED_BY(mu_)
+  bool silent_ = false;                // GUARDED_BY(mu_)
+  std::map<std::string, FakeRun> runs_;
+  std::map<std::string, std::string>
+      cached_;  // uploaded rows, by upload and rows  // by wire id; the worker's thread only
   std::map<std::string, std::map<uint64_t, std::string>> chunks_;  // wire id → field → rows
   std::thread thread_;
 };

@@ -80,6 +80,25 @@ inline std::string sums_kernel(const Manifest& m, const FakeRun& run) {
   return std::string(agg.bytes.begin(), agg.bytes.end());
 }
 
+// A loop step as a worker that drives the run's loop sends it: the
+// iteration's aggregate, then the state kHost's hook makes of it.
+inline std::string sums_loop_step(const Manifest& m, const FakeRun& run, const std::string& state,
+                                  int64_t it) {
+  std::string agg = sums_kernel(m, run);
+  SectionBuffer a = make_section(m.aggregate, m, ParamValues{}).value();
+  SectionBuffer s = make_section(m.state, m, ParamValues{}).value();
+  std::memcpy(a.bytes.data(), agg.data(), a.bytes.size());
+  std::memcpy(s.bytes.data(), state.data(), s.bytes.size());
+  double total, sum;
+  std::memcpy(&total, s.data(*s.find("total")), sizeof total);
+  std::memcpy(&sum, a.data(*a.find("sum")), sizeof sum);
+  total += sum;
+  const int64_t steps = it + 1;
+  std::memcpy(s.data(*s.find("total")), &total, sizeof total);
+  std::memcpy(s.data(*s.find("steps")), &steps, sizeof steps);
+  return agg + std::string(s.bytes.begin(), s.bytes.end());
+}
+
 // y = 2x for the worker's rows.
 inline std::string doubled(const FakeRun& run, const std::string&) {
   std::string out;
@@ -93,8 +112,8 @@ inline std::string doubled(const FakeRun& run, const std::string&) {
 // A RunBook, a WorkerRegistry with fake workers, and one RunDriver.
 class RunDriverTest : public ::testing::Test {
  protected:
-  void use_program(const char* config) {
-    program_ = make_test_program(config, kHost);
+  void use_program(const char* config, const std::string& host = kHost) {
+    program_ = make_test_program(config, host);
     ASSERT_NE(program_, nullptr);
   }
 
@@ -155,6 +174,8 @@ class RunDriverTest : public ::testing::Test {
     ctx.book = &book_;
     ctx.workers = &workers_;
     ctx.worker_wait_s = worker_wait_s_;
+    ctx.worker_loop = worker_loop_;
+    ctx.hooks = hook_options_;
     ctx.stopping = [this] { return stopping_.load(); };
     ctx.wake_scheduler = [this] { ++scheduler_wakes_; };
     {
@@ -224,6 +245,8 @@ class RunDriverTest : public ::testing::Test {
   std::atomic<int> scheduler_wakes_{0}, exits_{0};
   std::atomic<bool> busy_when_answered_{true};
   int worker_wait_s_ = 10;
+  bool worker_loop_ = true;
+  HookProcessOptions hook_options_;
 
   void TearDown() override {
     stopping_ = true;

@@ -39,17 +39,14 @@ Status status_of_error_answer(int http_status, const std::string& body) {
   return Status(code_of(http_status), message);
 }
 
-Result<ServerApi> ServerApi::connect(const std::string& address, uint16_t port, std::string token) {
-  if (address.empty()) return invalid_argument("--address is empty");
-  const bool has_port =
-      address.find("://") != std::string::npos || address.find(':') != std::string::npos;
-  LIZARD_ASSIGN_OR_RETURN(
-      ServerUri uri, parse_server_uri(has_port ? address : address + ":" + std::to_string(port)));
-  return ServerApi(std::move(uri), std::move(token));
+Result<ServerApi> ServerApi::connect(const std::string& address, uint16_t port, std::string token,
+                                     TlsClientOptions tls) {
+  LIZARD_ASSIGN_OR_RETURN(ServerUri uri, parse_server_address(address, port, tls));
+  return ServerApi(std::move(uri), std::move(token), std::move(tls));
 }
 
 std::string ServerApi::url(const std::string& path) const {
-  return "http://" + uri_.host + ":" + uri_.port + uri_.base_path + path;
+  return uri_.base_url() + path;
 }
 
 Status ServerApi::unreachable(const Status& why) const {
@@ -65,8 +62,9 @@ Result<json> json_answer(const HttpReply& reply) {
 
 Result<HttpReply> ServerApi::send(const std::string& method, const std::string& path,
                                   const std::string& body, int timeout_s) const {
-  auto r = http_request(method, url(path), body, "application/json", timeout_s, token_);
-  if (!r.ok()) return unreachable(r.status());
+  auto r = http_request(method, url(path), body, "application/json", timeout_s, token_, tls_);
+  if (!r.ok())
+    return r.status().code() == Code::kUnavailable ? unreachable(r.status()) : r.status();
   return r;
 }
 
@@ -88,14 +86,15 @@ Result<json> ServerApi::del(const std::string& path, int timeout_s) const {
 Result<json> ServerApi::upload(const std::string& file, const std::string& format,
                                int timeout_s) const {
   const std::string path = format == "raw" ? "/datasets?format=raw" : "/datasets";
-  auto r = http_upload_file("POST", url(path), file, "application/octet-stream", timeout_s, token_);
+  auto r = http_upload_file("POST", url(path), file, "application/octet-stream", timeout_s, token_,
+                            tls_);
   if (!r.ok())
     return r.status().code() == Code::kUnavailable ? unreachable(r.status()) : r.status();
   return json_answer(r.value());
 }
 
 Status ServerApi::download(const std::string& path, const std::string& file, int timeout_s) const {
-  auto r = http_download_file(url(path), file, timeout_s, token_);
+  auto r = http_download_file(url(path), file, timeout_s, token_, tls_);
   if (!r.ok())
     return r.status().code() == Code::kUnavailable ? unreachable(r.status()) : r.status();
   if (r->status != 200) return status_of_error_answer(r->status, r->body);

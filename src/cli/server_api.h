@@ -4,6 +4,7 @@
 // can be printed as it is.
 //
 //   auto api = ServerApi::connect("head:5000", 5000, token);
+//   auto api = ServerApi::connect("https://head:5000", 5000, token, {false, "ca.pem"});
 //   Result<nlohmann::json> runs = api->get("/runtimes");
 //   if (!runs.ok()) std::cerr << "lizard: " << runs.status().message() << "\n";
 #pragma once
@@ -20,10 +21,13 @@ namespace lizard {
 
 class ServerApi {
  public:
-  // `address` is a host ("head"), host:port, or http://host:port[/prefix]; a
-  // port in it wins over `port`.
-  static Result<ServerApi> connect(const std::string& address, uint16_t port, std::string token);
-  ServerApi(ServerUri uri, std::string token) : uri_(std::move(uri)), token_(std::move(token)) {}
+  // `address` is a host ("head"), host:port, or http(s)://host:port[/prefix];
+  // a port in it wins over `port`.  `tls` asks for TLS where the address has
+  // no scheme, and says which CAs to trust (parse_server_address).
+  static Result<ServerApi> connect(const std::string& address, uint16_t port, std::string token,
+                                   TlsClientOptions tls = {});
+  ServerApi(ServerUri uri, std::string token, TlsClientOptions tls = {})
+      : uri_(std::move(uri)), token_(std::move(token)), tls_(std::move(tls)) {}
 
   // "host:port", for messages.
   std::string where() const { return uri_.host + ":" + uri_.port; }
@@ -48,6 +52,7 @@ class ServerApi {
 
   ServerUri uri_;
   std::string token_;
+  TlsClientOptions tls_;
 };
 
 // The JSON of an answer, or the Status of an error answer.

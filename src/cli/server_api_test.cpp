@@ -13,7 +13,23 @@ TEST(ServerApi, AddressesTakeAPortOrUseTheFlag) {
             "http://head:6000/lizard/ruok");
   EXPECT_EQ(ServerApi::connect("head", 5123, "").value().where(), "head:5123");
   EXPECT_FALSE(ServerApi::connect("", 5000, "").ok());
-  EXPECT_FALSE(ServerApi::connect("https://head", 5000, "").ok());
+  EXPECT_FALSE(ServerApi::connect("ftp://head", 5000, "").ok());
+}
+
+TEST(ServerApi, TlsComesFromTheSchemeOrTheFlags) {
+  EXPECT_EQ(ServerApi::connect("https://head:6000", 5123, "").value().url("/ruok"),
+            "https://head:6000/ruok");
+  EXPECT_EQ(ServerApi::connect("wss://head", 5123, "").value().url("/ruok"),
+            "https://head:5000/ruok");
+  EXPECT_EQ(ServerApi::connect("head", 5123, "", {true, ""}).value().url("/ruok"),
+            "https://head:5123/ruok");
+  EXPECT_EQ(ServerApi::connect("head:6000", 5123, "", {false, "ca.pem"}).value().url("/ruok"),
+            "https://head:6000/ruok");  // a CA to trust means TLS
+  EXPECT_EQ(ServerApi::connect("http://head:6000", 5123, "", {false, "ca.pem"}).value().url("/"),
+            "http://head:6000/");  // the scheme written wins
+  auto clash = ServerApi::connect("http://head:6000", 5123, "", {true, ""});
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.status().message().find("--tls"), std::string::npos);
 }
 
 TEST(ServerApi, ErrorAnswersCarryTheServersMessage) {

@@ -19,15 +19,23 @@ struct ServerFlags {
   std::string address = "127.0.0.1";
   uint16_t port = 5000;
   std::string token;
+  TlsClientOptions tls;
 };
 
 void add_server_flags(CLI::App* sub, ServerFlags* f) {
   sub->add_option("-a,--address", f->address,
-                  "Server host, host:port or http://host:port (default: $LIZARD_ADDRESS, else "
-                  "127.0.0.1)")
+                  "Server host, host:port, http://host:port or https://host:port (default: "
+                  "$LIZARD_ADDRESS, else 127.0.0.1)")
       ->envname("LIZARD_ADDRESS");
   sub->add_option("-p,--port", f->port, "Server port (default 5000)");
   sub->add_option("--token", f->token, "The server's token (default: $LIZARD_TOKEN)");
+  sub->add_flag("--tls", f->tls.enabled,
+                "The server serves TLS (as an https:// address says); its certificate is "
+                "verified");
+  sub->add_option("--tls-ca", f->tls.ca_file,
+                  "PEM file of the CA that signed the server's certificate, instead of the "
+                  "system's roots; implies --tls (default: $LIZARD_TLS_CA)")
+      ->envname("LIZARD_TLS_CA");
 }
 
 // One value per occurrence: `--param a=1 --param b=2 PROGRAM`.
@@ -75,8 +83,8 @@ struct UserCommands::Impl {
   void add_run(CLI::App* app);
   void add_others(CLI::App* app);
   Result<ServerApi> api() const {
-    return ServerApi::connect(server.address, server.port,
-                              token_from(server.token, "LIZARD_TOKEN"));
+    return ServerApi::connect(server.address, server.port, token_from(server.token, "LIZARD_TOKEN"),
+                              server.tls);
   }
   Status build_spec();
   int do_run();

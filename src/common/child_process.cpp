@@ -120,14 +120,16 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
-  // The child starts with no signal blocked, whatever the daemon blocks
-  // in its threads (it waits for SIGINT and SIGTERM with sigwait).
+  // The helper starts with no signal blocked or ignored, whatever the daemon
+  // blocks (SIGINT, SIGTERM for its signal thread) or ignores (SIGPIPE).
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  sigset_t none;
+  sigset_t none, every;
   sigemptyset(&none);
+  sigfillset(&every);
   posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setsigdefault(&attr, &every);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
   int rc = Spawner::instance().run(
       [&] { return ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ); });

@@ -1,8 +1,10 @@
 #include "common/child_process.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
+#include <csignal>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,6 +94,26 @@ TEST(ChildProcess, ExitStatusIsReported) {
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE((*c)->wait_exit(5000));
   EXPECT_EQ((*c)->exit_description(), "exited with status 3");
+}
+
+// A daemon blocks SIGTERM for its signal thread and ignores SIGPIPE; its
+// helpers must still die of the signals they get.
+TEST(ChildProcess, TheChildStartsWithNoSignalBlockedOrIgnored) {
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, &old);
+  auto previous = std::signal(SIGPIPE, SIG_IGN);
+  // Signals 1 to 31 are the low 31 bits; glibc keeps 32 and 33 for itself.
+  const std::string check =
+      "grep -Eq '^SigBlk:[[:space:]]*[0-9a-f]*[08]0{7}$' /proc/self/status && "
+      "grep -Eq '^SigIgn:[[:space:]]*[0-9a-f]*[08]0{7}$' /proc/self/status";
+  auto c = ChildProcess::spawn({"-c", check}, "/bin/sh");
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  std::signal(SIGPIPE, previous);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->wait_exit(5000));
+  EXPECT_EQ((*c)->exit_description(), "exited with status 0");
 }
 
 TEST(ChildProcess, AMissingProgramIsAnError) {

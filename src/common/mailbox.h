@@ -4,6 +4,7 @@
 //   Mailbox<Event> box;
 //   box.push(e);                                   // any thread
 //   std::optional<Event> e = box.pop_for(1s);      // consumer; nullopt on timeout/close
+//   std::optional<Event> now = box.try_pop();      // never waits
 #pragma once
 
 #include <chrono>
@@ -30,6 +31,15 @@ class Mailbox {
   std::optional<T> pop_for(std::chrono::duration<Rep, Period> d) {
     std::unique_lock<std::mutex> l(mu_);
     if (!cv_.wait_for(l, d, [&] { return closed_ || !q_.empty(); })) return std::nullopt;
+    if (q_.empty()) return std::nullopt;
+    T v = std::move(q_.front());
+    q_.pop_front();
+    return v;
+  }
+
+  // Without waiting: pop_for(0) would sleep for the timer slack (~50 µs).
+  std::optional<T> try_pop() {
+    std::lock_guard<std::mutex> l(mu_);
     if (q_.empty()) return std::nullopt;
     T v = std::move(q_.front());
     q_.pop_front();

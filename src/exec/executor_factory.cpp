@@ -30,10 +30,15 @@ Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptio
       *note = "no usable GPU (" + gpus.status().message() + "); using the CPU backend";
     }
   }
-  if (out.empty()) {
+  if (!out.empty()) return out;
+  if (o.cpu_executors < 1) return invalid_argument("--cpu-executors must be at least 1");
+  for (int i = 0; i < o.cpu_executors; ++i) {
     CpuExecutorOptions c;
     c.threads = o.cpu_threads;
-    c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + "/cpu";
+    c.ordinal = i;
+    // Each executor builds into a directory of its own: builds run at once.
+    const std::string dir = i == 0 ? "/cpu" : "/cpu-" + std::to_string(i);
+    c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + dir;
     out.push_back(make_cpu_executor(c));
   }
   return out;

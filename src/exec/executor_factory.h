@@ -1,5 +1,5 @@
 // make_executors: picks a worker's backend and creates its executors: one per
-// selected GPU with the CUDA backend, or one CPU executor.
+// selected GPU with the CUDA backend, or `cpu_executors` CPU executors (one by default).
 //
 //   BackendOptions o; o.backend = "auto";
 //   std::string note;
@@ -19,7 +19,10 @@ struct BackendOptions {
   std::string backend = "auto";  // auto | cuda | cpu
   std::string gpus = "all";      // see exec/gpu_selection.h: all | none | 0,2 | count=N | auto:N
   std::string cuda_path = "/usr/local/cuda";
-  int cpu_threads = 0;    // 0: all cores
+  int cpu_threads = 0;  // 0: all cores; with several CPU executors, each one's threads
+  // The CPU backend as this many executors, each with its own threads, as if
+  // the node had that many devices (a node's sockets; tests of several executors).
+  int cpu_executors = 1;
   std::string cache_dir;  // compiled kernels
 };
 

@@ -11,6 +11,9 @@
 #include <fstream>
 #include <vector>
 
+#include "net/maybe_tls_stream.h"
+#include "net/tls_context.h"
+
 namespace lizard {
 
 namespace beast = boost::beast;
@@ -19,12 +22,19 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 Result<ServerUri> parse_server_uri(const std::string& uri) {
-  std::string rest = uri;
-  if (rest.rfind("http://", 0) == 0)
-    rest = rest.substr(7);
-  else if (rest.find("://") != std::string::npos)
-    return invalid_argument("unsupported scheme in '" + uri + "' (use http://host:port)");
   ServerUri out;
+  std::string rest = uri;
+  if (auto sep = rest.find("://"); sep != std::string::npos) {
+    const std::string scheme = rest.substr(0, sep);
+    if (scheme == "http" || scheme == "ws")
+      out.scheme = "http";
+    else if (scheme == "https" || scheme == "wss")
+      out.scheme = "https";
+    else
+      return invalid_argument("unsupported scheme in '" + uri +
+                              "' (use http://host:port or https://host:port)");
+    rest = rest.substr(sep + 3);
+  }
   std::string hostport = rest;
   if (auto slash = rest.find('/'); slash != std::string::npos) {
     hostport = rest.substr(0, slash);
@@ -42,7 +52,34 @@ Result<ServerUri> parse_server_uri(const std::string& uri) {
   return out;
 }
 
+std::string ServerUri::base_url() const {
+  return (tls() ? "https://" : "http://") + host + ":" + port + base_path;
+}
+
+Result<ServerUri> parse_server_address(const std::string& address, uint16_t default_port,
+                                       const TlsClientOptions& tls) {
+  if (address.empty()) return invalid_argument("--address is empty");
+  const bool has_port =
+      address.find("://") != std::string::npos || address.find(':') != std::string::npos;
+  LIZARD_ASSIGN_OR_RETURN(
+      ServerUri uri,
+      parse_server_uri(has_port ? address : address + ":" + std::to_string(default_port)));
+  if (uri.scheme == "http" && tls.enabled)
+    return invalid_argument("--tls and the http:// address '" + address +
+                            "' disagree (use https://)");
+  if (uri.scheme.empty()) uri.scheme = tls.enabled || !tls.ca_file.empty() ? "https" : "http";
+  return uri;
+}
+
 namespace {
+
+// Ends the connection.  A TLS connection is closed without waiting for the
+// server's close_notify: the reply has been read whole by then.
+void close(MaybeTlsStream& stream) {
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  stream.socket().close(ec);
+}
 
 template <class Body>
 void set_common_fields(http::request<Body>* req, const ServerUri& u, const std::string& token) {
@@ -51,25 +88,17 @@ void set_common_fields(http::request<Body>* req, const ServerUri& u, const std::
   if (!token.empty()) req->set(http::field::authorization, "Bearer " + token);
 }
 
-HttpReply read_reply(beast::tcp_stream& stream) {
+HttpReply read_reply(MaybeTlsStream& stream) {
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(uint64_t{1} << 34);
   http::read(stream, buffer, parser);
-  beast::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  close(stream);
   return HttpReply{static_cast<int>(parser.get().result_int()), std::move(parser.get().body())};
 }
 
 std::string target_of(const ServerUri& u) {
   return u.base_path.empty() ? "/" : u.base_path;
-}
-
-// Connects to the server; every operation on the stream then has `timeout_s`.
-void connect(beast::tcp_stream* stream, const ServerUri& u, int timeout_s) {
-  tcp::resolver resolver(stream->get_executor());
-  stream->expires_after(std::chrono::seconds(timeout_s));
-  stream->connect(resolver.resolve(u.host, u.port));
 }
 
 // The error for a failed exchange: Asio's errors by their message alone
@@ -80,16 +109,44 @@ Status unreachable(const ServerUri& u, const std::exception& e) {
                      (system ? system->code().message() : std::string(e.what())));
 }
 
+// Connects to the server, and for https:// makes the TLS handshake with the
+// server's certificate verified; every asynchronous operation on the stream
+// then has `timeout_s`.
+Result<MaybeTlsStream> connect(net::io_context& ioc, const ServerUri& u, int timeout_s,
+                               const TlsClientOptions& tls) {
+  std::shared_ptr<TlsContext> context;
+  if (u.tls()) {
+    LIZARD_ASSIGN_OR_RETURN(context, make_client_tls_context(tls.ca_file));
+  }
+  try {
+    beast::tcp_stream tcp_stream(ioc);
+    tcp::resolver resolver(ioc);
+    tcp_stream.expires_after(std::chrono::seconds(timeout_s));
+    tcp_stream.connect(resolver.resolve(u.host, u.port));
+    if (!context) return MaybeTlsStream(tcp_stream.release_socket());
+    MaybeTlsStream stream(tcp_stream.release_socket(), *context);
+    stream.expires_after(std::chrono::seconds(timeout_s));
+    LIZARD_RETURN_IF_ERROR(expect_server_name(&stream.tls(), u.host));
+    beast::error_code ec;
+    stream.tls().handshake(net::ssl::stream_base::client, ec);
+    if (ec)
+      return invalid_argument(client_handshake_failure(stream.tls(), ec, u.host + ":" + u.port));
+    return stream;
+  } catch (const std::exception& e) {
+    return unreachable(u, e);
+  }
+}
+
 }  // namespace
 
 Result<HttpReply> http_request(const std::string& method, const std::string& url,
                                const std::string& body, const std::string& content_type,
-                               int timeout_s, const std::string& bearer_token) {
+                               int timeout_s, const std::string& bearer_token,
+                               const TlsClientOptions& tls) {
   LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
+  net::io_context ioc;
   try {
-    net::io_context ioc;
-    beast::tcp_stream stream(ioc);
-    connect(&stream, u, timeout_s);
+    LIZARD_ASSIGN_OR_RETURN(MaybeTlsStream stream, connect(ioc, u, timeout_s, tls));
     http::request<http::string_body> req(http::string_to_verb(method), target_of(u), 11);
     set_common_fields(&req, u, bearer_token);
     if (!body.empty() || method == "POST") {
@@ -106,16 +163,16 @@ Result<HttpReply> http_request(const std::string& method, const std::string& url
 
 Result<HttpReply> http_upload_file(const std::string& method, const std::string& url,
                                    const std::string& path, const std::string& content_type,
-                                   int timeout_s, const std::string& bearer_token) {
+                                   int timeout_s, const std::string& bearer_token,
+                                   const TlsClientOptions& tls) {
   LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
   std::ifstream in(path, std::ios::binary);
   std::error_code size_error;
   const uint64_t size = std::filesystem::file_size(path, size_error);
   if (!in || size_error) return not_found("cannot read " + path);
+  net::io_context ioc;
   try {
-    net::io_context ioc;
-    beast::tcp_stream stream(ioc);
-    connect(&stream, u, timeout_s);
+    LIZARD_ASSIGN_OR_RETURN(MaybeTlsStream stream, connect(ioc, u, timeout_s, tls));
     http::request<http::empty_body> req(http::string_to_verb(method), target_of(u), 11);
     set_common_fields(&req, u, bearer_token);
     req.set(http::field::content_type, content_type);
@@ -137,13 +194,12 @@ Result<HttpReply> http_upload_file(const std::string& method, const std::string&
 }
 
 Result<HttpReply> http_download_file(const std::string& url, const std::string& path, int timeout_s,
-                                     const std::string& bearer_token) {
+                                     const std::string& bearer_token, const TlsClientOptions& tls) {
   LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
   const std::string part = path + ".part";
+  net::io_context ioc;
   try {
-    net::io_context ioc;
-    beast::tcp_stream stream(ioc);
-    connect(&stream, u, timeout_s);
+    LIZARD_ASSIGN_OR_RETURN(MaybeTlsStream stream, connect(ioc, u, timeout_s, tls));
     http::request<http::empty_body> req(http::verb::get, target_of(u), 11);
     set_common_fields(&req, u, bearer_token);
     http::write(stream, req);
@@ -154,7 +210,7 @@ Result<HttpReply> http_download_file(const std::string& url, const std::string& 
     if (ec) return internal_error("cannot write " + part + ": " + ec.message());
     beast::flat_buffer buffer;
     http::read(stream, buffer, parser);
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    close(stream);
     parser.get().body().close();
     HttpReply reply{static_cast<int>(parser.get().result_int()), ""};
     if (reply.status == 200) {

@@ -1,10 +1,10 @@
-// Boost.Beast's WebSocket stream, behind WsChannel; with hub_server.cpp,
-// worker_connection.cpp and http_client.cpp, one of the few translation
-// units that include Beast.
+// Boost.Beast's WebSocket stream over a plain or TLS connection
+// (net/maybe_tls_stream.h), behind WsChannel; with hub_server.cpp,
+// worker_connection.cpp, http_client.cpp and tls_context.cpp, one of the few
+// translation units that include Beast or Asio.
 #include "net/ws_channel.h"
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 
@@ -23,18 +23,6 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-using Strand = net::strand<net::any_io_executor>;
-
-// The same connection, its operations bound to `strand`.
-tcp::socket on_strand(tcp::socket s, const Strand& strand) {
-  beast::error_code ec;
-  const tcp protocol = s.local_endpoint(ec).protocol();
-  if (ec) return s;
-  const auto fd = s.release(ec);
-  if (ec) return s;
-  return tcp::socket(strand, protocol, fd);
-}
-
 std::string peer_of(const tcp::socket& s) {
   beast::error_code ec;
   auto ep = s.remote_endpoint(ec);
@@ -44,10 +32,10 @@ std::string peer_of(const tcp::socket& s) {
 }  // namespace
 
 struct WsChannel::Impl {
-  explicit Impl(tcp::socket s)
-      : strand(net::make_strand(s.get_executor())), ws(on_strand(std::move(s), strand)) {}
-  Strand strand;
-  websocket::stream<beast::tcp_stream> ws;  // its executor is `strand`
+  explicit Impl(MaybeTlsStream s) : ws(std::move(s)) {}
+  // Its executor runs one handler at a time (ws_channel_open.h): every
+  // operation on the channel is posted there.
+  websocket::stream<MaybeTlsStream> ws;
   beast::flat_buffer buffer;
   // Touched on the strand only.
   std::deque<OutgoingFrame> queue;
@@ -57,9 +45,10 @@ struct WsChannel::Impl {
 
 // Builds channels for the two ways of opening one; a friend of WsChannel.
 struct WsChannelOpener {
-  static std::shared_ptr<WsChannel> make(tcp::socket socket, const WsChannelOptions& o) {
-    std::string peer = peer_of(socket);
-    auto impl = std::make_unique<WsChannel::Impl>(std::move(socket));
+  static std::shared_ptr<WsChannel> make(MaybeTlsStream stream, const WsChannelOptions& o) {
+    std::string peer = peer_of(stream.socket());
+    stream.expires_never();  // the WebSocket's own timeouts (below) take over
+    auto impl = std::make_unique<WsChannel::Impl>(std::move(stream));
     websocket::stream_base::timeout t;
     t.handshake_timeout = std::chrono::seconds(o.handshake_timeout_s);
     t.idle_timeout = std::chrono::seconds(o.idle_timeout_s);
@@ -81,23 +70,23 @@ struct WsChannelOpener {
     ch->start_reading(on_open ? on_open(ch) : WsChannelCallbacks{});
   }
 
-  static websocket::stream<beast::tcp_stream>& ws(WsChannel& ch) { return ch.impl_->ws; }
+  static websocket::stream<MaybeTlsStream>& ws(WsChannel& ch) { return ch.impl_->ws; }
 };
 
-void accept_ws_channel(tcp::socket socket, http::request<http::string_body> upgrade,
+void accept_ws_channel(MaybeTlsStream stream, http::request<http::string_body> upgrade,
                        const WsChannelOptions& opts, WsOnOpen on_open, WsOnOpenFailure on_failure) {
-  auto ch = WsChannelOpener::make(std::move(socket), opts);
+  auto ch = WsChannelOpener::make(std::move(stream), opts);
   auto req = std::make_shared<http::request<http::string_body>>(std::move(upgrade));
   WsChannelOpener::ws(*ch).async_accept(
       *req, [ch, req, on_open = std::move(on_open), on_failure = std::move(on_failure)](
                 beast::error_code ec) { WsChannelOpener::opened(ch, ec, on_open, on_failure); });
 }
 
-void handshake_ws_channel(tcp::socket socket, const std::string& host, const std::string& target,
+void handshake_ws_channel(MaybeTlsStream stream, const std::string& host, const std::string& target,
                           const std::map<std::string, std::string>& headers,
                           const WsChannelOptions& opts, WsOnOpen on_open,
                           WsOnOpenFailure on_failure) {
-  auto ch = WsChannelOpener::make(std::move(socket), opts);
+  auto ch = WsChannelOpener::make(std::move(stream), opts);
   auto& ws = WsChannelOpener::ws(*ch);
   if (!headers.empty())
     ws.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
@@ -145,7 +134,7 @@ void WsChannel::closed(const std::string& why) {
 
 void WsChannel::send(OutgoingFrame frame) {
   queued_bytes_ += frame.size();
-  net::post(impl_->strand, [self = shared_from_this(), f = std::move(frame)]() mutable {
+  net::post(impl_->ws.get_executor(), [self = shared_from_this(), f = std::move(frame)]() mutable {
     Impl& i = *self->impl_;
     if (i.ended) {
       self->queued_bytes_ -= f.size();
@@ -174,14 +163,14 @@ void WsChannel::do_write() {
 }
 
 void WsChannel::close() {
-  net::post(impl_->strand, [self = shared_from_this()] {
+  net::post(impl_->ws.get_executor(), [self = shared_from_this()] {
     if (!self->impl_->ws.is_open()) return;
     self->impl_->ws.async_close(websocket::close_code::normal, [self](beast::error_code) {});
   });
 }
 
 void WsChannel::abort() {
-  net::post(impl_->strand, [self = shared_from_this()] {
+  net::post(impl_->ws.get_executor(), [self = shared_from_this()] {
     beast::error_code ec;
     auto& s = beast::get_lowest_layer(self->impl_->ws).socket();
     s.shutdown(tcp::socket::shutdown_both, ec);

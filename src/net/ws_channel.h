@@ -1,8 +1,8 @@
 // WsChannel: one WebSocket connection carrying lizard's binary messages, the
 // same on both ends — the server's hub for each worker, and the worker's
-// connection to the server.  It owns the stream and a strand: every
-// operation on the stream runs there, handlers never run at once, and
-// send() and close() may be called from any thread.  Outgoing messages wait
+// connection to the server, over plain TCP or TLS.  It owns the stream, whose
+// executor is a strand: every operation on the stream runs there, handlers
+// never run at once, and send() and close() may be called from any thread.  Outgoing messages wait
 // in a queue and are written one at a time, in order.  Liveness comes from
 // WebSocket pings: after half of `idle_timeout_s` without a frame the channel
 // pings, and a peer silent for the whole timeout counts as gone.  Frames are

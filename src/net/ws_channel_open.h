@@ -1,5 +1,8 @@
-// Opening a WsChannel (net/ws_channel.h) on a TCP connection: the server
-// accepts a worker's upgrade request, the worker performs the handshake.
+// Opening a WsChannel (net/ws_channel.h) on a connection, plain or TLS
+// (net/maybe_tls_stream.h; a TLS stream's own handshake is done first): the
+// server accepts a worker's upgrade request, the worker performs the
+// handshake.  The stream's executor must run one handler at a time (a strand,
+// or an io_context that one thread runs): the channel posts its work there.
 // Only the translation units that already speak Boost.Asio/Beast include this.
 //
 //   accept_ws_channel(std::move(socket), std::move(upgrade_request), opts,
@@ -7,7 +10,6 @@
 //                     [&](const WsOpenFailure& f) { log(f.message); });
 #pragma once
 
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -16,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "net/maybe_tls_stream.h"
 #include "net/ws_channel.h"
 
 namespace lizard {
@@ -30,15 +33,14 @@ struct WsOpenFailure {
 using WsOnOpen = std::function<WsChannelCallbacks(const std::shared_ptr<WsChannel>&)>;
 using WsOnOpenFailure = std::function<void(const WsOpenFailure&)>;
 
-// Server side: answers `upgrade`, the request read from `socket`.
-void accept_ws_channel(boost::asio::ip::tcp::socket socket,
+// Server side: answers `upgrade`, the request read from `stream`.
+void accept_ws_channel(MaybeTlsStream stream,
                        boost::beast::http::request<boost::beast::http::string_body> upgrade,
                        const WsChannelOptions& opts, WsOnOpen on_open, WsOnOpenFailure on_failure);
 
-// Worker side: upgrades the connected `socket` to a WebSocket at
+// Worker side: upgrades the connected `stream` to a WebSocket at
 // `host`/`target`, sending `headers` (an authorization, say) with the request.
-void handshake_ws_channel(boost::asio::ip::tcp::socket socket, const std::string& host,
-                          const std::string& target,
+void handshake_ws_channel(MaybeTlsStream stream, const std::string& host, const std::string& target,
                           const std::map<std::string, std::string>& headers,
                           const WsChannelOptions& opts, WsOnOpen on_open,
                           WsOnOpenFailure on_failure);

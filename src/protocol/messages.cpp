@@ -180,6 +180,7 @@ Message RunStartMsg::to_message(std::string payload) const {
     if (s.source == "inline") j.update({{"offset", s.offset}, {"bytes", s.bytes}});
     if (s.source == "path") j.update({{"path", s.path}, {"format", s.format}});
     if (s.source == "generate") j["kernel"] = s.kernel;
+    if (!s.upload.empty()) j["upload"] = s.upload;
     f.push_back(std::move(j));
   }
   return Message{MessageType::kRunStart,
@@ -225,6 +226,7 @@ Result<RunStartMsg> RunStartMsg::parse(const json& h) {
     fr.str("path", &s.path);
     fr.str("format", &s.format);
     fr.str("kernel", &s.kernel);
+    fr.str("upload", &s.upload);
     if (!fr.status().ok()) return r.fail(fr.status().message());
     m.fields.push_back(std::move(s));
   });
@@ -237,7 +239,8 @@ Message RunReadyMsg::to_message() const {
                   {"ok", ok},
                   {"error", error},
                   {"compile_ms", compile_ms},
-                  {"compile_cache_hit", compile_cache_hit}},
+                  {"compile_cache_hit", compile_cache_hit},
+                  {"missing", missing}},
                  ""};
 }
 Result<RunReadyMsg> RunReadyMsg::parse(const json& h) {
@@ -248,6 +251,11 @@ Result<RunReadyMsg> RunReadyMsg::parse(const json& h) {
   r.str("error", &m.error);
   r.number("compile_ms", &m.compile_ms);
   r.boolean("compile_cache_hit", &m.compile_cache_hit);
+  r.array("missing", [&](const json& e) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 0)
+      return r.fail("a missing field is not an index");
+    m.missing.push_back(e.get<int64_t>());
+  });
   return done(r, std::move(m));
 }
 
@@ -276,6 +284,44 @@ Result<IterationResultMsg> IterationResultMsg::parse(const json& h) {
   r.boolean("ok", &m.ok);
   r.str("error", &m.error);
   r.number("kernel_ms", &m.kernel_ms);
+  return done(r, std::move(m));
+}
+
+Message LoopMsg::to_message(std::string payload) const {
+  return Message{MessageType::kLoop,
+                 {{"run_id", run_id},
+                  {"first_iteration", first_iteration},
+                  {"max_iterations", max_iterations}},
+                 std::move(payload)};
+}
+Result<LoopMsg> LoopMsg::parse(const json& h) {
+  LoopMsg m;
+  HeaderReader r(h, "loop");
+  r.str("run_id", &m.run_id);
+  r.i64("first_iteration", &m.first_iteration);
+  r.i64("max_iterations", &m.max_iterations);
+  return done(r, std::move(m));
+}
+
+Message LoopStepMsg::to_message(std::string payload) const {
+  json j = {{"run_id", run_id}, {"iteration", iteration},
+            {"ok", ok},         {"kernel_ms", kernel_ms},
+            {"ms", ms},         {"last", last}};
+  if (!ok) j["error"] = error;
+  if (unsupported) j["unsupported"] = true;
+  return Message{MessageType::kLoopStep, std::move(j), std::move(payload)};
+}
+Result<LoopStepMsg> LoopStepMsg::parse(const json& h) {
+  LoopStepMsg m;
+  HeaderReader r(h, "loop_step");
+  r.str("run_id", &m.run_id);
+  r.i64("iteration", &m.iteration);
+  r.boolean("ok", &m.ok);
+  r.boolean("unsupported", &m.unsupported);
+  r.str("error", &m.error);
+  r.number("kernel_ms", &m.kernel_ms);
+  r.number("ms", &m.ms);
+  r.boolean("last", &m.last);
   return done(r, std::move(m));
 }
 

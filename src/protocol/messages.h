@@ -68,10 +68,11 @@ struct PartSpec {
 // Where one dataset field's rows come from, in a run_start.
 struct FieldSource {
   std::string name;
-  std::string source = "none";     // inline | path | generate | chunks | none
+  std::string source = "none";     // inline | path | generate | chunks | cached | none
   uint64_t offset = 0, bytes = 0;  // inline: where the rows lie in the payload
   std::string path, format;        // path
   std::string kernel;              // generate
+  std::string upload;              // chunks, cached: the uploaded dataset the rows are of
 };
 
 // server → worker: load these rows and get ready to iterate.  Payload: inline rows.
@@ -94,6 +95,7 @@ struct RunReadyMsg {
   std::string error;
   double compile_ms = 0;           // slowest executor's compile for this run's values
   bool compile_cache_hit = false;  // every executor's binary came from a cache
+  std::vector<int64_t> missing;    // `cached` fields whose rows this worker no longer holds
   Message to_message() const;
   static Result<RunReadyMsg> parse(const nlohmann::json& h);
 };
@@ -175,6 +177,30 @@ struct RunAbortMsg {
   std::string reason;
   Message to_message() const;
   static Result<RunAbortMsg> parse(const nlohmann::json& h);
+};
+
+// server → worker: run the loop of a run placed on this worker alone (see
+// MessageType::kLoop).  Payload: the state section.
+struct LoopMsg {
+  std::string run_id;
+  int64_t first_iteration = 0, max_iterations = 0;
+  Message to_message(std::string payload = {}) const;
+  static Result<LoopMsg> parse(const nlohmann::json& h);
+};
+
+// worker → server: one iteration of a worker's loop.  Payload: the folded
+// aggregate section, then the state section after the update hook.
+struct LoopStepMsg {
+  std::string run_id;
+  int64_t iteration = 0;
+  bool ok = true;
+  bool unsupported = false;  // this worker cannot run the loop; nothing ran
+  std::string error;
+  double kernel_ms = 0;  // the slowest executor's kernels
+  double ms = 0;         // the whole iteration on the worker, update hook included
+  bool last = false;     // the last iteration of the loop
+  Message to_message(std::string payload = {}) const;
+  static Result<LoopStepMsg> parse(const nlohmann::json& h);
 };
 
 // The run a wire id ("r7.2": run r7, attempt 2) belongs to.

@@ -1,5 +1,7 @@
 #include "protocol/wire.h"
 
+#include <string_view>
+
 #include <cstring>
 
 namespace lizard {
@@ -36,6 +38,10 @@ const char* message_type_name(MessageType t) {
       return "resources";
     case MessageType::kRunAbort:
       return "run_abort";
+    case MessageType::kLoop:
+      return "loop";
+    case MessageType::kLoopStep:
+      return "loop_step";
   }
   return "unknown";
 }
@@ -62,8 +68,7 @@ Result<MessageView> decode_view(std::string_view frame) {
     return invalid_argument("wire version " + std::to_string(static_cast<uint8_t>(frame[2])) +
                             " (this build speaks " + std::to_string(kWireVersion) + ")");
   const uint8_t type = static_cast<uint8_t>(frame[3]);
-  if (type < static_cast<uint8_t>(MessageType::kHello) ||
-      type > static_cast<uint8_t>(MessageType::kRunAbort))
+  if (std::string_view(message_type_name(static_cast<MessageType>(type))) == "unknown")
     return invalid_argument("unknown message type " + std::to_string(type));
   uint32_t n = 0;
   for (int i = 0; i < 4; ++i) n |= uint32_t(static_cast<uint8_t>(frame[4 + i])) << (8 * i);

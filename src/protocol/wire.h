@@ -76,6 +76,16 @@ enum class MessageType : uint8_t {
   // {run_id, reason}.  The worker kills the processes of the run's executors
   // (a kernel may never return) and frees them; no reply
   kRunAbort = 15,
+  // server → worker, once a run's rows are loaded, when the run is on this
+  // worker alone: run iterations [first_iteration, max_iterations) here,
+  // folding and calling the program's update hook as the server would:
+  // {run_id, first_iteration, max_iterations}; payload: the state section
+  kLoop = 16,
+  // worker → server, after each iteration of a loop: {run_id, iteration, ok,
+  // error?, unsupported?, kernel_ms, ms, last}; payload: the folded aggregate,
+  // then the state the update hook left.  `unsupported`: this worker cannot
+  // run the loop (the server then drives the iterations itself)
+  kLoopStep = 17,
 };
 
 const char* message_type_name(MessageType t);

@@ -30,7 +30,9 @@ std::vector<std::string> environment(const std::map<std::string, std::string>& e
   std::vector<std::string> out;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
-    if (kv.rfind("LIZARD_TOKEN=", 0) == 0 || kv.rfind("LIZARD_ADDRESS=", 0) == 0) continue;
+    if (kv.rfind("LIZARD_TOKEN=", 0) == 0 || kv.rfind("LIZARD_ADDRESS=", 0) == 0 ||
+        kv.rfind("LIZARD_TLS_CA=", 0) == 0)
+      continue;
     out.push_back(kv);
   }
   for (const auto& [k, v] : extra) out.push_back(k + "=" + v);

@@ -28,8 +28,8 @@ struct CliResult {
 class CliProcess {
  public:
   // Runs LIZARD_BIN with `args`, then -a/-p of the cluster unless `args`
-  // has -a.  The environment is the test's without LIZARD_TOKEN and
-  // LIZARD_ADDRESS, plus `env`.
+  // has -a.  The environment is the test's without LIZARD_TOKEN,
+  // LIZARD_ADDRESS and LIZARD_TLS_CA, plus `env`.
   CliProcess(const LocalCluster& c, const std::vector<std::string>& args,
              const std::map<std::string, std::string>& env = {});
   ~CliProcess();

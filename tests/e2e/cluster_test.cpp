@@ -31,9 +31,11 @@ TEST(Cluster, RowsSplitInProportionToWorkerWeight) {
   ASSERT_TRUE(r.ok());
   json rec = json::parse(r->body);
   ASSERT_EQ(rec["status"], "done") << r->body;
+  // Each worker's rows, summed over its executors (one per GPU, or the CPU
+  // backend): with as many executors on every worker, the split is by weight.
   std::map<double, int64_t> rows_by_weight;
   for (const auto& e : rec["plan"]["executors"])
-    rows_by_weight[e["weight"].get<double>()] = e["rows"];
+    rows_by_weight[e["weight"].get<double>()] += e["rows"].get<int64_t>();
   EXPECT_EQ(rows_by_weight, (std::map<double, int64_t>{{1.0, 100}, {2.0, 200}, {3.0, 300}}));
   EXPECT_EQ(rec["result"]["aggregate"]["sums"][0], 599.0 * 600 / 2);
 }
@@ -113,6 +115,7 @@ TEST_F(KillWorker, RunCompletesWithTheUndisturbedResult) {
   ASSERT_EQ(undisturbed["status"], "done") << undisturbed.dump(2);
   ASSERT_EQ(undisturbed["iterations"], kIterations);
 
+  const size_t per_worker = executor_count(c_) / 4;
   const std::string id = submit();
   for (int i = 0; i < 2000; ++i) {  // wait for iteration 2, then kill a worker mid-run
     if (get_json(c_, "/runtimes/" + id).value("iterations", 0) >= 2) break;
@@ -123,7 +126,8 @@ TEST_F(KillWorker, RunCompletesWithTheUndisturbedResult) {
   ASSERT_EQ(rec["status"], "done") << rec.dump(2);
   EXPECT_EQ(rec["iterations"], kIterations);
   ASSERT_TRUE(rec.contains("recoveries")) << "the kill came too late to test recovery";
-  EXPECT_EQ(rec["plan"]["executors"].size(), 3u);
+  EXPECT_EQ(rec["plan"]["executors"].size(), 3 * per_worker);  // the survivors' executors
+  EXPECT_EQ(plan_workers(rec).size(), 3u);
   const json& a = undisturbed["result"]["state"]["centroids"];
   const json& b = rec["result"]["state"]["centroids"];
   for (int q = 0; q < kK; ++q)
@@ -240,6 +244,7 @@ namespace {
 TEST(Cluster, MapStyleRunReportsRowsDoneWhileRunning) {
   LocalCluster c;
   ASSERT_TRUE(c.start(2, {"--backend", "cpu", "--cpu-threads", "1"}).ok());
+  const size_t executors = executor_count(c);
   const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/anneal");
   const int64_t rows = 65536;
   std::vector<uint64_t> seeds;
@@ -251,7 +256,7 @@ TEST(Cluster, MapStyleRunReportsRowsDoneWhileRunning) {
   ASSERT_TRUE(r.ok());
   const std::string id = json::parse(r->body).value("runtime_id", "");
 
-  std::map<std::string, int64_t> last;  // per worker: rows done never go back
+  std::map<std::string, int64_t> last;  // per executor: rows done never go back
   bool saw_partial = false;
   json rec;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
@@ -261,13 +266,14 @@ TEST(Cluster, MapStyleRunReportsRowsDoneWhileRunning) {
     if (rec.contains("progress")) {
       const json& p = rec["progress"];
       EXPECT_EQ(p["rows"], rows);
-      ASSERT_EQ(p["executors"].size(), 2u) << p.dump();
+      ASSERT_EQ(p["executors"].size(), executors) << p.dump();
       int64_t sum = 0;
       for (const json& e : p["executors"]) {
         const int64_t done = e["rows_done"];
-        EXPECT_GE(done, last[e["worker"]]) << p.dump();
+        const std::string key = e["worker"].get<std::string>() + "/" + e["executor"].dump();
+        EXPECT_GE(done, last[key]) << p.dump();
         EXPECT_LE(done, e["rows"].get<int64_t>());
-        last[e["worker"]] = done;
+        last[key] = done;
         sum += done;
       }
       EXPECT_EQ(p["rows_done"], sum);
@@ -447,7 +453,8 @@ TEST(Uploads, UploadedNpyRunsLikeTheSameFileByPath) {
     for (int j = 0; j < 2; ++j)
       EXPECT_NEAR(by_upload["result"]["state"]["centroids"][q][j].get<double>(),
                   by_path["result"]["state"]["centroids"][q][j].get<double>(), 1e-5);
-  EXPECT_EQ(by_upload["plan"]["executors"].size(), 2u);
+  EXPECT_EQ(by_upload["plan"]["executors"].size(), executor_count(c));
+  EXPECT_EQ(plan_workers(by_upload).size(), 2u);
 
   auto bad = http_request("POST", c.uri() + "/datasets", "not an npy file",
                           "application/octet-stream", 30);
@@ -489,7 +496,8 @@ TEST(Uploads, MultiChunkUploadKeepsRowOrder) {
   ASSERT_TRUE(r.ok());
   json rec = json::parse(r->body);
   ASSERT_EQ(rec.value("status", ""), "done") << r->body;
-  EXPECT_EQ(rec["plan"]["executors"].size(), 2u);
+  EXPECT_EQ(rec["plan"]["executors"].size(), executor_count(c));
+  EXPECT_EQ(plan_workers(rec).size(), 2u);
   EXPECT_EQ(rec["result"]["aggregate"]["counts"], json({rows - far, far}));
 
   auto labels = c.get("/runtimes/" + rec["runtime_id"].get<std::string>() + "/fields/labels.npy");

@@ -19,12 +19,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-size_t executor_count(const LocalCluster& c) {
-  size_t n = 0;
-  for (const auto& w : get_json(c, "/clients")) n += w["hardware"]["executors"].size();
-  return n;
-}
-
 class Concurrency : public ::testing::Test {
  protected:
   void SetUp() override {

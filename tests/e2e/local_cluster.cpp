@@ -95,6 +95,7 @@ Status LocalCluster::start(int workers, const std::vector<std::string>& worker_a
                                    dir_ + "/server",
                                    "--worker-wait",
                                    "20"};
+  if (tls()) argv.insert(argv.end(), {"--tls-cert", tls_.cert, "--tls-key", tls_.key});
   argv.insert(argv.end(), server_args.begin(), server_args.end());
   server_argv_ = argv;
   LIZARD_RETURN_IF_ERROR(start_server());
@@ -121,6 +122,19 @@ Status LocalCluster::restart_server() {
   return start_server();
 }
 
+size_t executor_count(const LocalCluster& c) {
+  size_t n = 0;
+  for (const auto& w : get_json(c, "/clients")) n += w["hardware"]["executors"].size();
+  return n;
+}
+
+std::set<std::string> plan_workers(const nlohmann::json& record) {
+  std::set<std::string> out;
+  if (record.contains("plan") && record["plan"].contains("executors"))
+    for (const auto& e : record["plan"]["executors"]) out.insert(e.value("worker", ""));
+  return out;
+}
+
 Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
   const std::string n = std::to_string(workers_.size());
   std::vector<std::string> argv = {
@@ -134,6 +148,12 @@ Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
     argv.insert(argv.end(), {"--backend", b && *b ? b : "cpu"});
   }
   if (!given("--cpu-threads")) argv.insert(argv.end(), {"--cpu-threads", "2"});
+  // LIZARD_E2E_CPU_EXECUTORS=N: CPU workers of N executors each, so that the
+  // suite meets the multi-executor workers of multi-GPU nodes on any machine.
+  const char* cpu_executors = std::getenv("LIZARD_E2E_CPU_EXECUTORS");
+  if (cpu_executors && *cpu_executors && !given("--cpu-executors") && !given("--gpus"))
+    argv.insert(argv.end(), {"--cpu-executors", cpu_executors});
+  if (tls() && !given("--tls-ca")) argv.insert(argv.end(), {"--tls-ca", tls_.ca});
   argv.insert(argv.end(), extra.begin(), extra.end());
   pid_t pid = spawn(argv, dir_ + "/worker" + n + ".log");
   if (pid < 0) return internal_error("cannot start a worker");
@@ -177,17 +197,19 @@ bool LocalCluster::server_alive() const {
 CommandResult LocalCluster::load_program(const std::string& dir) const {
   std::vector<std::string> argv = {LOAD_PROGRAM_BIN, dir, uri(), "--timeout", "120"};
   if (!token_.empty()) argv.insert(argv.end(), {"--token", token_});
+  if (tls()) argv.insert(argv.end(), {"--tls-ca", tls_.ca});
   auto r = run_command(argv);
   if (!r.ok()) return {-1, r.status().message()};
   return {r->exit_code, r->output};
 }
 
 Result<HttpReply> LocalCluster::get(const std::string& path) const {
-  return http_request("GET", uri() + path, "", "", 30, token_);
+  return http_request("GET", uri() + path, "", "", 30, token_, {tls(), tls_.ca});
 }
 
 Result<HttpReply> LocalCluster::post(const std::string& path, const std::string& body) const {
-  return http_request("POST", uri() + path, body, "application/json", 240, token_);
+  return http_request("POST", uri() + path, body, "application/json", 240, token_,
+                      {tls(), tls_.ca});
 }
 
 std::string register_program(const LocalCluster& c, const std::string& dir) {

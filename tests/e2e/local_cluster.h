@@ -6,11 +6,14 @@
 //   ASSERT_TRUE(c.start(2).ok());
 //   auto out = c.load_program(LIZARD_SOURCE_DIR "/examples/sum");   // {exit code, output}
 //   auto run = c.post_json("/runtime/" + hash + "?wait=1", body);
+//
+//   c.use_tls({cert, key, ca});   // before start(): https:// and wss:// throughout
 #pragma once
 
 #include <sys/types.h>
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +32,11 @@ std::string printed_checksum(const CommandResult& r);
 
 class LocalCluster;
 
+// The server's certificate and key and the CA that its clients trust (PEM files).
+struct ClusterTls {
+  std::string cert, key, ca;
+};
+
 // Registers a program directory with load_program; its checksum ("" on failure).
 std::string register_program(const LocalCluster& c, const std::string& dir);
 // GET `path` parsed as JSON (null when the request failed).
@@ -37,6 +45,12 @@ nlohmann::json get_json(const LocalCluster& c, const std::string& path);
 std::string submit_run(const LocalCluster& c, const std::string& hash, const nlohmann::json& body);
 // Polls GET /runtimes/<id> until the run is done, failed or cancelled (or the time is up).
 nlohmann::json wait_until_finished(const LocalCluster& c, const std::string& id, int timeout_s);
+
+// The executors of every worker that has joined (GET /clients): a test
+// expects what the machine it runs on gives, whatever its GPUs.
+size_t executor_count(const LocalCluster& c);
+// The distinct workers a run record's plan spread its rows over.
+std::set<std::string> plan_workers(const nlohmann::json& record);
 
 class LocalCluster {
  public:
@@ -48,6 +62,10 @@ class LocalCluster {
                const std::vector<std::string>& server_args = {});
   // The bearer token that get(), post() and load_program() present.
   void set_token(std::string token) { token_ = std::move(token); }
+  // Before start(): the server serves TLS with `tls.cert`/`tls.key`, and
+  // workers, load_program, get() and post() trust `tls.ca`.
+  void use_tls(ClusterTls tls) { tls_ = std::move(tls); }
+  bool tls() const { return !tls_.cert.empty(); }
   Status add_worker(const std::vector<std::string>& extra_args = {});
   Status wait_for_workers(size_t n, int timeout_s = 30);
   void stop();
@@ -57,7 +75,9 @@ class LocalCluster {
   // Sends `sig` to worker `i` (in start order) and reaps it.
   void kill_worker(size_t i, int sig);
 
-  std::string uri() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string uri() const {
+    return (tls() ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
+  }
   uint16_t port() const { return static_cast<uint16_t>(port_); }
   CommandResult load_program(const std::string& dir) const;
   Result<HttpReply> get(const std::string& path) const;
@@ -75,6 +95,7 @@ class LocalCluster {
   pid_t server_ = -1;
   std::vector<pid_t> workers_;
   std::string token_;
+  ClusterTls tls_;
   std::vector<std::string> server_argv_;
 };
 

@@ -84,6 +84,7 @@ CpuExecutor::CpuExecutor(const CpuExecutorOptions& o)
       pool_(resolve_threads(o.threads)) {
   info_.kind = "cpu";
   info_.name = cpu_model();
+  info_.ordinal = o.ordinal;
   info_.sm_count = pool_.size();
   info_.weight = pool_.size();
   info_.total_memory = meminfo("MemTotal");

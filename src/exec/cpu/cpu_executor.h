@@ -28,6 +28,7 @@ namespace lizard {
 struct CpuExecutorOptions {
   int threads = 0;        // 0: all cores
   std::string cache_dir;  // empty: a directory under the system's temporary directory
+  int ordinal = 0;        // which of the worker's CPU executors this is
 };
 
 using CpuKernelFn = int (*)(const lizard_cpu_launch* launch, const void* const* args, char* err,

@@ -1,0 +1,34 @@
+// LoopHooks: a program's update_global_state hook as a worker calls it when
+// it drives a run's iterations itself (a run placed on this worker alone, see
+// MessageType::kLoop).  The daemon opens one per loop; user code behind it
+// runs outside the worker daemon.
+//
+//   Result<std::unique_ptr<LoopHooks>> h = open(program, params, interrupted);
+//   if (!h.ok()) ...;                  // kUnavailable: the server drives the run instead
+//   if (!*h) ...;                      // no update hook: done after one iteration
+//   Result<bool> done = (*h)->update(&agg, &state, iteration);
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "common/status.h"
+#include "exec/executor.h"
+
+namespace lizard {
+
+class LoopHooks {
+ public:
+  virtual ~LoopHooks() = default;
+  // Calls the hook; returns whether the run is done.  An error (the hook
+  // crashed, or ran past its time) fails the run.
+  virtual Result<bool> update(SectionBuffer* agg, SectionBuffer* state, int64_t iteration) = 0;
+};
+
+// Opens a program's update hook for one loop: null when the program has
+// none; kUnavailable when this worker cannot run it.  `interrupted` is polled
+// while a hook call runs: a non-OK status ends the call (and its process).
+using OpenLoopHooks = std::function<Result<std::unique_ptr<LoopHooks>>(
+    const ProgramImage& program, const ParamValues& params, std::function<Status()> interrupted)>;
+
+}  // namespace lizard

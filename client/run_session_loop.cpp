@@ -1,0 +1,111 @@
+// RunSession's loop: the iterations of a run placed on this worker alone,
+// driven here rather than by the server, so that no round trip to the server
+// separates them.  Each iteration folds its executors' aggregates into the
+// reducers' identity, as the server folds a worker's reply, calls the update
+// hook, and reports the aggregate and the new state to the server, which
+// records them (and resumes from them should this worker be lost) without
+// waiting on them.  A run_end arriving meanwhile (the run was cancelled or
+// failed) ends the loop before the next iteration.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "client/run_session.h"
+#include "common/clock.h"
+#include "program/reducers.h"
+
+namespace lizard {
+
+void RunSession::loop_here(const MessageView& m) {
+  auto h = LoopMsg::parse(m.header);
+  LoopStepMsg failed;
+  failed.ok = false;
+  if (!h.ok()) {
+    spdlog::warn("run {}: {}", run_id_, h.status().message());
+    return;
+  }
+  failed.run_id = h->run_id;
+  failed.iteration = h->first_iteration;
+  Status st;
+  if (!begun_ || h->run_id != run_id_) {
+    st = not_found("no such run on this worker");
+  } else {
+    const Manifest& man = program_->manifest;
+    auto state = make_section(man.state, man, params_);
+    st = state.status();
+    if (st.ok() && m.payload.size() != state->bytes.size())
+      st = invalid_argument("loop: state of " + std::to_string(m.payload.size()) +
+                            " bytes; expected " + std::to_string(state->bytes.size()));
+    if (st.ok()) {
+      if (!state->bytes.empty())
+        std::memcpy(state->bytes.data(), m.payload.data(), state->bytes.size());
+      st = run_loop(h.value(), std::move(state).value(), &failed);
+    }
+  }
+  if (st.ok()) return;
+  spdlog::warn("run {}: {}", h->run_id, st.message());
+  failed.error = st.message();
+  reply(encode(failed.to_message()));
+}
+
+// True when a frame for this run arrived (the server ended it) or the
+// session is being aborted; the frame is handled once the loop returns.
+bool RunSession::loop_interrupted() {
+  if (aborting_) return true;
+  auto frame = inbox_.try_pop();
+  if (!frame) return false;
+  stopped_by_ = std::move(frame);
+  return true;
+}
+
+Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* failed) {
+  if (!ctx_.open_hooks) {
+    failed->unsupported = true;
+    return unavailable("this worker does not drive loops");
+  }
+  auto opened = ctx_.open_hooks(*program_, params_, [this] {
+    return aborting_ ? Status(Code::kCancelled, "the run was aborted") : Status::Ok();
+  });
+  if (!opened.ok()) {
+    failed->unsupported = opened.status().code() == Code::kUnavailable;
+    return opened.status();
+  }
+  std::unique_ptr<LoopHooks> hooks = std::move(opened).value();
+  const Manifest& man = program_->manifest;
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer folded, make_section(man.aggregate, man, params_));
+  std::vector<SectionBuffer> aggs;
+  std::string payload;
+  const auto t_loop = SteadyClock::now();
+  double in_iterations = 0;
+  auto finished = [&](int64_t iterations) {
+    spdlog::debug("run {}: {} iteration(s) here in {:.3f} ms, {:.3f} ms of them in iterations",
+                  h.run_id, iterations, ms_since(t_loop), in_iterations);
+    return Status::Ok();
+  };
+  for (int64_t it = h.first_iteration; it < h.max_iterations; ++it) {
+    if (loop_interrupted()) return finished(it - h.first_iteration);
+    failed->iteration = it;
+    const auto t0 = SteadyClock::now();
+    LoopStepMsg step;
+    step.run_id = h.run_id;
+    step.iteration = it;
+    LIZARD_RETURN_IF_ERROR(iterate_executors(state, it, &aggs, &step.kernel_ms));
+    set_identity(&folded);
+    for (const auto& a : aggs) fold_into(&folded, a);
+    bool done = true;  // without an update hook, a run is one iteration
+    if (hooks) {
+      LIZARD_ASSIGN_OR_RETURN(done, hooks->update(&folded, &state, it));
+    }
+    step.last = done || it + 1 >= h.max_iterations;
+    step.ms = ms_since(t0);
+    in_iterations += step.ms;
+    payload.assign(reinterpret_cast<const char*>(folded.bytes.data()), folded.bytes.size());
+    payload.append(reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size());
+    reply(encode(step.to_message(payload)));
+    if (step.last) return finished(it + 1 - h.first_iteration);
+  }
+  return finished(h.max_iterations - h.first_iteration);
+}
+
+}  // namespace lizard

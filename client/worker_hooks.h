@@ -1,0 +1,60 @@
+// WorkerHooks: the host hooks of the programs this worker has built, for the
+// loops it drives (client/run_session_loop.cpp).  When a program is built
+// here, its host.cpp is compiled and checked in a hook process as the server
+// does (hooks/host_hooks.h); a worker that cannot build it (no compiler)
+// leaves that program's loops to the server.  Each loop gets a hook process
+// of its own: one an earlier loop of the program left warm, or a new one, so
+// that back-to-back runs do not pay for starting one.  A process whose call
+// failed (the hook crashed, exited or ran past its time) is never reused.
+// Thread-safe.
+//
+//   WorkerHooks hooks(cache_dir, options);
+//   hooks.build(program);                                   // at registration
+//   auto loop = hooks.open(program, params, interrupted);   // per loop
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "client/loop_hooks.h"
+#include "exec/host_compiler.h"
+#include "hooks/host_hooks.h"
+
+namespace lizard {
+
+class WorkerHooks {
+ public:
+  WorkerHooks(const std::string& cache_dir, HookProcessOptions options);
+  ~WorkerHooks();
+
+  // Compiles and checks the program's host.cpp, if it has one.
+  void build(const ProgramImage& program);
+  // The update hook for one loop (null without one); kUnavailable when the
+  // program's host.cpp did not build here.  `interrupted` ends a hook call
+  // early (the run was aborted) and kills its process.
+  Result<std::unique_ptr<LoopHooks>> open(const ProgramImage& program, const ParamValues& params,
+                                          std::function<Status()> interrupted);
+
+ private:
+  class Loop;
+  struct Warm {
+    std::unique_ptr<RunHooks> hooks;
+    std::shared_ptr<std::function<Status()>> interrupted;  // what its calls poll
+  };
+  Result<Warm> take(const std::string& hash, const HostHooks& built, const Manifest& m,
+                    const ParamValues& p);
+  void give_back(const std::string& hash, Warm warm);
+
+  HostCompiler compiler_;
+  HookProcessOptions options_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<HostHooks>> built_;  // GUARDED_BY(mu_)
+  std::map<std::string, std::string> failed_;                // GUARDED_BY(mu_): why not
+  std::map<std::string, std::vector<Warm>> idle_;            // GUARDED_BY(mu_)
+};
+
+}  // namespace lizard

@@ -1,0 +1,200 @@
+// RunDriver's loading of a run: the plan of its rows over the executors it
+// holds (within their free memory), and each worker's rows and run_start.
+// Uploaded rows are first offered from the workers' caches of earlier runs.
+#include <algorithm>
+#include <filesystem>
+#include <future>
+
+#include "common/clock.h"
+#include "protocol/messages.h"
+#include "server/row_streamer.h"
+#include "server/run_driver.h"
+#include "server/server_metrics.h"
+
+namespace lizard {
+
+// Turns each executor's free memory (max_rows holds bytes on entry) into the
+// rows it can hold; fails before any work when they cannot hold them all.
+Status RunDriver::limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const {
+  const Manifest& m = run_->program->image.manifest;
+  const ParamValues& p = run_->request.params;
+  int64_t row_bytes = 0;
+  for (const auto& f : m.dataset) {
+    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, m, p));
+    row_bytes += width * static_cast<int64_t>(dtype_size(f.type));
+  }
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer st, make_section(m.state, m, p));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer ag, make_section(m.aggregate, m, p));
+  const int64_t fixed =
+      static_cast<int64_t>(st.bytes.size() + 2 * ag.bytes.size()) + (int64_t{64} << 20);
+  int64_t room = 0;
+  for (auto& s : *slots) {
+    const int64_t free_bytes = s.max_rows;
+    s.max_rows = free_bytes <= 0 || row_bytes == 0
+                     ? -1
+                     : std::max<int64_t>(0, free_bytes - fixed) / row_bytes;
+    room += std::max<int64_t>(0, free_bytes - fixed);
+  }
+  const int64_t rows = run_->request.rows;
+  if (fits(rows, *slots)) return Status::Ok();
+  return too_large("the dataset does not fit: " + std::to_string(rows) + " rows x " +
+                   std::to_string(row_bytes) + " bytes = " + std::to_string(rows * row_bytes) +
+                   " bytes, but the " + std::to_string(slots->size()) + " executor(s) have " +
+                   std::to_string(room) + " bytes free between them");
+}
+
+// Plans the rows over the run's executors and loads every worker, each on a
+// thread of its own so that uploaded rows stream to all of them at once.
+Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& wire_id) {
+  const auto t0 = SteadyClock::now();
+  const std::vector<ExecutorRef> held =
+      ctx_.book->update(run_, [](RunRecord& r) { return r.executors; });
+  std::vector<ExecutorSlot> slots = ctx_.workers->slots(held);
+  if (slots.size() < held.size()) {  // a worker left before the plan
+    for (const auto& e : held)
+      if (!ctx_.workers->link(e.worker_id)) {
+        drop_executors_of(e.worker_id);
+        return worker_lost("lost worker " + e.worker_id);
+      }
+  }
+  LIZARD_RETURN_IF_ERROR(limit_rows_to_memory(&slots));
+  PartitionPlan plan = plan_partition(run_->request.rows, slots);
+  ctx_.book->update(run_, [&](RunRecord& r) {
+    r.plan = plan;
+    r.phases["planning_ms"] = ms_since(t0);
+  });
+  std::map<std::string, std::vector<const PlanEntry*>> by_worker;
+  for (const auto& e : plan.entries)
+    if (e.rows > 0) by_worker[e.worker_id].push_back(&e);
+  const auto t_load = SteadyClock::now();
+  std::vector<std::string> participants;
+  for (const auto& [id, _] : by_worker) participants.push_back(id);
+  // Uploaded rows are first offered from the workers' caches; a worker that
+  // no longer holds them says so, and is sent them.
+  auto ready = load_workers(wire_id, by_worker, participants, /*stream_uploads=*/false);
+  std::vector<std::string> missing;
+  if (ready.ok()) {
+    for (const auto& [id, msg] : ready.value()) {
+      auto r = RunReadyMsg::parse(msg.header);
+      if (r.ok() && !r->ok && !r->missing.empty()) missing.push_back(id);
+    }
+    if (!missing.empty()) {
+      auto again = load_workers(wire_id, by_worker, missing, /*stream_uploads=*/true);
+      if (again.ok())
+        for (auto& [id, msg] : again.value()) ready.value()[id] = std::move(msg);
+      else
+        ready = again.status();
+    }
+  }
+  Status failed = ready.status();
+  if (ready.ok())
+    for (const auto& [id, msg] : ready.value()) {
+      auto r = RunReadyMsg::parse(msg.header);
+      if (r.ok() && !r->ok && failed.ok()) failed = runtime_error("worker " + id + ": " + r->error);
+    }
+  if (!failed.ok()) {
+    end_on_workers(wire_id, participants, false);
+    return failed.with_context("loading the dataset");
+  }
+  double compile_ms = 0;
+  bool cache_hit = true;
+  for (const auto& [_, msg] : ready.value()) {
+    auto r = RunReadyMsg::parse(msg.header);
+    if (!r.ok()) continue;
+    compile_ms = std::max(compile_ms, r->compile_ms);
+    cache_hit = cache_hit && r->compile_cache_hit;
+    if (ctx_.metrics) ctx_.metrics->count_run_ready(r->compile_cache_hit, r->compile_ms);
+  }
+  ctx_.book->update(run_, [&](RunRecord& r) {
+    r.phases["loading_ms"] = ms_since(t_load);
+    r.phases["compile_ms"] = compile_ms;
+    r.phases["compile_cache_hit"] = cache_hit;
+    bool uploads = false;
+    for (const auto& d : run_->request.dataset)
+      uploads = uploads || d.kind == DatasetSource::Kind::kUpload;
+    if (uploads) r.phases["uploads_cached"] = missing.empty();
+  });
+  return participants;
+}
+
+// Loads `which` workers, each on a thread of its own so that uploaded rows
+// stream to all of them at once, and collects their run_ready answers.
+Result<std::map<std::string, Message>> RunDriver::load_workers(
+    const std::string& wire_id,
+    const std::map<std::string, std::vector<const PlanEntry*>>& by_worker,
+    const std::vector<std::string>& which, bool stream_uploads) {
+  std::vector<std::future<Status>> loads;
+  for (const auto& id : which)
+    loads.push_back(std::async(std::launch::async, [&, id] {
+      return start_worker(wire_id, id, by_worker.at(id), stream_uploads);
+    }));
+  Status loaded = Status::Ok();
+  for (auto& f : loads) {
+    Status st = f.get();
+    if (loaded.ok() && !st.ok()) loaded = st;
+  }
+  if (!loaded.ok()) return loaded;
+  return collect(wire_id, MessageType::kRunReady, which, /*keep_failures=*/true);
+}
+
+// Sends one worker its rows (uploaded ones as chunks, or from its cache;
+// others as sources it reads or generates) and then its run_start.
+Status RunDriver::start_worker(const std::string& wire_id, const std::string& worker_id,
+                               const std::vector<const PlanEntry*>& entries, bool stream_uploads) {
+  const Manifest& m = run_->program->image.manifest;
+  const RunRequest& req = run_->request;
+  RunStartMsg start;
+  start.run_id = wire_id;
+  start.hash = run_->hash;
+  start.params = run_->params_json;
+  start.seed = req.seed;
+  // A map-style run (one iteration) runs in slices that report progress.
+  start.progress = req.max_iterations == 1 || !run_->program->hooks->has_update();
+  for (const auto* e : entries) start.parts.push_back({e->executor, e->first_row, e->rows});
+  start.first_row = entries.front()->first_row;
+  for (const auto* e : entries) start.rows += e->rows;
+  std::shared_ptr<WorkerLink> link = ctx_.workers->link(worker_id);
+  if (!link) return worker_lost("lost worker " + worker_id);
+  std::string payload;
+  for (size_t k = 0; k < m.dataset.size(); ++k) {
+    const DatasetSource& s = req.dataset[k];
+    FieldSource f;
+    f.name = m.dataset[k].name;
+    switch (s.kind) {
+      case DatasetSource::Kind::kInline: {
+        const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(m.dataset[k].type);
+        f.source = "inline";
+        f.offset = payload.size();
+        f.bytes = row_bytes * static_cast<size_t>(start.rows);
+        payload.append(reinterpret_cast<const char*>(s.values.data()) +
+                           row_bytes * static_cast<size_t>(start.first_row),
+                       f.bytes);
+        break;
+      }
+      case DatasetSource::Kind::kPath:
+        f.source = "path";
+        f.path = s.path;
+        f.format = file_format_name(s.format);
+        break;
+      case DatasetSource::Kind::kGenerate:
+        f.source = "generate";
+        f.kernel = s.generator;
+        break;
+      case DatasetSource::Kind::kUpload:
+        // The worker may hold these rows from an earlier run; it says when not.
+        f.upload = std::filesystem::path(s.path).stem().string();
+        f.source = stream_uploads ? "chunks" : "cached";
+        if (stream_uploads)  // sent just before run_start
+          LIZARD_RETURN_IF_ERROR(stream_upload_rows(*link, wire_id, k, s, m.dataset[k].type,
+                                                    start.first_row, start.rows));
+        break;
+      case DatasetSource::Kind::kNone:
+        break;
+    }
+    start.fields.push_back(std::move(f));
+  }
+  link->send(encode(start.to_message(std::move(payload))));
+  return Status::Ok();
+}
+
+}  // namespace lizard

@@ -1,0 +1,64 @@
+// RunDriver's side of a loop driven by the run's one worker: the worker runs
+// the iterations back to back, folding and calling the update hook as
+// iterate() would here, and reports each iteration's aggregate and new state.
+// The driver records them as they come, so that should the worker be lost,
+// the run resumes from the last reported iteration as it does from iterate().
+#include <cstring>
+
+#include "protocol/messages.h"
+#include "server/run_driver.h"
+
+namespace lizard {
+
+bool RunDriver::can_loop_on_worker(const std::vector<std::string>& participants) const {
+  // A custom reducer folds through the server's aggregate hook.
+  return ctx_.worker_loop && participants.size() == 1 &&
+         !run_->program->image.manifest.has_custom_reducer();
+}
+
+Status RunDriver::loop_on_worker(const std::string& wire_id, const std::string& worker, int64_t* it,
+                                 Sections* s, bool* done, bool* unsupported) {
+  const RunRequest& req = run_->request;
+  const std::string frame = encode(LoopMsg{wire_id, *it, req.max_iterations}.to_message(
+      std::string(s->state.bytes.begin(), s->state.bytes.end())));
+  Status sent = ctx_.workers->send(worker, frame);
+  if (!sent.ok()) {
+    drop_executors_of(worker);
+    return sent.with_context("iteration " + std::to_string(*it));
+  }
+  const size_t agg_bytes = s->agg.bytes.size(), state_bytes = s->state.bytes.size();
+  while (!*done) {
+    ctx_.book->update(run_, [&](RunRecord& r) {
+      r.progress_iteration = *it;
+      r.rows_done.clear();
+    });
+    auto got = collect(wire_id, MessageType::kLoopStep, {worker}, /*keep_failures=*/true);
+    if (!got.ok()) return got.status().with_context("iteration " + std::to_string(*it));
+    const Message& msg = got->at(worker);
+    auto step = LoopStepMsg::parse(msg.header);
+    if (!step.ok()) return step.status().with_context("worker " + worker);
+    if (!step->ok && step->unsupported) {
+      *unsupported = true;
+      return Status::Ok();
+    }
+    if (!step->ok)
+      return runtime_error("worker " + worker + ": " + step->error)
+          .with_context("iteration " + std::to_string(step->iteration));
+    if (step->iteration != *it)
+      return internal_error("worker " + worker + " reported iteration " +
+                            std::to_string(step->iteration) + " for " + std::to_string(*it));
+    if (msg.payload.size() != agg_bytes + state_bytes)
+      return internal_error("worker " + worker + " sent a loop step of " +
+                            std::to_string(msg.payload.size()) + " bytes; expected " +
+                            std::to_string(agg_bytes + state_bytes));
+    if (agg_bytes) std::memcpy(s->agg.bytes.data(), msg.payload.data(), agg_bytes);
+    if (state_bytes)
+      std::memcpy(s->state.bytes.data(), msg.payload.data() + agg_bytes, state_bytes);
+    record_iteration({*it, step->ms, step->kernel_ms, 0.0, state_scalars(*s)});
+    ++*it;
+    *done = step->last;
+  }
+  return Status::Ok();
+}
+
+}  // namespace lizard

@@ -1,0 +1,156 @@
+#include "hooks/hook_process.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "hooks/hook_host.h"
+
+namespace lizard {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often a waiting call looks at options.interrupted.
+constexpr int kPollMs = 50;
+// How long a process that closed its channel gets to be reaped.
+constexpr int kExitWaitMs = 2000;
+
+std::string duration_text(int ms) {
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  return std::to_string(ms) + " ms";
+}
+
+std::string_view view(const SectionBuffer& s) {
+  return {reinterpret_cast<const char*>(s.bytes.data()), s.bytes.size()};
+}
+
+}  // namespace
+
+HookProcess::~HookProcess() = default;
+
+Result<std::unique_ptr<HookProcess>> HookProcess::start(const std::string& library,
+                                                        const std::string& source,
+                                                        HookProcessOptions options) {
+  auto child = ChildProcess::spawn({kHookHostCommand, library}, options.program);
+  if (!child.ok()) return child.status().with_context("cannot start the hook process");
+  std::unique_ptr<HookProcess> hp(
+      new HookProcess(std::move(child).value(), source, std::move(options)));
+  // The library's static initialisers run before the first frame.
+  LIZARD_ASSIGN_OR_RETURN(std::string frame,
+                          hp->await_reply("loading " + source + " (its static initialisers)"));
+  auto hooks = decode_ready(frame);
+  if (!hooks.ok())
+    return hp->fail(hooks.status().with_context(source + ": the hook process cannot load it"));
+  hp->hooks_ = *hooks;
+  return hp;
+}
+
+void HookProcess::kill() {
+  if (failed_.ok()) failed_ = runtime_error("the hook process of " + source_ + " was stopped");
+  child_->kill();
+}
+
+Status HookProcess::fail(Status st) {
+  failed_ = st;
+  child_->kill();
+  return st;
+}
+
+Result<std::string> HookProcess::await_reply(const std::string& what) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(options_.call_timeout_ms);
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    int slice = static_cast<int>(std::max<int64_t>(0, left));
+    if (options_.interrupted) slice = std::min(slice, kPollMs);
+    auto frame = child_->channel().receive(slice);
+    if (frame.ok()) return frame;
+    if (frame.status().code() == Code::kCancelled) {  // this slice ran out
+      if (options_.interrupted) {
+        Status st = options_.interrupted();
+        if (!st.ok()) return fail(st);
+      }
+      if (Clock::now() < deadline) continue;
+      std::string setting =
+          options_.timeout_setting.empty() ? "" : " (" + options_.timeout_setting + ")";
+      return fail(runtime_error(what + " did not finish within " +
+                                duration_text(options_.call_timeout_ms) + setting +
+                                "; the hook process was killed"));
+    }
+    if (frame.status().code() != Code::kUnavailable) return fail(frame.status());
+    // The process closed its end: it exited or was killed.
+    if (!child_->wait_exit(kExitWaitMs))
+      return fail(
+          runtime_error(what + " closed the hook process's channel; the process was killed"));
+    return fail(runtime_error(what + " ended the hook process: " + child_->exit_description()));
+  }
+}
+
+Result<std::string> HookProcess::exchange(const std::string& what, const std::string_view* parts,
+                                          size_t count) {
+  if (!failed_.ok()) return failed_;
+  if (!child_->channel().send_parts(parts, count).ok()) {
+    child_->wait_exit(kExitWaitMs);
+    return fail(runtime_error("the hook process had ended before " + what + ": " +
+                              child_->exit_description()));
+  }
+  return await_reply(what);
+}
+
+Status HookProcess::setup(const Manifest& m, const ParamValues& p, const SectionBuffer& state,
+                          const SectionBuffer& aggregate) {
+  HookSetup s;
+  const std::vector<uint8_t> params = pack_params(params_layout(m), p);
+  s.params.assign(params.begin(), params.end());
+  s.state = section_map(state_layout(m), state);
+  s.aggregate = section_map(aggregate_layout(m), aggregate);
+  const std::string frame = encode_setup(s);
+  const std::string_view parts[] = {frame};
+  const std::string what = "setting up the hooks of " + source_;
+  LIZARD_ASSIGN_OR_RETURN(std::string reply, exchange(what, parts, 1));
+  auto res = decode_result(reply);
+  if (!res.ok()) return fail(res.status().with_context(what));
+  set_up_ = true;
+  return Status::Ok();
+}
+
+Result<int32_t> HookProcess::call(HookOp op, int64_t iteration, const SectionBuffer& first,
+                                  const SectionBuffer* second, SectionBuffer* out) {
+  std::string what = std::string("host hook ") + hook_name(op);
+  if (op != HookOp::kInit) what += " (iteration " + std::to_string(iteration) + ")";
+  if (!set_up_ && failed_.ok()) return internal_error(what + " before the hooks were set up");
+  const std::string head = encode_call_head(op, iteration, first.bytes.size());
+  const std::string_view parts[] = {head, view(first), second ? view(*second) : std::string_view()};
+  LIZARD_ASSIGN_OR_RETURN(std::string reply, exchange(what, parts, 3));
+  auto res = decode_result(reply);
+  if (!res.ok()) return fail(res.status().with_context(what));
+  if (res->section.size() != out->bytes.size())
+    return fail(internal_error(what + ": the hook process sent back " +
+                               std::to_string(res->section.size()) + " bytes; expected " +
+                               std::to_string(out->bytes.size())));
+  if (!out->bytes.empty()) std::memcpy(out->bytes.data(), res->section.data(), out->bytes.size());
+  return res->value;
+}
+
+Result<bool> HookProcess::init_state(SectionBuffer* state) {
+  if (!hooks_.init) return false;
+  LIZARD_ASSIGN_OR_RETURN(int32_t value, call(HookOp::kInit, 0, *state, nullptr, state));
+  (void)value;
+  return true;
+}
+
+Status HookProcess::aggregate(SectionBuffer* running, const SectionBuffer& partial,
+                              int64_t iteration) {
+  if (!hooks_.aggregate) return Status::Ok();
+  return call(HookOp::kAggregate, iteration, *running, &partial, running).status();
+}
+
+Result<bool> HookProcess::update_state(const SectionBuffer& aggregate, SectionBuffer* state,
+                                       int64_t iteration) {
+  if (!hooks_.update) return true;
+  LIZARD_ASSIGN_OR_RETURN(int32_t done, call(HookOp::kUpdate, iteration, aggregate, state, state));
+  return done != 0;
+}
+
+}  // namespace lizard

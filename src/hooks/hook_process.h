@@ -1,0 +1,98 @@
+// HookProcess: a program's host hooks, called in a hook process of their own
+// (the daemon's binary as `hook-host LIB.so`, see hook_host.h) instead of in
+// the daemon.  A segmentation fault, abort(), exit() or endless loop in a
+// hook ends that process and fails the call with a message that names the
+// hook and how the process ended; the daemon and its other runs go on.  Each
+// call is bounded in time, and the caller can end a call early (a cancelled
+// run): the process is then killed.  After a failed call the process is gone
+// and every later call fails with the same error.
+//
+//   HookProcessOptions opts;                     // opts.call_timeout_ms, .interrupted
+//   auto hp = HookProcess::start(so_path, "host.cpp", opts);   // loads the library there
+//   (*hp)->hooks().update;                                     // which hooks it defines
+//   LIZARD_RETURN_IF_ERROR((*hp)->setup(manifest, params, state, aggregate));
+//   Result<bool> done = (*hp)->update_state(aggregate, &state, iteration);
+//
+// One process serves one run (one thread); the process is killed when the
+// object goes.  Not thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/child_process.h"
+#include "common/status.h"
+#include "hooks/hook_protocol.h"
+#include "program/layout.h"
+#include "program/manifest.h"
+
+namespace lizard {
+
+struct HookProcessOptions {
+  std::string program;          // binary that serves `hook-host`; empty: this one
+  int call_timeout_ms = 60000;  // longest a hook (or loading the library) may take
+  std::string timeout_setting;  // named in the time-out message, e.g. "--hook-timeout-s"
+  // Polled while a call waits; a non-OK status ends the call (and the
+  // process) with that status.  May be empty.
+  std::function<Status()> interrupted;
+};
+
+class HookProcess {
+ public:
+  ~HookProcess();
+  HookProcess(const HookProcess&) = delete;
+  HookProcess& operator=(const HookProcess&) = delete;
+
+  // Starts a hook process and loads `library` there; `source` (host.cpp)
+  // names it in messages.  Fails when loading it ended the process (a static
+  // initialiser crashed or exited), took too long, or the library would not load.
+  static Result<std::unique_ptr<HookProcess>> start(const std::string& library,
+                                                    const std::string& source,
+                                                    HookProcessOptions options);
+
+  const HookSet& hooks() const { return hooks_; }
+
+  // Gives the process a run's params and the layouts of its sections; once,
+  // before the calls.  `state` and `aggregate` are sections of the run.
+  Status setup(const Manifest& m, const ParamValues& p, const SectionBuffer& state,
+               const SectionBuffer& aggregate);
+
+  // init_global_state(params, state).  False when the library lacks it.
+  Result<bool> init_state(SectionBuffer* state);
+  // aggregate(params, running, partial), at `iteration` (for messages).
+  Status aggregate(SectionBuffer* running, const SectionBuffer& partial, int64_t iteration);
+  // update_global_state(params, aggregate, state, iteration): true when the
+  // hook says the run is done; without the hook, true.
+  Result<bool> update_state(const SectionBuffer& aggregate, SectionBuffer* state,
+                            int64_t iteration);
+
+  pid_t pid() const { return child_->pid(); }
+  // Ends the process (SIGKILL); later calls fail.
+  void kill();
+
+ private:
+  HookProcess(std::unique_ptr<ChildProcess> child, std::string source, HookProcessOptions options)
+      : child_(std::move(child)), source_(std::move(source)), options_(std::move(options)) {}
+
+  // Sends `parts` as one frame and waits for the reply, within the call time
+  // limit; `what` names the call in messages ("host hook aggregate (iteration 2)").
+  Result<std::string> exchange(const std::string& what, const std::string_view* parts,
+                               size_t count);
+  // Waits for one frame, polling options_.interrupted.
+  Result<std::string> await_reply(const std::string& what);
+  // Marks the process as failed with `st` (killing it) and returns `st`.
+  Status fail(Status st);
+  // A call of `op` with two sections; the reply's section is copied into `out`.
+  Result<int32_t> call(HookOp op, int64_t iteration, const SectionBuffer& first,
+                       const SectionBuffer* second, SectionBuffer* out);
+
+  std::unique_ptr<ChildProcess> child_;
+  std::string source_;
+  HookProcessOptions options_;
+  HookSet hooks_;
+  bool set_up_ = false;
+  Status failed_;  // once a call failed: that failure
+};
+
+}  // namespace lizard
