@@ -40,6 +40,11 @@ RunSession::~RunSession() {
 void RunSession::abort() {
   aborting_ = true;
   inbox_.close();
+  {  // a call blocked in a killed process returns at once; release() restarts it
+    std::lock_guard<std::mutex> l(held_mu_);
+    for (size_t i = 0; i < owned_; ++i)
+      if (ProcessExecutor* p = (*ctx_.executors)[executors_[i]]->process) p->kill_process();
+  }
   for (auto& h : *ctx_.executors) {  // wakes a session waiting for an executor
     { std::lock_guard<std::mutex> l(h->mu); }
     h->freed.notify_all();
@@ -260,8 +265,30 @@ Status RunSession::iterate_executors(const SectionBuffer& state, int64_t iterati
   const size_t n = executors_.size();
   std::vector<std::vector<SectionBuffer>> per_executor(n);
   std::vector<double> executor_ms(n, 0.0);
+  LIZARD_RETURN_IF_ERROR(run_slices(iteration, state, &per_executor, &executor_ms));
+  aggs->clear();
+  for (auto& v : per_executor)
+    for (auto& a : v) aggs->push_back(std::move(a));
+  *kernel_ms = 0;
+  for (double ms : executor_ms) *kernel_ms = std::max(*kernel_ms, ms);
+  // Built-in reducers fold here; custom ones go to the server's aggregate hook.
+  if (!man.has_custom_reducer()) {
+    for (size_t i = 1; i < aggs->size(); ++i) fold_into(&(*aggs)[0], (*aggs)[i]);
+    aggs->resize(1);
+  }
+  return Status::Ok();
+}
+
+Status RunSession::run_slices(int64_t iteration, const SectionBuffer& state,
+                              std::vector<std::vector<SectionBuffer>>* per_executor,
+                              std::vector<double>* executor_ms) {
+  bool in_processes = true;
+  for (size_t i : executors_) in_processes = in_processes && (*ctx_.executors)[i]->process;
+  if (in_processes) return run_slices_in_processes(iteration, state, per_executor, executor_ms);
+  const Manifest& man = program_->manifest;
+  const size_t n = executors_.size();
   if (!fan_ || fan_->size() != n) fan_ = std::make_unique<FanOut>(n);
-  LIZARD_RETURN_IF_ERROR(first_error(fan_->run([&](size_t i) -> Status {
+  return first_error(fan_->run([&](size_t i) -> Status {
     std::lock_guard<std::mutex> l(lock_of(i));
     Executor& e = executor(i);
     const int64_t rows = rows_[i];
@@ -277,22 +304,67 @@ Status RunSession::iterate_executors(const SectionBuffer& state, int64_t iterati
         reply(encode(ProgressMsg{run_id_, iteration, static_cast<int64_t>(executors_[i]), end}
                          .to_message()));
       }
-      executor_ms[i] += st.kernel_ms;
-      per_executor[i].push_back(std::move(a));
+      (*executor_ms)[i] += st.kernel_ms;
+      (*per_executor)[i].push_back(std::move(a));
     }
     return Status::Ok();
-  })));
-  aggs->clear();
-  for (auto& v : per_executor)
-    for (auto& a : v) aggs->push_back(std::move(a));
-  *kernel_ms = 0;
-  for (double ms : executor_ms) *kernel_ms = std::max(*kernel_ms, ms);
-  // Built-in reducers fold here; custom ones go to the server's aggregate hook.
-  if (!man.has_custom_reducer()) {
-    for (size_t i = 1; i < aggs->size(); ++i) fold_into(&(*aggs)[0], (*aggs)[i]);
-    aggs->resize(1);
+  }));
+}
+
+// Executor processes compute at the same time without a thread each: every
+// slice is sent to all of them before any answer is awaited.  Every request
+// sent is answered before the next, so a failure on one executor still
+// collects the others' replies and their channels stay in step.
+Status RunSession::run_slices_in_processes(int64_t iteration, const SectionBuffer& state,
+                                           std::vector<std::vector<SectionBuffer>>* per_executor,
+                                           std::vector<double>* executor_ms) {
+  const Manifest& man = program_->manifest;
+  const size_t n = executors_.size();
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (size_t i = 0; i < n; ++i) locks.emplace_back(lock_of(i));
+  std::vector<int64_t> slices(n, 1);
+  int64_t most = 1;
+  for (size_t i = 0; i < n; ++i) {
+    if (report_progress_) slices[i] = slice_count(rows_[i]);
+    most = std::max(most, slices[i]);
   }
-  return Status::Ok();
+  Status failed;
+  std::vector<bool> sent(n);
+  for (int64_t k = 0; k < most && failed.ok(); ++k) {
+    for (size_t i = 0; i < n; ++i) {
+      sent[i] = false;
+      if (k >= slices[i]) continue;
+      ProcessExecutor& e = *(*ctx_.executors)[executors_[i]]->process;
+      const int64_t first = rows_[i] * k / slices[i], end = rows_[i] * (k + 1) / slices[i];
+      Status st =
+          slices[i] == 1 ? e.send_iterate(state, 0, -1) : e.send_iterate(state, first, end - first);
+      if (!st.ok()) {
+        if (failed.ok()) failed = st;
+        continue;
+      }
+      sent[i] = true;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!sent[i]) continue;
+      ProcessExecutor& e = *(*ctx_.executors)[executors_[i]]->process;
+      auto a = make_section(man.aggregate, man, params_);
+      if (!a.ok()) return a.status();
+      IterationStats st;
+      Status got = e.receive_iterate(&a.value(), &st);
+      if (!got.ok()) {
+        if (failed.ok()) failed = got;
+        continue;
+      }
+      if (slices[i] > 1) {
+        const int64_t end = rows_[i] * (k + 1) / slices[i];
+        reply(encode(ProgressMsg{run_id_, iteration, static_cast<int64_t>(executors_[i]), end}
+                         .to_message()));
+      }
+      (*executor_ms)[i] += st.kernel_ms;
+      (*per_executor)[i].push_back(std::move(a).value());
+    }
+  }
+  return failed;
 }
 
 Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload) {
@@ -331,29 +403,45 @@ Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields, std:
 // (their run_end may still be on its way through their sessions).
 Status RunSession::acquire_executors() {
   const auto deadline = SteadyClock::now() + std::chrono::seconds(60);
-  for (; owned_ < executors_.size(); ++owned_) {
-    ExecutorHandle& h = *(*ctx_.executors)[executors_[owned_]];
+  for (size_t i = 0; i < executors_.size(); ++i) {
+    ExecutorHandle& h = *(*ctx_.executors)[executors_[i]];
     std::unique_lock<std::mutex> l(h.mu);
     if (!h.freed.wait_until(l, deadline, [&] { return h.owner.empty() || aborting_; }) || aborting_)
-      return unavailable("executor " + std::to_string(executors_[owned_]) + " is still busy with " +
+      return unavailable("executor " + std::to_string(executors_[i]) + " is still busy with " +
                          (h.owner.empty() ? std::string("another run") : h.owner));
     h.owner = run_id_;
+    std::lock_guard<std::mutex> g(held_mu_);
+    owned_ = i + 1;
   }
+  if (aborting_) return Status(Code::kCancelled, "aborted");
   return Status::Ok();
 }
 
 // Frees the run's buffers on every executor it began on and lets them go.
+// An executor process that ended (a crash, or abort()) is restarted first,
+// so that the next run finds it ready; all at once, as a GPU's takes a while.
 void RunSession::release() {
-  for (size_t i = 0; i < owned_; ++i) {
+  size_t owned = 0;
+  {
+    std::lock_guard<std::mutex> l(held_mu_);
+    std::swap(owned, owned_);
+  }
+  (void)for_each_parallel(owned, [&](size_t i) {
     ExecutorHandle& h = *(*ctx_.executors)[executors_[i]];
     {
       std::lock_guard<std::mutex> l(h.mu);
       if (begun_) (void)h.executor->end_run(false);
+      if (h.process && !h.process->process_running()) {
+        if (Status st = h.process->restart_if_ended(); st.ok())
+          spdlog::info("restarted the executor process for executor {}", executors_[i]);
+        else
+          spdlog::error("cannot restart executor {}: {}", executors_[i], st.message());
+      }
       h.owner.clear();
     }
     h.freed.notify_all();
-  }
-  owned_ = 0;
+    return Status::Ok();
+  });
   begun_ = false;
 }
 

@@ -6,7 +6,9 @@
 // alone may have its iterations driven here (loop), with no round trip to the
 // server between them.  The daemon hands it
 // the run's messages in order with post(); the session replies through
-// `send` and is done after run_end (or abort()).
+// `send` and is done after run_end (or abort()).  abort() also kills the
+// processes of the executors the run holds (when executors run in processes
+// of their own), so that a kernel that never ends cannot keep the worker.
 //
 //   RunSession s(ctx, program, std::move(uploaded_rows));
 //   s.post(run_start_frame);  s.post(iterate_frame);  ...  s.post(run_end_frame);
@@ -31,6 +33,7 @@
 #include "common/status.h"
 #include "dataset/data_roots.h"
 #include "exec/executor.h"
+#include "exec/process/process_executor.h"
 #include "protocol/messages.h"
 
 namespace lizard {
@@ -40,6 +43,9 @@ namespace lizard {
 // takes it over only after the previous run's session has let it go.
 struct ExecutorHandle {
   std::unique_ptr<Executor> executor;
+  // `executor` itself when it runs in a process of its own: a run's session
+  // kills that process to stop a kernel, from any thread, without the lock.
+  ProcessExecutor* process = nullptr;
   std::mutex mu;
   std::condition_variable freed;
   std::string owner;  // GUARDED_BY(mu): the run whose rows it holds, or empty
@@ -67,7 +73,9 @@ class RunSession {
   RunSession& operator=(const RunSession&) = delete;
 
   void post(std::string frame) { inbox_.push(std::move(frame)); }
-  // Ends the run without replying (the server went away).
+  // Ends the run without replying (the server went away, cancelled the run
+  // or stopped it at its time limit), from any thread: kills the processes
+  // of the executors it holds, which the session then restarts and lets go.
   void abort();
   bool finished() const { return finished_; }
 
@@ -81,6 +89,14 @@ class RunSession {
   // folded aggregate (built-in reducers) or one per executor or slice.
   Status iterate_executors(const SectionBuffer& state, int64_t iteration,
                            std::vector<SectionBuffer>* aggs, double* kernel_ms);
+  // The slices of an iteration on every executor, each executor's
+  // aggregates in order: on threads, or on executor processes at once.
+  Status run_slices(int64_t iteration, const SectionBuffer& state,
+                    std::vector<std::vector<SectionBuffer>>* per_executor,
+                    std::vector<double>* executor_ms);
+  Status run_slices_in_processes(int64_t iteration, const SectionBuffer& state,
+                                 std::vector<std::vector<SectionBuffer>>* per_executor,
+                                 std::vector<double>* executor_ms);
   // Drives iterations here until the update hook says done (run_session_loop.cpp).
   void loop_here(const MessageView& m);
   Status run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* failed);
@@ -103,7 +119,10 @@ class RunSession {
   std::vector<int64_t> missing_;   // fields of the run_start whose cached rows are gone
   bool report_progress_ = false;   // run iterations in slices, reporting each
   bool begun_ = false;
-  size_t owned_ = 0;  // executors_[0, owned_) are owned by this run
+  // executors_[0, owned_) are owned by this run; abort() reads them from
+  // another thread, so owned_ changes under held_mu_.
+  std::mutex held_mu_;
+  size_t owned_ = 0;  // GUARDED_BY(held_mu_) for writes
 
   std::unique_ptr<FanOut> fan_;  // the run's executors iterate at once on its threads
   Mailbox<std::string> inbox_;

@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/mailbox.h"
 #include "common/parallel.h"
+#include "exec/process/executor_processes.h"
 #include "program/bundle.h"
 #include "protocol/messages.h"
 
@@ -136,6 +137,12 @@ void WorkerDaemon::Impl::handle(std::string frame) {
     case MessageType::kLoop:
     case MessageType::kRunEnd:
       return to_session(run_id, std::move(frame), /*starts=*/false);
+    case MessageType::kRunAbort:  // cancelled, or past its time limit: stop its kernels now
+      if (auto it = sessions.find(run_id); it != sessions.end()) {
+        spdlog::info("run {}: aborted by the server", run_id);
+        it->second->abort();
+      }
+      return;
     default:
       spdlog::debug("ignoring {} message", message_type_name(m->type));
   }
@@ -296,10 +303,20 @@ WorkerDaemon::~WorkerDaemon() = default;
 
 Status WorkerDaemon::init() {
   LIZARD_ASSIGN_OR_RETURN(impl_->data_roots, DataRoots::make(impl_->opts.data_roots, "worker"));
-  LIZARD_ASSIGN_OR_RETURN(auto made, make_executors(impl_->opts.backend, &impl_->backend_note));
-  for (auto& e : made) {
-    impl_->executors.push_back(std::make_unique<ExecutorHandle>());
-    impl_->executors.back()->executor = std::move(e);
+  if (impl_->opts.executor_processes) {
+    LIZARD_ASSIGN_OR_RETURN(auto made,
+                            start_executor_processes(impl_->opts.backend, &impl_->backend_note));
+    for (auto& e : made) {
+      impl_->executors.push_back(std::make_unique<ExecutorHandle>());
+      impl_->executors.back()->process = e.get();
+      impl_->executors.back()->executor = std::move(e);
+    }
+  } else {
+    LIZARD_ASSIGN_OR_RETURN(auto made, make_executors(impl_->opts.backend, &impl_->backend_note));
+    for (auto& e : made) {
+      impl_->executors.push_back(std::make_unique<ExecutorHandle>());
+      impl_->executors.back()->executor = std::move(e);
+    }
   }
   if (!impl_->backend_note.empty()) spdlog::warn("{}", impl_->backend_note);
   for (const auto& e : impl_->executors) {

@@ -31,6 +31,9 @@ struct WorkerOptions {
   int hook_timeout_s = 60;          // longest host hook call in a loop this worker drives
   TlsClientOptions tls;             // wss://: TLS to the server, its certificate verified
   std::vector<std::string> data_roots;  // dataset paths must lie in these (--data-root); empty: any
+  // Each executor in a process of its own (exec/process/), so that a kernel
+  // that crashes or never ends costs that process, not the worker.
+  bool executor_processes = true;
 };
 
 class WorkerDaemon {

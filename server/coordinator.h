@@ -33,6 +33,7 @@ struct CoordinatorOptions {
   std::string state_dir;              // compiled hooks and program bundles live here
   int program_build_timeout_s = 300;  // how long POST /programs waits for workers
   int worker_wait_s = 60;             // how long a run waits for a worker with its program
+  double run_timeout_s = 0;           // a run's time limit when its request sets none (0: none)
   int hook_timeout_s = 60;            // longest a host hook call (or loading host.cpp) may take
   std::string token;                  // required of workers and of POST/DELETE requests, when set
   std::string read_token;   // required of GET requests too, when set (the token also works)

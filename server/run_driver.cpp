@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -50,8 +51,10 @@ void RunDriver::join() {
 // The executors go back before the record is finished, so that whoever
 // learns of the end (a waiting POST, GET /clients) finds them free.
 void RunDriver::start(std::function<void(const std::string&)> release) {
+  started_ = SteadyClock::now();
+  time_limit_s_ = run_->request.timeout_s > 0 ? run_->request.timeout_s : ctx_.run_timeout_s;
   thread_ = std::thread([this, release = std::move(release)] {
-    const auto t0 = SteadyClock::now();
+    const auto t0 = started_;
     Status st;
     try {  // the run fails; the server stays up
       st = drive();
@@ -67,10 +70,18 @@ void RunDriver::start(std::function<void(const std::string&)> release) {
   });
 }
 
-Status RunDriver::interrupted() const {
+Status RunDriver::interrupted() {
   if (ctx_.stopping()) return unavailable("the server is shutting down");
-  if (ctx_.book->update(run_, [](RunRecord& r) { return r.cancel_requested; }))
+  if (ctx_.book->update(run_, [](RunRecord& r) { return r.cancel_requested; })) {
+    abort_ = true;
     return Status(Code::kCancelled, "cancelled");
+  }
+  if (time_limit_s_ > 0 && ms_since(started_) > time_limit_s_ * 1000) {
+    abort_ = true;
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", time_limit_s_);
+    return runtime_error(std::string("the run ran past its time limit of ") + limit + " s");
+  }
   return Status::Ok();
 }
 
@@ -296,7 +307,11 @@ void RunDriver::record_iteration(IterationTiming timing) {
 void RunDriver::end_on_workers(const std::string& wire_id,
                                const std::vector<std::string>& participants, bool want_outputs,
                                const std::vector<std::string>& outputs) {
-  const std::string frame = encode(RunEndMsg{wire_id, want_outputs, outputs}.to_message());
+  // A cancelled run, or one past its time limit, may have kernels that never
+  // return: its workers kill them instead of waiting for them to end.
+  const std::string frame =
+      abort_ ? encode(RunAbortMsg{wire_id, "cancelled or past its time limit"}.to_message())
+             : encode(RunEndMsg{wire_id, want_outputs, outputs}.to_message());
   for (const auto& id : participants) (void)ctx_.workers->send(id, frame);
 }
 

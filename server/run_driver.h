@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/mailbox.h"
 #include "common/status.h"
 #include "hooks/hook_process.h"
@@ -57,6 +58,7 @@ struct DriverContext {
   RunBook* book = nullptr;
   WorkerRegistry* workers = nullptr;
   int worker_wait_s = 60;                // how long to wait for new executors
+  double run_timeout_s = 0;              // time limit of runs whose request sets none (0: none)
   bool worker_loop = true;               // a run on one worker: that worker drives the loop
   HookProcessOptions hooks;              // bounds the run's host hook calls
   ServerMetrics* metrics = nullptr;      // iteration times and compiles; may be null
@@ -118,7 +120,10 @@ class RunDriver {
   Result<std::map<std::string, Message>> collect(const std::string& wire_id, MessageType type,
                                                  const std::vector<std::string>& from,
                                                  bool keep_failures = false);
-  Status interrupted() const;
+  // Cancelled, past its time limit, or the server stopping.  A cancel or a
+  // time limit also sets abort_, so that the run's workers are told to stop
+  // its kernels (run_abort) rather than to end it.
+  Status interrupted();
   void drop_executors_of(const std::string& worker_id);
 
   std::shared_ptr<RunRecord> run_;
@@ -131,6 +136,9 @@ class RunDriver {
   std::string last_loss_;
   bool restart_pending_ = false;
   bool checkpoints_ = false;  // the run resumes from checkpoints after a restart
+  SteadyClock::time_point started_;
+  double time_limit_s_ = 0;  // 0: none
+  bool abort_ = false;
 };
 
 }  // namespace lizard

@@ -159,7 +159,7 @@ TEST_F(RunDriverTest, AFailedRunShowsTheIterationsThatCompleted) {
   EXPECT_EQ(r["recoveries"][0]["iterations_completed"], 2);
 }
 
-TEST_F(RunDriverTest, CancellingARunningRunEndsItOnItsWorkers) {
+TEST_F(RunDriverTest, CancellingARunningRunAbortsItOnItsWorkers) {
   use_program(kSums);
   FakeWorker& w1 = add_worker();
   w1.intercept = [](const Message& m) {
@@ -177,9 +177,13 @@ TEST_F(RunDriverTest, CancellingARunningRunEndsItOnItsWorkers) {
   json r = wait();
   EXPECT_EQ(r["status"], "cancelled");
   EXPECT_EQ(r["iterations"], 1);
-  auto ends = w1.link()->sent_of(MessageType::kRunEnd);
-  ASSERT_EQ(ends.size(), 1u);
-  EXPECT_FALSE(RunEndMsg::parse(ends[0].header)->want_outputs);
+  // Its kernels may never return: the worker is told to kill them, not to end the run.
+  EXPECT_TRUE(w1.link()->sent_of(MessageType::kRunEnd).empty());
+  auto aborts = w1.link()->sent_of(MessageType::kRunAbort);
+  ASSERT_EQ(aborts.size(), 1u);
+  auto abort = RunAbortMsg::parse(aborts[0].header);
+  ASSERT_TRUE(abort.ok());
+  EXPECT_EQ(run_of_wire_id(abort->run_id), run_->id);
   EXPECT_FALSE(any_executor_busy());
 }
 

@@ -12,8 +12,9 @@ namespace {
 constexpr int64_t kDefaultIterationCap = 1000;
 
 Status check_keys(const json& body) {
-  static const char* kKeys[] = {"params",  "dataset",   "state", "max_iterations",
-                                "outputs", "executors", "gpus",  "min_free_memory"};
+  static const char* kKeys[] = {"params",         "dataset",         "state",
+                                "max_iterations", "outputs",         "executors",
+                                "gpus",           "min_free_memory", "timeout_s"};
   for (const auto& [k, _] : body.items()) {
     bool known = false;
     for (const char* n : kKeys) known = known || k == n;
@@ -21,7 +22,7 @@ Status check_keys(const json& body) {
       return invalid_argument(
           "unknown key '" + k +
           "' in the run request (expected params, dataset, state, max_iterations, outputs, "
-          "executors or gpus, min_free_memory)");
+          "executors or gpus, min_free_memory, timeout_s)");
   }
   return Status::Ok();
 }
@@ -289,6 +290,12 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
   if (out.max_iterations < 1) return invalid_argument("max_iterations must be at least 1");
   LIZARD_RETURN_IF_ERROR(parse_outputs(image.manifest, body, &out));
   LIZARD_RETURN_IF_ERROR(parse_executors(body, &out.executors));
+  if (body.contains("timeout_s")) {
+    const json& v = body["timeout_s"];
+    if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > 1e9)
+      return invalid_argument("`timeout_s` must be a positive number of seconds");
+    out.timeout_s = v.get<double>();
+  }
   return out;
 }
 

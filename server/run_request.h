@@ -53,6 +53,10 @@ struct RunRequest {
   int64_t max_iterations = 0;
   std::vector<bool> want_output;  // manifest.dataset order: gather this output field
   ExecutorDemand executors;
+  // Seconds the run may run, from its start on its executors to its end
+  // (0: the server's --run-timeout-s); past it the run fails and its
+  // kernels are stopped.
+  double timeout_s = 0;
 };
 
 // Finds an uploaded dataset (POST /datasets) by id: its file and format.

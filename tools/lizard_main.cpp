@@ -13,12 +13,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <thread>
 #include <vector>
 
 #include "cli/user_commands.h"
 #include "client/worker_daemon.h"
 #include "common/auth.h"
+#include "exec/process/executor_host.h"
 #include "hooks/hook_host.h"
 #include "net/http_client.h"
 #include "server/coordinator.h"
@@ -62,6 +64,7 @@ struct ServerFlags {
   int resume_wait = 15;
   int64_t keep_runs = 0;
   double keep_days = 0;
+  double run_timeout = 0;
   int heartbeat = 10;
   int read_timeout = 30;
   int hook_timeout = 60;
@@ -81,6 +84,7 @@ int run_server(const ServerFlags& f) {
   co.resume_wait_s = f.resume_wait;
   co.keep_runs = f.keep_runs;
   co.keep_days = f.keep_days;
+  co.run_timeout_s = f.run_timeout;
   co.worker_loop = !f.no_worker_loop;
   co.hook_timeout_s = f.hook_timeout;
   co.token = lizard::token_from(f.token, "LIZARD_TOKEN");
@@ -196,7 +200,7 @@ int main(int argc, char** argv) {
   server->add_option("--port", sf.port, "Port for users and workers");
   server->add_option("--state-dir", sf.state_dir,
                      "Where programs, run records and compiled hooks are kept");
-  server->add_option("--worker-wait,--run-timeout", sf.worker_wait,
+  server->add_option("--worker-wait", sf.worker_wait,
                      "Seconds a run waits for a worker with its program");
   server
       ->add_option("--resume-wait", sf.resume_wait,
@@ -212,6 +216,9 @@ int main(int argc, char** argv) {
                    "Delete finished runs' records (and fields, and uploads only they named) "
                    "after D days (0: never)")
       ->check(CLI::Range(0.0, 1e6));
+      ->add_option("--run-timeout-s", sf.run_timeout,
+                   "Seconds a run may run when its request sets no timeout_s (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
   server
       ->add_option("--heartbeat-timeout", sf.heartbeat,
                    "Seconds of silence after which a worker is dropped")
@@ -290,6 +297,26 @@ int main(int argc, char** argv) {
                    "Seconds of silence after which the server counts as gone (reconnect)")
       ->check(CLI::Range(2, 3600));
 
+  client
+      ->add_option("--executor-processes", wo.executor_processes,
+                   "on: each executor (GPU, or the CPU backend) runs in a process of its own, so "
+                   "that a kernel that crashes or never ends costs that process, not the worker; "
+                   "off: in the worker itself (debugging)")
+      ->transform(
+          CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}));
+
+  // The process a worker starts for each executor (exec/process/executor_host.h); not for users.
+  auto* host = app.add_subcommand("executor-host", "");
+  host->group("");
+  lizard::BackendOptions ho;
+  bool probe = false;
+  host->add_option("--backend", ho.backend);
+  host->add_option("--gpus", ho.gpus);
+  host->add_option("--cuda-path", ho.cuda_path);
+  host->add_option("--cpu-threads", ho.cpu_threads);
+  host->add_option("--cache-dir", ho.cache_dir);
+  host->add_flag("--probe", probe);
+
   lizard::UserCommands user(&app);
 
   try {
@@ -301,6 +328,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   wo.token = lizard::token_from(wo.token, "LIZARD_TOKEN");
+  if (host->parsed()) return lizard::run_executor_host(ho, probe);
   if (server->parsed()) return run_server(sf);
   return run_client(wo, argv);
 }

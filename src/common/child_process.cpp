@@ -9,7 +9,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
 #include <thread>
 
 extern char** environ;
@@ -18,6 +23,49 @@ namespace lizard {
 namespace {
 
 constexpr int kChannelFd = 3;
+
+// Children are started from one thread that lives as long as the process:
+// PR_SET_PDEATHSIG fires when the *thread* that started a child ends, so a
+// child started from a short-lived thread (a run's, an std::async task)
+// would be killed with it.
+class Spawner {
+ public:
+  static Spawner& instance() {
+    static Spawner* s = new Spawner;  // never destroyed: its thread outlives main()
+    return *s;
+  }
+  template <typename F>
+  auto run(F f) -> decltype(f()) {
+    std::packaged_task<decltype(f())()> task(std::move(f));
+    auto result = task.get_future();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      tasks_.emplace_back([&task] { task(); });
+    }
+    cv_.notify_one();
+    return result.get();
+  }
+
+ private:
+  Spawner() {
+    std::thread([this] { loop(); }).detach();
+  }
+  void loop() {
+    for (;;) {
+      std::function<void()> t;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return !tasks_.empty(); });
+        t = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      t();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+};
 
 }  // namespace
 
@@ -83,7 +131,8 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
   posix_spawnattr_setsigdefault(&attr, &every);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ);
+  int rc = Spawner::instance().run(
+      [&] { return ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ); });
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return internal_error("cannot start " + exe + ": " + std::strerror(rc));

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace lizard {
 namespace {
@@ -65,6 +66,27 @@ TEST(ChildProcess, ADeadChildReadsAsClosedAndSaysHowItDied) {
   EXPECT_NE((*c)->exit_description().find("SIGSEGV"), std::string::npos)
       << (*c)->exit_description();
   EXPECT_FALSE((*c)->channel().send("x").ok());
+}
+
+TEST(ChildProcess, FramesReadIntoBytesArriveWholeAndInOrder) {
+  auto c = echo_child();
+  ASSERT_TRUE(c);
+  std::string big(5 << 20, 'a');
+  big[4242] = 'b';
+  std::thread writer([&] {
+    EXPECT_TRUE(c->channel().send(big).ok());
+    EXPECT_TRUE(c->channel().send("").ok());
+    EXPECT_TRUE(c->channel().send("tail").ok());
+  });
+  std::vector<uint8_t> bytes{1, 2, 3};
+  ASSERT_TRUE(c->channel().receive_into(&bytes, 5000).ok());
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), big);
+  ASSERT_TRUE(c->channel().receive_into(&bytes, 5000).ok());
+  EXPECT_TRUE(bytes.empty());
+  auto tail = c->channel().receive(-1);  // no deadline: a plain blocking read
+  writer.join();
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(*tail, "tail");
 }
 
 TEST(ChildProcess, ExitStatusIsReported) {

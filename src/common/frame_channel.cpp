@@ -95,8 +95,23 @@ Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
 }
 
 Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done) {
+  bool must_poll = deadline_ms >= 0;  // without a deadline a blocking read waits by itself
   while (n > 0) {
     int wait = -1;
+    if (!must_poll) {
+      ssize_t got = ::read(fd_, p, n);
+      if (got > 0) {
+        p += got;
+        n -= static_cast<size_t>(got);
+        if (done) *done += static_cast<size_t>(got);
+        continue;
+      }
+      if (got == 0) return unavailable("the peer closed the channel");
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        return unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
+      must_poll = true;  // a non-blocking descriptor: wait in poll() from here on
+    }
     if (deadline_ms >= 0) {
       int64_t left = deadline_ms - now_ms();
       if (left <= 0) return Status(Code::kCancelled, "no answer in time");
@@ -120,6 +135,18 @@ Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms, size_t* 
     if (done) *done += static_cast<size_t>(got);
   }
   return Status::Ok();
+}
+
+Status FrameChannel::receive_into(std::vector<uint8_t>* out, int timeout_ms) {
+  if (fd_ < 0) return unavailable("the channel is closed");
+  int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+  LIZARD_RETURN_IF_ERROR(
+      read_exact(header_ + header_got_, sizeof header_ - header_got_, deadline, &header_got_));
+  header_got_ = 0;
+  uint64_t size = get_le64(header_);
+  if (size > kMaxFrame) return internal_error("a frame of " + std::to_string(size) + " bytes");
+  out->resize(size);
+  return read_exact(reinterpret_cast<char*>(out->data()), out->size(), -1);
 }
 
 Result<std::string> FrameChannel::receive(int timeout_ms) {

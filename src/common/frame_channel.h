@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -44,6 +45,9 @@ class FrameChannel {
   // of a length already read is kept for the next call, so that a caller may
   // wait in short slices).
   Result<std::string> receive(int timeout_ms);
+  // As receive(), into `out` (resized to the frame), for large frames that
+  // their reader keeps as bytes: no copy after the read.
+  Status receive_into(std::vector<uint8_t>* out, int timeout_ms);
 
   // Frames larger than this are refused on both sides.
   static constexpr uint64_t kMaxFrame = uint64_t{1} << 40;

@@ -48,6 +48,7 @@ struct ExecutorInfo {
 // A registered program as executors see it.
 struct ProgramImage {
   std::string hash;
+  std::string config;  // config.yaml text, from which `manifest` was parsed
   Manifest manifest;
   std::string header;                          // generated lizard_program.h
   std::map<std::string, std::string> sources;  // kernel.cu and headers, by name

@@ -86,6 +86,7 @@ Result<ProgramImage> make_program_image(const ProgramBundle& b) {
     if (!listed)
       return invalid_argument("'" + name + "' was sent but config.yaml does not list it");
   }
+  img.config = b.config;
   img.sources = b.sources;
   img.header = generate_program_header(img.manifest);
   img.hash = bundle_checksum(b);

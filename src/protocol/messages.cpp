@@ -443,6 +443,18 @@ Result<ResourcesMsg> ResourcesMsg::parse(const json& h) {
   return done(r, std::move(m));
 }
 
+Message RunAbortMsg::to_message() const {
+  return Message{MessageType::kRunAbort, {{"run_id", run_id}, {"reason", reason}}, ""};
+}
+Result<RunAbortMsg> RunAbortMsg::parse(const json& h) {
+  RunAbortMsg m;
+  HeaderReader r(h, "run_abort");
+  r.str("run_id", &m.run_id);
+  r.str("reason", &m.reason);
+  if (m.run_id.empty()) r.fail("run_id is missing");
+  return done(r, std::move(m));
+}
+
 std::string run_of_wire_id(const std::string& wire_id) {
   return wire_id.substr(0, wire_id.rfind('.'));
 }

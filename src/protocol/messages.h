@@ -170,6 +170,15 @@ struct ResourcesMsg {
   static Result<ResourcesMsg> parse(const nlohmann::json& h);
 };
 
+// server → worker: stop this run now (cancelled, or past its time limit);
+// the worker kills its executors' processes and frees them.
+struct RunAbortMsg {
+  std::string run_id;
+  std::string reason;
+  Message to_message() const;
+  static Result<RunAbortMsg> parse(const nlohmann::json& h);
+};
+
 // server → worker: run the loop of a run placed on this worker alone (see
 // MessageType::kLoop).  Payload: the state section.
 struct LoopMsg {

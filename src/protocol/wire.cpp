@@ -36,6 +36,8 @@ const char* message_type_name(MessageType t) {
       return "progress";
     case MessageType::kResources:
       return "resources";
+    case MessageType::kRunAbort:
+      return "run_abort";
     case MessageType::kLoop:
       return "loop";
     case MessageType::kLoopStep:

@@ -72,6 +72,10 @@ enum class MessageType : uint8_t {
   kProgress = 13,
   // worker → server, between runs, when it moved: {free_memory: [bytes, per executor]}
   kResources = 14,
+  // server → worker, when a run is cancelled or runs past its time limit:
+  // {run_id, reason}.  The worker kills the processes of the run's executors
+  // (a kernel may never return) and frees them; no reply
+  kRunAbort = 15,
   // server → worker, once a run's rows are loaded, when the run is on this
   // worker alone: run iterations [first_iteration, max_iterations) here,
   // folding and calling the program's update hook as the server would:

@@ -1,0 +1,207 @@
+#include "exec/process/executor_host.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "common/child_process.h"
+#include "exec/process/executor_protocol.h"
+
+namespace lizard {
+namespace {
+
+// The executor and what it keeps between calls: the programs it was sent,
+// and the run in progress with its state and aggregate buffers.
+class Host {
+ public:
+  Host(std::unique_ptr<Executor> executor, Status unusable)
+      : executor_(std::move(executor)), unusable_(std::move(unusable)) {}
+
+  // Answers one request; false when the device is lost and the host must end.
+  bool serve(std::string_view frame, FrameChannel* channel);
+
+ private:
+  Status build(ByteReader* r);
+  Status begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel);
+  Status iterate(ByteReader* r, ByteWriter* out);
+  Status end_run(ByteReader* r, ByteWriter* out, std::vector<std::vector<uint8_t>>* fields);
+  Result<std::shared_ptr<const ProgramImage>> program(ByteReader* r, bool sent);
+
+  std::unique_ptr<Executor> executor_;
+  Status unusable_;
+  std::map<std::string, std::shared_ptr<const ProgramImage>> programs_;  // by hash
+  std::shared_ptr<const ProgramImage> run_program_;
+  ParamValues run_params_;
+  SectionBuffer state_, aggregate_;
+};
+
+Result<std::shared_ptr<const ProgramImage>> Host::program(ByteReader* r, bool sent) {
+  if (!sent) {
+    const std::string hash = r->str();
+    auto it = programs_.find(hash);
+    if (it == programs_.end()) return not_found("the executor process has no program " + hash);
+    return it->second;
+  }
+  LIZARD_ASSIGN_OR_RETURN(ProgramImage img, read_program(r));
+  auto p = std::make_shared<const ProgramImage>(std::move(img));
+  programs_[p->hash] = p;
+  return p;
+}
+
+Status Host::build(ByteReader* r) {
+  LIZARD_ASSIGN_OR_RETURN(auto p, program(r, true));
+  return executor_->build(*p);
+}
+
+Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
+  const bool sent = r->u8() != 0;
+  auto found = program(r, sent);  // checked once the field frames are read
+  ParamValues params = read_params(r);
+  PartitionData d;
+  d.first_row = r->i64();
+  d.rows = r->i64();
+  d.seed = r->u64();
+  const uint64_t generators = r->u64();
+  for (uint64_t i = 0; i < generators && r->ok(); ++i) d.generators.push_back(r->str());
+  const uint64_t fields = r->u64();
+  LIZARD_RETURN_IF_ERROR(r->status("begin_run"));
+  // Each field's rows follow as a frame of their own, read into place.
+  d.fields.resize(fields);
+  for (auto& f : d.fields)
+    if (Status st = channel->receive_into(&f, -1); !st.ok()) return st;
+  LIZARD_ASSIGN_OR_RETURN(auto p, std::move(found));
+  const Manifest& m = p->manifest;
+  LIZARD_ASSIGN_OR_RETURN(state_, make_section(m.state, m, params));
+  LIZARD_ASSIGN_OR_RETURN(aggregate_, make_section(m.aggregate, m, params));
+  run_program_ = p;
+  run_params_ = params;
+  Status st = executor_->begin_run(*p, params, std::move(d));
+  const CompileStats c = executor_->run_compile_stats();
+  out->f64(c.compile_ms);
+  out->u8(c.cache_hit ? 1 : 0);
+  return st;
+}
+
+Status Host::iterate(ByteReader* r, ByteWriter* out) {
+  const int64_t first = r->i64();
+  const int64_t count = r->i64();
+  std::string_view state = r->rest();
+  LIZARD_RETURN_IF_ERROR(r->status("iterate"));
+  if (!run_program_) return not_found("no run on this executor");
+  if (state.size() != state_.bytes.size())
+    return invalid_argument("state of " + std::to_string(state.size()) + " bytes; expected " +
+                            std::to_string(state_.bytes.size()));
+  if (!state.empty()) std::memcpy(state_.bytes.data(), state.data(), state.size());
+  IterationStats stats;
+  Status st = count < 0 ? executor_->iterate(state_, &aggregate_, &stats)
+                        : executor_->iterate_rows(state_, &aggregate_, &stats, first, count);
+  out->f64(stats.kernel_ms);
+  out->f64(stats.total_ms);
+  out->bytes(std::string_view(reinterpret_cast<const char*>(aggregate_.bytes.data()),
+                              st.ok() ? aggregate_.bytes.size() : 0));
+  return st;
+}
+
+Status Host::end_run(ByteReader* r, ByteWriter* out, std::vector<std::vector<uint8_t>>* fields) {
+  const bool want = r->u8() != 0;
+  LIZARD_RETURN_IF_ERROR(r->status("end_run"));
+  run_program_.reset();
+  auto got = executor_->end_run(want);
+  if (got.ok()) *fields = std::move(got).value();
+  out->u64(fields->size());
+  for (const auto& f : *fields) out->length(f.size());  // the bytes follow as parts
+  return got.status();
+}
+
+bool Host::serve(std::string_view frame, FrameChannel* channel) {
+  ByteReader r(frame);
+  const auto op = static_cast<ExecutorOp>(r.u8());
+  ByteWriter body;
+  std::vector<std::vector<uint8_t>> fields;  // end_run's, sent as parts
+  Status st = unusable_;
+  if (st.ok()) {
+    switch (op) {
+      case ExecutorOp::kInfo:
+        body.bytes(executor_->info().to_json().dump());
+        break;
+      case ExecutorOp::kBuild:
+        st = build(&r);
+        break;
+      case ExecutorOp::kBeginRun:
+        st = begin_run(&r, &body, channel);
+        break;
+      case ExecutorOp::kIterate:
+        st = iterate(&r, &body);
+        break;
+      case ExecutorOp::kEndRun:
+        st = end_run(&r, &body, &fields);
+        break;
+      case ExecutorOp::kRefreshFreeMemory:
+        executor_->refresh_free_memory();
+        body.u64(executor_->info().free_memory);
+        break;
+      case ExecutorOp::kRefreshLoad:
+        executor_->refresh_load();
+        body.f64(executor_->info().utilization);
+        body.f64(executor_->info().launch_delay_us);
+        break;
+      default:
+        st = invalid_argument("unknown executor call " + std::to_string(static_cast<int>(op)));
+    }
+  }
+  const bool lost = executor_ && executor_->lost();
+  ByteWriter head;
+  write_reply_head(&head, st, lost);
+  std::vector<std::string_view> parts{head.out(), body.out()};
+  for (const auto& f : fields)
+    parts.emplace_back(reinterpret_cast<const char*>(f.data()), f.size());
+  (void)channel->send_parts(parts.data(), parts.size());
+  return !lost;
+}
+
+int probe(FrameChannel* channel, const BackendOptions& options) {
+  auto frame = channel->receive(-1);
+  if (!frame.ok()) return 0;
+  std::string note;
+  auto made = make_executors(options, &note);
+  nlohmann::json executors = nlohmann::json::array();
+  if (made.ok())
+    for (const auto& e : made.value()) executors.push_back(e->info().to_json());
+  ByteWriter w;
+  write_reply_head(&w, made.status(), false);
+  w.bytes(nlohmann::json{{"note", note}, {"executors", executors}}.dump());
+  (void)channel->send(w.out());
+  return 0;
+}
+
+}  // namespace
+
+int run_executor_host(const BackendOptions& options, bool probe_only) {
+  auto channel = ChildProcess::parent_channel();
+  if (!channel.ok()) {
+    std::fprintf(stderr, "lizard executor-host is started by lizard client: %s\n",
+                 channel.status().message().c_str());
+    return 2;
+  }
+  if (probe_only) return probe(&channel.value(), options);
+  std::string note;
+  auto made = make_executors(options, &note);
+  Status unusable = made.status();
+  std::unique_ptr<Executor> executor;
+  if (made.ok() && made->size() != 1)
+    unusable = invalid_argument("the executor options select " + std::to_string(made->size()) +
+                                " executors; an executor process serves one");
+  else if (made.ok())
+    executor = std::move(made->front());
+  Host host(std::move(executor), unusable);
+  for (;;) {
+    auto frame = channel->receive(-1);
+    if (!frame.ok()) return 0;  // the worker closed the channel, or is gone
+    if (!host.serve(frame.value(), &channel.value())) return 3;
+  }
+}
+
+}  // namespace lizard

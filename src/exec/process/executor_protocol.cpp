@@ -1,0 +1,156 @@
+#include "exec/process/executor_protocol.h"
+
+#include "program/bundle.h"
+
+namespace lizard {
+
+const char* executor_op_name(ExecutorOp op) {
+  switch (op) {
+    case ExecutorOp::kInfo:
+      return "info";
+    case ExecutorOp::kBuild:
+      return "build";
+    case ExecutorOp::kBeginRun:
+      return "begin_run";
+    case ExecutorOp::kIterate:
+      return "iterate";
+    case ExecutorOp::kEndRun:
+      return "end_run";
+    case ExecutorOp::kRefreshFreeMemory:
+      return "refresh_free_memory";
+    case ExecutorOp::kRefreshLoad:
+      return "refresh_load";
+    case ExecutorOp::kProbe:
+      return "probe";
+  }
+  return "unknown";
+}
+
+void ByteWriter::u64(uint64_t v) {
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  out_.append(b, 8);
+}
+
+void ByteWriter::f64(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  u64(bits);
+}
+
+bool ByteReader::take(size_t n, const char** p) {
+  if (!ok_ || in_.size() - pos_ < n) {
+    ok_ = false;
+    return false;
+  }
+  *p = in_.data() + pos_;
+  pos_ += n;
+  return true;
+}
+
+uint8_t ByteReader::u8() {
+  const char* p;
+  return take(1, &p) ? static_cast<uint8_t>(*p) : 0;
+}
+
+uint64_t ByteReader::u64() {
+  const char* p;
+  if (!take(8, &p)) return 0;
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  return v;
+}
+
+double ByteReader::f64() {
+  uint64_t bits = u64();
+  double v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+std::string_view ByteReader::bytes() {
+  const uint64_t n = u64();
+  const char* p;
+  if (n > in_.size() || !take(static_cast<size_t>(n), &p)) {
+    ok_ = false;
+    return {};
+  }
+  return {p, static_cast<size_t>(n)};
+}
+
+std::string_view ByteReader::rest() {
+  if (!ok_) return {};
+  std::string_view r = in_.substr(pos_);
+  pos_ = in_.size();
+  return r;
+}
+
+Status ByteReader::status(const char* what) const {
+  return ok_ ? Status::Ok() : internal_error(std::string("a truncated ") + what + " frame");
+}
+
+void write_program(ByteWriter* w, const ProgramImage& p) {
+  w->bytes(p.hash);
+  w->bytes(p.config);
+  w->u64(p.sources.size());
+  for (const auto& [name, text] : p.sources) {
+    w->bytes(name);
+    w->bytes(text);
+  }
+}
+
+Result<ProgramImage> read_program(ByteReader* r) {
+  const std::string hash = r->str();
+  ProgramBundle b;
+  b.config = r->str();
+  const uint64_t n = r->u64();
+  for (uint64_t i = 0; i < n && r->ok(); ++i) {
+    std::string name = r->str();
+    b.sources[name] = r->str();
+  }
+  LIZARD_RETURN_IF_ERROR(r->status("program"));
+  LIZARD_ASSIGN_OR_RETURN(ProgramImage img, make_program_image(b));
+  img.hash = hash;  // the worker's name for it
+  return img;
+}
+
+void write_params(ByteWriter* w, const ParamValues& p) {
+  w->u64(p.values.size());
+  for (const auto& v : p.values) {
+    w->u8(static_cast<uint8_t>(v.type));
+    w->i64(v.i);
+    w->u64(v.u);
+    w->f64(v.f);
+  }
+}
+
+ParamValues read_params(ByteReader* r) {
+  ParamValues p;
+  const uint64_t n = r->u64();
+  for (uint64_t k = 0; k < n && r->ok(); ++k) {
+    ParamValue v;
+    v.type = static_cast<DType>(r->u8());
+    v.i = r->i64();
+    v.u = r->u64();
+    v.f = r->f64();
+    p.values.push_back(v);
+  }
+  return p;
+}
+
+void write_reply_head(ByteWriter* w, const Status& st, bool lost) {
+  w->u8(static_cast<uint8_t>(st.code()));
+  w->bytes(st.message());
+  w->u8(lost ? 1 : 0);
+}
+
+Status read_reply_head(ByteReader* r, bool* lost) {
+  const auto code = static_cast<Code>(r->u8());
+  std::string message = r->str();
+  *lost = r->u8() != 0;
+  LIZARD_RETURN_IF_ERROR(r->status("reply"));
+  if (code == Code::kOk) return Status::Ok();
+  return Status(code, std::move(message));
+}
+
+}  // namespace lizard

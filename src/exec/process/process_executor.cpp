@@ -1,0 +1,323 @@
+#include "exec/process/process_executor.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+namespace lizard {
+
+namespace {
+
+// How long a new process may take to create its executor (a GPU's context).
+constexpr int kStartTimeoutMs = 120000;
+
+}  // namespace
+
+Result<std::unique_ptr<ProcessExecutor>> ProcessExecutor::start(ExecutorProcessSpec spec) {
+  std::unique_ptr<ProcessExecutor> e(new ProcessExecutor(std::move(spec)));
+  LIZARD_RETURN_IF_ERROR(e->spawn());
+  return e;
+}
+
+ProcessExecutor::~ProcessExecutor() {
+  std::lock_guard<std::mutex> l(pid_mu_);
+  pid_ = -1;
+}
+
+pid_t ProcessExecutor::pid() const {
+  std::lock_guard<std::mutex> l(pid_mu_);
+  return pid_;
+}
+
+Status ProcessExecutor::spawn() {
+  LIZARD_ASSIGN_OR_RETURN(child_, ChildProcess::spawn(spec_.args, spec_.program));
+  {
+    std::lock_guard<std::mutex> l(pid_mu_);
+    pid_ = child_->pid();
+  }
+  programs_sent_.clear();
+  in_run_ = false;
+  const char op = static_cast<char>(ExecutorOp::kInfo);
+  std::string frame;
+  Status st = child_->channel().send(std::string_view(&op, 1));
+  if (st.ok()) {
+    auto r = child_->channel().receive(kStartTimeoutMs);
+    st = r.status();
+    if (st.ok()) frame = std::move(r).value();
+  }
+  if (!st.ok()) {
+    Status ended = ended_during(ExecutorOp::kInfo);
+    return st.code() == Code::kCancelled
+               ? unavailable("the executor process for " + spec_.label + " did not start in " +
+                             std::to_string(kStartTimeoutMs / 1000) + " s")
+               : ended;
+  }
+  ByteReader r(frame);
+  bool lost = false;
+  st = read_reply_head(&r, &lost);
+  std::string info = r.str();
+  if (st.ok()) st = r.status("info");
+  if (st.ok()) {
+    auto j = nlohmann::json::parse(info, nullptr, false);
+    if (j.is_discarded()) st = internal_error("the executor process sent an unreadable info");
+    if (st.ok()) info_ = ExecutorInfo::from_json(j);
+  }
+  if (!st.ok()) {
+    {
+      std::lock_guard<std::mutex> l(pid_mu_);
+      pid_ = -1;
+    }
+    child_->kill();
+    child_.reset();
+    last_end_ = "it could not create its executor";
+  }
+  return st;
+}
+
+Status ProcessExecutor::restart_if_ended() {
+  if (process_running()) return Status::Ok();
+  return spawn();
+}
+
+bool ProcessExecutor::process_running() {
+  if (!child_) return false;
+  siginfo_t info{};
+  // WNOWAIT: only looks, so that the pid stays ours until reap() says so.
+  if (::waitid(P_PID, static_cast<id_t>(child_->pid()), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      info.si_pid == 0)
+    return true;
+  reap();
+  return false;
+}
+
+void ProcessExecutor::kill_process() {
+  std::lock_guard<std::mutex> l(pid_mu_);
+  if (pid_ > 0) ::kill(pid_, SIGKILL);
+}
+
+// The process's end of the channel closed: it has exited or been killed.
+// Reaps it and says how it ended.
+void ProcessExecutor::reap() {
+  {
+    std::lock_guard<std::mutex> l(pid_mu_);
+    pid_ = -1;  // from here on the pid may be reaped and reused: no more kills
+  }
+  if (!child_->wait_exit(2000)) child_->kill();
+  last_end_ = child_->exit_description();
+  child_.reset();
+  programs_sent_.clear();
+  in_run_ = false;
+}
+
+void ProcessExecutor::end_lost_process() {
+  kill_process();
+  reap();
+  last_end_ = "its device was lost";
+}
+
+Status ProcessExecutor::ended_during(ExecutorOp op) {
+  reap();
+  return runtime_error("the executor process for " + spec_.label + " ended during " +
+                       executor_op_name(op) + ": " + last_end_);
+}
+
+Status ProcessExecutor::no_process(ExecutorOp op) const {
+  return runtime_error("the executor process for " + spec_.label + " ended before " +
+                       executor_op_name(op) +
+                       (last_end_.empty() ? std::string() : " (" + last_end_ + ")"));
+}
+
+Status ProcessExecutor::send_request(ExecutorOp op, const std::string_view* parts, size_t count) {
+  if (!child_) return no_process(op);
+  const char code = static_cast<char>(op);
+  std::vector<std::string_view> all;
+  all.reserve(count + 1);
+  all.emplace_back(&code, 1);
+  all.insert(all.end(), parts, parts + count);
+  if (!child_->channel().send_parts(all.data(), all.size()).ok()) return ended_during(op);
+  return Status::Ok();
+}
+
+// Waits for the reply to the request sent last.
+Status ProcessExecutor::receive_reply(ExecutorOp op, std::string* frame) {
+  if (!child_) return no_process(op);
+  auto r = child_->channel().receive(-1);
+  if (!r.ok()) return ended_during(op);
+  *frame = std::move(r).value();
+  return Status::Ok();
+}
+
+Status ProcessExecutor::call(ExecutorOp op, const std::string_view* parts, size_t count,
+                             std::string* frame) {
+  LIZARD_RETURN_IF_ERROR(send_request(op, parts, count));
+  return receive_reply(op, frame);
+}
+
+namespace {
+
+// Reads a reply's head; a lost device ends the process (the next call
+// starts another), keeping the call's own error.
+struct Reply {
+  explicit Reply(const std::string& frame) : reader(frame) {}
+  ByteReader reader;
+  bool lost = false;
+  Status head() { return read_reply_head(&reader, &lost); }
+};
+
+}  // namespace
+
+Status ProcessExecutor::build(const ProgramImage& program) {
+  LIZARD_RETURN_IF_ERROR(restart_if_ended());
+  ByteWriter w;
+  write_program(&w, program);
+  std::string_view part = w.out();
+  std::string frame;
+  LIZARD_RETURN_IF_ERROR(call(ExecutorOp::kBuild, &part, 1, &frame));
+  Reply reply(frame);
+  Status st = reply.head();
+  if (st.ok()) programs_sent_.insert(program.hash);
+  if (reply.lost) end_lost_process();
+  return st;
+}
+
+Status ProcessExecutor::begin_run(const ProgramImage& program, const ParamValues& params,
+                                  PartitionData data) {
+  LIZARD_RETURN_IF_ERROR(restart_if_ended());
+  compile_stats_ = CompileStats{};
+  ByteWriter w;
+  const bool send_program = programs_sent_.count(program.hash) == 0;
+  w.u8(send_program ? 1 : 0);
+  if (send_program)
+    write_program(&w, program);
+  else
+    w.bytes(program.hash);
+  write_params(&w, params);
+  w.i64(data.first_row);
+  w.i64(data.rows);
+  w.u64(data.seed);
+  w.u64(data.generators.size());
+  for (const auto& g : data.generators) w.bytes(g);
+  w.u64(data.fields.size());
+  std::string_view head = w.out();
+  LIZARD_RETURN_IF_ERROR(send_request(ExecutorOp::kBeginRun, &head, 1));
+  // Each field's rows as a frame of their own, sent from where they lie and
+  // read straight into the host's buffer.
+  for (const auto& f : data.fields) {
+    if (!child_->channel().send({reinterpret_cast<const char*>(f.data()), f.size()}).ok())
+      return ended_during(ExecutorOp::kBeginRun);
+  }
+  std::string frame;
+  LIZARD_RETURN_IF_ERROR(receive_reply(ExecutorOp::kBeginRun, &frame));
+  Reply reply(frame);
+  Status st = reply.head();
+  compile_stats_.compile_ms = reply.reader.f64();
+  compile_stats_.cache_hit = reply.reader.u8() != 0;
+  if (st.ok()) st = reply.reader.status("begin_run");
+  if (st.ok()) programs_sent_.insert(program.hash);
+  in_run_ = st.ok();
+  if (reply.lost) end_lost_process();
+  return st;
+}
+
+Status ProcessExecutor::send_iterate(const SectionBuffer& state, int64_t first, int64_t count) {
+  if (!child_) return no_process(ExecutorOp::kIterate);
+  if (!in_run_) return not_found("no run on this executor");
+  ByteWriter w;
+  w.i64(first);
+  w.i64(count);
+  std::string_view parts[] = {
+      w.out(), {reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()}};
+  return send_request(ExecutorOp::kIterate, parts, 2);
+}
+
+Status ProcessExecutor::receive_iterate(SectionBuffer* aggregate, IterationStats* stats) {
+  std::string frame;
+  LIZARD_RETURN_IF_ERROR(receive_reply(ExecutorOp::kIterate, &frame));
+  Reply reply(frame);
+  Status st = reply.head();
+  stats->kernel_ms = reply.reader.f64();
+  stats->total_ms = reply.reader.f64();
+  std::string_view agg = reply.reader.bytes();
+  if (st.ok()) st = reply.reader.status("iterate");
+  if (st.ok() && agg.size() != aggregate->bytes.size())
+    st = internal_error("the executor process sent an aggregate of " + std::to_string(agg.size()) +
+                        " bytes; expected " + std::to_string(aggregate->bytes.size()));
+  if (st.ok() && !agg.empty()) std::memcpy(aggregate->bytes.data(), agg.data(), agg.size());
+  if (reply.lost) end_lost_process();
+  return st;
+}
+
+Status ProcessExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+                                IterationStats* stats) {
+  LIZARD_RETURN_IF_ERROR(send_iterate(state, 0, -1));
+  return receive_iterate(aggregate, stats);
+}
+
+Status ProcessExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
+                                     IterationStats* stats, int64_t first, int64_t count) {
+  LIZARD_RETURN_IF_ERROR(send_iterate(state, first, count));
+  return receive_iterate(aggregate, stats);
+}
+
+Result<std::vector<std::vector<uint8_t>>> ProcessExecutor::end_run(bool want_outputs) {
+  in_run_ = false;
+  if (!child_) {  // the rows went with the process
+    if (want_outputs) return no_process(ExecutorOp::kEndRun);
+    return std::vector<std::vector<uint8_t>>{};
+  }
+  ByteWriter w;
+  w.u8(want_outputs ? 1 : 0);
+  std::string_view part = w.out();
+  std::string frame;
+  LIZARD_RETURN_IF_ERROR(call(ExecutorOp::kEndRun, &part, 1, &frame));
+  Reply reply(frame);
+  Status st = reply.head();
+  const uint64_t n = reply.reader.u64();
+  std::vector<uint64_t> sizes;
+  for (uint64_t i = 0; i < n && reply.reader.ok(); ++i) sizes.push_back(reply.reader.u64());
+  std::string_view rest = reply.reader.rest();
+  if (st.ok()) st = reply.reader.status("end_run");
+  std::vector<std::vector<uint8_t>> fields;
+  size_t off = 0;
+  for (uint64_t s : sizes) {
+    if (!st.ok()) break;
+    if (s > rest.size() - off) {
+      st = internal_error("the executor process sent fewer output bytes than it announced");
+      break;
+    }
+    fields.emplace_back(rest.begin() + off, rest.begin() + off + s);
+    off += s;
+  }
+  if (reply.lost) end_lost_process();
+  if (!st.ok()) return st;
+  return fields;
+}
+
+void ProcessExecutor::refresh_free_memory() {
+  if (!restart_if_ended().ok()) return;
+  std::string frame;
+  if (!call(ExecutorOp::kRefreshFreeMemory, nullptr, 0, &frame).ok()) return;
+  Reply reply(frame);
+  Status st = reply.head();
+  const uint64_t free_memory = reply.reader.u64();
+  if (st.ok() && reply.reader.ok()) info_.free_memory = free_memory;
+  if (reply.lost) end_lost_process();
+}
+
+void ProcessExecutor::refresh_load() {
+  if (!restart_if_ended().ok()) return;
+  std::string frame;
+  if (!call(ExecutorOp::kRefreshLoad, nullptr, 0, &frame).ok()) return;
+  Reply reply(frame);
+  Status st = reply.head();
+  const double utilization = reply.reader.f64();
+  const double delay = reply.reader.f64();
+  if (st.ok() && reply.reader.ok()) {
+    info_.utilization = utilization;
+    info_.launch_delay_us = delay;
+  }
+  if (reply.lost) end_lost_process();
+}
+
+}  // namespace lizard

@@ -1,0 +1,274 @@
+// ProcessExecutor over a real executor host (the lizard binary) with the
+// CPU backend: the same results as the executor in this process, and a
+// process that crashes, exits or is killed fails the call with how it
+// ended, after which the executor serves runs again.
+#include "exec/process/process_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+#include "exec/cpu/cpu_executor.h"
+#include "exec/process/executor_processes.h"
+#include "program/bundle.h"
+
+namespace lizard {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string cache_dir() {
+  return testing::TempDir() + "lizard-process-executor-test";
+}
+
+ExecutorProcessSpec cpu_spec() {
+  return {{"executor-host", "--backend", "cpu", "--cpu-threads", "2", "--cache-dir", cache_dir()},
+          "the CPU backend",
+          LIZARD_BIN};
+}
+
+std::unique_ptr<ProcessExecutor> start_cpu() {
+  auto e = ProcessExecutor::start(cpu_spec());
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+
+ProgramImage image(const std::string& config, const std::string& kernel) {
+  ProgramBundle b;
+  b.config = config;
+  b.sources["kernel.cu"] = kernel;
+  auto img = make_program_image(b);
+  EXPECT_TRUE(img.ok()) << img.status().message();
+  return img.ok() ? img.value() : ProgramImage{};
+}
+
+ProgramImage faults() {
+  auto b = read_program_dir(LIZARD_SOURCE_DIR "/tests/e2e/programs/faults");
+  EXPECT_TRUE(b.ok()) << b.status().message();
+  auto img = make_program_image(*b);
+  EXPECT_TRUE(img.ok()) << img.status().message();
+  return img.ok() ? img.value() : ProgramImage{};
+}
+
+const char* kScaleYaml = R"(
+sources: {cuda: kernel.cu}
+params: {scale: {type: float32}}
+dataset:
+  x: {type: float32, shape: [rows]}
+  y: {type: float32, shape: [rows], input: false, output: true}
+state:
+  offset: {type: float32}
+aggregate:
+  total: {type: float64, reduce: sum}
+  biggest: {type: int32, reduce: max}
+iterate:
+  - {kernel: scale, block: 64}
+)";
+
+const char* kScaleKernel = R"(
+extern "C" __global__ void scale(global_params_t params, dataset_t data, global_state_t state,
+                                 agg_res_t result) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= data.rows) return;
+  data.y[i] += data.x[i] * params.scale + state.offset;
+  atomicAdd(result.total, (double)data.y[i]);
+  atomicMax(result.biggest, (int)data.x[i]);
+}
+)";
+
+std::vector<uint8_t> floats(size_t n, float first = 0) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), first);
+  std::vector<uint8_t> out(n * sizeof(float));
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+struct Outcome {
+  Status status;
+  std::vector<std::vector<uint8_t>> aggregates;  // one per iteration, then per slice
+  std::vector<std::vector<uint8_t>> outputs;
+};
+
+// Three iterations with a changing state, then two slices of a fourth.
+Outcome run_scale(Executor* e, const ProgramImage& p) {
+  Outcome out;
+  auto params = bind_params(p.manifest, {{"scale", 1.5}});
+  PartitionData d;
+  d.first_row = 100;
+  d.rows = 1000;
+  d.fields = {floats(1000), {}};
+  out.status = e->begin_run(p, *params, std::move(d));
+  if (!out.status.ok()) return out;
+  auto state = make_section(p.manifest.state, p.manifest, *params);
+  for (int it = 0; it < 5 && out.status.ok(); ++it) {
+    const float offset = static_cast<float>(it);
+    std::memcpy(state->bytes.data(), &offset, sizeof offset);
+    auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
+    IterationStats stats;
+    out.status = it < 3 ? e->iterate(*state, &*agg, &stats)
+                        : e->iterate_rows(*state, &*agg, &stats, it == 3 ? 0 : 400, 400);
+    out.aggregates.push_back(agg->bytes);
+  }
+  auto fields = e->end_run(true);
+  if (out.status.ok()) out.status = fields.status();
+  if (fields.ok()) out.outputs = std::move(fields).value();
+  return out;
+}
+
+TEST(ProcessExecutor, GivesTheResultsOfTheExecutorInThisProcess) {
+  ProgramImage p = image(kScaleYaml, kScaleKernel);
+  auto remote = start_cpu();
+  ASSERT_TRUE(remote);
+  EXPECT_EQ(remote->info().kind, "cpu");
+  EXPECT_EQ(remote->info().sm_count, 2);
+  ASSERT_TRUE(remote->build(p).ok());
+  CpuExecutorOptions o;
+  o.threads = 2;
+  o.cache_dir = cache_dir();
+  auto local = make_cpu_executor(o);
+  Outcome a = run_scale(remote.get(), p), b = run_scale(local.get(), p);
+  ASSERT_TRUE(a.status.ok()) << a.status.message();
+  ASSERT_TRUE(b.status.ok()) << b.status.message();
+  EXPECT_EQ(a.aggregates, b.aggregates);
+  ASSERT_EQ(a.outputs.size(), 2u);
+  EXPECT_TRUE(a.outputs[0].empty());
+  EXPECT_EQ(a.outputs[1].size(), 1000 * sizeof(float));
+  EXPECT_EQ(a.outputs, b.outputs);
+  // A second run sends the program's hash alone; it gives the same again.
+  Outcome again = run_scale(remote.get(), p);
+  ASSERT_TRUE(again.status.ok()) << again.status.message();
+  EXPECT_EQ(again.aggregates, a.aggregates);
+  remote->refresh_free_memory();
+  EXPECT_GT(remote->info().free_memory, 0u);
+}
+
+TEST(ProcessExecutor, ACompileErrorComesBackAsTheExecutorSaysIt) {
+  auto e = start_cpu();
+  ASSERT_TRUE(e);
+  Status st = e->build(image(kScaleYaml, "this is not C++"));
+  EXPECT_EQ(st.code(), Code::kCompileError) << st.message();
+  EXPECT_TRUE(e->process_running());
+}
+
+// Runs faults with `mode`: begin_run, then one iteration.
+Status iterate_faults(ProcessExecutor* e, const ProgramImage& p, int mode) {
+  auto params = bind_params(p.manifest, {{"mode", mode}});
+  PartitionData d;
+  d.rows = 256;
+  d.fields = {floats(256)};
+  LIZARD_RETURN_IF_ERROR(e->begin_run(p, *params, std::move(d)));
+  auto state = make_section(p.manifest.state, p.manifest, *params);
+  auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
+  IterationStats stats;
+  Status st = e->iterate(*state, &*agg, &stats);
+  (void)e->end_run(false);
+  return st;
+}
+
+TEST(ProcessExecutor, AProcessThatCrashesFailsTheCallWithItsSignalAndIsStartedAgain) {
+  ProgramImage p = faults();
+  auto e = start_cpu();
+  ASSERT_TRUE(e);
+  const pid_t first = e->pid();
+  Status st = iterate_faults(e.get(), p, 2);
+  EXPECT_EQ(st.code(), Code::kRuntimeError);
+  EXPECT_EQ(st.message(),
+            "the executor process for the CPU backend ended during iterate: killed by signal 11 "
+            "(SIGSEGV, a segmentation fault)");
+  EXPECT_FALSE(e->process_running());
+  EXPECT_TRUE(iterate_faults(e.get(), p, 0).ok());  // begin_run starts a new process
+  EXPECT_NE(e->pid(), first);
+}
+
+TEST(ProcessExecutor, AKernelThatCallsExitFailsTheCallWithTheExitStatus) {
+  ProgramImage p = faults();
+  auto e = start_cpu();
+  ASSERT_TRUE(e);
+  Status st = iterate_faults(e.get(), p, 3);
+  EXPECT_NE(st.message().find("ended during iterate: exited with status 0"), std::string::npos)
+      << st.message();
+  ASSERT_TRUE(e->restart_if_ended().ok());
+  EXPECT_TRUE(e->process_running());
+  EXPECT_TRUE(iterate_faults(e.get(), p, 0).ok());
+}
+
+TEST(ProcessExecutor, AKillFromAnotherThreadEndsACallThatNeverReturns) {
+  ProgramImage p = faults();
+  auto e = start_cpu();
+  ASSERT_TRUE(e);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    e->kill_process();
+  });
+  const auto t0 = Clock::now();
+  Status st = iterate_faults(e.get(), p, 1);
+  killer.join();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_NE(st.message().find("ended during iterate: killed by signal 9 (SIGKILL)"),
+            std::string::npos)
+      << st.message();
+  EXPECT_TRUE(iterate_faults(e.get(), p, 0).ok());
+}
+
+TEST(ProcessExecutor, AProcessOutlivesTheThreadThatStartedIt) {
+  std::unique_ptr<ProcessExecutor> e;
+  std::thread([&] { e = start_cpu(); }).join();
+  ASSERT_TRUE(e);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(e->process_running());
+  EXPECT_TRUE(iterate_faults(e.get(), faults(), 0).ok());
+}
+
+TEST(ProcessExecutor, StartExecutorProcessesProbesTheBackend) {
+  BackendOptions o;
+  o.backend = "cpu";
+  o.cpu_threads = 1;
+  o.cache_dir = cache_dir();
+  std::string note;
+  auto made = start_executor_processes(o, &note, LIZARD_BIN);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  ASSERT_EQ(made->size(), 1u);
+  EXPECT_EQ((*made)[0]->info().kind, "cpu");
+  EXPECT_EQ((*made)[0]->info().sm_count, 1);
+  o.backend = "cuda";
+  o.gpus = "none";
+  EXPECT_EQ(start_executor_processes(o, &note, LIZARD_BIN).status().code(), Code::kInvalidArgument);
+}
+
+// The rate at which begin_run moves a partition into the process, beside
+// the same begin_run in this process (LIZARD_LOAD_TEST_MB, default 64).
+TEST(ProcessExecutor, LoadsLargePartitions) {
+  const char* env = std::getenv("LIZARD_LOAD_TEST_MB");
+  const size_t mb = env ? std::strtoul(env, nullptr, 10) : 64;
+  const size_t rows = mb * (1 << 20) / sizeof(float);
+  ProgramImage p = faults();
+  auto params = bind_params(p.manifest, {{"mode", 0}});
+  auto e = start_cpu();
+  ASSERT_TRUE(e);
+  CpuExecutorOptions o;
+  o.threads = 2;
+  o.cache_dir = cache_dir();
+  auto local = make_cpu_executor(o);
+  double ms[2];
+  for (int k = 0; k < 2; ++k) {
+    Executor* x = k == 0 ? static_cast<Executor*>(e.get()) : local.get();
+    ASSERT_TRUE(x->build(p).ok());
+    PartitionData d;
+    d.rows = static_cast<int64_t>(rows);
+    d.fields = {std::vector<uint8_t>(rows * sizeof(float), 0)};
+    const auto t0 = Clock::now();
+    ASSERT_TRUE(x->begin_run(p, *params, std::move(d)).ok());
+    ms[k] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    (void)x->end_run(false);
+  }
+  std::printf("begin_run of %zu MB: %.1f ms in a process (%.0f MB/s), %.1f ms in this one\n", mb,
+              ms[0], mb / (ms[0] / 1000), ms[1]);
+}
+
+}  // namespace
+}  // namespace lizard
