@@ -216,6 +216,7 @@ int main(int argc, char** argv) {
                    "Delete finished runs' records (and fields, and uploads only they named) "
                    "after D days (0: never)")
       ->check(CLI::Range(0.0, 1e6));
+  server
       ->add_option("--run-timeout-s", sf.run_timeout,
                    "Seconds a run may run when its request sets no timeout_s (0: no limit)")
       ->check(CLI::NonNegativeNumber);

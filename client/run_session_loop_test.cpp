@@ -1,0 +1,136 @@
+// The loop a worker drives for a run placed on it alone: iterations here,
+// folded into the reducers' identity, the update hook called after each, and
+// every iteration reported; a run_end or a hook error ends it.
+#include "client/run_session.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "client/testing/run_session_fixture.h"
+#include "common/clock.h"
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+using testing::as_doubles;
+using testing::FakeExecutor;
+using testing::RunSessionTest;
+
+// An update hook that adds 1 to t and says done after iteration `last`.
+class CountingHooks : public LoopHooks {
+ public:
+  CountingHooks(int64_t last, std::string fail = "", int sleep_ms = 0)
+      : last_(last), fail_(std::move(fail)), sleep_ms_(sleep_ms) {}
+  Result<bool> update(SectionBuffer*, SectionBuffer* state, int64_t it) override {
+    if (!fail_.empty()) return runtime_error(fail_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
+    double t;
+    std::memcpy(&t, state->data(*state->find("t")), sizeof t);
+    t += 1;
+    std::memcpy(state->data(*state->find("t")), &t, sizeof t);
+    return it >= last_;
+  }
+
+ private:
+  int64_t last_;
+  std::string fail_;
+  int sleep_ms_;
+};
+
+OpenLoopHooks hooks_of(int64_t last, std::string fail = "", int sleep_ms = 0) {
+  return [=](const ProgramImage&, const ParamValues&,
+             LoopHookLimits) -> Result<std::unique_ptr<LoopHooks>> {
+    return std::unique_ptr<LoopHooks>(std::make_unique<CountingHooks>(last, fail, sleep_ms));
+  };
+}
+
+TEST_F(RunSessionTest, ALoopRunsItsIterationsHereAndReportsEach) {
+  auto s = session({}, hooks_of(/*last=*/3));
+  s->post(run_start("r1.0", 5, {{0, 0, 3}, {1, 3, 2}}));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  s->post(loop("r1.0", 1, 10, 0.5));
+  double t = 0.5;
+  for (int64_t it = 1; it <= 3; ++it) {
+    Message step = next_reply();
+    ASSERT_EQ(step.type, MessageType::kLoopStep);
+    auto h = LoopStepMsg::parse(step.header).value();
+    ASSERT_TRUE(h.ok) << h.error;
+    EXPECT_EQ(h.iteration, it);
+    EXPECT_EQ(h.kernel_ms, 2.0);
+    EXPECT_EQ(h.last, it == 3);
+    // The aggregate both executors folded with the state of the iteration,
+    // then the state the hook left.
+    const size_t agg_bytes = aggregate_bytes();
+    Message agg_only{step.type, step.header, step.payload.substr(0, agg_bytes)};
+    EXPECT_EQ(aggregate_of(agg_only), (std::pair<double, int64_t>{15 + 5 * t, 5}));
+    t += 1;
+    EXPECT_EQ(as_doubles(step.payload.data() + agg_bytes, sizeof(double))[0], t);
+  }
+  EXPECT_FALSE(replies_.pop_for(std::chrono::milliseconds(100)).has_value());
+  s->post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));
+}
+
+TEST_F(RunSessionTest, ALoopStopsAtMaxIterationsAndWithoutHooksAfterOne) {
+  auto s = session({}, hooks_of(/*last=*/100));
+  s->post(run_start("r1.0", 2));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  s->post(loop("r1.0", 0, 2));
+  EXPECT_FALSE(LoopStepMsg::parse(next_reply().header)->last);
+  EXPECT_TRUE(LoopStepMsg::parse(next_reply().header)->last);
+
+  auto plain = session({}, [](const ProgramImage&, const ParamValues&, LoopHookLimits) {
+    return Result<std::unique_ptr<LoopHooks>>(std::unique_ptr<LoopHooks>());
+  });
+  plain->post(run_start("r2.0", 2, {{1, 0, 2}}));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  plain->post(loop("r2.0", 0, 50));
+  auto only = LoopStepMsg::parse(next_reply().header).value();
+  EXPECT_EQ(only.iteration, 0);
+  EXPECT_TRUE(only.last);
+}
+
+TEST_F(RunSessionTest, AWorkerThatCannotRunTheHooksSaysSoBeforeAnyIteration) {
+  auto s = session({}, [](const ProgramImage&, const ParamValues&, LoopHookLimits) {
+    return Result<std::unique_ptr<LoopHooks>>(unavailable("no compiler for host.cpp"));
+  });
+  s->post(run_start("r1.0", 2));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  s->post(loop("r1.0", 0, 5));
+  auto h = LoopStepMsg::parse(next_reply().header).value();
+  EXPECT_FALSE(h.ok);
+  EXPECT_TRUE(h.unsupported);
+  EXPECT_EQ(exec(0).slices, 0);
+  s->post(iterate("r1.0", 0));  // the server drives it instead
+  EXPECT_TRUE(IterationResultMsg::parse(next_reply().header)->ok);
+}
+
+TEST_F(RunSessionTest, AHookErrorFailsTheLoopWithItsMessage) {
+  auto s = session({}, hooks_of(5, "update_global_state crashed"));
+  s->post(run_start("r1.0", 2));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  s->post(loop("r1.0", 0, 5));
+  auto h = LoopStepMsg::parse(next_reply().header).value();
+  EXPECT_FALSE(h.ok);
+  EXPECT_FALSE(h.unsupported);
+  EXPECT_NE(h.error.find("update_global_state crashed"), std::string::npos) << h.error;
+}
+
+TEST_F(RunSessionTest, ARunEndDuringALoopEndsItBeforeTheNextIteration) {
+  auto s = session({}, hooks_of(/*last=*/1000000, "", /*sleep_ms=*/5));
+  s->post(run_start("r1.0", 2));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  s->post(loop("r1.0", 0, 1000000));
+  ASSERT_EQ(next_reply().type, MessageType::kLoopStep);
+  s->post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
+  while (!s->finished() && SteadyClock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(s->finished());
+  EXPECT_EQ(exec(0).ended, 1);
+  EXPECT_EQ(owner(0), "");
+}
+
+}  // namespace
+}  // namespace lizard
