@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -180,10 +181,17 @@ int run_client(lizard::WorkerOptions opts, char** argv) {
 
 }  // namespace
 
+[[noreturn]] static void end_helper(int status) {
+  std::fflush(nullptr);
+  std::_Exit(status);
+}
+
 int main(int argc, char** argv) {
   // `lizard hook-host LIB.so`: the hook process a daemon starts for a
   // program's host.cpp (internal, not in the help).
-  if (auto status = lizard::hook_host_command(argc, argv)) return *status;
+  // Helper processes end without exit handlers or static destructors: those of
+  // the user's code they loaded could crash or hang there.
+  if (auto status = lizard::hook_host_command(argc, argv)) end_helper(*status);
   CLI::App app{"lizard: run CUDA programs across a cluster of GPU machines"};
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   app.require_subcommand(1);
@@ -315,6 +323,8 @@ int main(int argc, char** argv) {
   host->add_option("--gpus", ho.gpus);
   host->add_option("--cuda-path", ho.cuda_path);
   host->add_option("--cpu-threads", ho.cpu_threads);
+  host->add_option("--cpu-executors", ho.cpu_executors);
+  host->add_option("--cpu-first-ordinal", ho.cpu_first_ordinal);
   host->add_option("--cache-dir", ho.cache_dir);
   host->add_flag("--probe", probe);
 
@@ -329,7 +339,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   wo.token = lizard::token_from(wo.token, "LIZARD_TOKEN");
-  if (host->parsed()) return lizard::run_executor_host(ho, probe);
+  if (host->parsed()) end_helper(lizard::run_executor_host(ho, probe));
   if (server->parsed()) return run_server(sf);
   return run_client(wo, argv);
 }

@@ -32,7 +32,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptio
   }
   if (!out.empty()) return out;
   if (o.cpu_executors < 1) return invalid_argument("--cpu-executors must be at least 1");
-  for (int i = 0; i < o.cpu_executors; ++i) {
+  for (int i = o.cpu_first_ordinal; i < o.cpu_first_ordinal + o.cpu_executors; ++i) {
     CpuExecutorOptions c;
     c.threads = o.cpu_threads;
     c.ordinal = i;

@@ -23,7 +23,8 @@ struct BackendOptions {
   // The CPU backend as this many executors, each with its own threads, as if
   // the node had that many devices (a node's sockets; tests of several executors).
   int cpu_executors = 1;
-  std::string cache_dir;  // compiled kernels
+  int cpu_first_ordinal = 0;  // the first CPU executor's ordinal (an executor process's one)
+  std::string cache_dir;      // compiled kernels
 };
 
 Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptions& o,

@@ -1,5 +1,7 @@
 #include "exec/process/executor_host.h"
 
+#include <csignal>
+
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -180,6 +182,9 @@ int probe(FrameChannel* channel, const BackendOptions& options) {
 }  // namespace
 
 int run_executor_host(const BackendOptions& options, bool probe_only) {
+  // A kernel that crashes ends this process by its signal (the worker reports
+  // it), also under a sanitizer runtime that would otherwise catch it.
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, SIG_DFL);
   auto channel = ChildProcess::parent_channel();
   if (!channel.ok()) {
     std::fprintf(stderr, "lizard executor-host is started by lizard client: %s\n",

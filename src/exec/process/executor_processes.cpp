@@ -15,9 +15,19 @@ constexpr int kProbeTimeoutMs = 120000;
 }  // namespace
 
 std::vector<std::string> executor_host_args(const BackendOptions& o) {
-  std::vector<std::string> args{"executor-host", "--backend",     o.backend,
-                                "--gpus",        o.gpus,          "--cuda-path",
-                                o.cuda_path,     "--cpu-threads", std::to_string(o.cpu_threads)};
+  std::vector<std::string> args{"executor-host",
+                                "--backend",
+                                o.backend,
+                                "--gpus",
+                                o.gpus,
+                                "--cuda-path",
+                                o.cuda_path,
+                                "--cpu-threads",
+                                std::to_string(o.cpu_threads),
+                                "--cpu-executors",
+                                std::to_string(o.cpu_executors),
+                                "--cpu-first-ordinal",
+                                std::to_string(o.cpu_first_ordinal)};
   if (!o.cache_dir.empty()) args.insert(args.end(), {"--cache-dir", o.cache_dir});
   return args;
 }
@@ -56,7 +66,10 @@ Result<std::vector<std::unique_ptr<ProcessExecutor>>> start_executor_processes(
       spec.label = "GPU " + std::to_string(info.ordinal);
     } else {
       one.backend = "cpu";
-      spec.label = "the CPU backend";
+      one.cpu_executors = 1;  // this one, of the worker's CPU executors
+      one.cpu_first_ordinal = info.ordinal;
+      spec.label = options.cpu_executors > 1 ? "CPU executor " + std::to_string(info.ordinal)
+                                             : "the CPU backend";
     }
     spec.args = executor_host_args(one);
     spec.program = program;
