@@ -137,7 +137,9 @@ Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms, size_t* 
   return Status::Ok();
 }
 
-Status FrameChannel::receive_into(std::vector<uint8_t>* out, int timeout_ms) {
+// The next frame's length, waiting up to `timeout_ms`; a wait that ends
+// part way keeps the bytes of the length read so far for the next call.
+Result<uint64_t> FrameChannel::receive_length(int timeout_ms) {
   if (fd_ < 0) return unavailable("the channel is closed");
   int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
   LIZARD_RETURN_IF_ERROR(
@@ -145,20 +147,19 @@ Status FrameChannel::receive_into(std::vector<uint8_t>* out, int timeout_ms) {
   header_got_ = 0;
   uint64_t size = get_le64(header_);
   if (size > kMaxFrame) return internal_error("a frame of " + std::to_string(size) + " bytes");
+  return size;
+}
+
+Status FrameChannel::receive_into(std::vector<uint8_t>* out, int timeout_ms) {
+  LIZARD_ASSIGN_OR_RETURN(uint64_t size, receive_length(timeout_ms));
   out->resize(size);
+  // Once a frame has begun, its body follows at once: wait for all of it.
   return read_exact(reinterpret_cast<char*>(out->data()), out->size(), -1);
 }
 
 Result<std::string> FrameChannel::receive(int timeout_ms) {
-  if (fd_ < 0) return unavailable("the channel is closed");
-  int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-  LIZARD_RETURN_IF_ERROR(
-      read_exact(header_ + header_got_, sizeof header_ - header_got_, deadline, &header_got_));
-  header_got_ = 0;
-  uint64_t size = get_le64(header_);
-  if (size > kMaxFrame) return internal_error("a frame of " + std::to_string(size) + " bytes");
+  LIZARD_ASSIGN_OR_RETURN(uint64_t size, receive_length(timeout_ms));
   std::string frame(size, '\0');
-  // Once a frame has begun, its body follows at once: wait for all of it.
   LIZARD_RETURN_IF_ERROR(read_exact(frame.data(), frame.size(), -1));
   return frame;
 }

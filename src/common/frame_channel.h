@@ -55,6 +55,7 @@ class FrameChannel {
  private:
   // Adds the bytes it read to `*done` when given, also when it gives up.
   Status read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done = nullptr);
+  Result<uint64_t> receive_length(int timeout_ms);
 
   int fd_ = -1;
   char header_[8] = {};
