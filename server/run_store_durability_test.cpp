@@ -97,7 +97,9 @@ TEST_P(RunStoreDurabilityTest, RequestsAndCheckpointsSurviveAReopen) {
   ASSERT_TRUE(store->save_checkpoint("r1", {4, false, state, agg}).ok());
   ASSERT_TRUE(store->remove("r1").ok());
   ASSERT_TRUE(store->save("r1", 1, "queued", {{"status", "queued"}}).ok());
-  const StoredRun* again = find(*store->load_all(), "r1");
+  auto stored = store->load_all();  // `again` points into it
+  ASSERT_TRUE(stored.ok());
+  const StoredRun* again = find(*stored, "r1");
   ASSERT_NE(again, nullptr);
   EXPECT_TRUE(again->request.is_null()) << "remove() left the request behind";
   EXPECT_FALSE(again->checkpoint.has_value()) << "remove() left the checkpoint behind";

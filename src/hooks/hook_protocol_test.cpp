@@ -61,7 +61,8 @@ TEST(HookProtocol, CallsSplitIntoTheirTwoSections) {
 }
 
 TEST(HookProtocol, ResultsCarryTheValueAndTheSection) {
-  auto r = decode_result(encode_result_head(-3) + "state");
+  const std::string frame = encode_result_head(-3) + "state";  // the result views into it
+  auto r = decode_result(frame);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->value, -3);
   EXPECT_EQ(r->section, "state");
