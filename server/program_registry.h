@@ -25,8 +25,8 @@
 #include "common/status.h"
 #include "exec/executor.h"
 #include "exec/host_compiler.h"
-#include "program/bundle.h"
 #include "hooks/host_hooks.h"
+#include "program/bundle.h"
 
 namespace lizard {
 

@@ -4,8 +4,8 @@
 
 #include <fstream>
 
-#include "program/bundle.h"
 #include "hooks/host_hooks.h"
+#include "program/bundle.h"
 
 namespace lizard {
 namespace {
