@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <thread>
 
@@ -156,12 +157,16 @@ TEST(ProcessExecutor, ACompileErrorComesBackAsTheExecutorSaysIt) {
 }
 
 // Runs faults with `mode`: begin_run, then one iteration.
-Status iterate_faults(ProcessExecutor* e, const ProgramImage& p, int mode) {
+// Runs one iteration of the faults program in the given mode; `loaded`, when
+// given, is called once the run has begun and before it iterates.
+Status iterate_faults(ProcessExecutor* e, const ProgramImage& p, int mode,
+                      const std::function<void()>& loaded = {}) {
   auto params = bind_params(p.manifest, {{"mode", mode}});
   PartitionData d;
   d.rows = 256;
   d.fields = {floats(256)};
   LIZARD_RETURN_IF_ERROR(e->begin_run(p, *params, std::move(d)));
+  if (loaded) loaded();
   auto state = make_section(p.manifest.state, p.manifest, *params);
   auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
   IterationStats stats;
@@ -201,13 +206,18 @@ TEST(ProcessExecutor, AKillFromAnotherThreadEndsACallThatNeverReturns) {
   ProgramImage p = faults();
   auto e = start_cpu();
   ASSERT_TRUE(e);
-  std::thread killer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    e->kill_process();
+  // The kill comes once the run is loaded (a loaded machine may take longer
+  // than any fixed delay to start the run), while the kernel never returns.
+  std::thread killer;
+  auto t0 = Clock::now();
+  Status st = iterate_faults(e.get(), p, 1, [&] {
+    t0 = Clock::now();
+    killer = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      e->kill_process();
+    });
   });
-  const auto t0 = Clock::now();
-  Status st = iterate_faults(e.get(), p, 1);
-  killer.join();
+  if (killer.joinable()) killer.join();
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
   EXPECT_NE(st.message().find("ended during iterate: killed by signal 9 (SIGKILL)"),
             std::string::npos)
