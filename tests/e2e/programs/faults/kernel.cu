@@ -10,8 +10,10 @@ extern "C" __global__ void step(global_params_t params, dataset_t data, global_s
   if (i < data.rows) atomicAdd(result.total, data.x[i]);
   if (i != 0) return;
   if (params.mode == 1) {
-    volatile int spinning = 1;
-    while (spinning) {
+    // Reads its first row again and again: a volatile load the compiler
+    // must keep, so the loop stays (a loop over a local it may drop).
+    const volatile float* x = data.x;
+    while (x[0] == x[0]) {
     }
   }
 #ifdef LIZARD_CPU_BACKEND
