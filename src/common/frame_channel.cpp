@@ -12,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "common/spin_wait.h"
+
 namespace lizard {
 namespace {
 
@@ -95,6 +97,21 @@ Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
 }
 
 Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done) {
+  // Polls for the spin budget first: bytes that arrive meanwhile are taken
+  // without the wake-up a blocking wait would cost.
+  if (n > 0) {
+    ssize_t got = -1;
+    spin_until([&] {
+      got = ::recv(fd_, p, n, MSG_DONTWAIT);
+      return got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    });
+    if (got == 0) return unavailable("the peer closed the channel");
+    if (got > 0) {
+      p += got;
+      n -= static_cast<size_t>(got);
+      if (done) *done += static_cast<size_t>(got);
+    }  // else: nothing yet, or an error the reads below report
+  }
   bool must_poll = deadline_ms >= 0;  // without a deadline a blocking read waits by itself
   while (n > 0) {
     int wait = -1;

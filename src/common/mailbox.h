@@ -1,5 +1,7 @@
 // Mailbox<T>: a closable multi-producer queue that one consumer thread waits
 // on.  Network threads post into it; run drivers block on it, never the other way.
+// A waiting consumer polls for the spin budget (common/spin_wait.h) before
+// it sleeps, so that an answer that lands soon is taken without a wake-up.
 //
 //   Mailbox<Event> box;
 //   box.push(e);                                   // any thread
@@ -7,11 +9,16 @@
 //   std::optional<Event> now = box.try_pop();      // never waits
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <optional>
+
+#include "common/spin_wait.h"
 
 namespace lizard {
 
@@ -23,51 +30,58 @@ class Mailbox {
       std::lock_guard<std::mutex> l(mu_);
       if (closed_) return;
       q_.push_back(std::move(v));
+      ready_.store(true, std::memory_order_release);
     }
     cv_.notify_one();
   }
 
   template <typename Rep, typename Period>
   std::optional<T> pop_for(std::chrono::duration<Rep, Period> d) {
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+    spin_until([&] { return ready_.load(std::memory_order_acquire); },
+               std::min<int64_t>(spin_budget_us(), us));
     std::unique_lock<std::mutex> l(mu_);
     if (!cv_.wait_for(l, d, [&] { return closed_ || !q_.empty(); })) return std::nullopt;
-    if (q_.empty()) return std::nullopt;
-    T v = std::move(q_.front());
-    q_.pop_front();
-    return v;
+    return take_locked();
   }
 
   // Without waiting: pop_for(0) would sleep for the timer slack (~50 µs).
   std::optional<T> try_pop() {
+    if (!ready_.load(std::memory_order_acquire)) return std::nullopt;
     std::lock_guard<std::mutex> l(mu_);
-    if (q_.empty()) return std::nullopt;
-    T v = std::move(q_.front());
-    q_.pop_front();
-    return v;
+    return take_locked();
   }
 
   std::optional<T> pop() {
+    spin_until([&] { return ready_.load(std::memory_order_acquire); });
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait(l, [&] { return closed_ || !q_.empty(); });
-    if (q_.empty()) return std::nullopt;
-    T v = std::move(q_.front());
-    q_.pop_front();
-    return v;
+    return take_locked();
   }
 
   void close() {
     {
       std::lock_guard<std::mutex> l(mu_);
       closed_ = true;
+      ready_.store(true, std::memory_order_release);
     }
     cv_.notify_all();
   }
 
  private:
+  std::optional<T> take_locked() {
+    if (q_.empty()) return std::nullopt;
+    T v = std::move(q_.front());
+    q_.pop_front();
+    ready_.store(closed_ || !q_.empty(), std::memory_order_release);
+    return v;
+  }
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<T> q_;
   bool closed_ = false;
+  std::atomic<bool> ready_{false};  // closed_ || !q_.empty(), readable without the lock
 };
 
 }  // namespace lizard

@@ -1,0 +1,53 @@
+// Spin waits: a short busy wait before a blocking one, for the waits on the
+// per-iteration path (a worker waiting for its executor and hook processes,
+// those processes waiting for the next call, a run driver waiting for its
+// workers' replies).  Waking a thread that sleeps in the kernel costs from a
+// few to tens of microseconds, and an iteration crosses several such waits;
+// a thread that polls for a while sees the answer the moment it lands.  The
+// budget bounds each wait's polling: a wait that outlasts it blocks as
+// before, so an idle daemon polls once and then sleeps.
+//
+// The budget is LIZARD_SPIN_US microseconds when that is set (0 turns
+// polling off), else 1000.  A polling thread yields its core between polls,
+// so that on a busy machine it never delays the thread it waits for.
+//
+//   if (!spin_until([&] { return flag.load(std::memory_order_acquire); })) block_on(flag);
+#pragma once
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstdint>
+
+namespace lizard {
+
+// This process's polling budget per wait, in microseconds (read once).
+int64_t spin_budget_us();
+
+// Lets a sibling hardware thread run while this one polls.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Calls `ready` until it returns true or `budget_us` (by default the
+// process's budget) has passed; returns its last answer.  With a budget of
+// 0, calls it once.
+template <typename Ready>
+bool spin_until(Ready&& ready, int64_t budget_us = spin_budget_us()) {
+  if (ready()) return true;
+  if (budget_us <= 0) return false;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(budget_us);
+  do {
+    // Yields the core to any thread that is ready to run (perhaps the one
+    // this wait is for), so that polling never delays the answer it awaits.
+    sched_yield();
+    if (ready()) return true;
+  } while (std::chrono::steady_clock::now() < end);
+  return false;
+}
+
+}  // namespace lizard
