@@ -17,6 +17,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -26,6 +27,7 @@
 #include "common/clock.h"
 #include "server/durable_write.h"
 #include "server/run_store_detail.h"
+#include "server/run_store_sqlite_testing.h"
 
 namespace lizard::run_store_detail {
 namespace {
@@ -234,6 +236,15 @@ class SqliteRunStore : public RunStore {
     return out;
   }
 
+  // See run_store_sqlite_testing.h.
+  Status limit_pages(uint64_t max_pages) {
+    // The largest page count SQLite accepts, and its default.
+    constexpr uint64_t kNoLimit = 4294967294u;
+    std::lock_guard<std::mutex> l(mu_);
+    return exec("PRAGMA max_page_count = " +
+                std::to_string(max_pages == 0 ? kNoLimit : std::min(max_pages, kNoLimit)));
+  }
+
   // The run's rows go in one transaction.
   Status remove(const std::string& run_id) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
@@ -352,5 +363,15 @@ Result<std::unique_ptr<RunStore>> open_sqlite_store(const std::string& state_dir
 }
 
 }  // namespace lizard::run_store_detail
+
+namespace lizard {
+
+Status limit_sqlite_run_store_pages(RunStore& store, uint64_t max_pages) {
+  auto* sqlite = dynamic_cast<run_store_detail::SqliteRunStore*>(&store);
+  if (!sqlite) return invalid_argument("not a SQLite run store");
+  return sqlite->limit_pages(max_pages);
+}
+
+}  // namespace lizard
 
 #endif  // LIZARD_HAVE_SQLITE
