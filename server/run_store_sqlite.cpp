@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -113,6 +114,9 @@ class SqliteRunStore : public RunStore {
     LIZARD_RETURN_IF_ERROR(exec("PRAGMA synchronous=NORMAL"));
     LIZARD_RETURN_IF_ERROR(exec("PRAGMA wal_autocheckpoint=0"));  // the checkpointer's job
     LIZARD_RETURN_IF_ERROR(migrate());
+    // Tests only (run_store_sqlite_testing.h): a database that cannot grow.
+    if (const char* cap = std::getenv("LIZARD_TEST_SQLITE_MAX_PAGES"); cap && *cap)
+      LIZARD_RETURN_IF_ERROR(limit_pages(std::strtoull(cap, nullptr, 10)));
     LIZARD_RETURN_IF_ERROR(prepare(
         "INSERT OR REPLACE INTO runs(id, seq, status, record, updated_at) VALUES(?, ?, ?, ?, ?)",
         &upsert_));

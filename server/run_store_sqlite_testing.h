@@ -8,6 +8,9 @@
 //   ASSERT_TRUE(limit_sqlite_run_store_pages(*store, 1).ok());  // no room to grow
 //   store->save(...);                                           // kStorageFull
 //   ASSERT_TRUE(limit_sqlite_run_store_pages(*store, 0).ok());  // room again
+//
+// A server process started with LIZARD_TEST_SQLITE_MAX_PAGES=N caps its store
+// so when it opens it (N=1: at the size it has then).
 #pragma once
 
 #include <cstdint>

@@ -258,6 +258,52 @@ TEST(ServerStorage, AFullDiskAnswers507AndHarmsNothing) {
   EXPECT_EQ(get_json(c, "/datasets").size(), 2u);
 }
 
+// Not a simulated failure: the server's SQLite database cannot grow
+// (LIZARD_TEST_SQLITE_MAX_PAGES caps it where it stands), so SQLite itself
+// answers SQLITE_FULL.  A run request too large for the room left is answered
+// 507; the server stays up and what it stored before stays whole.
+TEST(ServerStorage, SqliteOutOfRoomAnswers507AndHarmsNothing) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  ASSERT_FALSE(hash.empty());
+  const json small = {{"params", {{"dims", 1}}},
+                      {"dataset", {{"values", {{"values", {1, 2, 3}}}}}}};
+  auto first = c.post("/runtime/" + hash + "?wait=1", small.dump());
+  ASSERT_TRUE(first.ok());
+  const json done = json::parse(first->body);
+  ASSERT_EQ(done.value("status", ""), "done") << first->body;
+  if (!std::filesystem::exists(c.dir() + "/server/runs.sqlite3"))
+    GTEST_SKIP() << "this lizard keeps run records in files (built without SQLite)";
+  std::vector<double> many(60000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<double>(i) + 0.5;
+  const json large = {{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"values", many}}}}}};
+
+  ::setenv("LIZARD_TEST_SQLITE_MAX_PAGES", "1", 1);
+  const Status restarted = c.restart_server();
+  ::unsetenv("LIZARD_TEST_SQLITE_MAX_PAGES");
+  ASSERT_TRUE(restarted.ok()) << restarted.message();
+  auto full = c.post("/runtime/" + hash, large.dump());
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  EXPECT_EQ(full->status, 507) << full->body;
+  const json answer = json::parse(full->body, nullptr, false);
+  ASSERT_TRUE(answer.is_object()) << full->body;
+  EXPECT_NE(answer.value("error", "").find("the server's disk is full: the request of run r"),
+            std::string::npos)
+      << full->body;
+  EXPECT_TRUE(c.server_alive());
+  json runs = get_json(c, "/runtimes");
+  ASSERT_EQ(runs.size(), 1u) << runs.dump(2);
+  EXPECT_EQ(get_json(c, "/runtimes/" + done["runtime_id"].get<std::string>())["status"], "done");
+
+  ASSERT_TRUE(c.restart_server().ok());  // room again
+  auto ok = c.post("/runtime/" + hash + "?wait=1", large.dump());
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(json::parse(ok->body).value("status", ""), "done") << ok->body;
+  EXPECT_EQ(get_json(c, "/runtimes").size(), 2u);
+  EXPECT_EQ(get_json(c, "/runtimes/" + done["runtime_id"].get<std::string>())["status"], "done");
+}
+
 // --keep-runs: at start, finished runs beyond the newest N go, with their
 // fields and the uploads only they named.
 TEST(ServerStorage, KeepRunsPrunesOldRunsAndTheUploadsOnlyTheyNamed) {
