@@ -4,27 +4,16 @@
 
 namespace lizard {
 
-// One loop's update hook, in a hook process that goes back to the pool
-// when the loop is over, unless a call failed.
+// One loop's update hook, in the loop's hook process.
 class WorkerHooks::Loop : public LoopHooks {
  public:
-  Loop(WorkerHooks* owner, std::string hash, Warm warm)
-      : owner_(owner), hash_(std::move(hash)), warm_(std::move(warm)) {}
-  ~Loop() override {
-    *warm_.interrupted = nullptr;
-    if (!failed_) owner_->give_back(hash_, std::move(warm_));
-  }
+  explicit Loop(std::unique_ptr<RunHooks> hooks) : hooks_(std::move(hooks)) {}
   Result<bool> update(SectionBuffer* agg, SectionBuffer* state, int64_t iteration) override {
-    auto done = warm_.hooks->update_state(*agg, state, iteration);
-    failed_ = failed_ || !done.ok();
-    return done;
+    return hooks_->update_state(*agg, state, iteration);
   }
 
  private:
-  WorkerHooks* owner_;
-  std::string hash_;
-  Warm warm_;
-  bool failed_ = false;
+  std::unique_ptr<RunHooks> hooks_;
 };
 
 WorkerHooks::WorkerHooks(const std::string& cache_dir, HookProcessOptions options)
@@ -46,29 +35,6 @@ void WorkerHooks::build(const ProgramImage& program) {
                program.hash.substr(0, 12), built.status().message());
 }
 
-Result<WorkerHooks::Warm> WorkerHooks::take(const std::string& hash, const HostHooks& built,
-                                            const Manifest& m, const ParamValues& p) {
-  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, p));
-  LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(m.aggregate, m, p));
-  Warm warm;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto& idle = idle_[hash];
-    if (!idle.empty()) {
-      warm = std::move(idle.back());
-      idle.pop_back();
-    }
-  }
-  // A warm process takes this run's params and layouts; one that cannot is dropped.
-  if (warm.hooks && warm.hooks->process() && warm.hooks->process()->setup(m, p, state, agg).ok())
-    return warm;
-  warm.interrupted = std::make_shared<std::function<Status()>>();
-  HookProcessOptions options = options_;
-  options.interrupted = [slot = warm.interrupted] { return *slot ? (*slot)() : Status::Ok(); };
-  LIZARD_ASSIGN_OR_RETURN(warm.hooks, built.start(m, p, state, agg, std::move(options)));
-  return warm;
-}
-
 Result<std::unique_ptr<LoopHooks>> WorkerHooks::open(const ProgramImage& program,
                                                      const ParamValues& params,
                                                      LoopHookLimits limits) {
@@ -86,18 +52,14 @@ Result<std::unique_ptr<LoopHooks>> WorkerHooks::open(const ProgramImage& program
     built = it->second;
   }
   if (!built->has_update()) return std::unique_ptr<LoopHooks>();
-  LIZARD_ASSIGN_OR_RETURN(Warm warm, take(program.hash, *built, m, params));
-  *warm.interrupted = std::move(limits.interrupted);
-  warm.hooks->process()->set_call_timeout_ms(limits.call_timeout_ms > 0
-                                                 ? static_cast<int>(limits.call_timeout_ms)
-                                                 : options_.call_timeout_ms);
-  return std::unique_ptr<LoopHooks>(std::make_unique<Loop>(this, program.hash, std::move(warm)));
-}
-
-void WorkerHooks::give_back(const std::string& hash, Warm warm) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto& idle = idle_[hash];
-  if (idle.size() < 4) idle.push_back(std::move(warm));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, params));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(m.aggregate, m, params));
+  HookProcessOptions options = options_;
+  options.interrupted = std::move(limits.interrupted);
+  if (limits.call_timeout_ms > 0) options.call_timeout_ms = static_cast<int>(limits.call_timeout_ms);
+  LIZARD_ASSIGN_OR_RETURN(std::unique_ptr<RunHooks> hooks,
+                          built->start(m, params, state, agg, std::move(options)));
+  return std::unique_ptr<LoopHooks>(std::make_unique<Loop>(std::move(hooks)));
 }
 
 }  // namespace lizard

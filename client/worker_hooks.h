@@ -3,9 +3,8 @@
 // here, its host.cpp is compiled and checked in a hook process as the server
 // does (hooks/host_hooks.h); a worker that cannot build it (no compiler)
 // leaves that program's loops to the server.  Each loop gets a hook process
-// of its own: one an earlier loop of the program left warm, or a new one, so
-// that back-to-back runs do not pay for starting one.  A process whose call
-// failed (the hook crashed, exited or ran past its time) is never reused.
+// of its own from HostHooks::start: one an earlier loop of the program left
+// idle, or a new one, so that back-to-back runs do not pay for starting one.
 // Thread-safe.
 //
 //   WorkerHooks hooks(cache_dir, options);
@@ -18,7 +17,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "client/loop_hooks.h"
 #include "exec/host_compiler.h"
@@ -41,20 +39,12 @@ class WorkerHooks {
 
  private:
   class Loop;
-  struct Warm {
-    std::unique_ptr<RunHooks> hooks;
-    std::shared_ptr<std::function<Status()>> interrupted;  // what its calls poll
-  };
-  Result<Warm> take(const std::string& hash, const HostHooks& built, const Manifest& m,
-                    const ParamValues& p);
-  void give_back(const std::string& hash, Warm warm);
 
   HostCompiler compiler_;
   HookProcessOptions options_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<HostHooks>> built_;  // GUARDED_BY(mu_)
   std::map<std::string, std::string> failed_;                // GUARDED_BY(mu_): why not
-  std::map<std::string, std::vector<Warm>> idle_;            // GUARDED_BY(mu_)
 };
 
 }  // namespace lizard

@@ -7,8 +7,10 @@
 // restarted server resumes it from) and any number of named binary fields
 // (the run's outputs as .npy bytes).  Records, requests and checkpoints live
 // in <state_dir>/runs.sqlite3 when lizard is built with SQLite, otherwise as
-// files under <state_dir>/runs/; fields are files under
-// <state_dir>/runs/<id>/ either way.  Every method is thread-safe; every write
+// files under <state_dir>/runs/.  Fields are files under <state_dir>/runs/<id>/,
+// except that the SQLite store keeps fields of up to kInlineFieldBytes in
+// the database: a run's small results (its state and aggregate) are stored
+// in a commit each rather than a file and an fsync each.  Every method is thread-safe; every write
 // is complete or absent after a crash (kill -9 included), and a write that
 // meets a full disk fails with Code::kStorageFull and changes nothing.
 //
@@ -53,6 +55,9 @@ struct StoredRun {
 
 class RunStore {
  public:
+  // Fields up to this size may be kept in the database rather than in files.
+  static constexpr size_t kInlineFieldBytes = 1 << 20;
+
   virtual ~RunStore() = default;
 
   // Opens (creating it when absent) the store in `state_dir`: SQLite when
@@ -75,9 +80,10 @@ class RunStore {
   // Forgets the run's checkpoint (once it has finished); ok when there is none.
   virtual Status drop_checkpoint(const std::string& run_id) = 0;
   // Stores (or replaces) one named binary field of a run.
-  Status save_blob(const std::string& run_id, const std::string& field, const std::string& bytes);
+  virtual Status save_blob(const std::string& run_id, const std::string& field,
+                           const std::string& bytes);
   // A field saved by save_blob; kNotFound when there is none.
-  Result<std::string> load_blob(const std::string& run_id, const std::string& field) const;
+  virtual Result<std::string> load_blob(const std::string& run_id, const std::string& field) const;
   // Every stored run, ordered by seq.
   virtual Result<std::vector<StoredRun>> load_all() const = 0;
   // Forgets the run, its request, checkpoint and fields; ok when there was no such run.

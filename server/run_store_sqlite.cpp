@@ -12,7 +12,10 @@
 // Copying the log into the database (a WAL checkpoint, which does fsync) is
 // left to a thread of the store's own, on a second connection, once a
 // second: it never blocks a writer, so a run's per-iteration commit costs
-// no fsync on the run's thread.
+// no fsync on the run's thread.  For the same reason a finished run's small
+// fields (up to RunStore::kInlineFieldBytes: its state and aggregate, most
+// outputs of small runs) are rows of run_fields, a commit each, where a file
+// would cost an fsync each; larger ones stay files beside the database.
 #ifdef LIZARD_HAVE_SQLITE
 
 #include <sqlite3.h>
@@ -36,8 +39,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// 1: runs.  2: run_requests and run_checkpoints.
-constexpr int kSchemaVersion = 2;
+// 1: runs.  2: run_requests and run_checkpoints.  3: run_fields.
+constexpr int kSchemaVersion = 3;
 
 struct StatementDeleter {
   void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
@@ -97,6 +100,10 @@ class SqliteRunStore : public RunStore {
     delete_request_.reset();
     select_requests_.reset();
     select_checkpoints_.reset();
+    upsert_field_.reset();
+    select_field_.reset();
+    delete_field_.reset();
+    delete_fields_.reset();
     if (db_) sqlite3_close(db_);
   }
 
@@ -135,8 +142,56 @@ class SqliteRunStore : public RunStore {
     LIZARD_RETURN_IF_ERROR(prepare("SELECT id, body FROM run_requests", &select_requests_));
     LIZARD_RETURN_IF_ERROR(prepare(
         "SELECT id, iteration, done, state, aggregate FROM run_checkpoints", &select_checkpoints_));
+    LIZARD_RETURN_IF_ERROR(prepare(
+        "INSERT OR REPLACE INTO run_fields(id, name, bytes) VALUES(?, ?, ?)", &upsert_field_));
+    LIZARD_RETURN_IF_ERROR(
+        prepare("SELECT bytes FROM run_fields WHERE id = ? AND name = ?", &select_field_));
+    LIZARD_RETURN_IF_ERROR(
+        prepare("DELETE FROM run_fields WHERE id = ? AND name = ?", &delete_field_));
+    LIZARD_RETURN_IF_ERROR(prepare("DELETE FROM run_fields WHERE id = ?", &delete_fields_));
     checkpointer_ = std::thread([this] { copy_log_into_database(); });
     return Status::Ok();
+  }
+
+  // A small field is a row; a larger one a file (and no row shadows it).
+  Status save_blob(const std::string& run_id, const std::string& field,
+                   const std::string& bytes) override {
+    LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(check_name("field name", field));
+    const std::string what = "field '" + field + "' of run " + run_id;
+    std::lock_guard<std::mutex> l(mu_);
+    if (bytes.size() > kInlineFieldBytes) {
+      sqlite3_stmt* s = delete_field_.get();
+      ResetOnExit reset{s};
+      bind_text(s, 1, run_id);
+      bind_text(s, 2, field);
+      LIZARD_RETURN_IF_ERROR(step_done(s, what));
+      return RunStore::save_blob(run_id, field, bytes);
+    }
+    if (storage_write_fails()) return disk_full_error(what);
+    sqlite3_stmt* s = upsert_field_.get();
+    ResetOnExit reset{s};
+    bind_text(s, 1, run_id);
+    bind_text(s, 2, field);
+    bind_blob(s, 3, bytes);
+    return step_done(s, what);
+  }
+
+  Result<std::string> load_blob(const std::string& run_id,
+                                const std::string& field) const override {
+    LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(check_name("field name", field));
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      sqlite3_stmt* s = select_field_.get();
+      ResetOnExit reset{s};
+      bind_text(s, 1, run_id);
+      bind_text(s, 2, field);
+      const int rc = sqlite3_step(s);
+      if (rc == SQLITE_ROW) return column_blob(s, 0);
+      if (rc != SQLITE_DONE) return error("cannot read field '" + field + "' of run " + run_id + " from");
+    }
+    return RunStore::load_blob(run_id, field);
   }
 
   Status save(const std::string& run_id, uint64_t seq, const std::string& status,
@@ -255,7 +310,8 @@ class SqliteRunStore : public RunStore {
     std::lock_guard<std::mutex> l(mu_);
     LIZARD_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
     Status st = [&]() -> Status {
-      for (sqlite3_stmt* s : {delete_.get(), delete_checkpoint_.get(), delete_request_.get()}) {
+      for (sqlite3_stmt* s : {delete_.get(), delete_checkpoint_.get(), delete_request_.get(),
+                              delete_fields_.get()}) {
         ResetOnExit reset{s};
         bind_text(s, 1, run_id);
         LIZARD_RETURN_IF_ERROR(step_done(s, "the removal of run " + run_id));
@@ -296,6 +352,11 @@ class SqliteRunStore : public RunStore {
             exec("CREATE TABLE run_checkpoints(id TEXT PRIMARY KEY, iteration INTEGER NOT NULL,"
                  " done INTEGER NOT NULL, state BLOB NOT NULL, aggregate BLOB NOT NULL,"
                  " updated_at TEXT NOT NULL)"));
+      }
+      if (v < 3) {
+        LIZARD_RETURN_IF_ERROR(
+            exec("CREATE TABLE run_fields(id TEXT NOT NULL, name TEXT NOT NULL,"
+                 " bytes BLOB NOT NULL, PRIMARY KEY(id, name))"));
       }
       return exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
     }();
@@ -350,7 +411,8 @@ class SqliteRunStore : public RunStore {
   std::string path_;
   sqlite3* db_ = nullptr;
   Statement upsert_, select_all_, delete_, upsert_request_, upsert_checkpoint_, delete_checkpoint_,
-      delete_request_, select_requests_, select_checkpoints_;
+      delete_request_, select_requests_, select_checkpoints_, upsert_field_, select_field_,
+      delete_field_, delete_fields_;
   mutable std::mutex mu_;
   std::mutex checkpointer_mu_;
   std::condition_variable checkpointer_cv_;

@@ -370,6 +370,31 @@ TEST_F(RunStoreDirTest, SqliteBackendUsesWalAndTheDocumentedSchema) {
   sqlite3_close(db);
 }
 
+// Small fields are rows of the database (no file, no fsync each); large ones
+// files beside it; whichever was written last is what loads.
+TEST_F(RunStoreDirTest, SqliteBackendKeepsSmallFieldsInTheDatabaseAndLargeOnesInFiles) {
+  auto store = RunStore::open_sqlite(dir_.string());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  const std::string small(RunStore::kInlineFieldBytes, 's');
+  const std::string large(RunStore::kInlineFieldBytes + 1, 'L');
+  const fs::path file = dir_ / "runs" / "r1" / "f.npy";
+  ASSERT_TRUE((*store)->save_blob("r1", "f", small).ok());
+  EXPECT_FALSE(fs::exists(file));
+  EXPECT_TRUE((*store)->load_blob("r1", "f").value() == small);
+  ASSERT_TRUE((*store)->save_blob("r1", "f", large).ok());
+  EXPECT_TRUE(fs::exists(file));
+  EXPECT_TRUE((*store)->load_blob("r1", "f").value() == large);
+  ASSERT_TRUE((*store)->save_blob("r1", "f", "tiny").ok());
+  EXPECT_EQ((*store)->load_blob("r1", "f").value(), "tiny");
+  store->reset();
+  store = RunStore::open_sqlite(dir_.string());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  EXPECT_EQ((*store)->load_blob("r1", "f").value(), "tiny");
+  ASSERT_TRUE((*store)->remove("r1").ok());
+  EXPECT_EQ((*store)->load_blob("r1", "f").status().code(), Code::kNotFound);
+  EXPECT_FALSE(fs::exists(file));
+}
+
 #else
 
 TEST_F(RunStoreDirTest, WithoutSqliteOpenUsesFilesAndOpenSqliteSaysWhy) {

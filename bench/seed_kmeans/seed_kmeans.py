@@ -29,11 +29,11 @@ import lizard  # noqa: E402
 ROWS, DIMS, K, ITERATIONS = 65536, 32, 16, 50
 
 
-def points(seed=7):
+def points(rows, seed=7):
     rng = np.random.default_rng(seed)
     centres = rng.uniform(-10, 10, size=(K, DIMS)).astype(np.float32)
-    which = rng.integers(0, K, size=ROWS)
-    return (centres[which] + rng.normal(0, 1, size=(ROWS, DIMS))).astype(np.float32)
+    which = rng.integers(0, K, size=rows)
+    return (centres[which] + rng.normal(0, 1, size=(rows, DIMS))).astype(np.float32)
 
 
 def timed_run(uri, token, checksum, body):
@@ -53,11 +53,13 @@ def main():
     ap.add_argument("--token", default=os.environ.get("LIZARD_TOKEN"))
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--executors", type=int, default=None)
+    ap.add_argument("--rows", type=int, default=ROWS,
+                    help="points (the seed workload has 65536; fewer shows the fixed costs)")
     args = ap.parse_args()
 
     client = lizard.Client(args.uri, token=args.token)
     checksum = client.load_program(os.path.join(ROOT, "examples", "kmeans"))
-    data = points()
+    data = points(args.rows)
     upload = client.upload(data)
     body = {"params": {"k": K, "dims": DIMS, "max_iterations": ITERATIONS, "threshold": -1.0},
             "dataset": {"points": {"upload": upload}},
@@ -81,7 +83,7 @@ def main():
     its = record.get("timings", [])
     iter_ms = [t["ms"] for t in its if "ms" in t]
     kernel_ms = [t["kernel_ms"] for t in its if "kernel_ms" in t]
-    print(f"seed k-means: {ROWS} x {DIMS}, K={K}, {ITERATIONS} iterations, "
+    print(f"seed k-means: {args.rows} x {DIMS}, K={K}, {ITERATIONS} iterations, "
           f"{len(record.get('plan', {}).get('executors', []))} executor(s)")
     print(f"wall (POST ?wait=1): median {wall:.2f} ms, min {timed[0][0]:.2f}, "
           f"max {timed[-1][0]:.2f} over {len(timed)} runs")

@@ -74,6 +74,12 @@ class HookProcess {
   pid_t pid() const;
   // Bounds the calls from now on (a process kept for another run's limits).
   void set_call_timeout_ms(int ms) { options_.call_timeout_ms = ms; }
+  // What the calls from now on poll (a process kept for another run).
+  void set_interrupted(std::function<Status()> f) { options_.interrupted = std::move(f); }
+  // The limits and polling of the calls from now on (a process kept for another run).
+  void set_options(HookProcessOptions options) { options_ = std::move(options); }
+  // False once a call failed or the process was stopped: it serves no run again.
+  bool usable() const { return failed_.ok(); }
   // Ends the process (SIGKILL); later calls fail.
   void kill();
 

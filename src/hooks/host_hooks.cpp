@@ -34,6 +34,7 @@ Result<std::shared_ptr<HostHooks>> HostHooks::build(const ProgramImage& image,
   hooks->hooks_ = (*process)->hooks();
   hooks->library_ = so.value();
   hooks->source_ = src;
+  hooks->keep_idle(std::move(process).value());  // the first run's
   if (!hooks->hooks_.any())
     return invalid_argument(src +
                             " defines none of the hooks init_global_state, aggregate, "
@@ -49,10 +50,42 @@ Result<std::unique_ptr<RunHooks>> HostHooks::start(const Manifest& m, const Para
                                                    const SectionBuffer& aggregate,
                                                    HookProcessOptions options) const {
   if (library_.empty()) return std::make_unique<RunHooks>();
-  LIZARD_ASSIGN_OR_RETURN(std::unique_ptr<HookProcess> process,
-                          HookProcess::start(library_, source_, std::move(options)));
-  LIZARD_RETURN_IF_ERROR(process->setup(m, p, state, aggregate));
-  return std::make_unique<RunHooks>(std::move(process));
+  // An idle process takes this run's limits, params and layouts; one that
+  // cannot (it died while idle) is dropped for a new one.
+  std::unique_ptr<HookProcess> process = take_idle();
+  if (process) {
+    process->set_options(options);
+    if (!process->setup(m, p, state, aggregate).ok()) process.reset();
+  }
+  if (!process) {
+    LIZARD_ASSIGN_OR_RETURN(process, HookProcess::start(library_, source_, std::move(options)));
+    LIZARD_RETURN_IF_ERROR(process->setup(m, p, state, aggregate));
+  }
+  return std::make_unique<RunHooks>(std::move(process), weak_from_this());
+}
+
+size_t HostHooks::idle_processes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return idle_.size();
+}
+
+void HostHooks::keep_idle(std::unique_ptr<HookProcess> process) const {
+  process->set_interrupted(nullptr);
+  std::lock_guard<std::mutex> l(mu_);
+  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(process));
+}
+
+std::unique_ptr<HookProcess> HostHooks::take_idle() const {
+  std::lock_guard<std::mutex> l(mu_);
+  if (idle_.empty()) return nullptr;
+  std::unique_ptr<HookProcess> p = std::move(idle_.back());
+  idle_.pop_back();
+  return p;
+}
+
+RunHooks::~RunHooks() {
+  if (!process_ || !process_->usable()) return;
+  if (auto home = home_.lock()) home->keep_idle(std::move(process_));
 }
 
 Result<bool> RunHooks::init_state(SectionBuffer* state) {

@@ -2,13 +2,16 @@
 // the generated lizard_program.h when the program is registered, and checked
 // in a hook process (hooks/hook_process.h): the server never loads it
 // itself.  The check runs its static initialisers and finds which of the
-// three optional C hooks it defines.  Immutable once built; shared by the
-// program's runs.
+// three optional C hooks it defines.  Shared by the program's runs;
+// thread-safe.
 //
-// Each run of a program with hooks gets a hook process of its own from
+// Each run of a program with hooks gets a hook process to itself from
 // start(): RunHooks makes the calls there, and a hook that crashes, exits
 // or hangs fails that run with a message naming the hook and how its process
-// ended.  A program without host.cpp gets RunHooks with no process.
+// ended.  A process whose run ended without such a failure is kept idle for
+// the program's next run (its library's globals stay as the hooks left
+// them); one whose call failed is never reused.  A program without host.cpp
+// gets RunHooks with no process.
 //
 //   Result<std::shared_ptr<HostHooks>> h = HostHooks::build(image, compiler, opts);
 //   Result<std::unique_ptr<RunHooks>> run = (*h)->start(m, params, state, agg, opts);
@@ -17,7 +20,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "exec/executor.h"
@@ -26,11 +31,18 @@
 
 namespace lizard {
 
-// One run's hooks: its hook process, killed when this object goes.
+class HostHooks;
+
+// One run's hooks: its hook process, which goes back to its program's idle
+// processes when this object goes, unless a call failed (then it is killed).
 class RunHooks {
  public:
-  explicit RunHooks(std::unique_ptr<HookProcess> process = nullptr)
-      : process_(std::move(process)) {}
+  explicit RunHooks(std::unique_ptr<HookProcess> process = nullptr,
+                    std::weak_ptr<const HostHooks> home = {})
+      : process_(std::move(process)), home_(std::move(home)) {}
+  ~RunHooks();
+  RunHooks(const RunHooks&) = delete;
+  RunHooks& operator=(const RunHooks&) = delete;
 
   // Each call's status is the hook's: an error fails the run.
   // False when the hook is absent.
@@ -46,9 +58,10 @@ class RunHooks {
 
  private:
   std::unique_ptr<HookProcess> process_;
+  std::weak_ptr<const HostHooks> home_;
 };
 
-class HostHooks {
+class HostHooks : public std::enable_shared_from_this<HostHooks> {
  public:
   // Compiles host.cpp and checks it in a hook process (bounded by
   // options.call_timeout_ms).  With no host source in the manifest, returns
@@ -63,17 +76,29 @@ class HostHooks {
   bool has_aggregate() const { return hooks_.aggregate; }
   bool any() const { return hooks_.any(); }
 
-  // Starts one run's hook process (none without host.cpp) and gives it the
-  // run's params and section layouts.
+  // One run's hook process (none without host.cpp), given the run's params,
+  // section layouts and `options`: one an earlier run of the program left
+  // idle (the one build() checked the library in, at first), or a new one.
+  // Back-to-back runs thus never wait for a process to start.
   Result<std::unique_ptr<RunHooks>> start(const Manifest& m, const ParamValues& p,
                                           const SectionBuffer& state,
                                           const SectionBuffer& aggregate,
                                           HookProcessOptions options) const;
+  // Hook processes kept idle for the next runs (for tests and metrics).
+  size_t idle_processes() const;
 
  private:
+  friend class RunHooks;
+  static constexpr size_t kMaxIdle = 4;
+  // A process of a run that ended without a failed call, for the next run.
+  void keep_idle(std::unique_ptr<HookProcess> process) const;
+  std::unique_ptr<HookProcess> take_idle() const;
+
   std::string library_;  // the compiled host.cpp; empty without one
   std::string source_;   // "host.cpp"
   HookSet hooks_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::unique_ptr<HookProcess>> idle_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace lizard
