@@ -264,7 +264,9 @@ TEST(SqliteRunStoreFull, ARealSqliteFullFailsTheWriteAndTheStoreRecovers) {
   expect_full(store->save("r2", 2, "queued", {{"big", big}}), "run r2");
   expect_full(store->save_request("r1", {{"big", big}}), "the request of run r1");
   expect_full(store->save_checkpoint("r1", {2, false, big, big}), "the checkpoint of run r1");
+  expect_full(store->save_blob("r1", "w", big), "field 'w' of run r1");  // a row: under 1 MiB
   expect_committed(*store);
+  EXPECT_EQ(store->load_blob("r1", "w").status().code(), Code::kNotFound);
   store.reset();
 
   store = open();  // it opens, and holds what was committed before
@@ -275,6 +277,7 @@ TEST(SqliteRunStoreFull, ARealSqliteFullFailsTheWriteAndTheStoreRecovers) {
   ASSERT_TRUE(limit_sqlite_run_store_pages(*store, 0).ok());  // room again
   ASSERT_TRUE(store->save("r2", 2, "queued", {{"big", big}}).ok());
   ASSERT_TRUE(store->save_checkpoint("r1", {2, false, big, "a2"}).ok());
+  ASSERT_TRUE(store->save_blob("r1", "w", big).ok());
   store.reset();
 
   store = open();
@@ -286,6 +289,7 @@ TEST(SqliteRunStoreFull, ARealSqliteFullFailsTheWriteAndTheStoreRecovers) {
   ASSERT_TRUE((*runs)[0].checkpoint.has_value());
   EXPECT_EQ((*runs)[0].checkpoint->state, big);
   EXPECT_EQ((*runs)[0].request, kBody);
+  EXPECT_EQ(store->load_blob("r1", "w").value(), big);
 }
 #endif
 
