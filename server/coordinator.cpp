@@ -467,10 +467,16 @@ void Coordinator::on_http(HttpRequest req, Responder respond) {
   impl_->routes.handle(std::move(req), std::move(respond));
 }
 
-std::variant<std::string, HttpResponse> Coordinator::upload_destination(const HttpRequest& head) {
+std::variant<std::unique_ptr<UploadSink>, HttpResponse> Coordinator::upload_destination(
+    const HttpRequest& head) {
   if (auto refusal = impl_->routes.check_token(head)) return *refusal;
   std::string id;
-  return impl_->datasets.reserve(&id);
+  auto sink = impl_->datasets.open_upload(&id);
+  if (!sink.ok()) {
+    spdlog::warn("cannot take an upload: {}", sink.status().message());
+    return error_response(sink.status());
+  }
+  return std::move(sink).value();
 }
 
 bool Coordinator::authorize_worker(const std::map<std::string, std::string>& headers) {

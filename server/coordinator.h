@@ -58,7 +58,8 @@ class Coordinator : public ServerHandler {
 
   void on_http(HttpRequest req, Responder respond) override;
   bool authorize_worker(const std::map<std::string, std::string>& headers) override;
-  std::variant<std::string, HttpResponse> upload_destination(const HttpRequest& head) override;
+  std::variant<std::unique_ptr<UploadSink>, HttpResponse> upload_destination(
+      const HttpRequest& head) override;
   std::string on_worker_connect(std::shared_ptr<WorkerLink> link) override;
   void on_worker_frame(const std::string& worker_id, std::string frame) override;
   void on_worker_close(const std::string& worker_id) override;

@@ -279,8 +279,9 @@ TEST_F(CoordinatorTest, WorkersAndUploadsNeedTheTokenWhenOneIsSet) {
   EXPECT_EQ(std::get<HttpResponse>(refused).status, 401);
   head.headers["authorization"] = "Bearer sesame";
   auto dest = coord_->upload_destination(head);
-  ASSERT_TRUE(std::holds_alternative<std::string>(dest));
-  EXPECT_NE(std::get<std::string>(dest).find("datasets"), std::string::npos);
+  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<UploadSink>>(dest));
+  EXPECT_NE(std::get<std::unique_ptr<UploadSink>>(dest)->path().find("datasets"),
+            std::string::npos);
 }
 
 // A queued run is answered as failed at shutdown, and queued again at the next start.

@@ -1,5 +1,10 @@
 #include "server/dataset_store.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -50,6 +55,65 @@ Result<json> describe_npy(const std::string& path) {
   return json{{"format", "npy"}, {"dtype", dtype_name(h.dtype)}, {"shape", h.shape}};
 }
 
+// An upload's body on its way to disk.  Any failure closes and removes the
+// file, so that a full disk gets its space back at once.
+class UploadFile : public UploadSink {
+ public:
+  UploadFile(std::string id, std::string path, int fd)
+      : id_(std::move(id)), path_(std::move(path)), fd_(fd) {}
+  ~UploadFile() override {
+    if (fd_ >= 0) discard();  // cut short: never finished
+  }
+
+  const std::string& path() const override { return path_; }
+
+  Status write(const char* data, size_t size) override {
+    if (fd_ < 0) return internal_error("upload " + id_ + " is closed");
+    if (storage_write_fails()) return fail(ENOSPC);
+    while (size > 0) {
+      const ssize_t n = ::write(fd_, data, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return fail(errno);
+      data += n;
+      size -= static_cast<size_t>(n);
+    }
+    return Status::Ok();
+  }
+
+  Status finish() override {
+    if (fd_ < 0) return internal_error("upload " + id_ + " is closed");
+    if (storage_write_fails()) return fail(ENOSPC);
+    if (::fsync(fd_) != 0) return fail(errno);
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) {  // NFS may say only now that there was no room
+      const int err = errno;
+      ::unlink(path_.c_str());
+      return error_for(err);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status error_for(int err) const {
+    if (err == ENOSPC || err == EDQUOT) return disk_full_error("upload " + id_);
+    return internal_error("cannot write upload " + id_ + " to " + path_ + ": " +
+                          std::strerror(err));
+  }
+  Status fail(int err) {
+    discard();
+    return error_for(err);
+  }
+  void discard() {
+    ::close(fd_);
+    fd_ = -1;
+    ::unlink(path_.c_str());
+  }
+
+  const std::string id_, path_;
+  int fd_;
+};
+
 }  // namespace
 
 DatasetStore::DatasetStore(std::string state_dir)
@@ -75,6 +139,16 @@ DatasetStore::DatasetStore(std::string state_dir)
 std::string DatasetStore::reserve(std::string* id) {
   *id = random_id();
   return (fs::path(dir_) / (*id + ".part")).string();
+}
+
+Result<std::unique_ptr<UploadSink>> DatasetStore::open_upload(std::string* id) {
+  const std::string path = reserve(id);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == ENOSPC || errno == EDQUOT) return disk_full_error("upload " + *id);
+    return internal_error("cannot create " + path + ": " + std::strerror(errno));
+  }
+  return std::unique_ptr<UploadSink>(std::make_unique<UploadFile>(*id, path, fd));
 }
 
 Result<json> DatasetStore::commit(const std::string& id, const std::string& part,

@@ -2,22 +2,27 @@
 // server's state directory (<state-dir>/datasets/<id>.npy or .raw, plus a
 // <id>.json description).  Bodies stream to disk; nothing is held in memory.
 // Thread-safe: `mu_` guards the table of descriptions; a dataset's files are
-// complete before it is listed, and removed under the lock.
+// complete before it is listed, and removed under the lock.  A full disk
+// (ENOSPC, EDQUOT) while the body streams in, or while it is flushed, fails
+// the upload with kStorageFull (HTTP 507) and removes its partial file.
 //
 //   DatasetStore ds(state_dir);
-//   std::string part = ds.reserve(&id);            // stream the body into `part`
-//   Result<nlohmann::json> meta = ds.commit(id, part, "npy");
+//   auto sink = ds.open_upload(&id);               // the body goes to (*sink)->write()
+//   (*sink)->finish();
+//   Result<nlohmann::json> meta = ds.commit(id, (*sink)->path(), "npy");
 //   auto where = ds.lookup(id);                    // file and format, for a run
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
 
 #include "common/status.h"
 #include "dataset/file_format.h"
+#include "server/transport.h"
 
 namespace lizard {
 
@@ -27,6 +32,9 @@ class DatasetStore {
 
   // A fresh id and the file its body should be written to.
   std::string reserve(std::string* id);
+  // A fresh id and a sink that writes the body to its file (reserve's), each
+  // write checked for a full disk.
+  Result<std::unique_ptr<UploadSink>> open_upload(std::string* id);
   // Checks the written file (`format` "npy", "raw" or empty to detect .npy)
   // and makes it available; on error the file is removed.
   Result<nlohmann::json> commit(const std::string& id, const std::string& part,

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <vector>
 
 #include "dataset/npy.h"
+#include "server/durable_write.h"
 #include "server/testing/fakes.h"
 
 namespace lizard {
@@ -87,6 +91,98 @@ TEST(DatasetStore, MalformedDescriptionsAreSkippedOnReload) {
   EXPECT_EQ(ds.list()[0]["id"], "e");
   EXPECT_TRUE(ds.remove("e").ok());
   EXPECT_FALSE(fs::exists(d / "f.part"));
+}
+
+// The files in <state>/datasets, by name.
+std::vector<std::string> stored_files(const std::string& state_dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(fs::path(state_dir) / "datasets"))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A body streamed through open_upload() in chunks of `chunk` bytes; the first
+// error, if any.
+Status stream(UploadSink& sink, const std::string& bytes, size_t chunk) {
+  for (size_t at = 0; at < bytes.size(); at += chunk)
+    LIZARD_RETURN_IF_ERROR(sink.write(bytes.data() + at, std::min(chunk, bytes.size() - at)));
+  return sink.finish();
+}
+
+// A disk that fills while an upload streams in (at a write, or at the flush)
+// fails that upload as storage full, removes its partial file and leaves
+// what was stored before as it was.
+TEST(DatasetStore, AFullDiskFailsTheUploadRemovesItsFileAndKeepsTheRest) {
+  TempDir dir;
+  DatasetStore ds(dir.path());
+  std::vector<float> v(4096);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  const std::string bytes = npy_bytes(DType::kFloat32, {1024, 4}, v.data());
+  std::string kept;
+  auto sink = ds.open_upload(&kept);
+  ASSERT_TRUE(sink.ok()) << sink.status().message();
+  ASSERT_TRUE(stream(**sink, bytes, 1000).ok());
+  ASSERT_TRUE(ds.commit(kept, (*sink)->path(), "").ok());
+  sink->reset();
+  const std::vector<std::string> before = stored_files(dir.path());
+  ASSERT_EQ(before.size(), 2u);  // its data and its description
+
+  for (bool at_flush : {false, true}) {
+    SCOPED_TRACE(at_flush ? "the flush fails" : "a write fails");
+    std::string id;
+    auto upload = ds.open_upload(&id);
+    ASSERT_TRUE(upload.ok()) << upload.status().message();
+    const std::string part = (*upload)->path();
+    Status st;
+    if (at_flush) {
+      ASSERT_TRUE((*upload)->write(bytes.data(), bytes.size()).ok());
+      fail_next_storage_writes(1);
+      st = (*upload)->finish();
+    } else {
+      ASSERT_TRUE((*upload)->write(bytes.data(), 1000).ok());
+      EXPECT_TRUE(fs::exists(part));
+      fail_next_storage_writes(1);
+      st = (*upload)->write(bytes.data() + 1000, 1000);
+    }
+    fail_next_storage_writes(0);
+    EXPECT_EQ(st.code(), Code::kStorageFull) << st.message();
+    EXPECT_EQ(st.message(), "the server's disk is full: upload " + id +
+                                " was not stored (free space in its --state-dir and try again)");
+    EXPECT_FALSE(fs::exists(part)) << "the partial upload was left behind";
+    EXPECT_FALSE((*upload)->write("x", 1).ok()) << "a failed upload took more bytes";
+    EXPECT_EQ(stored_files(dir.path()), before);
+  }
+
+  EXPECT_EQ(ds.list().size(), 1u);
+  DatasetStore again(dir.path());
+  auto meta = again.get(kept);
+  ASSERT_TRUE(meta.ok()) << meta.status().message();
+  EXPECT_EQ((*meta)["shape"], json::array({1024, 4}));
+  std::ifstream in(again.lookup(kept)->first, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), bytes);
+
+  std::string next;  // and there is room again
+  auto upload = again.open_upload(&next);
+  ASSERT_TRUE(upload.ok());
+  ASSERT_TRUE(stream(**upload, bytes, 4096).ok());
+  EXPECT_TRUE(again.commit(next, (*upload)->path(), "npy").ok());
+  EXPECT_EQ(again.list().size(), 2u);
+}
+
+// An upload whose connection ends early leaves no file behind.
+TEST(DatasetStore, AnUploadNeverFinishedLeavesNoFile) {
+  TempDir dir;
+  DatasetStore ds(dir.path());
+  std::string id;
+  auto upload = ds.open_upload(&id);
+  ASSERT_TRUE(upload.ok());
+  const std::string part = (*upload)->path();
+  ASSERT_TRUE((*upload)->write("some bytes", 10).ok());
+  EXPECT_TRUE(fs::exists(part));
+  upload->reset();
+  EXPECT_FALSE(fs::exists(part));
+  EXPECT_TRUE(stored_files(dir.path()).empty());
 }
 
 }  // namespace

@@ -342,6 +342,10 @@ void HttpRoutes::get_field(Call& c, Responder& r) {
 }
 
 void HttpRoutes::post_dataset(Call& c, Responder& r) {
+  if (!c.req.body_status.ok()) {  // the body met a full disk: its file is gone
+    spdlog::warn("upload refused: {}", c.req.body_status.message());
+    return r(error_response(c.req.body_status));
+  }
   if (c.req.body_file.empty())
     return r(json_response(400, {{"error", "POST /datasets takes the file as the request body"}}));
   const std::string id = std::filesystem::path(c.req.body_file).stem().string();

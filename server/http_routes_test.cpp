@@ -6,6 +6,7 @@
 
 #include "dataset/npy.h"
 #include "server/dataset_store.h"
+#include "server/durable_write.h"
 #include "server/program_registry.h"
 #include "server/run_book.h"
 #include "server/testing/fakes.h"
@@ -313,6 +314,25 @@ TEST_F(HttpRoutesTest, AnUploadThatIsNotItsFormatIsRefused) {
   HttpResponse out{0, "", ""};
   r.handle(std::move(req), [&](HttpResponse resp) { out = std::move(resp); });
   EXPECT_EQ(out.status, 400) << out.body;
+  EXPECT_TRUE(body(call(r, "GET", "/datasets")).empty());
+}
+
+// The network layer hands over an upload whose body met a full disk: the
+// answer is the refusal, and nothing is listed.
+TEST_F(HttpRoutesTest, AnUploadThatMetAFullDiskIsAnswered507) {
+  auto r = routes();
+  std::string id;
+  HttpRequest req;
+  req.method = "POST";
+  req.target = "/datasets";
+  req.body_file = datasets_.reserve(&id);  // already removed by the sink that refused it
+  req.body_status = disk_full_error("upload " + id);
+  HttpResponse out{0, "", ""};
+  r.handle(std::move(req), [&](HttpResponse resp) { out = std::move(resp); });
+  EXPECT_EQ(out.status, 507) << out.body;
+  EXPECT_EQ(body(out)["error"],
+            "the server's disk is full: upload " + id +
+                " was not stored (free space in its --state-dir and try again)");
   EXPECT_TRUE(body(call(r, "GET", "/datasets")).empty());
 }
 

@@ -16,6 +16,7 @@
 #include "net/maybe_tls_stream.h"
 #include "net/tls_context.h"
 #include "net/ws_channel_open.h"
+#include "server/upload_body.h"
 
 namespace lizard {
 
@@ -178,17 +179,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         read_timer_.cancel();
         return write(std::move(*refusal));
       }
-      upload_path_ = std::get<std::string>(dest);
       file_parser_.emplace(std::move(*header_parser_));
       file_parser_->body_limit(boost::none);  // uploads are as large as the disk allows
-      beast::error_code fec;
-      file_parser_->get().body().open(upload_path_.c_str(), beast::file_mode::write, fec);
-      if (fec) {
-        read_timer_.cancel();
-        keep_alive_ = false;
-        return write(
-            HttpResponse{500, "application/json", "{\"error\": \"cannot store the upload\"}"});
-      }
+      file_parser_->get().body().sink = std::move(std::get<std::unique_ptr<UploadSink>>(dest));
       read_timer_.cancel();  // a large upload takes as long as it takes
       stream_.expires_after(std::chrono::hours(6));
       buffer_.reserve(size_t{1} << 20);  // reads are sized by the buffer's free capacity
@@ -223,17 +216,29 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     });
   }
 
+  // The body is in, or the sink refused it (a full disk): either way the
+  // request goes to the handler, which answers the refusal.  A connection
+  // that failed takes the partial file with it.
   void on_upload(beast::error_code ec, std::size_t) {
-    if (ec) {
-      std::remove(upload_path_.c_str());
+    UploadBody::value_type& body = file_parser_->get().body();
+    if (ec && body.failure.ok()) {
+      body.sink.reset();
       if (read_failed(ec, true)) return;
     }
-    auto req = file_parser_->release();
-    req.body().close();
-    keep_alive_ = req.keep_alive();
+    if (!ec && !body.finished) {  // an empty body: nothing was read
+      body.finished = true;
+      body.failure = body.sink->finish();
+    }
+    HttpRequest r = to_request(file_parser_->get(), "");
+    r.body_file = body.sink->path();
+    if (!body.failure.ok()) {
+      keep_alive_ = false;  // the rest of the body is still on its way
+      r.body_status = std::move(body.failure);
+    } else {
+      keep_alive_ = file_parser_->get().keep_alive();
+    }
+    body.sink.reset();
     head_ = false;
-    HttpRequest r = to_request(req, "");
-    r.body_file = upload_path_;
     dispatch(std::move(r));
   }
 
@@ -364,8 +369,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::optional<http::request_parser<http::file_body>> file_parser_;
-  std::string upload_path_;
+  std::optional<http::request_parser<UploadBody>> file_parser_;
   bool keep_alive_ = true;
   bool head_ = false;  // the request being answered is a HEAD
   std::array<char, 4096> drain_buf_{};

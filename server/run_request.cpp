@@ -99,8 +99,14 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     s.path = found->first;
     s.format = found->second;
     auto n = count_rows(s.path, s.format, f.type, width);
-    if (!n.ok())
-      return n.status().with_context(what + " (upload " + spec["upload"].get<std::string>() + ")");
+    if (!n.ok()) {
+      // The upload's id names the file; its place in the server's state
+      // directory means nothing to the client.
+      std::string message = n.status().message();
+      if (message.rfind(s.path + ": ", 0) == 0) message.erase(0, s.path.size() + 2);
+      return Status(n.status().code(),
+                    what + " (upload " + spec["upload"].get<std::string>() + "): " + message);
+    }
     *rows = n.value();
     return s;
   }

@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "dataset/npy.h"
+#include "dataset/test_files.h"
 #include "hooks/host_hooks.h"
 #include "program/bundle.h"
 
@@ -93,6 +95,48 @@ TEST(RunRequest, ErrorsNameTheProblem) {
       error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", {{"upload", "u1"}}}, {"y", y}}}})
           .find("upload"),
       std::string::npos);
+}
+
+// An .npy file (named by path or uploaded) whose dtype or shape does not fit
+// the manifest's field: the error names the field, what the manifest asks for
+// and what the file holds, never the file's values.
+TEST(RunRequest, NpyThatDoesNotFitItsFieldSaysBothSides) {
+  TempDir dir;
+  const double wide[6] = {31337.25, 31337.25, 31337.25, 31337.25, 31337.25, 31337.25};
+  const std::string f64 = dir.write("f64.npy", npy_bytes(DType::kFloat64, {3, 2}, wide));
+  const float narrow[6] = {31337.25f, 31337.25f, 31337.25f, 31337.25f, 31337.25f, 31337.25f};
+  const std::string f32 = dir.write("f32.npy", npy_bytes(DType::kFloat32, {2, 3}, narrow));
+  const std::string both = dir.write("both.npy", npy_bytes(DType::kFloat64, {2, 3}, wide));
+  const json y = {{"values", {1, 0, 1}}};
+  UploadLookup uploads = [&](const std::string& id) -> Result<std::pair<std::string, FileFormat>> {
+    if (id == "u64") return std::make_pair(f64, FileFormat::kNpy);
+    if (id == "u32") return std::make_pair(f32, FileFormat::kNpy);
+    return not_found("no such dataset: " + id);
+  };
+  auto error = [&](const json& x) {
+    auto r = parse_run_request(
+        image(kConfig), {{"params", {{"dims", 2}}}, {"dataset", {{"x", x}, {"y", y}}}}, uploads);
+    EXPECT_FALSE(r.ok());
+    const std::string m = r.ok() ? "" : r.status().message();
+    EXPECT_EQ(m.find("31337"), std::string::npos) << m;
+    return m;
+  };
+  EXPECT_EQ(error({{"path", f64}}),
+            "dataset field 'x': " + f64 + ": expected <f4 (float32), file has <f8 (float64)");
+  EXPECT_EQ(error({{"path", f32}}),
+            "dataset field 'x': " + f32 +
+                ": shape (2, 3) does not hold rows of 2 values; expected (rows, ...) with "
+                "dimensions after rows multiplying to 2");
+  const std::string m = error({{"path", both}});
+  for (const char* part :
+       {"dataset field 'x'", "<f4 (float32)", "<f8 (float64)", "shape (2, 3)", "rows of 2 values"})
+    EXPECT_NE(m.find(part), std::string::npos) << part << " in " << m;
+  // An upload is named by its id, not by where the server keeps it.
+  EXPECT_EQ(error({{"upload", "u64"}}),
+            "dataset field 'x' (upload u64): expected <f4 (float32), file has <f8 (float64)");
+  EXPECT_EQ(error({{"upload", "u32"}}),
+            "dataset field 'x' (upload u32): shape (2, 3) does not hold rows of 2 values; "
+            "expected (rows, ...) with dimensions after rows multiplying to 2");
 }
 
 TEST(HostHooks, CustomReducerNeedsAnAggregateHook) {

@@ -18,6 +18,8 @@
 
 #ifdef LIZARD_HAVE_SQLITE
 #include <sqlite3.h>
+
+#include "server/run_store_sqlite_testing.h"
 #endif
 
 namespace lizard {
@@ -213,6 +215,83 @@ TEST_P(RunStoreDurabilityTest, KillMidWriteLeavesAStoreThatOpens) {
 #endif
   }
 }
+
+#ifdef LIZARD_HAVE_SQLITE
+// Not an injected failure: SQLite itself runs out of room (max_page_count on
+// the store's connection) in the middle of a write.
+TEST(SqliteRunStoreFull, ARealSqliteFullFailsTheWriteAndTheStoreRecovers) {
+  std::string tmpl = (fs::temp_directory_path() / "lizard-run-store-f-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const std::string dir = tmpl;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  auto open = [&] {
+    auto store = RunStore::open_sqlite(dir);
+    EXPECT_TRUE(store.ok()) << store.status().message();
+    return store.ok() ? std::move(store).value() : nullptr;
+  };
+  const std::string big(256 * 1024, 'x');  // needs pages the database does not have
+  auto expect_full = [](const Status& st, const std::string& what) {
+    EXPECT_EQ(st.code(), Code::kStorageFull) << what << ": " << st.message();
+    EXPECT_NE(st.message().find("the server's disk is full: " + what + " was not stored"),
+              std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find("--state-dir"), std::string::npos) << st.message();
+  };
+  auto expect_committed = [](RunStore& store) {
+    auto runs = store.load_all();
+    ASSERT_TRUE(runs.ok()) << runs.status().message();
+    ASSERT_EQ(runs->size(), 1u);
+    EXPECT_EQ((*runs)[0].id, "r1");
+    EXPECT_EQ((*runs)[0].record, json({{"n", 1}}));
+    EXPECT_EQ((*runs)[0].request, kBody);
+    ASSERT_TRUE((*runs)[0].checkpoint.has_value());
+    EXPECT_EQ((*runs)[0].checkpoint->iteration, 1);
+    EXPECT_EQ((*runs)[0].checkpoint->state, "s1");
+  };
+  auto store = open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->save("r1", 1, "running", {{"n", 1}}).ok());
+  ASSERT_TRUE(store->save_request("r1", kBody).ok());
+  ASSERT_TRUE(store->save_checkpoint("r1", {1, false, "s1", "a1"}).ok());
+
+  ASSERT_TRUE(limit_sqlite_run_store_pages(*store, 1).ok());
+  expect_full(store->save("r2", 2, "queued", {{"big", big}}), "run r2");
+  expect_full(store->save_request("r1", {{"big", big}}), "the request of run r1");
+  expect_full(store->save_checkpoint("r1", {2, false, big, big}), "the checkpoint of run r1");
+  expect_full(store->save_blob("r1", "w", big), "field 'w' of run r1");  // a row: under 1 MiB
+  expect_committed(*store);
+  EXPECT_EQ(store->load_blob("r1", "w").status().code(), Code::kNotFound);
+  store.reset();
+
+  store = open();  // it opens, and holds what was committed before
+  ASSERT_TRUE(store);
+  expect_committed(*store);
+  ASSERT_TRUE(limit_sqlite_run_store_pages(*store, 1).ok());
+  expect_full(store->save("r2", 2, "queued", {{"big", big}}), "run r2");
+  ASSERT_TRUE(limit_sqlite_run_store_pages(*store, 0).ok());  // room again
+  ASSERT_TRUE(store->save("r2", 2, "queued", {{"big", big}}).ok());
+  ASSERT_TRUE(store->save_checkpoint("r1", {2, false, big, "a2"}).ok());
+  ASSERT_TRUE(store->save_blob("r1", "w", big).ok());
+  store.reset();
+
+  store = open();
+  ASSERT_TRUE(store);
+  auto runs = store->load_all();
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[1].record["big"], big);
+  ASSERT_TRUE((*runs)[0].checkpoint.has_value());
+  EXPECT_EQ((*runs)[0].checkpoint->state, big);
+  EXPECT_EQ((*runs)[0].request, kBody);
+  EXPECT_EQ(store->load_blob("r1", "w").value(), big);
+}
+#endif
 
 std::vector<Backend> backends() {
   std::vector<Backend> out;

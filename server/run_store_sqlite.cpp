@@ -20,8 +20,10 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -29,6 +31,7 @@
 #include "common/clock.h"
 #include "server/durable_write.h"
 #include "server/run_store_detail.h"
+#include "server/run_store_sqlite_testing.h"
 
 namespace lizard::run_store_detail {
 namespace {
@@ -118,6 +121,9 @@ class SqliteRunStore : public RunStore {
     LIZARD_RETURN_IF_ERROR(exec("PRAGMA synchronous=NORMAL"));
     LIZARD_RETURN_IF_ERROR(exec("PRAGMA wal_autocheckpoint=0"));  // the checkpointer's job
     LIZARD_RETURN_IF_ERROR(migrate());
+    // Tests only (run_store_sqlite_testing.h): a database that cannot grow.
+    if (const char* cap = std::getenv("LIZARD_TEST_SQLITE_MAX_PAGES"); cap && *cap)
+      LIZARD_RETURN_IF_ERROR(limit_pages(std::strtoull(cap, nullptr, 10)));
     LIZARD_RETURN_IF_ERROR(prepare(
         "INSERT OR REPLACE INTO runs(id, seq, status, record, updated_at) VALUES(?, ?, ?, ?, ?)",
         &upsert_));
@@ -289,6 +295,15 @@ class SqliteRunStore : public RunStore {
     return out;
   }
 
+  // See run_store_sqlite_testing.h.
+  Status limit_pages(uint64_t max_pages) {
+    // The largest page count SQLite accepts, and its default.
+    constexpr uint64_t kNoLimit = 4294967294u;
+    std::lock_guard<std::mutex> l(mu_);
+    return exec("PRAGMA max_page_count = " +
+                std::to_string(max_pages == 0 ? kNoLimit : std::min(max_pages, kNoLimit)));
+  }
+
   // The run's rows go in one transaction.
   Status remove(const std::string& run_id) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
@@ -414,5 +429,15 @@ Result<std::unique_ptr<RunStore>> open_sqlite_store(const std::string& state_dir
 }
 
 }  // namespace lizard::run_store_detail
+
+namespace lizard {
+
+Status limit_sqlite_run_store_pages(RunStore& store, uint64_t max_pages) {
+  auto* sqlite = dynamic_cast<run_store_detail::SqliteRunStore*>(&store);
+  if (!sqlite) return invalid_argument("not a SQLite run store");
+  return sqlite->limit_pages(max_pages);
+}
+
+}  // namespace lizard
 
 #endif  // LIZARD_HAVE_SQLITE

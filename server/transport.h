@@ -10,6 +10,7 @@
 #include <string_view>
 #include <variant>
 
+#include "common/status.h"
 #include "net/outgoing_frame.h"
 
 namespace lizard {
@@ -19,6 +20,9 @@ struct HttpRequest {
   std::string target;  // path and query, e.g. "/runtime/ab12?wait=1"
   std::string body;
   std::string body_file;  // set instead of `body` when the body was streamed to a file
+  // Not ok when the streamed body could not be stored (a full disk gives
+  // kStorageFull); its file is gone and the request is answered with this.
+  Status body_status;
   std::map<std::string, std::string> headers;  // lower-case names
 };
 
@@ -26,6 +30,21 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+};
+
+// Where a request body streamed to disk (POST /datasets) goes, chunk by chunk
+// as it arrives.  Destroyed before finish() succeeded, it removes its file.
+class UploadSink {
+ public:
+  virtual ~UploadSink() = default;
+  // The file the body is written to (HttpRequest::body_file).
+  virtual const std::string& path() const = 0;
+  // Appends the next bytes.  An error (kStorageFull for a full disk) ends the
+  // upload: the file is removed at once.
+  virtual Status write(const char* data, size_t size) = 0;
+  // After the last bytes: flushes the file to disk and closes it; an error
+  // removes it as write() does.
+  virtual Status finish() = 0;
 };
 
 // Sends the response for one request; callable once, from any thread.
@@ -48,9 +67,10 @@ class ServerHandler {
  public:
   virtual ~ServerHandler() = default;
   virtual void on_http(HttpRequest req, Responder respond) = 0;
-  // For a request whose body goes straight to disk (POST /datasets): the file
+  // For a request whose body goes straight to disk (POST /datasets): the sink
   // to stream it into, or the response that refuses it.  Called with headers only.
-  virtual std::variant<std::string, HttpResponse> upload_destination(const HttpRequest& head) = 0;
+  virtual std::variant<std::unique_ptr<UploadSink>, HttpResponse> upload_destination(
+      const HttpRequest& head) = 0;
   // Whether a worker presenting these (lower-case) headers may join.
   virtual bool authorize_worker(const std::map<std::string, std::string>& headers) = 0;
   virtual std::string on_worker_connect(std::shared_ptr<WorkerLink> link) = 0;  // returns its id

@@ -34,24 +34,27 @@ Status past_end(const std::string& path, int64_t first_row, int64_t rows) {
 
 // ---- npy and raw: fixed-size rows after a header -----------------------------
 
+// A dtype and a shape that both differ are reported together, so that one
+// fix of the file is enough.
 Status check_npy_header(const std::string& path, const NpyHeader& h, DType dtype, int64_t width) {
+  std::string problems;
   if (h.dtype != dtype)
-    return invalid_argument(path + ": expected " + dtype_npy_descr(dtype) + " (" +
-                            dtype_name(dtype) + "), file has " + h.descr + " (" +
-                            dtype_name(h.dtype) + ")");
-  if (h.fortran_order)
-    return invalid_argument(path + ": the array is in Fortran order; save it in C order " +
-                            "(numpy.ascontiguousarray)");
+    problems = std::string("expected ") + dtype_npy_descr(dtype) + " (" + dtype_name(dtype) +
+               "), file has " + h.descr + " (" + dtype_name(h.dtype) + ")";
   int64_t trailing = 1;
   for (size_t i = 1; i < h.shape.size(); ++i) trailing *= h.shape[i];
   if (h.shape.empty() || trailing != width) {
     std::string expected = width == 1 ? "(rows,) or (rows, 1)"
                                       : "(rows, ...) with dimensions after rows multiplying to " +
                                             std::to_string(width);
-    return invalid_argument(path + ": shape " + npy_shape_literal(h.shape) +
-                            " does not hold rows of " + std::to_string(width) +
-                            " values; expected " + expected);
+    problems += (problems.empty() ? "" : "; ") + std::string("shape ") +
+                npy_shape_literal(h.shape) + " does not hold rows of " + std::to_string(width) +
+                " values; expected " + expected;
   }
+  if (!problems.empty()) return invalid_argument(path + ": " + problems);
+  if (h.fortran_order)
+    return invalid_argument(path + ": the array is in Fortran order; save it in C order " +
+                            "(numpy.ascontiguousarray)");
   return Status::Ok();
 }
 

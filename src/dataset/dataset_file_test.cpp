@@ -220,6 +220,12 @@ TEST(DatasetFileErrors, NpyOfTheWrongDtype) {
   float buf[2];
   EXPECT_EQ(error_of(read_rows(path, FileFormat::kNpy, DType::kFloat32, 2, 0, 1, buf)),
             path + ": expected <f4 (float32), file has <f8 (float64)");
+  // A shape that does not fit either is named in the same message.
+  EXPECT_EQ(error_of(count_rows(path, FileFormat::kNpy, DType::kFloat32, 3)),
+            path +
+                ": expected <f4 (float32), file has <f8 (float64); shape (2, 2) does not hold "
+                "rows of 3 values; expected (rows, ...) with dimensions after rows multiplying "
+                "to 3");
 }
 
 TEST(DatasetFileErrors, TruncatedNpy) {

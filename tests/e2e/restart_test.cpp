@@ -2,8 +2,8 @@
 // the same state directory, a running run resumes (from its last checkpoint,
 // or from the start where kernels keep per-row values) and ends with the
 // answer of an undisturbed run (bit for bit on the CPU backend); a queued
-// run stays queued and then runs; uploads survive.  Also: a full disk answers 507 and harms nothing, and a
-// program with unfinished runs cannot be deleted.
+// run stays queued and then runs; uploads survive.  Also: a full disk answers 507 and harms
+// nothing, and a program with unfinished runs cannot be deleted.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -215,24 +216,92 @@ TEST(ServerStorage, AFullDiskAnswers507AndHarmsNothing) {
   const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
   ASSERT_FALSE(hash.empty());
   const json body = {{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"values", {1, 2, 3}}}}}}};
+  const double values[] = {1, 2, 3};
+  const std::string kept = upload(c, npy_bytes(DType::kFloat64, {3, 1}, values));
+  const json kept_meta = get_json(c, "/datasets/" + kept);
   std::ofstream(flag) << "";
   auto full = c.post("/runtime/" + hash, body.dump());
   ASSERT_TRUE(full.ok());
   EXPECT_EQ(full->status, 507) << full->body;
   EXPECT_NE(json::parse(full->body).value("error", "").find("disk is full"), std::string::npos)
       << full->body;
-  auto up = http_request("POST", c.uri() + "/datasets?format=raw", std::string(16, 'x'),
-                         "application/octet-stream", 60);
-  ASSERT_TRUE(up.ok());
-  EXPECT_EQ(up->status, 507) << up->body;
+  // An upload fails as its body is written, whether small or many chunks long.
+  for (size_t size : {size_t{16}, size_t{8} << 20}) {
+    auto up = http_request("POST", c.uri() + "/datasets?format=raw", std::string(size, 'x'),
+                           "application/octet-stream", 60);
+    ASSERT_TRUE(up.ok()) << up.status().message();
+    EXPECT_EQ(up->status, 507) << up->body;
+    const json answer = json::parse(up->body, nullptr, false);
+    ASSERT_TRUE(answer.is_object()) << up->body;
+    EXPECT_EQ(answer.value("error", "").rfind("the server's disk is full: upload u", 0), 0u)
+        << up->body;
+  }
   EXPECT_EQ(get_json(c, "/runtimes").size(), 0u);
-  EXPECT_EQ(get_json(c, "/datasets").size(), 0u);
+  EXPECT_EQ(get_json(c, "/datasets").size(), 1u);
+  EXPECT_EQ(get_json(c, "/datasets/" + kept), kept_meta);
+  size_t files = 0;  // the kept upload's data and description; no partial uploads
+  for (const auto& e : std::filesystem::directory_iterator(c.dir() + "/server/datasets")) {
+    EXPECT_EQ(e.path().stem().string(), kept) << e.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 2u);
   std::remove(flag.c_str());
   auto ok = c.post("/runtime/" + hash + "?wait=1", body.dump());
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(json::parse(ok->body).value("status", ""), "done") << ok->body;
+  auto room = http_request("POST", c.uri() + "/datasets?format=raw", std::string(8 << 20, 'x'),
+                           "application/octet-stream", 60);
+  ASSERT_TRUE(room.ok()) << room.status().message();
+  EXPECT_EQ(room->status, 201) << room->body;
   ASSERT_TRUE(c.restart_server().ok());
   EXPECT_EQ(get_json(c, "/runtimes").size(), 1u);
+  EXPECT_EQ(get_json(c, "/datasets").size(), 2u);
+}
+
+// Not a simulated failure: the server's SQLite database cannot grow
+// (LIZARD_TEST_SQLITE_MAX_PAGES caps it where it stands), so SQLite itself
+// answers SQLITE_FULL.  A run request too large for the room left is answered
+// 507; the server stays up and what it stored before stays whole.
+TEST(ServerStorage, SqliteOutOfRoomAnswers507AndHarmsNothing) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  ASSERT_FALSE(hash.empty());
+  const json small = {{"params", {{"dims", 1}}},
+                      {"dataset", {{"values", {{"values", {1, 2, 3}}}}}}};
+  auto first = c.post("/runtime/" + hash + "?wait=1", small.dump());
+  ASSERT_TRUE(first.ok());
+  const json done = json::parse(first->body);
+  ASSERT_EQ(done.value("status", ""), "done") << first->body;
+  if (!std::filesystem::exists(c.dir() + "/server/runs.sqlite3"))
+    GTEST_SKIP() << "this lizard keeps run records in files (built without SQLite)";
+  std::vector<double> many(60000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<double>(i) + 0.5;
+  const json large = {{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"values", many}}}}}};
+
+  ::setenv("LIZARD_TEST_SQLITE_MAX_PAGES", "1", 1);
+  const Status restarted = c.restart_server();
+  ::unsetenv("LIZARD_TEST_SQLITE_MAX_PAGES");
+  ASSERT_TRUE(restarted.ok()) << restarted.message();
+  auto full = c.post("/runtime/" + hash, large.dump());
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  EXPECT_EQ(full->status, 507) << full->body;
+  const json answer = json::parse(full->body, nullptr, false);
+  ASSERT_TRUE(answer.is_object()) << full->body;
+  EXPECT_NE(answer.value("error", "").find("the server's disk is full: the request of run r"),
+            std::string::npos)
+      << full->body;
+  EXPECT_TRUE(c.server_alive());
+  json runs = get_json(c, "/runtimes");
+  ASSERT_EQ(runs.size(), 1u) << runs.dump(2);
+  EXPECT_EQ(get_json(c, "/runtimes/" + done["runtime_id"].get<std::string>())["status"], "done");
+
+  ASSERT_TRUE(c.restart_server().ok());  // room again
+  auto ok = c.post("/runtime/" + hash + "?wait=1", large.dump());
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(json::parse(ok->body).value("status", ""), "done") << ok->body;
+  EXPECT_EQ(get_json(c, "/runtimes").size(), 2u);
+  EXPECT_EQ(get_json(c, "/runtimes/" + done["runtime_id"].get<std::string>())["status"], "done");
 }
 
 // --keep-runs: at start, finished runs beyond the newest N go, with their
