@@ -17,6 +17,8 @@
 namespace lizard {
 namespace {
 
+constexpr int kSocketBufferBytes = 4 << 20;
+
 int64_t now_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
@@ -60,6 +62,13 @@ Result<std::pair<FrameChannel, FrameChannel>> FrameChannel::pair() {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return internal_error(std::string("socketpair: ") + std::strerror(errno));
+  }
+  // Large buffers (as far as net.core.[rw]mem_max allow): a partition's rows
+  // cross in a few large writes rather than many that each wait for the reader.
+  for (int fd : fds) {
+    int bytes = kSocketBufferBytes;
+    (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+    (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
   }
   return std::make_pair(FrameChannel(fds[0]), FrameChannel(fds[1]));
 }
