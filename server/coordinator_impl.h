@@ -1,0 +1,103 @@
+// Coordinator::Impl: the head node's modules and threads, shared by the
+// files that implement the coordinator (coordinator.cpp: programs, runs,
+// workers and durability; coordinator_scheduling.cpp: the scheduling thread
+// and the run drivers it starts).  Private to those files.
+#pragma once
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/clock.h"
+#include "exec/host_compiler.h"
+#include "server/coordinator.h"
+#include "server/dataset_store.h"
+#include "server/http_routes.h"
+#include "server/program_registry.h"
+#include "server/run_book.h"
+#include "server/run_driver.h"
+#include "server/scheduler.h"
+#include "server/server_metrics.h"
+#include "server/worker_registry.h"
+
+namespace lizard {
+
+// What bounds a program's host hooks, in its check and in its runs.
+inline HookProcessOptions hook_options(const CoordinatorOptions& opts) {
+  HookProcessOptions h;
+  h.call_timeout_ms = opts.hook_timeout_s * 1000;
+  h.timeout_setting = "--hook-timeout-s";
+  return h;
+}
+
+struct Coordinator::Impl : RouteActions {
+  CoordinatorOptions opts;
+  HostCompiler compiler;
+  ProgramRegistry programs;
+  WorkerRegistry workers;
+  RunBook runs;
+  DatasetStore datasets;
+  Scheduler scheduler;
+  ServerMetrics metrics{&workers, &runs};
+  HttpRoutes routes;
+  boost::asio::thread_pool pool{4};
+  std::atomic<bool> stopping{false};
+
+  std::mutex drivers_mu;
+  std::map<std::string, std::unique_ptr<RunDriver>> drivers;  // GUARDED_BY(drivers_mu)
+
+  // Held while a run of a program is queued and while a program is deleted,
+  // so that no run is queued for a program on its way out.
+  std::mutex programs_mu;
+
+  SteadyClock::time_point resumed_until;  // set at start, before the scheduling thread
+
+  std::mutex sched_mu;
+  std::condition_variable sched_cv;
+  bool sched_dirty = false;  // GUARDED_BY(sched_mu)
+  std::thread sched_thread;
+
+  explicit Impl(CoordinatorOptions o)
+      : opts(std::move(o)),
+        compiler((std::filesystem::path(opts.state_dir) / "hooks").string()),
+        programs(opts.state_dir, &compiler, hook_options(opts), opts.max_state_bytes),
+        runs(opts.state_dir),
+        datasets(opts.state_dir),
+        scheduler({opts.max_bypass}),
+        routes({opts.token, opts.read_token},
+               {&programs, &workers, &runs, &datasets, this, &metrics,
+                [this](std::function<void()> f) { boost::asio::post(pool, std::move(f)); }}) {}
+
+  // ---- RouteActions --------------------------------------------------------
+  void register_program(std::string body, Responder respond) override;
+  void register_now(const std::string& body, const Responder& respond);
+  void submit_run(const std::string& hash, std::string body, bool wait, Responder respond) override;
+  void cancel_run(const std::string& id, Responder respond) override;
+  void delete_program(const std::string& hash, Responder respond) override;
+
+  // ---- durability ----------------------------------------------------------
+  void resume_runs();
+  void prune();
+
+  // ---- workers -------------------------------------------------------------
+  void on_frame(const std::string& worker_id, std::string frame);
+  void on_hello(const std::string& worker_id, const nlohmann::json& header);
+  void to_driver(const std::string& run_id, DriverEvent ev);
+
+  // ---- scheduling ----------------------------------------------------------
+  void wake_scheduler();
+  void schedule_loop();
+  void schedule_once();
+  void start_driver(const std::shared_ptr<RunRecord>& run);
+  void fail_unservable_waits(const std::vector<PendingRun>& pending,
+                             const std::vector<WorkerView>& cluster);
+  void reap_drivers();
+};
+
+}  // namespace lizard

@@ -1,0 +1,132 @@
+// The coordinator's scheduling thread: places queued runs on free executors
+// (scheduler.h decides), starts a run driver for each placed run, fails
+// waits no worker can serve, and reaps drivers whose runs have ended.
+#include <spdlog/spdlog.h>
+
+#include "server/coordinator_impl.h"
+
+namespace lizard {
+
+void Coordinator::Impl::wake_scheduler() {
+  {
+    std::lock_guard<std::mutex> l(sched_mu);
+    sched_dirty = true;
+  }
+  sched_cv.notify_one();
+}
+
+// Passes run when something changed (a run queued or finished, a worker
+// joined or left, a build ended) and every quarter second for the waits.
+void Coordinator::Impl::schedule_loop() {
+  auto next_prune = SteadyClock::now() + std::chrono::seconds(opts.prune_interval_s);
+  while (!stopping) {
+    if (SteadyClock::now() >= next_prune) {
+      prune();
+      next_prune = SteadyClock::now() + std::chrono::seconds(opts.prune_interval_s);
+    }
+    {
+      std::unique_lock<std::mutex> l(sched_mu);
+      sched_cv.wait_for(l, std::chrono::milliseconds(250), [&] { return stopping || sched_dirty; });
+      sched_dirty = false;
+    }
+    if (stopping) return;
+    reap_drivers();
+    schedule_once();
+  }
+}
+
+void Coordinator::Impl::schedule_once() {
+  const std::vector<PendingRun> pending = runs.pending();
+  if (pending.empty()) return;
+  const std::vector<WorkerView> cluster = workers.view();
+  SchedulePass pass = scheduler.schedule(pending, cluster);
+  runs.note_bypassed(pass.bypassed);
+  // Just after a restart with runs to resume, the workers are still coming
+  // back: nothing is refused yet.
+  const bool gathering = SteadyClock::now() < resumed_until;
+  for (const Refusal& r : pass.refusals) {
+    if (gathering) break;
+    auto run = runs.find(r.run_id);
+    if (run && runs.update(run, [](RunRecord& x) { return x.status == RunStatus::kQueued; }))
+      runs.finish(run, unavailable(r.reason));
+  }
+  for (const Placement& p : pass.placements) {
+    auto run = runs.find(p.run_id);
+    if (!run || !workers.claim(p.executors, run->id)) continue;
+    const bool recovering = runs.update(run, [](RunRecord& x) { return x.needs_executors; });
+    if (!runs.start(run, p.executors)) {
+      workers.release(p.executors, run->id);
+      continue;
+    }
+    if (recovering) {
+      to_driver(run->id, DriverEvent{DriverEvent::Kind::kPlacement, "", {}, p.executors});
+      continue;
+    }
+    spdlog::info("{} starts on {} executor(s)", run->id, p.executors.size());
+    start_driver(run);
+  }
+  fail_unservable_waits(pending, cluster);
+}
+
+// A queued run that no connected worker could serve for --worker-wait
+// seconds (none has built its program) fails with that reason.
+void Coordinator::Impl::fail_unservable_waits(const std::vector<PendingRun>& pending,
+                                              const std::vector<WorkerView>& cluster) {
+  for (const PendingRun& p : pending) {
+    bool servable = false;
+    for (const auto& w : cluster)
+      servable = servable || w.ready.count(p.program) || w.building.count(p.program);
+    if (servable) continue;
+    auto run = runs.find(p.id);
+    if (!run) continue;
+    const bool expired = runs.update(run, [&](RunRecord& r) {
+      return r.status == RunStatus::kQueued &&
+             SteadyClock::now() - r.queued_since > std::chrono::seconds(opts.worker_wait_s);
+    });
+    if (expired)
+      runs.finish(run, unavailable("no worker has built program " + p.program.substr(0, 12) +
+                                   " after " + std::to_string(opts.worker_wait_s) +
+                                   " s (GET /clients lists the workers)"));
+  }
+}
+
+void Coordinator::Impl::start_driver(const std::shared_ptr<RunRecord>& run) {
+  DriverContext ctx;
+  ctx.book = &runs;
+  ctx.workers = &workers;
+  ctx.worker_wait_s = opts.worker_wait_s;
+  ctx.run_timeout_s = opts.run_timeout_s;
+  ctx.worker_loop = opts.worker_loop;
+  ctx.hooks = hook_options(opts);
+  ctx.metrics = &metrics;
+  ctx.stopping = [this] { return stopping.load(); };
+  ctx.wake_scheduler = [this] { wake_scheduler(); };
+  auto driver = std::make_unique<RunDriver>(run, std::move(ctx));
+  RunDriver* d = driver.get();
+  {
+    std::lock_guard<std::mutex> l(drivers_mu);
+    drivers[run->id] = std::move(driver);
+  }
+  d->start([this](const std::string& id) {
+    workers.release_run(id);
+    wake_scheduler();
+  });
+}
+
+void Coordinator::Impl::reap_drivers() {
+  std::vector<std::unique_ptr<RunDriver>> done;
+  {
+    std::lock_guard<std::mutex> l(drivers_mu);
+    for (auto it = drivers.begin(); it != drivers.end();) {
+      if (it->second->exited()) {
+        done.push_back(std::move(it->second));
+        it = drivers.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Destroyed outside the lock: each joins its (finished) thread.
+}
+
+}  // namespace lizard
