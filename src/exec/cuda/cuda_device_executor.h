@@ -57,6 +57,7 @@ struct Run {
   size_t state_bytes = 0;
   size_t agg_bytes = 0;
   uint8_t* pinned = nullptr;  // state staging | aggregate result | aggregate identity
+  size_t pinned_bytes = 0;
   bool identity_is_zero = true;
   StructLayout state_layout;
   std::vector<uint8_t> params_arg;
@@ -136,6 +137,18 @@ class CudaExecutor final : public Executor {
   Status enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows, std::string* where);
   Status fail_iteration(CUresult r, const std::string& where);
   void release_run();
+  // A run's state, aggregate and pinned staging buffers, kept when it ends
+  // for the next run (a pinned allocation and its release cost about a
+  // millisecond): taken when their sizes fit, freed otherwise.
+  struct KeptBuffers {
+    CUdeviceptr state = 0, aggregate = 0;
+    size_t state_bytes = 0, agg_bytes = 0;
+    uint8_t* pinned = nullptr;
+    size_t pinned_bytes = 0;
+  };
+  Status take_or_allocate(CUdeviceptr* kept, size_t kept_bytes, CUdeviceptr* out, size_t bytes,
+                          const char* what);
+  void free_kept();
   Status reset_device();
   Status probe_device() const;
 
@@ -153,6 +166,7 @@ class CudaExecutor final : public Executor {
   ExecutorInfo info_;
   std::map<std::string, Module> modules_;  // by ProgramVariant::key
   std::unique_ptr<Run> run_;
+  KeptBuffers kept_;  // from the last run, with the context current
   CompileStats compile_stats_;
   Status lost_;  // set when the device cannot be used again in this process
 };

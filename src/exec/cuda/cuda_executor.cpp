@@ -42,6 +42,7 @@ CudaExecutor::~CudaExecutor() {
   if (!ctx_) return;
   cu_->cuCtxSetCurrent(ctx_);
   release_run();
+  if (lost_.ok()) free_kept();
   for (auto& [hash, m] : modules_)
     if (m.module) cu_->cuModuleUnload(m.module);
   if (meter_) meter_->unload();

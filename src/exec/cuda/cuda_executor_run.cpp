@@ -143,17 +143,46 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data) {
     }
     std::vector<uint8_t>().swap(data->fields[k]);  // the host copy is no longer needed
   }
-  auto alloc = [&](CUdeviceptr* p, size_t n, const char* what) {
-    return n == 0 ? Status::Ok() : check(cu_->cuMemAlloc(p, n), what);
-  };
-  LIZARD_RETURN_IF_ERROR(alloc(&run->state, run->state_bytes, "allocating the state"));
-  LIZARD_RETURN_IF_ERROR(alloc(&run->aggregate, run->agg_bytes, "allocating the aggregate"));
+  LIZARD_RETURN_IF_ERROR(take_or_allocate(&kept_.state, kept_.state_bytes, &run->state,
+                                          run->state_bytes, "allocating the state"));
+  LIZARD_RETURN_IF_ERROR(take_or_allocate(&kept_.aggregate, kept_.agg_bytes, &run->aggregate,
+                                          run->agg_bytes, "allocating the aggregate"));
   const size_t pinned = align64(run->state_bytes) + 2 * align64(run->agg_bytes) + 64;
+  if (kept_.pinned && kept_.pinned_bytes >= pinned) {
+    run->pinned = kept_.pinned;
+    run->pinned_bytes = kept_.pinned_bytes;
+    kept_.pinned = nullptr;
+    return Status::Ok();
+  }
+  if (kept_.pinned) cu_->cuMemFreeHost(kept_.pinned);
+  kept_.pinned = nullptr;
   void* host = nullptr;
   LIZARD_RETURN_IF_ERROR(
       check(cu_->cuMemHostAlloc(&host, pinned, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc"));
   run->pinned = static_cast<uint8_t*>(host);
+  run->pinned_bytes = pinned;
   return Status::Ok();
+}
+
+// The kept buffer when it has the size asked for; otherwise frees it and
+// allocates one.
+Status CudaExecutor::take_or_allocate(CUdeviceptr* kept, size_t kept_bytes, CUdeviceptr* out,
+                                      size_t bytes, const char* what) {
+  if (*kept && kept_bytes == bytes) {
+    *out = *kept;
+    *kept = 0;
+    return Status::Ok();
+  }
+  if (*kept) cu_->cuMemFree(*kept);
+  *kept = 0;
+  return bytes == 0 ? Status::Ok() : check(cu_->cuMemAlloc(out, bytes), what);
+}
+
+void CudaExecutor::free_kept() {
+  if (kept_.state) cu_->cuMemFree(kept_.state);
+  if (kept_.aggregate) cu_->cuMemFree(kept_.aggregate);
+  if (kept_.pinned) cu_->cuMemFreeHost(kept_.pinned);
+  kept_ = KeptBuffers{};
 }
 
 Status CudaExecutor::prepare_launches(Run* run, const Module& m) {
@@ -289,6 +318,7 @@ Status CudaExecutor::reset_device() {
     run_->state = run_->aggregate = 0;
     run_->pinned = nullptr;
   }
+  kept_ = KeptBuffers{};  // the reset frees them with the context
   for (auto& [hash, m] : modules_) m.module = nullptr;
   if (meter_) meter_->forget_module();
   ev_begin_ = ev_end_ = nullptr;
@@ -349,9 +379,9 @@ void CudaExecutor::release_run() {
     cu_->cuStreamSynchronize(stream_);
     for (CUdeviceptr p : run_->fields)
       if (p) cu_->cuMemFree(p);
-    if (run_->state) cu_->cuMemFree(run_->state);
-    if (run_->aggregate) cu_->cuMemFree(run_->aggregate);
-    if (run_->pinned) cu_->cuMemFreeHost(run_->pinned);
+    free_kept();  // the next run takes this run's buffers instead
+    kept_ = KeptBuffers{run_->state,  run_->aggregate, run_->state_bytes,
+                        run_->agg_bytes, run_->pinned,   run_->pinned_bytes};
   }
   run_.reset();
 }

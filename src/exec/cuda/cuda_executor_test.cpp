@@ -158,6 +158,29 @@ TEST_F(CudaGpu, RunsAProgramAndMatchesTheHost) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i] - 3) << i;
 }
 
+// A run takes the state, aggregate and staging buffers the last one left:
+// back-to-back runs of other sizes still give each its own answer.
+TEST_F(CudaGpu, BackToBackRunsGiveTheirOwnAnswers) {
+  ASSERT_TRUE(gpu_->build(program_).ok());
+  for (int rows : {100003, 517, 100003, 1}) {
+    std::vector<int32_t> x(static_cast<size_t>(rows));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int32_t>(i * 7 % 1001) - rows % 13;
+    ParamValues p = params(0);
+    Status st = gpu_->begin_run(program_, p, partition(x));
+    ASSERT_TRUE(st.ok()) << st.message();
+    SectionBuffer state = section(program_.manifest.state, p);
+    SectionBuffer agg = section(program_.manifest.aggregate, p);
+    const int32_t offset = rows % 5;
+    std::memcpy(state.data(*state.find("offset")), &offset, 4);
+    std::memset(agg.bytes.data(), 0x5a, agg.bytes.size());
+    ASSERT_TRUE(gpu_->iterate(state, &agg, nullptr).ok());
+    int64_t total = 0;
+    for (int32_t v : x) total += v + offset;
+    EXPECT_EQ(get<int64_t>(agg, "total"), total) << rows;
+    ASSERT_TRUE(gpu_->end_run(false).ok());
+  }
+}
+
 // Slices of the partition (iterate_rows), the grid-stride step included,
 // fold to the aggregate of the whole and write each row once.
 TEST_F(CudaGpu, SlicesOfThePartitionFoldToTheWhole) {
