@@ -147,7 +147,11 @@ Status RunSession::use_upload_cache(const RunStartMsg& h,
       else
         missing_.push_back(static_cast<int64_t>(k));
     } else if (ctx_.uploads && uploaded_.count(k)) {
-      ctx_.uploads->put(key, std::make_shared<const std::vector<uint8_t>>(uploaded_[k]));
+      // Kept for later runs, and this run's parts take them from there.
+      auto rows = std::make_shared<const std::vector<uint8_t>>(std::move(uploaded_[k]));
+      uploaded_.erase(k);
+      ctx_.uploads->put(key, rows);
+      (*cached)[k] = std::move(rows);
     }
   }
   if (missing_.empty()) return Status::Ok();
@@ -183,7 +187,19 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
       const size_t row_bytes = static_cast<size_t>(width) * dtype_size(f.type);
       const size_t off = row_bytes * local_row, n = row_bytes * static_cast<size_t>(d.rows);
       std::vector<uint8_t> buf;
-      if (src.source == "inline") {
+      auto held = cached.find(k);  // rows the upload cache holds: "cached", or "chunks" kept there
+      if (held != cached.end()) {
+        const UploadCache::Rows& all = held->second;
+        if (off + n > all->size())
+          return invalid_argument("run_start: rows of field '" + f.name + "' are short");
+        if ((*ctx_.executors)[static_cast<size_t>(p.executor)]->process) {
+          d.shared.resize(man.dataset.size());  // sent from the cache as they lie
+          d.shared[k] = {all, off, n};
+        } else {
+          buf.assign(all->begin() + static_cast<long>(off),
+                     all->begin() + static_cast<long>(off + n));
+        }
+      } else if (src.source == "inline") {
         if (src.offset + off + n > m.payload.size())
           return invalid_argument("run_start: inline rows exceed the payload");
         buf.assign(m.payload.begin() + static_cast<long>(src.offset + off),
@@ -197,11 +213,6 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
         else
           buf.assign(all.begin() + static_cast<long>(off),
                      all.begin() + static_cast<long>(off + n));
-      } else if (src.source == "cached") {
-        const std::vector<uint8_t>& all = *cached.at(k);
-        if (off + n > all.size())
-          return invalid_argument("run_start: cached rows of field '" + f.name + "' are short");
-        buf.assign(all.begin() + static_cast<long>(off), all.begin() + static_cast<long>(off + n));
       } else if (src.source == "generate") {  // left empty: the executor allocates it zeroed
         if (std::find(d.generators.begin(), d.generators.end(), src.kernel) == d.generators.end())
           d.generators.push_back(src.kernel);

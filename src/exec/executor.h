@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -61,6 +62,23 @@ struct PartitionData {
   int64_t first_row = 0;
   int64_t rows = 0;
   std::vector<std::vector<uint8_t>> fields;
+  // Rows another owner keeps (the worker's upload cache), for an executor
+  // process to be sent from where they lie rather than from a copy: where
+  // shared[k].owner is set, fields[k] is empty.  Only ProcessExecutor takes
+  // them; the executors in this process get every field in `fields`.
+  struct SharedRows {
+    std::shared_ptr<const std::vector<uint8_t>> owner;
+    size_t offset = 0;
+    size_t size = 0;
+  };
+  std::vector<SharedRows> shared;  // empty, or one per field
+  // Field k's rows, from `fields` or `shared`.
+  std::string_view field_rows(size_t k) const {
+    if (k < shared.size() && shared[k].owner)
+      return {reinterpret_cast<const char*>(shared[k].owner->data()) + shared[k].offset,
+              shared[k].size};
+    return {reinterpret_cast<const char*>(fields[k].data()), fields[k].size()};
+  }
   // Generator kernels (names from manifest.generate) that fill fields once,
   // after loading and before the first iteration; `seed` reaches them as data.generate_seed.
   std::vector<std::string> generators;

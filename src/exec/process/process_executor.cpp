@@ -203,8 +203,8 @@ Status ProcessExecutor::begin_run(const ProgramImage& program, const ParamValues
   LIZARD_RETURN_IF_ERROR(send_request(ExecutorOp::kBeginRun, &head, 1));
   // Each field's rows as a frame of their own, sent from where they lie and
   // read straight into the host's buffer.
-  for (const auto& f : data.fields) {
-    if (!child_->channel().send({reinterpret_cast<const char*>(f.data()), f.size()}).ok())
+  for (size_t k = 0; k < data.fields.size(); ++k) {
+    if (!child_->channel().send(data.field_rows(k)).ok())
       return ended_during(ExecutorOp::kBeginRun);
   }
   std::string frame;

@@ -96,13 +96,22 @@ struct Outcome {
 };
 
 // Three iterations with a changing state, then two slices of a fourth.
-Outcome run_scale(Executor* e, const ProgramImage& p) {
+// With `shared`, the rows are given as a slice of a larger buffer that
+// another owner keeps (PartitionData::shared) rather than as a field.
+Outcome run_scale(Executor* e, const ProgramImage& p, bool shared = false) {
   Outcome out;
   auto params = bind_params(p.manifest, {{"scale", 1.5}});
   PartitionData d;
   d.first_row = 100;
   d.rows = 1000;
   d.fields = {floats(1000), {}};
+  if (shared) {
+    auto owner = std::make_shared<std::vector<uint8_t>>(floats(1200, 5000));  // other rows around
+    std::memcpy(owner->data() + 200 * sizeof(float), d.fields[0].data(), d.fields[0].size());
+    d.shared.resize(2);
+    d.shared[0] = {owner, 200 * sizeof(float), d.fields[0].size()};
+    d.fields[0].clear();
+  }
   out.status = e->begin_run(p, *params, std::move(d));
   if (!out.status.ok()) return out;
   auto state = make_section(p.manifest.state, p.manifest, *params);
@@ -140,10 +149,15 @@ TEST(ProcessExecutor, GivesTheResultsOfTheExecutorInThisProcess) {
   EXPECT_TRUE(a.outputs[0].empty());
   EXPECT_EQ(a.outputs[1].size(), 1000 * sizeof(float));
   EXPECT_EQ(a.outputs, b.outputs);
-  // A second run sends the program's hash alone; it gives the same again.
+  // A second run sends the program's hash alone; it gives the same again,
+  // also with its rows sent from where another owner keeps them.
   Outcome again = run_scale(remote.get(), p);
   ASSERT_TRUE(again.status.ok()) << again.status.message();
   EXPECT_EQ(again.aggregates, a.aggregates);
+  Outcome shared = run_scale(remote.get(), p, /*shared=*/true);
+  ASSERT_TRUE(shared.status.ok()) << shared.status.message();
+  EXPECT_EQ(shared.aggregates, a.aggregates);
+  EXPECT_EQ(shared.outputs, a.outputs);
   remote->refresh_free_memory();
   EXPECT_GT(remote->info().free_memory, 0u);
 }
@@ -156,7 +170,6 @@ TEST(ProcessExecutor, ACompileErrorComesBackAsTheExecutorSaysIt) {
   EXPECT_TRUE(e->process_running());
 }
 
-// Runs faults with `mode`: begin_run, then one iteration.
 // Runs one iteration of the faults program in the given mode; `loaded`, when
 // given, is called once the run has begun and before it iterates.
 Status iterate_faults(ProcessExecutor* e, const ProgramImage& p, int mode,
