@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -93,7 +94,10 @@ TEST_F(ExecutorProcesses, CancelStopsAKernelThatNeverReturns) {
   const auto cancelled_at = Clock::now();
   EXPECT_EQ(wait_until_finished(c_, id, 30)["status"], "cancelled");
   const double next = expect_next_run_done();
-  EXPECT_LT(seconds_since(cancelled_at), next_run_bound()) << "the next run took " << next << " s";
+  const double freed = seconds_since(cancelled_at);
+  std::printf("from the cancel to the next run's end: %.3f s (that run: %.3f s)\n", freed, next);
+  RecordProperty("cancel_to_next_run_done_ms", static_cast<int>(freed * 1000));
+  EXPECT_LT(freed, next_run_bound()) << "the next run took " << next << " s";
 }
 
 TEST_F(ExecutorProcesses, ARunPastItsTimeLimitFailsAndItsKernelIsStopped) {
@@ -111,7 +115,9 @@ TEST_F(ExecutorProcesses, ARunPastItsTimeLimitFailsAndItsKernelIsStopped) {
   EXPECT_LT(seconds_since(t0), 5.0);
   const auto ended_at = Clock::now();
   expect_next_run_done();
-  EXPECT_LT(seconds_since(ended_at), next_run_bound());
+  const double freed = seconds_since(ended_at);
+  std::printf("from the time-out to the next run's end: %.3f s\n", freed);
+  EXPECT_LT(freed, next_run_bound());
 }
 
 TEST_F(ExecutorProcesses, TheServerWideTimeLimitAppliesToRunsThatSetNone) {
