@@ -262,61 +262,72 @@ Status RunSession::iterate(const MessageView& m, const IterateMsg& h, std::strin
     return invalid_argument("state of " + std::to_string(m.payload.size()) + " bytes; expected " +
                             std::to_string(state.bytes.size()));
   if (!state.bytes.empty()) std::memcpy(state.bytes.data(), m.payload.data(), state.bytes.size());
-  std::vector<SectionBuffer> aggs;
+  std::vector<const SectionBuffer*> aggs;
   LIZARD_RETURN_IF_ERROR(iterate_executors(state, h.iteration, &aggs, kernel_ms));
-  for (const auto& a : aggs)
-    payload->append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+  for (const SectionBuffer* a : aggs)
+    payload->append(reinterpret_cast<const char*>(a->bytes.data()), a->bytes.size());
   return Status::Ok();
 }
 
 Status RunSession::iterate_executors(const SectionBuffer& state, int64_t iteration,
-                                     std::vector<SectionBuffer>* aggs, double* kernel_ms) {
-  const Manifest& man = program_->manifest;
-  // Each executor's aggregates: one, or one per slice when progress is reported.
+                                     std::vector<const SectionBuffer*>* aggs, double* kernel_ms) {
   const size_t n = executors_.size();
-  std::vector<std::vector<SectionBuffer>> per_executor(n);
-  std::vector<double> executor_ms(n, 0.0);
-  LIZARD_RETURN_IF_ERROR(run_slices(iteration, state, &per_executor, &executor_ms));
+  slots_.resize(n);
+  executor_ms_.assign(n, 0.0);
+  LIZARD_RETURN_IF_ERROR(run_slices(iteration, state));
   aggs->clear();
-  for (auto& v : per_executor)
-    for (auto& a : v) aggs->push_back(std::move(a));
   *kernel_ms = 0;
-  for (double ms : executor_ms) *kernel_ms = std::max(*kernel_ms, ms);
-  // Built-in reducers fold here; custom ones go to the server's aggregate hook.
-  if (!man.has_custom_reducer()) {
-    for (size_t i = 1; i < aggs->size(); ++i) fold_into(&(*aggs)[0], (*aggs)[i]);
+  for (size_t i = 0; i < n; ++i) {
+    for (int64_t k = 0; k < slices_of(i); ++k) aggs->push_back(&slots_[i][k]);
+    *kernel_ms = std::max(*kernel_ms, executor_ms_[i]);
+  }
+  // Built-in reducers fold here (into the first slot, which the next
+  // iteration overwrites); custom ones go to the server's aggregate hook.
+  if (!program_->manifest.has_custom_reducer() && aggs->size() > 1) {
+    SectionBuffer* first = &slots_[0][0];
+    for (size_t j = 1; j < aggs->size(); ++j) fold_into(first, *(*aggs)[j]);
     aggs->resize(1);
   }
   return Status::Ok();
 }
 
-Status RunSession::run_slices(int64_t iteration, const SectionBuffer& state,
-                              std::vector<std::vector<SectionBuffer>>* per_executor,
-                              std::vector<double>* executor_ms) {
+int64_t RunSession::slices_of(size_t i) const {
+  return report_progress_ ? slice_count(rows_[i]) : 1;
+}
+
+Result<SectionBuffer*> RunSession::slot(size_t i, size_t k) {
+  std::vector<SectionBuffer>& mine = slots_[i];
+  while (mine.size() <= k) {
+    const Manifest& man = program_->manifest;
+    LIZARD_ASSIGN_OR_RETURN(SectionBuffer a, make_section(man.aggregate, man, params_));
+    mine.push_back(std::move(a));
+  }
+  return &mine[k];
+}
+
+Status RunSession::run_slices(int64_t iteration, const SectionBuffer& state) {
   bool in_processes = true;
   for (size_t i : executors_) in_processes = in_processes && (*ctx_.executors)[i]->process;
-  if (in_processes) return run_slices_in_processes(iteration, state, per_executor, executor_ms);
-  const Manifest& man = program_->manifest;
+  if (in_processes) return run_slices_in_processes(iteration, state);
   const size_t n = executors_.size();
   if (!fan_ || fan_->size() != n) fan_ = std::make_unique<FanOut>(n);
   return first_error(fan_->run([&](size_t i) -> Status {
     std::lock_guard<std::mutex> l(lock_of(i));
     Executor& e = executor(i);
     const int64_t rows = rows_[i];
-    const int64_t slices = report_progress_ ? slice_count(rows) : 1;
+    const int64_t slices = slices_of(i);
     for (int64_t k = 0; k < slices; ++k) {
-      LIZARD_ASSIGN_OR_RETURN(SectionBuffer a, make_section(man.aggregate, man, params_));
+      LIZARD_ASSIGN_OR_RETURN(SectionBuffer * a, slot(i, static_cast<size_t>(k)));
       IterationStats st;
       if (slices == 1) {
-        LIZARD_RETURN_IF_ERROR(e.iterate(state, &a, &st));
+        LIZARD_RETURN_IF_ERROR(e.iterate(state, a, &st));
       } else {
         const int64_t first = rows * k / slices, end = rows * (k + 1) / slices;
-        LIZARD_RETURN_IF_ERROR(e.iterate_rows(state, &a, &st, first, end - first));
+        LIZARD_RETURN_IF_ERROR(e.iterate_rows(state, a, &st, first, end - first));
         reply(encode(ProgressMsg{run_id_, iteration, static_cast<int64_t>(executors_[i]), end}
                          .to_message()));
       }
-      (*executor_ms)[i] += st.kernel_ms;
-      (*per_executor)[i].push_back(std::move(a));
+      executor_ms_[i] += st.kernel_ms;
     }
     return Status::Ok();
   }));
@@ -326,53 +337,49 @@ Status RunSession::run_slices(int64_t iteration, const SectionBuffer& state,
 // slice is sent to all of them before any answer is awaited.  Every request
 // sent is answered before the next, so a failure on one executor still
 // collects the others' replies and their channels stay in step.
-Status RunSession::run_slices_in_processes(int64_t iteration, const SectionBuffer& state,
-                                           std::vector<std::vector<SectionBuffer>>* per_executor,
-                                           std::vector<double>* executor_ms) {
-  const Manifest& man = program_->manifest;
+Status RunSession::run_slices_in_processes(int64_t iteration, const SectionBuffer& state) {
   const size_t n = executors_.size();
   std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(n);
   for (size_t i = 0; i < n; ++i) locks.emplace_back(lock_of(i));
-  std::vector<int64_t> slices(n, 1);
   int64_t most = 1;
-  for (size_t i = 0; i < n; ++i) {
-    if (report_progress_) slices[i] = slice_count(rows_[i]);
-    most = std::max(most, slices[i]);
-  }
+  for (size_t i = 0; i < n; ++i) most = std::max(most, slices_of(i));
   Status failed;
-  std::vector<bool> sent(n);
   for (int64_t k = 0; k < most && failed.ok(); ++k) {
+    size_t sent = 0;
+    sent_.assign(n, 0);  // whether executors_[i] was sent slice k
     for (size_t i = 0; i < n; ++i) {
-      sent[i] = false;
-      if (k >= slices[i]) continue;
+      const int64_t slices = slices_of(i);
+      if (k >= slices) continue;
       ProcessExecutor& e = *(*ctx_.executors)[executors_[i]]->process;
-      const int64_t first = rows_[i] * k / slices[i], end = rows_[i] * (k + 1) / slices[i];
+      const int64_t first = rows_[i] * k / slices, end = rows_[i] * (k + 1) / slices;
       Status st =
-          slices[i] == 1 ? e.send_iterate(state, 0, -1) : e.send_iterate(state, first, end - first);
+          slices == 1 ? e.send_iterate(state, 0, -1) : e.send_iterate(state, first, end - first);
       if (!st.ok()) {
         if (failed.ok()) failed = st;
         continue;
       }
-      sent[i] = true;
+      sent_[i] = 1;
+      ++sent;
     }
-    for (size_t i = 0; i < n; ++i) {
-      if (!sent[i]) continue;
+    for (size_t i = 0; i < n && sent > 0; ++i) {
+      if (!sent_[i]) continue;
       ProcessExecutor& e = *(*ctx_.executors)[executors_[i]]->process;
-      auto a = make_section(man.aggregate, man, params_);
+      auto a = slot(i, static_cast<size_t>(k));
       if (!a.ok()) return a.status();
       IterationStats st;
-      Status got = e.receive_iterate(&a.value(), &st);
+      Status got = e.receive_iterate(*a, &st);
       if (!got.ok()) {
         if (failed.ok()) failed = got;
         continue;
       }
-      if (slices[i] > 1) {
-        const int64_t end = rows_[i] * (k + 1) / slices[i];
+      const int64_t slices = slices_of(i);
+      if (slices > 1) {
+        const int64_t end = rows_[i] * (k + 1) / slices;
         reply(encode(ProgressMsg{run_id_, iteration, static_cast<int64_t>(executors_[i]), end}
                          .to_message()));
       }
-      (*executor_ms)[i] += st.kernel_ms;
-      (*per_executor)[i].push_back(std::move(a).value());
+      executor_ms_[i] += st.kernel_ms;
     }
   }
   return failed;

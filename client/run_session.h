@@ -85,18 +85,20 @@ class RunSession {
   Status start(const MessageView& m, const RunStartMsg& h, CompileStats* compile);
   Status iterate(const MessageView& m, const IterateMsg& h, std::string* payload,
                  double* kernel_ms);
-  // One iteration on every executor of the run at once; `aggs` gets the
-  // folded aggregate (built-in reducers) or one per executor or slice.
+  // One iteration on every executor of the run at once; `aggs` points at
+  // the folded aggregate (built-in reducers) or at one per executor or
+  // slice, valid until the next iteration.  Past the first iteration it
+  // allocates nothing: the aggregates land in the run's slots_.
   Status iterate_executors(const SectionBuffer& state, int64_t iteration,
-                           std::vector<SectionBuffer>* aggs, double* kernel_ms);
-  // The slices of an iteration on every executor, each executor's
-  // aggregates in order: on threads, or on executor processes at once.
-  Status run_slices(int64_t iteration, const SectionBuffer& state,
-                    std::vector<std::vector<SectionBuffer>>* per_executor,
-                    std::vector<double>* executor_ms);
-  Status run_slices_in_processes(int64_t iteration, const SectionBuffer& state,
-                                 std::vector<std::vector<SectionBuffer>>* per_executor,
-                                 std::vector<double>* executor_ms);
+                           std::vector<const SectionBuffer*>* aggs, double* kernel_ms);
+  // The slices of an iteration on every executor, into slots_[i][k] and
+  // executor_ms_[i]: on threads, or on executor processes at once.
+  Status run_slices(int64_t iteration, const SectionBuffer& state);
+  Status run_slices_in_processes(int64_t iteration, const SectionBuffer& state);
+  // The aggregate slot of executor i's slice k, made at its first use.
+  Result<SectionBuffer*> slot(size_t i, size_t k);
+  // How many slices executor i runs an iteration in (several to report progress).
+  int64_t slices_of(size_t i) const;
   // Drives iterations here until the update hook says done (run_session_loop.cpp).
   void loop_here(const MessageView& m);
   Status run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* failed);
@@ -125,6 +127,11 @@ class RunSession {
   size_t owned_ = 0;  // GUARDED_BY(held_mu_) for writes
 
   std::unique_ptr<FanOut> fan_;  // the run's executors iterate at once on its threads
+  // Each executor's aggregates of an iteration (one per slice), reused by
+  // every iteration, and its time in kernels.
+  std::vector<std::vector<SectionBuffer>> slots_;
+  std::vector<double> executor_ms_;
+  std::vector<char> sent_;  // run_slices_in_processes: executors sent the current slice
   Mailbox<std::string> inbox_;
   std::optional<std::string> stopped_by_;  // a frame that ended a loop, handled next
   std::atomic<bool> finished_{false};

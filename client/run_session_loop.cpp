@@ -77,7 +77,7 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
   std::unique_ptr<LoopHooks> hooks = std::move(opened).value();
   const Manifest& man = program_->manifest;
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer folded, make_section(man.aggregate, man, params_));
-  std::vector<SectionBuffer> aggs;
+  std::vector<const SectionBuffer*> aggs;
   std::string payload;
   const auto t_loop = SteadyClock::now();
   double in_iterations = 0;
@@ -95,7 +95,7 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     step.iteration = it;
     LIZARD_RETURN_IF_ERROR(iterate_executors(state, it, &aggs, &step.kernel_ms));
     set_identity(&folded);
-    for (const auto& a : aggs) fold_into(&folded, a);
+    for (const SectionBuffer* a : aggs) fold_into(&folded, *a);
     bool done = true;  // without an update hook, a run is one iteration
     if (hooks) {
       LIZARD_ASSIGN_OR_RETURN(done, hooks->update(&folded, &state, it));

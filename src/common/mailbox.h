@@ -9,7 +9,6 @@
 //   std::optional<Event> now = box.try_pop();      // never waits
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -37,9 +36,12 @@ class Mailbox {
 
   template <typename Rep, typename Period>
   std::optional<T> pop_for(std::chrono::duration<Rep, Period> d) {
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(d).count();
-    spin_until([&] { return ready_.load(std::memory_order_acquire); },
-               std::min<int64_t>(spin_budget_us(), us));
+    // Polls no longer than the wait itself (compared in double: no overflow).
+    const int64_t budget = spin_budget_us();
+    const std::chrono::duration<double, std::micro> wait = d;
+    spin_until(
+        [&] { return ready_.load(std::memory_order_acquire); },
+        wait.count() < static_cast<double>(budget) ? static_cast<int64_t>(wait.count()) : budget);
     std::unique_lock<std::mutex> l(mu_);
     if (!cv_.wait_for(l, d, [&] { return closed_ || !q_.empty(); })) return std::nullopt;
     return take_locked();
