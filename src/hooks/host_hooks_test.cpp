@@ -78,70 +78,69 @@ HookedRun start(const HostHooks& hooks, const ProgramImage& image, int mode) {
   return r;
 }
 
-TEST(HostHooks, BackToBackRunsUseTheProcessTheLastRunLeftIdle) {
-  ProgramImage image = counting_program();
-  auto hooks = build(image);
-  ASSERT_TRUE(hooks);
-  EXPECT_EQ(hooks->idle_processes(), 1u);  // the one the library was checked in
+class HostHooksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    image_ = counting_program();
+    hooks_ = build(image_);
+    ASSERT_TRUE(hooks_);
+  }
+  ProgramImage image_;
+  std::shared_ptr<HostHooks> hooks_;
+};
+
+TEST_F(HostHooksTest, BackToBackRunsUseTheProcessTheLastRunLeftIdle) {
+  EXPECT_EQ(hooks_->idle_processes(), 1u);  // the one the library was checked in
   pid_t first;
   {
-    HookedRun a = start(*hooks, image, 0);
+    HookedRun a = start(*hooks_, image_, 0);
     first = a.pid();
     ASSERT_GT(first, 0);
-    EXPECT_EQ(hooks->idle_processes(), 0u);
+    EXPECT_EQ(hooks_->idle_processes(), 0u);
     EXPECT_EQ(a.update(2.5, 0).value(), 2.5);
     EXPECT_EQ(a.update(1.0, 1).value(), 3.5);
   }
-  EXPECT_EQ(hooks->idle_processes(), 1u);
-  HookedRun b = start(*hooks, image, 0);
+  EXPECT_EQ(hooks_->idle_processes(), 1u);
+  HookedRun b = start(*hooks_, image_, 0);
   EXPECT_EQ(b.pid(), first);
   // The next run starts from its own state, not the last run's.
   EXPECT_EQ(b.update(4.0, 0).value(), 4.0);
 }
 
-TEST(HostHooks, AProcessWhoseHookCrashedIsNeverReused) {
-  ProgramImage image = counting_program();
-  auto hooks = build(image);
-  ASSERT_TRUE(hooks);
+TEST_F(HostHooksTest, AProcessWhoseHookCrashedIsNeverReused) {
   pid_t crashed;
   {
-    HookedRun a = start(*hooks, image, 1);
+    HookedRun a = start(*hooks_, image_, 1);
     crashed = a.pid();
     ASSERT_TRUE(a.update(1.0, 0).ok());
     auto r = a.update(1.0, 1);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find("SIGSEGV"), std::string::npos) << r.status().message();
   }
-  EXPECT_EQ(hooks->idle_processes(), 0u);
-  HookedRun b = start(*hooks, image, 0);
+  EXPECT_EQ(hooks_->idle_processes(), 0u);
+  HookedRun b = start(*hooks_, image_, 0);
   EXPECT_NE(b.pid(), crashed);
   EXPECT_EQ(b.update(1.5, 1).value(), 1.5);
 }
 
-TEST(HostHooks, RunsAtTheSameTimeHaveProcessesOfTheirOwn) {
-  ProgramImage image = counting_program();
-  auto hooks = build(image);
-  ASSERT_TRUE(hooks);
+TEST_F(HostHooksTest, RunsAtTheSameTimeHaveProcessesOfTheirOwn) {
   {
-    HookedRun a = start(*hooks, image, 0), b = start(*hooks, image, 0);
+    HookedRun a = start(*hooks_, image_, 0), b = start(*hooks_, image_, 0);
     EXPECT_NE(a.pid(), b.pid());
     EXPECT_EQ(a.update(1.0, 0).value(), 1.0);
     EXPECT_EQ(b.update(2.0, 0).value(), 2.0);
   }
-  EXPECT_EQ(hooks->idle_processes(), 2u);
+  EXPECT_EQ(hooks_->idle_processes(), 2u);
 }
 
-TEST(HostHooks, AnIdleProcessThatDiedIsReplaced) {
-  ProgramImage image = counting_program();
-  auto hooks = build(image);
-  ASSERT_TRUE(hooks);
+TEST_F(HostHooksTest, AnIdleProcessThatDiedIsReplaced) {
   pid_t idle;
   {
-    HookedRun a = start(*hooks, image, 0);
+    HookedRun a = start(*hooks_, image_, 0);
     idle = a.pid();
   }
   ASSERT_EQ(::kill(idle, SIGKILL), 0);
-  HookedRun b = start(*hooks, image, 0);
+  HookedRun b = start(*hooks_, image_, 0);
   EXPECT_NE(b.pid(), idle);
   EXPECT_EQ(b.update(3.0, 0).value(), 3.0);
 }
