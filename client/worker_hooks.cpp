@@ -56,7 +56,8 @@ Result<std::unique_ptr<LoopHooks>> WorkerHooks::open(const ProgramImage& program
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(m.aggregate, m, params));
   HookProcessOptions options = options_;
   options.interrupted = std::move(limits.interrupted);
-  if (limits.call_timeout_ms > 0) options.call_timeout_ms = static_cast<int>(limits.call_timeout_ms);
+  if (limits.call_timeout_ms > 0)
+    options.call_timeout_ms = static_cast<int>(limits.call_timeout_ms);
   LIZARD_ASSIGN_OR_RETURN(std::unique_ptr<RunHooks> hooks,
                           built->start(m, params, state, agg, std::move(options)));
   return std::unique_ptr<LoopHooks>(std::make_unique<Loop>(std::move(hooks)));

@@ -189,7 +189,8 @@ class SqliteRunStore : public RunStore {
       bind_text(s, 2, field);
       const int rc = sqlite3_step(s);
       if (rc == SQLITE_ROW) return column_blob(s, 0);
-      if (rc != SQLITE_DONE) return error("cannot read field '" + field + "' of run " + run_id + " from");
+      if (rc != SQLITE_DONE)
+        return error("cannot read field '" + field + "' of run " + run_id + " from");
     }
     return RunStore::load_blob(run_id, field);
   }
@@ -310,8 +311,8 @@ class SqliteRunStore : public RunStore {
     std::lock_guard<std::mutex> l(mu_);
     LIZARD_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
     Status st = [&]() -> Status {
-      for (sqlite3_stmt* s : {delete_.get(), delete_checkpoint_.get(), delete_request_.get(),
-                              delete_fields_.get()}) {
+      for (sqlite3_stmt* s :
+           {delete_.get(), delete_checkpoint_.get(), delete_request_.get(), delete_fields_.get()}) {
         ResetOnExit reset{s};
         bind_text(s, 1, run_id);
         LIZARD_RETURN_IF_ERROR(step_done(s, "the removal of run " + run_id));

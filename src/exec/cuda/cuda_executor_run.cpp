@@ -380,8 +380,8 @@ void CudaExecutor::release_run() {
     for (CUdeviceptr p : run_->fields)
       if (p) cu_->cuMemFree(p);
     free_kept();  // the next run takes this run's buffers instead
-    kept_ = KeptBuffers{run_->state,  run_->aggregate, run_->state_bytes,
-                        run_->agg_bytes, run_->pinned,   run_->pinned_bytes};
+    kept_ = KeptBuffers{run_->state,     run_->aggregate, run_->state_bytes,
+                        run_->agg_bytes, run_->pinned,    run_->pinned_bytes};
   }
   run_.reset();
 }
