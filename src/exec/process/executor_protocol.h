@@ -7,8 +7,7 @@
 //   request: op (1 byte) | the call's fields
 //   reply:   status code (1 byte) | message | lost (1 byte) | the call's results
 //
-// Fields are little-endian fixed-width integers and doubles, and byte
-// strings as a u64 length and the bytes.  No JSON on the per-iteration path:
+// Fields are written with ByteWriter (common/byte_codec.h).  No JSON on the per-iteration path:
 // an iterate request is its slice and the state bytes, and its reply the
 // stats and the aggregate bytes.  Large byte strings are not copied into a
 // frame: a begin_run request is followed by one frame per dataset field,
@@ -25,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/byte_codec.h"
 #include "common/status.h"
 #include "exec/executor.h"
 
@@ -42,46 +42,6 @@ enum class ExecutorOp : uint8_t {
 };
 
 const char* executor_op_name(ExecutorOp op);
-
-class ByteWriter {
- public:
-  void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
-  void u64(uint64_t v);
-  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
-  void f64(double v);
-  void bytes(std::string_view b) {
-    u64(b.size());
-    out_.append(b);
-  }
-  // A byte string's length alone; its bytes follow as a part of their own.
-  void length(uint64_t n) { u64(n); }
-  std::string& out() { return out_; }
-
- private:
-  std::string out_;
-};
-
-// Reads what ByteWriter wrote; a read past the end sets ok() to false and
-// yields zeros, so a decoder checks ok() once at its end.
-class ByteReader {
- public:
-  explicit ByteReader(std::string_view in) : in_(in) {}
-  uint8_t u8();
-  uint64_t u64();
-  int64_t i64() { return static_cast<int64_t>(u64()); }
-  double f64();
-  std::string_view bytes();
-  std::string str() { return std::string(bytes()); }
-  std::string_view rest();
-  bool ok() const { return ok_; }
-  Status status(const char* what) const;
-
- private:
-  bool take(size_t n, const char** p);
-  std::string_view in_;
-  size_t pos_ = 0;
-  bool ok_ = true;
-};
 
 // A program as it crosses the channel: its config.yaml and sources (the
 // host regenerates the header), under the hash the worker knows it by.
