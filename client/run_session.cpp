@@ -193,8 +193,12 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
         if (off + n > all->size())
           return invalid_argument("run_start: rows of field '" + f.name + "' are short");
         if ((*ctx_.executors)[static_cast<size_t>(p.executor)]->process) {
-          d.shared.resize(man.dataset.size());  // sent from the cache as they lie
-          d.shared[k] = {all, off, n};
+          // Sent from the cache as they lie, under a key the executor process
+          // may keep them by for the next run over them.
+          d.shared.resize(man.dataset.size());
+          d.shared[k] = {all, off, n,
+                         UploadCache::key(src.upload, h.first_row, h.rows, row_bytes) + "@" +
+                             std::to_string(off) + "+" + std::to_string(n)};
         } else {
           buf.assign(all->begin() + static_cast<long>(off),
                      all->begin() + static_cast<long>(off + n));

@@ -312,7 +312,10 @@ Status WorkerDaemon::init() {
       impl_->executors.back()->executor = std::move(e);
     }
   } else {
-    LIZARD_ASSIGN_OR_RETURN(auto made, make_executors(impl_->opts.backend, &impl_->backend_note));
+    // Executors in the worker are sent every run's rows: they keep none.
+    BackendOptions in_process = impl_->opts.backend;
+    in_process.kept_rows_mb = 0;
+    LIZARD_ASSIGN_OR_RETURN(auto made, make_executors(in_process, &impl_->backend_note));
     for (auto& e : made) {
       impl_->executors.push_back(std::make_unique<ExecutorHandle>());
       impl_->executors.back()->executor = std::move(e);

@@ -295,6 +295,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 86400));
   client->add_option("--upload-cache-mb", wo.upload_cache_mb,
                      "Uploaded rows kept in memory for later runs over them (MiB; 0: none)");
+  wo.backend.kept_rows_mb = 2048;
+  client->add_option("--kept-rows-mb", wo.backend.kept_rows_mb,
+                     "Uploaded rows each executor keeps (on its GPU, or in the CPU backend's "
+                     "memory) for later runs over them, so that they are not sent again (MiB; "
+                     "0: none; GPU memory a run needs is freed from them first)");
   client->add_option("--weight", wo.weight,
                      "Report this capability weight (testing, uneven nodes)");
   client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)");
@@ -326,6 +331,7 @@ int main(int argc, char** argv) {
   host->add_option("--cpu-executors", ho.cpu_executors);
   host->add_option("--cpu-first-ordinal", ho.cpu_first_ordinal);
   host->add_option("--cache-dir", ho.cache_dir);
+  host->add_option("--kept-rows-mb", ho.kept_rows_mb);
   host->add_flag("--probe", probe);
 
   lizard::UserCommands user(&app);

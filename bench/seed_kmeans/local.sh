@@ -27,4 +27,4 @@ for _ in $(seq 300); do
   [ "$(curl -sf "http://127.0.0.1:$port/clients" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))' 2>/dev/null)" -ge 1 ] 2>/dev/null && break
   sleep 0.1
 done
-python3 "$root/bench/seed_kmeans/seed_kmeans.py" --uri "http://127.0.0.1:$port" ${LIZARD_SEED_ARGS:-}
+${LIZARD_SEED_SCRIPT:-python3 $root/bench/seed_kmeans/seed_kmeans.py} --uri "http://127.0.0.1:$port" ${LIZARD_SEED_ARGS:-}

@@ -92,6 +92,17 @@ def main():
               f"kernel median {statistics.median(kernel_ms) * 1e3:.0f} us, "
               f"sum {sum(iter_ms):.2f} ms")
     print("phases (median run):", json.dumps(record.get("phases", {})))
+    # Where the median run's wall time went: the run's own phases, the rest of
+    # the driver's time (hooks, ending the run), and what lies outside the
+    # driver (the HTTP exchange, checking and storing the request, the record
+    # and its answer, this client).
+    phases = record.get("phases", {})
+    elapsed = record.get("elapsed_ms", 0.0)
+    inside = sum(phases.get(k, 0.0) for k in ("planning_ms", "loading_ms", "compile_ms",
+                                                "iterations_ms"))
+    print(f"breakdown (median run): queued {phases.get('queued_ms', 0.0):.2f} ms, "
+          f"phases {inside:.2f} ms, rest of the driver {elapsed - inside:.2f} ms, "
+          f"outside the driver {wall - elapsed - phases.get('queued_ms', 0.0):.2f} ms")
 
 
 if __name__ == "__main__":

@@ -66,18 +66,38 @@ struct PartitionData {
   // process to be sent from where they lie rather than from a copy: where
   // shared[k].owner is set, fields[k] is empty.  Only ProcessExecutor takes
   // them; the executors in this process get every field in `fields`.
+  //
+  // `key` names immutable rows (an upload's): an executor may keep them
+  // under it for later runs (kept_rows()), and a later run may then name
+  // them by key alone: no owner, `fields[k]` empty, `size` their bytes.
   struct SharedRows {
     std::shared_ptr<const std::vector<uint8_t>> owner;
     size_t offset = 0;
     size_t size = 0;
+    std::string key;
   };
   std::vector<SharedRows> shared;  // empty, or one per field
-  // Field k's rows, from `fields` or `shared`.
+  // Field k's rows, from `fields` or `shared` (empty when named by key alone).
   std::string_view field_rows(size_t k) const {
     if (k < shared.size() && shared[k].owner)
       return {reinterpret_cast<const char*>(shared[k].owner->data()) + shared[k].offset,
               shared[k].size};
     return {reinterpret_cast<const char*>(fields[k].data()), fields[k].size()};
+  }
+  // Field k's rows' key ("" when they have none).
+  const std::string& row_key(size_t k) const {
+    static const std::string none;
+    return k < shared.size() ? shared[k].key : none;
+  }
+  // Whether field k's rows are named by key alone, for the executor to take
+  // from the rows it keeps.
+  bool named_only(size_t k) const {
+    return k < shared.size() && !shared[k].owner && !shared[k].key.empty() && fields[k].empty() &&
+           shared[k].size > 0;
+  }
+  // Field k's bytes, wherever they are.
+  size_t field_size(size_t k) const {
+    return named_only(k) ? shared[k].size : field_rows(k).size();
   }
   // Generator kernels (names from manifest.generate) that fill fields once,
   // after loading and before the first iteration; `seed` reaches them as data.generate_seed.
@@ -135,6 +155,10 @@ class Executor {
   virtual bool lost() const { return false; }
   // Reads the memory now free on the device into info().free_memory.
   virtual void refresh_free_memory() = 0;
+  // The keys of the input rows this executor keeps from earlier runs
+  // (PartitionData::SharedRows::key), which a later begin_run may name by
+  // key alone.  Executors that keep none: empty.
+  virtual std::vector<std::string> kept_rows() const { return {}; }
   // Measures how busy the device is now into info().utilization and
   // info().launch_delay_us; executors without such telemetry (the CPU
   // backend) leave them unknown.

@@ -21,6 +21,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptio
     c.cuda_path = o.cuda_path;
     c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + "/cubin";
     c.gpus = selection;
+    c.kept_rows_bytes = o.kept_rows_mb << 20;
     auto gpus = make_cuda_executors(c);
     if (gpus.ok()) {
       out = std::move(gpus).value();
@@ -36,6 +37,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptio
     CpuExecutorOptions c;
     c.threads = o.cpu_threads;
     c.ordinal = i;
+    c.kept_rows_bytes = o.kept_rows_mb << 20;
     // Each executor builds into a directory of its own: builds run at once.
     const std::string dir = i == 0 ? "/cpu" : "/cpu-" + std::to_string(i);
     c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + dir;

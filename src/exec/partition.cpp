@@ -27,7 +27,7 @@ Result<PartitionLayout> check_partition(const Manifest& m, const ParamValues& p,
         !checked_mul(bytes, dtype_size(f.type), &bytes) || bytes > SIZE_MAX)
       return too_large("dataset field '" + f.name + "' of " + std::to_string(data.rows) +
                        " rows is too large to address");
-    const size_t given = data.fields[k].size();
+    const size_t given = data.field_size(k);
     const bool generated = given == 0 && !data.generators.empty();
     if (f.input && !generated && given != bytes)
       return invalid_argument("dataset field '" + f.name + "' has " + std::to_string(given) +

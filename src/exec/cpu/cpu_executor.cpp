@@ -81,7 +81,8 @@ struct CpuExecutor::Run {
 
 CpuExecutor::CpuExecutor(const CpuExecutorOptions& o)
     : cache_dir_(o.cache_dir.empty() ? default_cache_dir() : o.cache_dir),
-      pool_(resolve_threads(o.threads)) {
+      pool_(resolve_threads(o.threads)),
+      kept_(o.kept_rows_bytes) {
   info_.kind = "cpu";
   info_.name = cpu_model();
   info_.ordinal = o.ordinal;
@@ -143,6 +144,7 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
   LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<Module> module,
                           module_for(variant_for_run(program, params), &compile_stats_));
   const Manifest& m = program.manifest;
+  LIZARD_RETURN_IF_ERROR(use_kept_rows(&data));
   LIZARD_ASSIGN_OR_RETURN(PartitionLayout layout, check_partition(m, params, data));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, params));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer aggregate, make_section(m.aggregate, m, params));
@@ -171,6 +173,22 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
   run->steps = steps_of(*run, args.launches);
   run_ = std::move(run);
   return run_generators(data.generators);
+}
+
+Status CpuExecutor::use_kept_rows(PartitionData* data) {
+  for (size_t k = 0; k < data->fields.size(); ++k) {
+    const std::string& key = data->row_key(k);
+    if (key.empty()) continue;
+    if (data->named_only(k)) {
+      const std::vector<uint8_t>* kept = kept_.find(key);
+      if (!kept) return not_found("this executor no longer keeps the rows " + key);
+      data->fields[k] = *kept;  // the run's own copy: its kernels may write into it
+    } else if (kept_.budget() > 0 && !kept_.contains(key)) {
+      const std::string_view rows = data->field_rows(k);
+      kept_.put(key, std::vector<uint8_t>(rows.begin(), rows.end()), rows.size());
+    }
+  }
+  return Status::Ok();
 }
 
 std::vector<CpuExecutor::Step> CpuExecutor::steps_of(const Run& run,

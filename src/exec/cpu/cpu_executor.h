@@ -19,6 +19,7 @@
 #include "exec/cpu/cuda_cpu_launch_abi.h"
 #include "exec/cpu/thread_pool.h"
 #include "exec/executor.h"
+#include "exec/kept_rows.h"
 #include "exec/launch.h"
 #include "exec/partition.h"
 #include "exec/program_variant.h"
@@ -29,6 +30,8 @@ struct CpuExecutorOptions {
   int threads = 0;        // 0: all cores
   std::string cache_dir;  // empty: a directory under the system's temporary directory
   int ordinal = 0;        // which of the worker's CPU executors this is
+  // Input rows kept for later runs over them (kept_rows()); 0: none.
+  uint64_t kept_rows_bytes = 0;
 };
 
 using CpuKernelFn = int (*)(const lizard_cpu_launch* launch, const void* const* args, char* err,
@@ -50,6 +53,7 @@ class CpuExecutor : public Executor {
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override;
+  std::vector<std::string> kept_rows() const override { return kept_.keys(); }
 
  private:
   struct Module {
@@ -71,6 +75,9 @@ class CpuExecutor : public Executor {
   static std::vector<Step> steps_of(const Run& run, const std::vector<LaunchConfig>& launches);
   LaunchLimits limits() const { return LaunchLimits{info_.sm_count, 256, 1024}; }
   Status run_generators(const std::vector<std::string>& names);
+  // Copies the kept rows of fields named by key alone into `data`, and keeps
+  // the keyed rows `data` carries for later runs.
+  Status use_kept_rows(PartitionData* data);
 
   ExecutorInfo info_;
   std::string cache_dir_;
@@ -78,6 +85,7 @@ class CpuExecutor : public Executor {
   std::map<std::string, std::shared_ptr<Module>> modules_;  // by ProgramVariant::key
   std::unique_ptr<Run> run_;
   CompileStats compile_stats_;
+  KeptRows<std::vector<uint8_t>> kept_;
 };
 
 std::unique_ptr<Executor> make_cpu_executor(const CpuExecutorOptions& o);

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/gpu_load.h"
 #include "exec/cuda/nvrtc_compiler.h"
+#include "exec/kept_rows.h"
 #include "exec/launch.h"
 #include "exec/partition.h"
 #include "exec/program_variant.h"
@@ -40,6 +42,24 @@ struct Module {
   CUmodule module = nullptr;
   std::vector<CUfunction> kernels;               // manifest.iterate order
   std::map<std::string, CUfunction> generators;  // manifest.generate, by name
+};
+
+// Device memory that holds kept input rows (KeptRows), freed when they are
+// evicted.  A context reset frees it with the context: forget() it then.
+class DeviceRows {
+ public:
+  DeviceRows(const CudaDriver* cu, CUdeviceptr ptr) : cu_(cu), ptr_(ptr) {}
+  DeviceRows(DeviceRows&& o) noexcept : cu_(o.cu_), ptr_(o.ptr_) { o.ptr_ = 0; }
+  DeviceRows& operator=(DeviceRows&&) = delete;
+  ~DeviceRows() {
+    if (ptr_) cu_->cuMemFree(ptr_);
+  }
+  CUdeviceptr ptr() const { return ptr_; }
+  void forget() { ptr_ = 0; }
+
+ private:
+  const CudaDriver* cu_;
+  CUdeviceptr ptr_;
 };
 
 // A run's device state.
@@ -79,8 +99,11 @@ struct Run {
 class CudaExecutor final : public Executor {
  public:
   CudaExecutor(std::shared_ptr<const CudaDriver> cu, std::shared_ptr<const NvrtcCompiler> cc,
-               std::shared_ptr<const NvmlLibrary> nvml)
-      : cu_(std::move(cu)), cc_(std::move(cc)), nvml_(std::move(nvml)) {}
+               std::shared_ptr<const NvmlLibrary> nvml, uint64_t kept_rows_bytes = 0)
+      : cu_(std::move(cu)),
+        cc_(std::move(cc)),
+        nvml_(std::move(nvml)),
+        kept_rows_(kept_rows_bytes) {}
   ~CudaExecutor() override;
 
   // Retains the device's primary context and fills info().
@@ -103,6 +126,7 @@ class CudaExecutor final : public Executor {
   void refresh_load() override {
     if (meter_ && make_current().ok()) meter_->measure(stream_, ev_end_, &info_);
   }
+  std::vector<std::string> kept_rows() const override { return kept_rows_.keys(); }
 
  private:
   Status check(CUresult r, const std::string& what) const {
@@ -121,10 +145,18 @@ class CudaExecutor final : public Executor {
   Result<Module*> load_program(const ProgramVariant& variant, CompileStats* stats);
   Status load_module(const ProgramImage& program, Module* m);
 
+  // Evicts kept rows (never those in `protect`) until the run's buffers fit.
+  Status make_room(const Run& run, const std::set<std::string>& protect);
   Status check_fits(const Run& run) const;
+  // Field k's rows from the rows kept under `key`, copied on the run's stream.
+  Status copy_kept_rows(const std::string& key, CUdeviceptr to, uint64_t bytes,
+                        const std::string& field);
+  // Keeps a copy of a run's freshly uploaded field k, if the budget allows.
+  void keep_rows(const std::string& key, CUdeviceptr from, uint64_t bytes,
+                 const std::set<std::string>& protect);
   Status run_generators(const Module& m, const std::vector<std::string>& names,
                         const SectionBuffer& zero_state);
-  Status allocate_run(Run* run, PartitionData* data);
+  Status allocate_run(Run* run, PartitionData* data, const std::set<std::string>& protect);
   Status prepare_launches(Run* run, const Module& m);
   LaunchLimits limits() const {
     return LaunchLimits{info_.sm_count, kDefaultBlock, static_cast<uint32_t>(max_block_)};
@@ -167,6 +199,7 @@ class CudaExecutor final : public Executor {
   std::map<std::string, Module> modules_;  // by ProgramVariant::key
   std::unique_ptr<Run> run_;
   KeptBuffers kept_;  // from the last run, with the context current
+  KeptRows<DeviceRows> kept_rows_;
   CompileStats compile_stats_;
   Status lost_;  // set when the device cannot be used again in this process
 };

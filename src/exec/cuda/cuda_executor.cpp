@@ -43,6 +43,8 @@ CudaExecutor::~CudaExecutor() {
   cu_->cuCtxSetCurrent(ctx_);
   release_run();
   if (lost_.ok()) free_kept();
+  if (!lost_.ok()) kept_rows_.for_each([](DeviceRows& r) { r.forget(); });
+  kept_rows_.clear();
   for (auto& [hash, m] : modules_)
     if (m.module) cu_->cuModuleUnload(m.module);
   if (meter_) meter_->unload();
@@ -203,7 +205,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOpt
   std::vector<ExecutorLoad> loads(static_cast<size_t>(count));
   if (options.gpus.needs_load())
     for (int g = 0; g < count; ++g) {
-      probed[g] = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib);
+      probed[g] = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib, options.kept_rows_bytes);
       LIZARD_RETURN_IF_ERROR(probed[g]->open(g));
       probed[g]->refresh_load();
       const ExecutorInfo& i = probed[g]->info();
@@ -216,7 +218,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOpt
       out.push_back(std::move(probed[g]));
       continue;
     }
-    auto e = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib);
+    auto e = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib, options.kept_rows_bytes);
     LIZARD_RETURN_IF_ERROR(e->open(g));
     out.push_back(std::move(e));
   }

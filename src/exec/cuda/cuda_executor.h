@@ -22,6 +22,9 @@ struct CudaOptions {
   std::string cuda_path = "/usr/local/cuda";  // toolkit directory, searched for libnvrtc
   GpuSelection gpus;                          // which devices (all by default)
   std::string cache_dir;                      // compiled cubins; empty = no disk cache
+  // Input rows each GPU keeps in its memory for later runs over them (see
+  // exec/kept_rows.h); 0: none.  Evicted whenever a run needs the memory.
+  uint64_t kept_rows_bytes = 0;
 };
 
 // One executor per selected GPU.  kUnavailable, with the reason ("libcuda.so.1

@@ -40,10 +40,13 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
   run->state_bytes = state.bytes.size();
   run->agg_bytes = agg.bytes.size();
   run->state_layout = state_layout(man);
-  LIZARD_RETURN_IF_ERROR(check_fits(*run));
+  std::set<std::string> protect;  // kept rows this run copies
+  for (size_t k = 0; k < data.fields.size(); ++k)
+    if (data.named_only(k)) protect.insert(data.row_key(k));
+  LIZARD_RETURN_IF_ERROR(make_room(*run, protect));
   LIZARD_RETURN_IF_ERROR(prepare_launches(run.get(), *m));
   run_ = std::move(run);
-  Status st = allocate_run(run_.get(), &data);
+  Status st = allocate_run(run_.get(), &data, protect);
   if (st.ok()) {
     set_identity(&agg);
     run_->identity_is_zero = all_zero(agg.bytes);
@@ -97,6 +100,13 @@ Status CudaExecutor::run_generators(const Module& m, const std::vector<std::stri
   return Status::Ok();
 }
 
+Status CudaExecutor::make_room(const Run& run, const std::set<std::string>& protect) {
+  Status st = check_fits(run);
+  while (!st.ok() && st.code() == Code::kTooLarge && kept_rows_.evict_one(protect))
+    st = check_fits(run);
+  return st;
+}
+
 Status CudaExecutor::check_fits(const Run& run) const {
   size_t free = 0, total = 0;
   LIZARD_RETURN_IF_ERROR(check(cu_->cuMemGetInfo(&free, &total), "cuMemGetInfo"));
@@ -118,22 +128,52 @@ Status CudaExecutor::check_fits(const Run& run) const {
                    std::to_string(free) + " bytes of device memory are free");
 }
 
-Status CudaExecutor::allocate_run(Run* run, PartitionData* data) {
+Status CudaExecutor::copy_kept_rows(const std::string& key, CUdeviceptr to, uint64_t bytes,
+                                    const std::string& field) {
+  const DeviceRows* kept = kept_rows_.find(key);
+  if (!kept)
+    return not_found("GPU " + std::to_string(info_.ordinal) + " no longer keeps the rows " + key);
+  return check(cu_->cuMemcpyDtoDAsync(to, kept->ptr(), bytes, stream_),
+               "copying the kept rows of dataset field '" + field + "'");
+}
+
+// Best effort: rows that do not fit the budget or the device are not kept.
+void CudaExecutor::keep_rows(const std::string& key, CUdeviceptr from, uint64_t bytes,
+                             const std::set<std::string>& protect) {
+  if (kept_rows_.contains(key) || !kept_rows_.could_keep(bytes, protect)) return;
+  while (kept_rows_.bytes() + bytes > kept_rows_.budget() && kept_rows_.evict_one(protect)) {
+  }
+  CUdeviceptr copy = 0;
+  if (cu_->cuMemAlloc(&copy, bytes) != CUDA_SUCCESS) return;
+  DeviceRows rows(cu_.get(), copy);
+  if (cu_->cuMemcpyDtoDAsync(copy, from, bytes, stream_) != CUDA_SUCCESS) return;
+  kept_rows_.put(key, std::move(rows), bytes, protect);
+}
+
+Status CudaExecutor::allocate_run(Run* run, PartitionData* data,
+                                  const std::set<std::string>& protect) {
   const Manifest& man = run->program.manifest;
   run->fields.assign(man.dataset.size(), 0);
   for (size_t k = 0; k < man.dataset.size(); ++k) {
     const FieldSpec& f = man.dataset[k];
     const uint64_t bytes = run->field_bytes[k];
-    const auto& host = data->fields[k];  // its size was checked by check_partition
     if (bytes == 0) continue;
     CUresult r = cu_->cuMemAlloc(&run->fields[k], bytes);
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
       return too_large("GPU " + std::to_string(info_.ordinal) + ": dataset field '" + f.name +
                        "' needs " + std::to_string(bytes) + " bytes: " + cu_->error_text(r));
     LIZARD_RETURN_IF_ERROR(check(r, "allocating dataset field '" + f.name + "'"));
-    if (run->field_init[k] == FieldInit::kUpload) {
-      LIZARD_RETURN_IF_ERROR(check(cu_->cuMemcpyHtoD(run->fields[k], host.data(), bytes),
-                                   "uploading dataset field '" + f.name + "'"));
+    const std::string& key = data->row_key(k);
+    if (run->field_init[k] == FieldInit::kUpload && data->named_only(k)) {
+      LIZARD_RETURN_IF_ERROR(copy_kept_rows(key, run->fields[k], bytes, f.name));
+    } else if (run->field_init[k] == FieldInit::kUpload) {
+      // On the run's stream, which the kernels and a kept copy follow; from
+      // pageable memory the call returns once the rows are staged, so the
+      // host copy may go.  Its size was checked by check_partition.
+      LIZARD_RETURN_IF_ERROR(
+          check(cu_->cuMemcpyHtoDAsync(run->fields[k], data->field_rows(k).data(), bytes, stream_),
+                "uploading dataset field '" + f.name + "'"));
+      if (!key.empty() && kept_rows_.budget() > 0) keep_rows(key, run->fields[k], bytes, protect);
     } else {
       // On the run's stream: cuMemsetD8 would go to the legacy default stream,
       // which the run's non-blocking stream does not wait for, and could still
@@ -319,6 +359,8 @@ Status CudaExecutor::reset_device() {
     run_->pinned = nullptr;
   }
   kept_ = KeptBuffers{};  // the reset frees them with the context
+  kept_rows_.for_each([](DeviceRows& r) { r.forget(); });
+  kept_rows_.clear();
   for (auto& [hash, m] : modules_) m.module = nullptr;
   if (meter_) meter_->forget_module();
   ev_begin_ = ev_end_ = nullptr;

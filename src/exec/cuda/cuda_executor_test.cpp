@@ -308,6 +308,103 @@ extern "C" __global__ void touch(global_params_t p, dataset_t d, global_state_t 
       << st.message();
 }
 
+// Kept input rows (exec/kept_rows.h): a run that names its rows by key gets
+// them as uploaded, whatever the last run's kernels wrote into its copy, and
+// kept rows give way to a run that needs their memory.
+const char* kBumpYaml = R"(
+sources: {cuda: kernel.cu}
+dataset:
+  x: {type: float32, shape: [rows]}
+  scratch: {type: uint8, shape: [rows, scratch_width], input: false}
+params:
+  scratch_width: {type: int64, default: 0}
+aggregate:
+  total: {type: float64, reduce: sum}
+iterate:
+  - {kernel: bump, blocks: "sm_count * 4", block: 256}
+)";
+
+const char* kBumpKernel = R"(
+#include "lizard_program.h"
+extern "C" __global__ void bump(global_params_t params, dataset_t data, global_state_t state,
+                                agg_res_t result) {
+  double sum = 0;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < data.rows;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    data.x[i] += 1.0f;
+    sum += data.x[i];
+  }
+  atomicAdd(result.total, sum);
+}
+)";
+
+std::unique_ptr<Executor> gpu_keeping(uint64_t bytes) {
+  CudaOptions o;
+  o.kept_rows_bytes = bytes;
+  auto gpus = make_cuda_executors(o);
+  EXPECT_TRUE(gpus.ok()) << gpus.status().message();
+  return gpus.ok() ? std::move(gpus->front()) : nullptr;
+}
+
+// One iteration over rows 1, 1, ... (or as named by key); the total.
+Result<double> bump_once(Executor* e, const ProgramImage& p, int64_t rows, const std::string& key,
+                         bool send, int64_t scratch_width = 0) {
+  LIZARD_ASSIGN_OR_RETURN(ParamValues params,
+                          bind_params(p.manifest, {{"scratch_width", scratch_width}}));
+  PartitionData d;
+  d.rows = rows;
+  d.fields.resize(2);
+  d.shared.resize(2);
+  d.shared[0] = {nullptr, 0, static_cast<size_t>(rows) * 4, key};
+  if (send) {
+    std::vector<float> ones(static_cast<size_t>(rows), 1.0f);
+    d.fields[0].resize(ones.size() * 4);
+    std::memcpy(d.fields[0].data(), ones.data(), d.fields[0].size());
+  }
+  LIZARD_RETURN_IF_ERROR(e->begin_run(p, params, std::move(d)));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(p.manifest.state, p.manifest, params));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg,
+                          make_section(p.manifest.aggregate, p.manifest, params));
+  LIZARD_RETURN_IF_ERROR(e->iterate(state, &agg, nullptr));
+  LIZARD_RETURN_IF_ERROR(e->end_run(false).status());
+  double total = 0;
+  std::memcpy(&total, agg.bytes.data(), sizeof total);
+  return total;
+}
+
+TEST_F(CudaGpu, KeptRowsReachEachRunAsUploaded) {
+  auto gpu = gpu_keeping(64 << 20);
+  ASSERT_TRUE(gpu);
+  ProgramImage p = make_test_program(kBumpYaml, {{"kernel.cu", kBumpKernel}});
+  const int64_t rows = 1 << 20;
+  for (bool send : {true, false, false}) {
+    auto total = bump_once(gpu.get(), p, rows, "u1@0", send);
+    ASSERT_TRUE(total.ok()) << total.status().message();
+    EXPECT_EQ(*total, 2.0 * rows) << (send ? "sent" : "named");
+    EXPECT_EQ(gpu->kept_rows(), std::vector<std::string>{"u1@0"});
+  }
+  auto unknown = bump_once(gpu.get(), p, rows, "never-sent", false);
+  EXPECT_EQ(unknown.status().code(), Code::kNotFound) << unknown.status().message();
+}
+
+TEST_F(CudaGpu, KeptRowsGiveWayToARunThatNeedsTheMemory) {
+  auto gpu = gpu_keeping(uint64_t{8} << 30);
+  ASSERT_TRUE(gpu);
+  ProgramImage p = make_test_program(kBumpYaml, {{"kernel.cu", kBumpKernel}});
+  const int64_t rows = int64_t{1} << 30;  // 4 GiB of rows
+  ASSERT_TRUE(bump_once(gpu.get(), p, rows, "big", true).ok());
+  ASSERT_EQ(gpu->kept_rows(), std::vector<std::string>{"big"});
+  gpu->refresh_free_memory();
+  // A run of 1024 rows whose scratch needs 2 GiB more than is free: it fits
+  // only once the kept rows have gone.
+  const uint64_t free = gpu->info().free_memory;
+  const int64_t width = static_cast<int64_t>((free + (uint64_t{2} << 30)) / 1024);
+  auto total = bump_once(gpu.get(), p, 1024, "small", true, width);
+  ASSERT_TRUE(total.ok()) << total.status().message();
+  EXPECT_EQ(*total, 2.0 * 1024);
+  EXPECT_EQ(gpu->kept_rows(), std::vector<std::string>{"small"});
+}
+
 TEST_F(CudaGpu, CompileErrorReachesBuild) {
   ProgramImage bad = make_test_program(kYaml, {{"kernel.cu", "this is not CUDA"}});
   Status st = gpu_->build(bad);

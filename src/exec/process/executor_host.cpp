@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -68,12 +69,28 @@ Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
   d.seed = r->u64();
   const uint64_t generators = r->u64();
   for (uint64_t i = 0; i < generators && r->ok(); ++i) d.generators.push_back(r->str());
-  const uint64_t fields = r->u64();
+  std::vector<FieldRowsHead> heads = read_field_rows_heads(r);
   LIZARD_RETURN_IF_ERROR(r->status("begin_run"));
-  // Each field's rows follow as a frame of their own, read into place.
-  d.fields.resize(fields);
-  for (auto& f : d.fields)
-    if (Status st = channel->receive_into(&f, -1); !st.ok()) return st;
+  // Each field's rows, unless named by key, follow as a frame of their own,
+  // read into place.
+  d.fields.resize(heads.size());
+  d.shared.resize(heads.size());
+  bool missing = false;
+  const std::vector<std::string> kept = executor_->kept_rows();
+  for (size_t k = 0; k < heads.size(); ++k) {
+    d.shared[k].key = heads[k].key;
+    if (heads[k].how == FieldRows::kKept) {
+      d.shared[k].size = heads[k].size;
+      missing = missing || std::find(kept.begin(), kept.end(), heads[k].key) == kept.end();
+    } else if (Status st = channel->receive_into(&d.fields[k], -1); !st.ok()) {
+      return st;
+    }
+  }
+  // Rows this process no longer keeps: the worker sends them again.
+  if (missing) {
+    write_begin_run_reply(out, CompileStats{}, true, kept);
+    return not_found("the executor process no longer keeps rows the run names");
+  }
   LIZARD_ASSIGN_OR_RETURN(auto p, std::move(found));
   const Manifest& m = p->manifest;
   LIZARD_ASSIGN_OR_RETURN(state_, make_section(m.state, m, params));
@@ -81,9 +98,7 @@ Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
   run_program_ = p;
   run_params_ = params;
   Status st = executor_->begin_run(*p, params, std::move(d));
-  const CompileStats c = executor_->run_compile_stats();
-  out->f64(c.compile_ms);
-  out->u8(c.cache_hit ? 1 : 0);
+  write_begin_run_reply(out, executor_->run_compile_stats(), false, executor_->kept_rows());
   return st;
 }
 

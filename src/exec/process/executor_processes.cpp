@@ -27,7 +27,9 @@ std::vector<std::string> executor_host_args(const BackendOptions& o) {
                                 "--cpu-executors",
                                 std::to_string(o.cpu_executors),
                                 "--cpu-first-ordinal",
-                                std::to_string(o.cpu_first_ordinal)};
+                                std::to_string(o.cpu_first_ordinal),
+                                "--kept-rows-mb",
+                                std::to_string(o.kept_rows_mb)};
   if (!o.cache_dir.empty()) args.insert(args.end(), {"--cache-dir", o.cache_dir});
   return args;
 }

@@ -75,6 +75,47 @@ ParamValues read_params(ByteReader* r) {
   return p;
 }
 
+void write_field_rows_heads(ByteWriter* w, const std::vector<FieldRowsHead>& heads) {
+  w->u64(heads.size());
+  for (const FieldRowsHead& h : heads) {
+    w->u8(static_cast<uint8_t>(h.how));
+    w->bytes(h.key);
+    w->u64(h.size);
+  }
+}
+
+std::vector<FieldRowsHead> read_field_rows_heads(ByteReader* r) {
+  std::vector<FieldRowsHead> heads;
+  const uint64_t n = r->u64();
+  for (uint64_t k = 0; k < n && r->ok(); ++k) {
+    FieldRowsHead h;
+    h.how = r->u8() == static_cast<uint8_t>(FieldRows::kKept) ? FieldRows::kKept : FieldRows::kSent;
+    h.key = r->str();
+    h.size = r->u64();
+    heads.push_back(std::move(h));
+  }
+  return heads;
+}
+
+void write_begin_run_reply(ByteWriter* w, const CompileStats& compile, bool rows_missing,
+                           const std::vector<std::string>& kept) {
+  w->f64(compile.compile_ms);
+  w->u8(compile.cache_hit ? 1 : 0);
+  w->u8(rows_missing ? 1 : 0);
+  w->u64(kept.size());
+  for (const std::string& key : kept) w->bytes(key);
+}
+
+BeginRunReply read_begin_run_reply(ByteReader* r) {
+  BeginRunReply out;
+  out.compile.compile_ms = r->f64();
+  out.compile.cache_hit = r->u8() != 0;
+  out.rows_missing = r->u8() != 0;
+  const uint64_t n = r->u64();
+  for (uint64_t k = 0; k < n && r->ok(); ++k) out.kept.push_back(r->str());
+  return out;
+}
+
 void write_reply_head(ByteWriter* w, const Status& st, bool lost) {
   w->u8(static_cast<uint8_t>(st.code()));
   w->bytes(st.message());

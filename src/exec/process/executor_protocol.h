@@ -33,7 +33,8 @@ namespace lizard {
 enum class ExecutorOp : uint8_t {
   kInfo = 1,               // → ExecutorInfo as JSON text (once per process)
   kBuild = 2,              // program → -
-  kBeginRun = 3,           // program?, params, partition; a frame per field → compile stats
+  kBeginRun = 3,           // program?, params, partition, field heads; a frame per field
+                           // sent → compile stats, rows missing, kept rows
   kIterate = 4,            // first, count (< 0: every row), state → stats, aggregate
   kEndRun = 5,             // want_outputs → fields
   kRefreshFreeMemory = 6,  // → free memory
@@ -50,6 +51,30 @@ Result<ProgramImage> read_program(ByteReader* r);
 
 void write_params(ByteWriter* w, const ParamValues& p);
 ParamValues read_params(ByteReader* r);
+
+// How a begin_run field's rows travel: as a frame after the request, or
+// named by the key the executor process keeps them under (Executor::kept_rows).
+// A sent field with a key may be kept under it for later runs.
+enum class FieldRows : uint8_t { kSent = 0, kKept = 1 };
+struct FieldRowsHead {
+  FieldRows how = FieldRows::kSent;
+  std::string key;    // "" when the rows have none
+  uint64_t size = 0;  // kKept: the rows' bytes
+};
+void write_field_rows_heads(ByteWriter* w, const std::vector<FieldRowsHead>& heads);
+std::vector<FieldRowsHead> read_field_rows_heads(ByteReader* r);
+
+// begin_run's results.  `rows_missing`: the process no longer keeps rows the
+// request named (the run did not begin; send them again); `kept`: the keys
+// of the rows it keeps now.
+struct BeginRunReply {
+  CompileStats compile;
+  bool rows_missing = false;
+  std::vector<std::string> kept;
+};
+void write_begin_run_reply(ByteWriter* w, const CompileStats& compile, bool rows_missing,
+                           const std::vector<std::string>& kept);
+BeginRunReply read_begin_run_reply(ByteReader* r);
 
 // The head of a reply: the call's status and whether the device is lost.
 void write_reply_head(ByteWriter* w, const Status& st, bool lost);

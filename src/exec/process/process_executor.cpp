@@ -37,6 +37,7 @@ Status ProcessExecutor::spawn() {
     pid_ = child_->pid();
   }
   programs_sent_.clear();
+  kept_rows_.clear();
   in_run_ = false;
   const char op = static_cast<char>(ExecutorOp::kInfo);
   std::string frame;
@@ -107,6 +108,7 @@ void ProcessExecutor::reap() {
   last_end_ = child_->exit_description();
   child_.reset();
   programs_sent_.clear();
+  kept_rows_.clear();
   in_run_ = false;
 }
 
@@ -184,6 +186,16 @@ Status ProcessExecutor::build(const ProgramImage& program) {
 Status ProcessExecutor::begin_run(const ProgramImage& program, const ParamValues& params,
                                   PartitionData data) {
   LIZARD_RETURN_IF_ERROR(restart_if_ended());
+  bool rows_missing = false;
+  Status st = send_begin_run(program, params, data, true, &rows_missing);
+  // The process no longer keeps rows it was to take by key: send them.
+  if (rows_missing) st = send_begin_run(program, params, data, false, &rows_missing);
+  return st;
+}
+
+Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamValues& params,
+                                       const PartitionData& data, bool name_kept,
+                                       bool* rows_missing) {
   compile_stats_ = CompileStats{};
   ByteWriter w;
   const bool send_program = programs_sent_.count(program.hash) == 0;
@@ -198,12 +210,22 @@ Status ProcessExecutor::begin_run(const ProgramImage& program, const ParamValues
   w.u64(data.seed);
   w.u64(data.generators.size());
   for (const auto& g : data.generators) w.bytes(g);
-  w.u64(data.fields.size());
+  std::vector<FieldRowsHead> heads(data.fields.size());
+  for (size_t k = 0; k < heads.size(); ++k) {
+    heads[k].key = data.row_key(k);
+    const size_t size = data.field_rows(k).size();
+    if (name_kept && size > 0 && kept_rows_.count(heads[k].key)) {
+      heads[k].how = FieldRows::kKept;
+      heads[k].size = size;
+    }
+  }
+  write_field_rows_heads(&w, heads);
   std::string_view head = w.out();
   LIZARD_RETURN_IF_ERROR(send_request(ExecutorOp::kBeginRun, &head, 1));
-  // Each field's rows as a frame of their own, sent from where they lie and
-  // read straight into the host's buffer.
+  // Each field's rows not named by key as a frame of their own, sent from
+  // where they lie and read straight into the host's buffer.
   for (size_t k = 0; k < data.fields.size(); ++k) {
+    if (heads[k].how == FieldRows::kKept) continue;
     if (!child_->channel().send(data.field_rows(k)).ok())
       return ended_during(ExecutorOp::kBeginRun);
   }
@@ -211,9 +233,14 @@ Status ProcessExecutor::begin_run(const ProgramImage& program, const ParamValues
   LIZARD_RETURN_IF_ERROR(receive_reply(ExecutorOp::kBeginRun, &frame));
   Reply reply(frame);
   Status st = reply.head();
-  compile_stats_.compile_ms = reply.reader.f64();
-  compile_stats_.cache_hit = reply.reader.u8() != 0;
-  if (st.ok()) st = reply.reader.status("begin_run");
+  BeginRunReply r = read_begin_run_reply(&reply.reader);
+  const Status parsed = reply.reader.status("begin_run");
+  if (st.ok()) st = parsed;
+  if (parsed.ok()) {
+    compile_stats_ = r.compile;
+    kept_rows_ = std::set<std::string>(r.kept.begin(), r.kept.end());
+  }
+  *rows_missing = parsed.ok() && r.rows_missing;
   if (st.ok()) programs_sent_.insert(program.hash);
   in_run_ = st.ok();
   if (reply.lost) end_lost_process();

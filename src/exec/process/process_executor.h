@@ -57,6 +57,9 @@ class ProcessExecutor : public Executor {
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override;
   void refresh_load() override;
+  std::vector<std::string> kept_rows() const override {
+    return {kept_rows_.begin(), kept_rows_.end()};
+  }
 
   // An iteration in two halves, so that a worker starts it on all of its
   // executor processes before it waits for any: sends the state (rows
@@ -81,6 +84,10 @@ class ProcessExecutor : public Executor {
   // head.  A process that ended makes this the error that says how.
   Status call(ExecutorOp op, const std::string_view* parts, size_t count, std::string* frame);
   Status send_request(ExecutorOp op, const std::string_view* parts, size_t count);
+  // One begin_run request; with `name_kept`, rows the process keeps are
+  // named by key instead of sent.  `rows_missing`: it no longer kept some.
+  Status send_begin_run(const ProgramImage& program, const ParamValues& params,
+                        const PartitionData& data, bool name_kept, bool* rows_missing);
   Status receive_reply(ExecutorOp op, std::string* frame);
   Status ended_during(ExecutorOp op);
   void reap();  // the process has ended or must: reaps it, notes how it ended
@@ -95,6 +102,7 @@ class ProcessExecutor : public Executor {
   pid_t pid_ = -1;  // GUARDED_BY(pid_mu_): the live process, -1 once it is being reaped
   ExecutorInfo info_;
   std::set<std::string> programs_sent_;  // hashes the current process holds
+  std::set<std::string> kept_rows_;      // keys of the rows it keeps (Executor::kept_rows)
   bool in_run_ = false;                  // the current process holds a run's rows
   CompileStats compile_stats_;
 };

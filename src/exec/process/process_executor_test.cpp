@@ -109,7 +109,7 @@ Outcome run_scale(Executor* e, const ProgramImage& p, bool shared = false) {
     auto owner = std::make_shared<std::vector<uint8_t>>(floats(1200, 5000));  // other rows around
     std::memcpy(owner->data() + 200 * sizeof(float), d.fields[0].data(), d.fields[0].size());
     d.shared.resize(2);
-    d.shared[0] = {owner, 200 * sizeof(float), d.fields[0].size()};
+    d.shared[0] = {owner, 200 * sizeof(float), d.fields[0].size(), ""};
     d.fields[0].clear();
   }
   out.status = e->begin_run(p, *params, std::move(d));
