@@ -78,6 +78,7 @@ void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bo
           l.unlock();
           if (!queued.ok()) return respond(error_response(queued.status()));
           auto run = std::move(queued).value();
+          spdlog::debug("{} queued", run->id);
           if (wait)
             runs.add_waiter(run, std::move(respond));
           else

@@ -170,6 +170,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (read_failed(ec, header_parser_->got_some())) return;
     const auto& h = header_parser_->get();
     const std::string_view target(h.target().data(), h.target().size());
+    if (spdlog::should_log(spdlog::level::debug)) {  // for the answer's log line
+      request_line_ = std::string(h.method_string()) + " " + std::string(target);
+      request_start_ = std::chrono::steady_clock::now();
+    }
     const bool upload = h.method() == http::verb::post &&
                         (target == "/datasets" || target.substr(0, 10) == "/datasets?");
     if (upload) {
@@ -298,6 +302,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   // HEAD gets the headers GET would (Content-Length included), no body.
   void write(HttpResponse r) {
+    if (!request_line_.empty()) {
+      spdlog::debug("{} answered {} after {:.3f} ms", request_line_, r.status,
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              request_start_)
+                        .count());
+      request_line_.clear();
+    }
     if (head_) {
       auto res = std::make_shared<http::response<http::empty_body>>(
           static_cast<http::status>(r.status), 11);
@@ -372,6 +383,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<http::request_parser<UploadBody>> file_parser_;
   bool keep_alive_ = true;
   bool head_ = false;  // the request being answered is a HEAD
+  // With debug logging: the request being answered, and since when.
+  std::string request_line_;
+  std::chrono::steady_clock::time_point request_start_;
   std::array<char, 4096> drain_buf_{};
 };
 

@@ -64,6 +64,7 @@ void RunDriver::start(std::function<void(const std::string&)> release) {
       st = internal_error(std::string("internal error: ") + e.what());
     }
     ctx_.book->update(run_, [&](RunRecord& r) { r.elapsed_ms = ms_since(t0); });
+    spdlog::debug("{}: the driver ends after {:.3f} ms", run_->id, ms_since(t0));
     release(run_->id);
     ctx_.book->finish(run_, st);
     exited_ = true;

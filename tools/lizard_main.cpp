@@ -343,7 +343,9 @@ int main(int argc, char** argv) {
   }
   if (auto status = user.run()) return *status;
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
-  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  // Debug logs time the steps of a request or a run: microseconds.
+  spdlog::set_pattern(verbose ? "%Y-%m-%d %H:%M:%S.%f %^%l%$ %v"
+                              : "%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   wo.token = lizard::token_from(wo.token, "LIZARD_TOKEN");
   if (host->parsed()) end_helper(lizard::run_executor_host(ho, probe));
   if (server->parsed()) return run_server(sf);

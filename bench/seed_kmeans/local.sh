@@ -4,7 +4,7 @@
 # a free port of 127.0.0.1.  Extra arguments go to the worker
 # (e.g. --gpus 0,1); LIZARD_SERVER_ARGS to the server (e.g. --no-worker-loop),
 # LIZARD_SEED_ARGS to seed_kmeans.py.  With LIZARD_LOG_DIR the daemons' logs
-# (worker with -v) are kept there.
+# (with -v) are kept there.
 #
 #   bench/seed_kmeans/local.sh [BUILD] [worker args...]
 set -euo pipefail
@@ -18,7 +18,7 @@ logs=${LIZARD_LOG_DIR:-$state}
 mkdir -p "$logs"
 verbose=()
 [ -n "${LIZARD_LOG_DIR:-}" ] && verbose=(-v)
-"$build/lizard" server --host 127.0.0.1 --port "$port" --state-dir "$state" ${LIZARD_SERVER_ARGS:-} \
+"$build/lizard" server "${verbose[@]}" --host 127.0.0.1 --port "$port" --state-dir "$state" ${LIZARD_SERVER_ARGS:-} \
   >"$logs/server.log" 2>&1 &
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/clients" >/dev/null && break; sleep 0.1; done
 "$build/lizard" client "${verbose[@]}" -a 127.0.0.1 -p "$port" --cache-dir "$state/cache" "$@" \
