@@ -278,12 +278,15 @@ Status RunSession::iterate_executors(const SectionBuffer& state, int64_t iterati
   const size_t n = executors_.size();
   slots_.resize(n);
   executor_ms_.assign(n, 0.0);
+  executor_total_ms_.assign(n, 0.0);
   LIZARD_RETURN_IF_ERROR(run_slices(iteration, state));
   aggs->clear();
   *kernel_ms = 0;
+  slowest_executor_total_ms_ = 0;
   for (size_t i = 0; i < n; ++i) {
     for (int64_t k = 0; k < slices_of(i); ++k) aggs->push_back(&slots_[i][k]);
     *kernel_ms = std::max(*kernel_ms, executor_ms_[i]);
+    slowest_executor_total_ms_ = std::max(slowest_executor_total_ms_, executor_total_ms_[i]);
   }
   // Built-in reducers fold here (into the first slot, which the next
   // iteration overwrites); custom ones go to the server's aggregate hook.
@@ -332,6 +335,7 @@ Status RunSession::run_slices(int64_t iteration, const SectionBuffer& state) {
                          .to_message()));
       }
       executor_ms_[i] += st.kernel_ms;
+      executor_total_ms_[i] += st.total_ms;
     }
     return Status::Ok();
   }));
@@ -384,6 +388,7 @@ Status RunSession::run_slices_in_processes(int64_t iteration, const SectionBuffe
                          .to_message()));
       }
       executor_ms_[i] += st.kernel_ms;
+      executor_total_ms_[i] += st.total_ms;
     }
   }
   return failed;

@@ -131,6 +131,10 @@ class RunSession {
   // every iteration, and its time in kernels.
   std::vector<std::vector<SectionBuffer>> slots_;
   std::vector<double> executor_ms_;
+  // Each executor's time in its iterate calls, transfers included (the
+  // executor's own count, so that a loop can tell it from the time between).
+  std::vector<double> executor_total_ms_;
+  double slowest_executor_total_ms_ = 0;  // of the last iteration
   std::vector<char> sent_;  // run_slices_in_processes: executors sent the current slice
   Mailbox<std::string> inbox_;
   std::optional<std::string> stopped_by_;  // a frame that ended a loop, handled next

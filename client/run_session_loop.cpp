@@ -80,10 +80,17 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
   std::vector<const SectionBuffer*> aggs;
   std::string payload;
   const auto t_loop = SteadyClock::now();
-  double in_iterations = 0;
+  // Where the loop's time went, for the debug log: iterations, and of them
+  // the executors (as the worker waits for them, as they count themselves,
+  // and in kernels) and the update hook.
+  double in_iterations = 0, waiting = 0, in_executors = 0, in_kernels = 0, in_hook = 0;
   auto finished = [&](int64_t iterations) {
-    spdlog::debug("run {}: {} iteration(s) here in {:.3f} ms, {:.3f} ms of them in iterations",
-                  h.run_id, iterations, ms_since(t_loop), in_iterations);
+    spdlog::debug(
+        "run {}: {} iteration(s) here in {:.3f} ms, {:.3f} ms of them in iterations: {:.3f} ms "
+        "waiting for the executors ({:.3f} ms in their calls, {:.3f} ms in kernels), {:.3f} ms "
+        "in the update hook",
+        h.run_id, iterations, ms_since(t_loop), in_iterations, waiting, in_executors, in_kernels,
+        in_hook);
     return Status::Ok();
   };
   for (int64_t it = h.first_iteration; it < h.max_iterations; ++it) {
@@ -94,11 +101,16 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     step.run_id = h.run_id;
     step.iteration = it;
     LIZARD_RETURN_IF_ERROR(iterate_executors(state, it, &aggs, &step.kernel_ms));
+    waiting += ms_since(t0);
+    in_executors += slowest_executor_total_ms_;
+    in_kernels += step.kernel_ms;
     set_identity(&folded);
     for (const SectionBuffer* a : aggs) fold_into(&folded, *a);
     bool done = true;  // without an update hook, a run is one iteration
     if (hooks) {
+      const auto t_hook = SteadyClock::now();
       LIZARD_ASSIGN_OR_RETURN(done, hooks->update(&folded, &state, it));
+      in_hook += ms_since(t_hook);
     }
     step.last = done || it + 1 >= h.max_iterations;
     step.ms = ms_since(t0);

@@ -284,18 +284,24 @@ std::vector<uint8_t> pack_params(const StructLayout& l, const ParamValues& p) {
 }
 
 std::vector<uint8_t> pack_section(const StructLayout& l, const SectionBuffer& host, uint64_t base) {
-  std::vector<uint8_t> out(l.size, 0);
+  std::vector<uint8_t> out;
+  pack_section_into(l, host, base, &out);
+  return out;
+}
+
+void pack_section_into(const StructLayout& l, const SectionBuffer& host, uint64_t base,
+                       std::vector<uint8_t>* out) {
+  out->assign(l.size, 0);
   for (const auto& mem : l.members) {
     const FieldSlot* s = host.find(mem.name);
     if (!s) continue;  // placeholder member
     if (mem.pointer) {
       uint64_t addr = base + s->offset;
-      put(&out, mem.offset, &addr, 8);
+      put(out, mem.offset, &addr, 8);
     } else {
-      put(&out, mem.offset, host.data(*s), mem.size);
+      put(out, mem.offset, host.data(*s), mem.size);
     }
   }
-  return out;
 }
 
 void unpack_section_values(const StructLayout& l, const std::vector<uint8_t>& packed,

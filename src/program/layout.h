@@ -103,6 +103,9 @@ std::vector<uint8_t> pack_params(const StructLayout& l, const ParamValues& p);
 // Pointer members point at `base + slot.offset` (base: a device or host
 // address of the section buffer); value members are copied from `host`.
 std::vector<uint8_t> pack_section(const StructLayout& l, const SectionBuffer& host, uint64_t base);
+// The same into `out`, reusing its memory (once per iteration).
+void pack_section_into(const StructLayout& l, const SectionBuffer& host, uint64_t base,
+                       std::vector<uint8_t>* out);
 // Reads value members of a packed struct back into the section buffer (after a host hook).
 void unpack_section_values(const StructLayout& l, const std::vector<uint8_t>& packed,
                            SectionBuffer* host);

@@ -83,6 +83,7 @@ struct Run {
   std::vector<uint8_t> params_arg;
   std::vector<uint8_t> dataset_arg;
   std::vector<uint8_t> agg_arg;
+  std::vector<uint8_t> state_arg;  // packed for each iteration
   std::vector<CUfunction> kernels;
   std::vector<LaunchConfig> launches;
   Status failed;             // set once an iteration failed
@@ -166,8 +167,9 @@ class CudaExecutor final : public Executor {
     const std::vector<uint8_t>* dataset_arg;
     const std::vector<LaunchConfig>* launches;
   };
-  Status enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows, std::string* where);
+  Status enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows);
   Status fail_iteration(CUresult r, const std::string& where);
+  static std::string kernels_of(const Run& run);
   void release_run();
   // A run's state, aggregate and pinned staging buffers, kept when it ends
   // for the next run (a pinned allocation and its release cost about a
@@ -177,7 +179,13 @@ class CudaExecutor final : public Executor {
     size_t state_bytes = 0, agg_bytes = 0;
     uint8_t* pinned = nullptr;
     size_t pinned_bytes = 0;
+    // The dataset fields' buffers (a cuMemFree waits for the device): a
+    // field of the next run takes one of its size.
+    std::vector<std::pair<CUdeviceptr, uint64_t>> fields;
   };
+  // A buffer for a dataset field of `bytes`: a kept one of that size, or a new one.
+  CUresult take_or_allocate_field(CUdeviceptr* out, uint64_t bytes);
+  void free_kept_fields();
   Status take_or_allocate(CUdeviceptr* kept, size_t kept_bytes, CUdeviceptr* out, size_t bytes,
                           const char* what);
   void free_kept();

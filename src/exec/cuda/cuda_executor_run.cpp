@@ -102,6 +102,10 @@ Status CudaExecutor::run_generators(const Module& m, const std::vector<std::stri
 
 Status CudaExecutor::make_room(const Run& run, const std::set<std::string>& protect) {
   Status st = check_fits(run);
+  if (!st.ok() && st.code() == Code::kTooLarge && !kept_.fields.empty()) {
+    free_kept_fields();  // the last run's fields: this one may need other sizes
+    st = check_fits(run);
+  }
   while (!st.ok() && st.code() == Code::kTooLarge && kept_rows_.evict_one(protect))
     st = check_fits(run);
   return st;
@@ -158,7 +162,7 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data,
     const FieldSpec& f = man.dataset[k];
     const uint64_t bytes = run->field_bytes[k];
     if (bytes == 0) continue;
-    CUresult r = cu_->cuMemAlloc(&run->fields[k], bytes);
+    CUresult r = take_or_allocate_field(&run->fields[k], bytes);
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
       return too_large("GPU " + std::to_string(info_.ordinal) + ": dataset field '" + f.name +
                        "' needs " + std::to_string(bytes) + " bytes: " + cu_->error_text(r));
@@ -183,6 +187,7 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data,
     }
     std::vector<uint8_t>().swap(data->fields[k]);  // the host copy is no longer needed
   }
+  free_kept_fields();  // those of the last run that no field of this one took
   LIZARD_RETURN_IF_ERROR(take_or_allocate(&kept_.state, kept_.state_bytes, &run->state,
                                           run->state_bytes, "allocating the state"));
   LIZARD_RETURN_IF_ERROR(take_or_allocate(&kept_.aggregate, kept_.agg_bytes, &run->aggregate,
@@ -218,7 +223,23 @@ Status CudaExecutor::take_or_allocate(CUdeviceptr* kept, size_t kept_bytes, CUde
   return bytes == 0 ? Status::Ok() : check(cu_->cuMemAlloc(out, bytes), what);
 }
 
+CUresult CudaExecutor::take_or_allocate_field(CUdeviceptr* out, uint64_t bytes) {
+  for (auto it = kept_.fields.begin(); it != kept_.fields.end(); ++it) {
+    if (it->second != bytes) continue;
+    *out = it->first;
+    kept_.fields.erase(it);
+    return CUDA_SUCCESS;
+  }
+  return cu_->cuMemAlloc(out, bytes);
+}
+
+void CudaExecutor::free_kept_fields() {
+  for (const auto& [ptr, bytes] : kept_.fields) cu_->cuMemFree(ptr);
+  kept_.fields.clear();
+}
+
 void CudaExecutor::free_kept() {
+  free_kept_fields();
   if (kept_.state) cu_->cuMemFree(kept_.state);
   if (kept_.aggregate) cu_->cuMemFree(kept_.aggregate);
   if (kept_.pinned) cu_->cuMemFreeHost(kept_.pinned);
@@ -272,11 +293,10 @@ Status CudaExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* agg
                                                run_->span(first, count), limits()));
     rows = Rows{&slice.dataset, &slice.launches};
   }
-  std::string where;
-  Status st = enqueue_iteration(run_.get(), state, rows, &where);
+  Status st = enqueue_iteration(run_.get(), state, rows);
   if (!st.ok()) return st;
   CUresult r = cu_->cuStreamSynchronize(stream_);
-  if (r != CUDA_SUCCESS) return fail_iteration(r, where);
+  if (r != CUDA_SUCCESS) return fail_iteration(r, kernels_of(*run_));
   std::memcpy(aggregate->bytes.data(), run_->pinned_result(), run_->agg_bytes);
   if (stats) {
     float ms = 0;
@@ -288,12 +308,14 @@ Status CudaExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* agg
 }
 
 // Queues the state upload, the aggregate reset, the kernels and the result
-// copy.  On a driver error, fails the iteration; `where` names the work in flight.
-Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows,
-                                       std::string* where) {
-  auto step = [&](CUresult r, const std::string& what) {
-    *where = what;
-    return r == CUDA_SUCCESS ? Status::Ok() : fail_iteration(r, what);
+// copy.  On a driver error, fails the iteration, naming the work that
+// failed.  Nothing is built on the way when nothing fails.
+Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows) {
+  auto step = [&](CUresult r, const char* what, size_t kernel = SIZE_MAX) {
+    if (r == CUDA_SUCCESS) return Status::Ok();
+    std::string where = what;
+    if (kernel != SIZE_MAX) where += " '" + run->program.manifest.iterate[kernel].kernel + "'";
+    return fail_iteration(r, where);
   };
   if (run->state_bytes) {
     std::memcpy(run->pinned_state(), state.bytes.data(), run->state_bytes);
@@ -308,20 +330,18 @@ Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, Row
                                               run->agg_bytes, stream_);
     LIZARD_RETURN_IF_ERROR(step(r, "resetting the aggregate"));
   }
-  std::vector<uint8_t> state_arg = pack_section(run->state_layout, state, run->state);
+  pack_section_into(run->state_layout, state, run->state, &run->state_arg);
   LIZARD_RETURN_IF_ERROR(step(cu_->cuEventRecord(ev_begin_, stream_), "cuEventRecord"));
-  std::string kernels;
   for (size_t k = 0; k < run->kernels.size(); ++k) {
     const LaunchConfig& c = (*rows.launches)[k];
-    kernels += (kernels.empty() ? "" : ", ") + run->program.manifest.iterate[k].kernel;
     if (c.empty()) continue;
     void* args[] = {run->params_arg.data(), const_cast<uint8_t*>(rows.dataset_arg->data()),
-                    state_arg.data(), run->agg_arg.data()};
+                    run->state_arg.data(), run->agg_arg.data()};
     LIZARD_RETURN_IF_ERROR(
         step(cu_->cuLaunchKernel(run->kernels[k], c.grid[0], c.grid[1], c.grid[2], c.block[0],
                                  c.block[1], c.block[2], static_cast<unsigned>(c.shared_bytes),
                                  stream_, args, nullptr),
-             "launching kernel '" + run->program.manifest.iterate[k].kernel + "'"));
+             "launching kernel", k));
   }
   LIZARD_RETURN_IF_ERROR(step(cu_->cuEventRecord(ev_end_, stream_), "cuEventRecord"));
   if (run->agg_bytes) {
@@ -329,8 +349,15 @@ Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, Row
         step(cu_->cuMemcpyDtoHAsync(run->pinned_result(), run->aggregate, run->agg_bytes, stream_),
              "copying the aggregate back"));
   }
-  *where = run->kernels.size() == 1 ? "kernel " + kernels : "kernels " + kernels;
   return Status::Ok();
+}
+
+// What an iteration's failure at its end names: its kernels.
+std::string CudaExecutor::kernels_of(const Run& run) {
+  std::string names;
+  for (const auto& step : run.program.manifest.iterate)
+    names += (names.empty() ? "" : ", ") + step.kernel;
+  return (run.program.manifest.iterate.size() == 1 ? "kernel " : "kernels ") + names;
 }
 
 Status CudaExecutor::fail_iteration(CUresult r, const std::string& where) {
@@ -419,11 +446,16 @@ void CudaExecutor::release_run() {
   if (!run_) return;
   if (!run_->device_lost) {
     cu_->cuStreamSynchronize(stream_);
-    for (CUdeviceptr p : run_->fields)
-      if (p) cu_->cuMemFree(p);
     free_kept();  // the next run takes this run's buffers instead
-    kept_ = KeptBuffers{run_->state,     run_->aggregate, run_->state_bytes,
-                        run_->agg_bytes, run_->pinned,    run_->pinned_bytes};
+    kept_ = KeptBuffers{run_->state,
+                        run_->aggregate,
+                        run_->state_bytes,
+                        run_->agg_bytes,
+                        run_->pinned,
+                        run_->pinned_bytes,
+                        {}};
+    for (size_t k = 0; k < run_->fields.size(); ++k)
+      if (run_->fields[k]) kept_.fields.emplace_back(run_->fields[k], run_->field_bytes[k]);
   }
   run_.reset();
 }
