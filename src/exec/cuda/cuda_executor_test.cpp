@@ -395,10 +395,11 @@ TEST_F(CudaGpu, KeptRowsGiveWayToARunThatNeedsTheMemory) {
   ASSERT_TRUE(bump_once(gpu.get(), p, rows, "big", true).ok());
   ASSERT_EQ(gpu->kept_rows(), std::vector<std::string>{"big"});
   gpu->refresh_free_memory();
-  // A run of 1024 rows whose scratch needs 2 GiB more than is free: it fits
-  // only once the kept rows have gone.
+  // A run of 1024 rows whose scratch needs 6 GiB more than is free: the
+  // last run's 4 GiB field buffer, which the executor also holds on to, is
+  // not enough: it fits only once the kept rows have gone too.
   const uint64_t free = gpu->info().free_memory;
-  const int64_t width = static_cast<int64_t>((free + (uint64_t{2} << 30)) / 1024);
+  const int64_t width = static_cast<int64_t>((free + (uint64_t{6} << 30)) / 1024);
   auto total = bump_once(gpu.get(), p, 1024, "small", true, width);
   ASSERT_TRUE(total.ok()) << total.status().message();
   EXPECT_EQ(*total, 2.0 * 1024);
