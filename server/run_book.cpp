@@ -201,14 +201,13 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   // A server shutting down leaves unfinished runs stored as they were, to
   // resume at its next start.
   if (store_ && (st.ok() || !update(run, [this](RunRecord&) { return suspended_; }))) {
-    for (const auto& [name, f] : run->outputs) {
-      Status s = store_->save_blob(run->id, name, npy_bytes(f.type, f.dims, f.bytes.data()));
-      if (!s.ok()) spdlog::warn("run {}: field {} not saved: {}", run->id, name, s.message());
-    }
+    std::vector<RunStore::NamedBytes> fields;
+    for (const auto& [name, f] : run->outputs)
+      fields.emplace_back(name, npy_bytes(f.type, f.dims, f.bytes.data()));
     std::lock_guard<std::mutex> l(mu_);
-    persist_locked(*run, record);
-    Status s = store_->drop_checkpoint(run->id);
-    if (!s.ok()) spdlog::warn("run {}: checkpoint not dropped: {}", run->id, s.message());
+    Status s =
+        store_->save_finished(run->id, run->seq, run_status_name(run->status), record, fields);
+    if (!s.ok()) spdlog::warn("run {}: not saved as finished: {}", run->id, s.message());
   }
   if (st.ok())
     spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations,

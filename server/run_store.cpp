@@ -226,6 +226,14 @@ Result<std::unique_ptr<RunStore>> RunStore::open_files(const std::string& state_
   return std::unique_ptr<RunStore>(std::make_unique<FileRunStore>(state_dir));
 }
 
+Status RunStore::save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
+                               const nlohmann::json& record,
+                               const std::vector<NamedBytes>& fields) {
+  for (const auto& [name, bytes] : fields) LIZARD_RETURN_IF_ERROR(save_blob(run_id, name, bytes));
+  LIZARD_RETURN_IF_ERROR(save(run_id, seq, status, record));
+  return drop_checkpoint(run_id);
+}
+
 Status RunStore::save_blob(const std::string& run_id, const std::string& field,
                            const std::string& bytes) {
   LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -82,6 +83,12 @@ class RunStore {
   // Stores (or replaces) one named binary field of a run.
   virtual Status save_blob(const std::string& run_id, const std::string& field,
                            const std::string& bytes);
+  // A finished run at once: its fields (save_blob), its record (save) and
+  // the end of its checkpoint (drop_checkpoint).  The SQLite store commits
+  // the rows together; the files store writes them one by one.
+  using NamedBytes = std::pair<std::string, std::string>;
+  virtual Status save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
+                               const nlohmann::json& record, const std::vector<NamedBytes>& fields);
   // A field saved by save_blob; kNotFound when there is none.
   virtual Result<std::string> load_blob(const std::string& run_id, const std::string& field) const;
   // Every stored run, ordered by seq.

@@ -147,6 +147,28 @@ TEST_P(RunStoreDurabilityTest, AFullDiskFailsTheWriteAndChangesNothing) {
   EXPECT_TRUE(store->save("r1", 1, "done", {{"n", 3}}).ok());  // and it takes writes again
 }
 
+// A finished run's fields, record and the end of its checkpoint in one call.
+TEST_P(RunStoreDurabilityTest, AFinishedRunIsStoredAtOnce) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->save("r1", 1, "running", {{"n", 1}}).ok());
+  ASSERT_TRUE(store->save_checkpoint("r1", {1, false, "s1", "a1"}).ok());
+  const std::string big((size_t{1} << 20) + 1, 'b');  // a file, beside the rows
+  ASSERT_TRUE(store->save_finished("r1", 1, "done", {{"n", 2}}, {{"small", "abc"}, {"big", big}})
+                  .ok());
+  store.reset();
+  store = open();
+  ASSERT_TRUE(store);
+  auto runs = store->load_all();
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].status, "done");
+  EXPECT_EQ((*runs)[0].record, json({{"n", 2}}));
+  EXPECT_FALSE((*runs)[0].checkpoint.has_value());
+  EXPECT_EQ(store->load_blob("r1", "small").value(), "abc");
+  EXPECT_EQ(store->load_blob("r1", "big").value(), big);
+}
+
 // The server dies (SIGKILL) at random moments while it writes records and
 // checkpoints; every time, the store opens, reads whole, and holds a
 // checkpoint no older than the last one the writer had committed.
@@ -265,6 +287,9 @@ TEST(SqliteRunStoreFull, ARealSqliteFullFailsTheWriteAndTheStoreRecovers) {
   expect_full(store->save_request("r1", {{"big", big}}), "the request of run r1");
   expect_full(store->save_checkpoint("r1", {2, false, big, big}), "the checkpoint of run r1");
   expect_full(store->save_blob("r1", "w", big), "field 'w' of run r1");  // a row: under 1 MiB
+  // A finished run that does not fit changes nothing: it stays as it was.
+  expect_full(store->save_finished("r1", 1, "done", {{"n", 2}}, {{"w", big}}),
+              "field 'w' of run r1");
   expect_committed(*store);
   EXPECT_EQ(store->load_blob("r1", "w").status().code(), Code::kNotFound);
   store.reset();

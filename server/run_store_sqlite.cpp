@@ -158,23 +158,29 @@ class SqliteRunStore : public RunStore {
                    const std::string& bytes) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
     LIZARD_RETURN_IF_ERROR(check_name("field name", field));
-    const std::string what = "field '" + field + "' of run " + run_id;
     std::lock_guard<std::mutex> l(mu_);
-    if (bytes.size() > kInlineFieldBytes) {
-      sqlite3_stmt* s = delete_field_.get();
-      ResetOnExit reset{s};
-      bind_text(s, 1, run_id);
-      bind_text(s, 2, field);
-      LIZARD_RETURN_IF_ERROR(step_done(s, what));
-      return RunStore::save_blob(run_id, field, bytes);
+    return put_field_locked(run_id, field, bytes);
+  }
+
+  // One transaction for the rows, after the files of the large fields.
+  Status save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
+                       const json& record, const std::vector<NamedBytes>& fields) override {
+    LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    for (const auto& [name, bytes] : fields) LIZARD_RETURN_IF_ERROR(check_name("field name", name));
+    const std::string text = to_text(record);
+    std::lock_guard<std::mutex> l(mu_);
+    LIZARD_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
+    Status st = [&]() -> Status {
+      for (const auto& [name, bytes] : fields)
+        LIZARD_RETURN_IF_ERROR(put_field_locked(run_id, name, bytes));
+      LIZARD_RETURN_IF_ERROR(put_record_locked(run_id, seq, status, text));
+      return drop_checkpoint_locked(run_id);
+    }();
+    if (!st.ok()) {
+      (void)exec("ROLLBACK");
+      return st;
     }
-    if (storage_write_fails()) return disk_full_error(what);
-    sqlite3_stmt* s = upsert_field_.get();
-    ResetOnExit reset{s};
-    bind_text(s, 1, run_id);
-    bind_text(s, 2, field);
-    bind_blob(s, 3, bytes);
-    return step_done(s, what);
+    return exec("COMMIT");
   }
 
   Result<std::string> load_blob(const std::string& run_id,
@@ -199,17 +205,8 @@ class SqliteRunStore : public RunStore {
               const json& record) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
     const std::string text = to_text(record);
-    const std::string updated_at = now_iso();
     std::lock_guard<std::mutex> l(mu_);
-    if (storage_write_fails()) return disk_full_error("run " + run_id);
-    sqlite3_stmt* s = upsert_.get();
-    ResetOnExit reset{s};
-    bind_text(s, 1, run_id);
-    sqlite3_bind_int64(s, 2, static_cast<sqlite3_int64>(seq));
-    bind_text(s, 3, status);
-    bind_text(s, 4, text);
-    bind_text(s, 5, updated_at);
-    return step_done(s, "run " + run_id);
+    return put_record_locked(run_id, seq, status, text);
   }
 
   Status save_request(const std::string& run_id, const json& body) override {
@@ -243,10 +240,7 @@ class SqliteRunStore : public RunStore {
   Status drop_checkpoint(const std::string& run_id) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
     std::lock_guard<std::mutex> l(mu_);
-    sqlite3_stmt* s = delete_checkpoint_.get();
-    ResetOnExit reset{s};
-    bind_text(s, 1, run_id);
-    return step_done(s, "the checkpoint of run " + run_id);
+    return drop_checkpoint_locked(run_id);
   }
 
   Result<std::vector<StoredRun>> load_all() const override {
@@ -328,6 +322,48 @@ class SqliteRunStore : public RunStore {
   }
 
  private:
+  // The writes, with mu_ held.
+  Status put_field_locked(const std::string& run_id, const std::string& field,
+                          const std::string& bytes) {
+    const std::string what = "field '" + field + "' of run " + run_id;
+    if (bytes.size() > kInlineFieldBytes) {
+      sqlite3_stmt* s = delete_field_.get();
+      ResetOnExit reset{s};
+      bind_text(s, 1, run_id);
+      bind_text(s, 2, field);
+      LIZARD_RETURN_IF_ERROR(step_done(s, what));
+      return RunStore::save_blob(run_id, field, bytes);
+    }
+    if (storage_write_fails()) return disk_full_error(what);
+    sqlite3_stmt* s = upsert_field_.get();
+    ResetOnExit reset{s};
+    bind_text(s, 1, run_id);
+    bind_text(s, 2, field);
+    bind_blob(s, 3, bytes);
+    return step_done(s, what);
+  }
+
+  Status put_record_locked(const std::string& run_id, uint64_t seq, const std::string& status,
+                           const std::string& text) {
+    if (storage_write_fails()) return disk_full_error("run " + run_id);
+    sqlite3_stmt* s = upsert_.get();
+    ResetOnExit reset{s};
+    bind_text(s, 1, run_id);
+    sqlite3_bind_int64(s, 2, static_cast<sqlite3_int64>(seq));
+    bind_text(s, 3, status);
+    bind_text(s, 4, text);
+    const std::string updated_at = now_iso();
+    bind_text(s, 5, updated_at);
+    return step_done(s, "run " + run_id);
+  }
+
+  Status drop_checkpoint_locked(const std::string& run_id) {
+    sqlite3_stmt* s = delete_checkpoint_.get();
+    ResetOnExit reset{s};
+    bind_text(s, 1, run_id);
+    return step_done(s, "the checkpoint of run " + run_id);
+  }
+
   // Brings a new or older database to kSchemaVersion; refuses a newer one.
   Status migrate() {
     LIZARD_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
