@@ -107,9 +107,14 @@ Status CudaExecutor::fill_info() {
   return Status::Ok();
 }
 
+// Memory this executor holds only for a next run (kept rows, the last run's
+// dataset buffers) counts as free: a run that needs it frees it first.
 void CudaExecutor::read_free_memory() {
   size_t free = 0, total = 0;
-  if (cu_->cuMemGetInfo(&free, &total) == CUDA_SUCCESS) info_.free_memory = free;
+  if (cu_->cuMemGetInfo(&free, &total) != CUDA_SUCCESS) return;
+  uint64_t reclaimable = kept_rows_.bytes();
+  for (const auto& [ptr, bytes] : kept_.fields) reclaimable += bytes;
+  info_.free_memory = std::min<uint64_t>(total, free + reclaimable);
 }
 
 // --- build ------------------------------------------------------------------
