@@ -3,8 +3,9 @@
 # worker from BUILD (default build/), started as the README starts them, on
 # a free port of 127.0.0.1.  Extra arguments go to the worker
 # (e.g. --gpus 0,1); LIZARD_SERVER_ARGS to the server (e.g. --no-worker-loop),
-# LIZARD_SEED_ARGS to seed_kmeans.py.  With LIZARD_LOG_DIR the daemons' logs
-# (with -v) are kept there.
+# LIZARD_SEED_ARGS to seed_kmeans.py (LIZARD_SEED_SCRIPT: another client
+# command, given --uri and those arguments).  With LIZARD_LOG_DIR the
+# daemons' logs (with -v) are kept there.
 #
 #   bench/seed_kmeans/local.sh [BUILD] [worker args...]
 set -euo pipefail
