@@ -154,8 +154,8 @@ TEST_P(RunStoreDurabilityTest, AFinishedRunIsStoredAtOnce) {
   ASSERT_TRUE(store->save("r1", 1, "running", {{"n", 1}}).ok());
   ASSERT_TRUE(store->save_checkpoint("r1", {1, false, "s1", "a1"}).ok());
   const std::string big((size_t{1} << 20) + 1, 'b');  // a file, beside the rows
-  ASSERT_TRUE(store->save_finished("r1", 1, "done", {{"n", 2}}, {{"small", "abc"}, {"big", big}})
-                  .ok());
+  ASSERT_TRUE(
+      store->save_finished("r1", 1, "done", {{"n", 2}}, {{"small", "abc"}, {"big", big}}).ok());
   store.reset();
   store = open();
   ASSERT_TRUE(store);
