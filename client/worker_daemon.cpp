@@ -67,6 +67,11 @@ struct WorkerDaemon::Impl {
     std::string frame;
   };
   Mailbox<InboxItem> inbox;
+  // Programs to build, in the order they came: built on a thread of their
+  // own, so that a long compile never holds up the runs' messages.
+  Mailbox<std::string> builds;
+  std::atomic<bool> builds_stopped{false};
+  std::thread builder;
   // Per executor: its latest measurement, and what the server was last told.
   struct Resources {
     uint64_t free_memory = 0;
@@ -82,7 +87,13 @@ struct WorkerDaemon::Impl {
   void measure(size_t i);  // with the executor's lock held
   void refresh_resources();
   void handle(std::string frame);
-  void on_program(const MessageView& m);
+  void build_program(const std::string& frame);  // on the builder thread
+  // Lets the build in progress end; drops those not begun.
+  void stop_builder() {
+    builds_stopped = true;
+    builds.close();
+    if (builder.joinable()) builder.join();
+  }
   void on_chunk(const MessageView& m);
   void to_session(const std::string& run_id, std::string frame, bool starts);
   void reap_sessions();
@@ -128,7 +139,7 @@ void WorkerDaemon::Impl::handle(std::string frame) {
         spdlog::info("registered with the server as {}", w->worker_id);
       return;
     case MessageType::kProgram:
-      return on_program(m.value());
+      return builds.push(std::move(frame));
     case MessageType::kDataChunk:
       return on_chunk(m.value());
     case MessageType::kRunStart:
@@ -256,8 +267,13 @@ void WorkerDaemon::Impl::on_chunk(const MessageView& m) {
   if (!m.payload.empty()) std::memcpy(buf.data() + h->offset, m.payload.data(), m.payload.size());
 }
 
-void WorkerDaemon::Impl::on_program(const MessageView& m) {
-  auto msg = ProgramMsg::parse(m.header);
+void WorkerDaemon::Impl::build_program(const std::string& frame) {
+  // Tests of builds that take long (LIZARD_TEST_BUILD_DELAY_MS).
+  if (const char* delay = std::getenv("LIZARD_TEST_BUILD_DELAY_MS"); delay && *delay)
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
+  auto m = decode_view(frame);
+  if (!m.ok()) return;  // handle() decoded it once already
+  auto msg = ProgramMsg::parse(m->header);
   const std::string hash = msg.ok() ? msg->hash : "";
   Status st = msg.status();
   std::shared_ptr<ProgramImage> image;
@@ -346,6 +362,10 @@ bool WorkerDaemon::run() {
           },
       },
       d->opts.server_timeout_s, d->opts.tls);
+  d->builder = std::thread([d] {
+    while (auto frame = d->builds.pop())
+      if (!d->builds_stopped) d->build_program(*frame);
+  });
   d->conn->start();
   constexpr auto kRefreshPeriod = std::chrono::seconds(3);
   auto next_refresh = SteadyClock::now() + kRefreshPeriod;
@@ -371,11 +391,13 @@ bool WorkerDaemon::run() {
       spdlog::error("{} {} is unusable after a kernel fault; restarting the worker",
                     e->executor->info().kind, e->executor->info().name);
       d->abort_sessions();
+      d->stop_builder();
       d->conn->stop();
       return true;
     }
   }
   d->abort_sessions();
+  d->stop_builder();
   d->conn->stop();
   return false;
 }

@@ -1,7 +1,8 @@
 // Executors in processes of their own, with real processes: a kernel that
 // never returns is stopped by a cancel or by the run's time limit, a kernel
 // that crashes or calls exit() fails its run with how its process ended,
-// and in each case the worker stays up and serves the next run at once.
+// and in each case the worker stays up and serves the next run at once,
+// also while it builds another program.
 // Every run takes every executor of the one worker, so the tests hold for
 // any number of GPUs; the crashing kernels are the CPU backend's.
 #include <gtest/gtest.h>
@@ -101,6 +102,33 @@ TEST_F(ExecutorProcesses, CancelStopsAKernelThatNeverReturns) {
   std::printf("from the cancel to the next run's end: %.3f s (that run: %.3f s)\n", freed, next);
   RecordProperty("cancel_to_next_run_done_ms", static_cast<int>(freed * 1000));
   EXPECT_LT(freed, next_run_bound()) << "the next run took " << next << " s";
+}
+
+// A program that takes long to build (8 s here, LIZARD_TEST_BUILD_DELAY_MS)
+// is built beside the runs: a run cancelled meanwhile ends, and the next
+// run is served, without waiting for the build.
+TEST_F(ExecutorProcesses, AProgramBuildingHoldsUpNoRun) {
+  ::setenv("LIZARD_TEST_BUILD_DELAY_MS", "8000", 1);
+  start();
+  ::unsetenv("LIZARD_TEST_BUILD_DELAY_MS");
+  const std::string id = submit_run(c_, faults_, body(1));
+  ASSERT_FALSE(id.empty());
+  wait_until_iterating(id);
+  const auto load_started = Clock::now();
+  std::string sum;
+  std::thread load([&] { sum = register_program(c_, LIZARD_SOURCE_DIR "/examples/sum"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the worker is building it
+  auto cancel = http_request("DELETE", c_.uri() + "/runtimes/" + id, "", "", 30);
+  ASSERT_TRUE(cancel.ok());
+  const auto cancelled_at = Clock::now();
+  EXPECT_EQ(wait_until_finished(c_, id, 30)["status"], "cancelled");
+  expect_next_run_done();
+  const double freed = seconds_since(cancelled_at);
+  load.join();
+  EXPECT_FALSE(sum.empty()) << "the program did not build";
+  EXPECT_GE(seconds_since(load_started), 8.0);
+  std::printf("from the cancel to the next run's end, while a program builds: %.3f s\n", freed);
+  EXPECT_LT(freed, next_run_bound());
 }
 
 TEST_F(ExecutorProcesses, ARunPastItsTimeLimitFailsAndItsKernelIsStopped) {
