@@ -129,8 +129,7 @@ void RunSession::handle(const MessageView& m) {
 // Keeps the uploaded rows that arrived as chunks for later runs, and finds
 // those the server sent as `cached`; the fields no longer cached here go to
 // missing_, and the server then sends their rows.
-Status RunSession::use_upload_cache(const RunStartMsg& h,
-                                    std::map<size_t, UploadCache::Rows>* cached) {
+Status RunSession::use_upload_cache(const RunStartMsg& h, std::map<size_t, CachedRows>* cached) {
   const Manifest& man = program_->manifest;
   missing_.clear();
   for (size_t k = 0; k < man.dataset.size(); ++k) {
@@ -143,7 +142,7 @@ Status RunSession::use_upload_cache(const RunStartMsg& h,
     if (src.source == "cached") {
       UploadCache::Rows rows = ctx_.uploads ? ctx_.uploads->find(key) : nullptr;
       if (rows)
-        (*cached)[k] = std::move(rows);
+        (*cached)[k] = {key, std::move(rows)};
       else
         missing_.push_back(static_cast<int64_t>(k));
     } else if (ctx_.uploads && uploaded_.count(k)) {
@@ -151,7 +150,7 @@ Status RunSession::use_upload_cache(const RunStartMsg& h,
       auto rows = std::make_shared<const std::vector<uint8_t>>(std::move(uploaded_[k]));
       uploaded_.erase(k);
       ctx_.uploads->put(key, rows);
-      (*cached)[k] = std::move(rows);
+      (*cached)[k] = {key, std::move(rows)};
     }
   }
   if (missing_.empty()) return Status::Ok();
@@ -169,7 +168,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   LIZARD_ASSIGN_OR_RETURN(params_, bind_params(man, h.params));
   if (h.fields.size() != man.dataset.size())
     return invalid_argument("run_start: field list does not match the manifest");
-  std::map<size_t, UploadCache::Rows> cached;
+  std::map<size_t, CachedRows> cached;
   LIZARD_RETURN_IF_ERROR(use_upload_cache(h, &cached));
   std::vector<PartitionData> parts;
   for (const PartSpec& p : h.parts) {
@@ -189,7 +188,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
       std::vector<uint8_t> buf;
       auto held = cached.find(k);  // rows the upload cache holds: "cached", or "chunks" kept there
       if (held != cached.end()) {
-        const UploadCache::Rows& all = held->second;
+        const UploadCache::Rows& all = held->second.rows;
         if (off + n > all->size())
           return invalid_argument("run_start: rows of field '" + f.name + "' are short");
         if ((*ctx_.executors)[static_cast<size_t>(p.executor)]->process) {
@@ -197,8 +196,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
           // may keep them by for the next run over them.
           d.shared.resize(man.dataset.size());
           d.shared[k] = {all, off, n,
-                         UploadCache::key(src.upload, h.first_row, h.rows, row_bytes) + "@" +
-                             std::to_string(off) + "+" + std::to_string(n)};
+                         held->second.key + "@" + std::to_string(off) + "+" + std::to_string(n)};
         } else {
           buf.assign(all->begin() + static_cast<long>(off),
                      all->begin() + static_cast<long>(off + n));
@@ -282,11 +280,9 @@ Status RunSession::iterate_executors(const SectionBuffer& state, int64_t iterati
   LIZARD_RETURN_IF_ERROR(run_slices(iteration, state));
   aggs->clear();
   *kernel_ms = 0;
-  slowest_executor_total_ms_ = 0;
   for (size_t i = 0; i < n; ++i) {
     for (int64_t k = 0; k < slices_of(i); ++k) aggs->push_back(&slots_[i][k]);
     *kernel_ms = std::max(*kernel_ms, executor_ms_[i]);
-    slowest_executor_total_ms_ = std::max(slowest_executor_total_ms_, executor_total_ms_[i]);
   }
   // Built-in reducers fold here (into the first slot, which the next
   // iteration overwrites); custom ones go to the server's aggregate hook.

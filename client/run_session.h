@@ -104,7 +104,12 @@ class RunSession {
   Status run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* failed);
   bool loop_interrupted();
   Status end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload);
-  Status use_upload_cache(const RunStartMsg& h, std::map<size_t, UploadCache::Rows>* cached);
+  // A field's rows in the upload cache, and the key the cache holds them by.
+  struct CachedRows {
+    std::string key;
+    UploadCache::Rows rows;
+  };
+  Status use_upload_cache(const RunStartMsg& h, std::map<size_t, CachedRows>* cached);
   Status acquire_executors();
   void release();
   void reply(std::string frame);
@@ -134,7 +139,6 @@ class RunSession {
   // Each executor's time in its iterate calls, transfers included (the
   // executor's own count, so that a loop can tell it from the time between).
   std::vector<double> executor_total_ms_;
-  double slowest_executor_total_ms_ = 0;  // of the last iteration
   std::vector<char> sent_;  // run_slices_in_processes: executors sent the current slice
   Mailbox<std::string> inbox_;
   std::optional<std::string> stopped_by_;  // a frame that ended a loop, handled next

@@ -8,6 +8,7 @@
 // failed) ends the loop before the next iteration.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -102,7 +103,9 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     step.iteration = it;
     LIZARD_RETURN_IF_ERROR(iterate_executors(state, it, &aggs, &step.kernel_ms));
     waiting += ms_since(t0);
-    in_executors += slowest_executor_total_ms_;
+    double slowest = 0;  // the slowest executor's own time in its calls
+    for (double ms : executor_total_ms_) slowest = std::max(slowest, ms);
+    in_executors += slowest;
     in_kernels += step.kernel_ms;
     set_identity(&folded);
     for (const SectionBuffer* a : aggs) fold_into(&folded, *a);

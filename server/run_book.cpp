@@ -197,14 +197,14 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
     auto q = std::find(queue_.begin(), queue_.end(), run);
     if (q != queue_.end()) queue_.erase(q);
   }
-  // Outputs no longer change once the run has finished: stored outside the lock.
+  // A finished run no longer changes: stored outside the lock (large fields
+  // are files, written and synced).
   // A server shutting down leaves unfinished runs stored as they were, to
   // resume at its next start.
   if (store_ && (st.ok() || !update(run, [this](RunRecord&) { return suspended_; }))) {
     std::vector<RunStore::NamedBytes> fields;
     for (const auto& [name, f] : run->outputs)
       fields.emplace_back(name, npy_bytes(f.type, f.dims, f.bytes.data()));
-    std::lock_guard<std::mutex> l(mu_);
     Status s =
         store_->save_finished(run->id, run->seq, run_status_name(run->status), record, fields);
     if (!s.ok()) spdlog::warn("run {}: not saved as finished: {}", run->id, s.message());

@@ -171,24 +171,22 @@ class CudaExecutor final : public Executor {
   Status fail_iteration(CUresult r, const std::string& where);
   static std::string kernels_of(const Run& run);
   void release_run();
-  // A run's state, aggregate and pinned staging buffers, kept when it ends
-  // for the next run (a pinned allocation and its release cost about a
-  // millisecond): taken when their sizes fit, freed otherwise.
+  // A run's device buffers (dataset fields, state, aggregate) and its pinned
+  // staging buffer, kept when it ends for the next run: freeing device memory
+  // waits for the device, and a pinned allocation and its release cost about
+  // a millisecond.  Each buffer the next run needs takes a kept one of its
+  // size; the rest are freed once that run has allocated.
   struct KeptBuffers {
-    CUdeviceptr state = 0, aggregate = 0;
-    size_t state_bytes = 0, agg_bytes = 0;
+    std::vector<std::pair<CUdeviceptr, uint64_t>> device;
     uint8_t* pinned = nullptr;
     size_t pinned_bytes = 0;
-    // The dataset fields' buffers (a cuMemFree waits for the device): a
-    // field of the next run takes one of its size.
-    std::vector<std::pair<CUdeviceptr, uint64_t>> fields;
   };
-  // A buffer for a dataset field of `bytes`: a kept one of that size, or a new one.
-  CUresult take_or_allocate_field(CUdeviceptr* out, uint64_t bytes);
-  void free_kept_fields();
-  Status take_or_allocate(CUdeviceptr* kept, size_t kept_bytes, CUdeviceptr* out, size_t bytes,
-                          const char* what);
+  // A device buffer of `bytes`: a kept one of that size, or a new one.
+  CUresult take_or_allocate(CUdeviceptr* out, uint64_t bytes);
+  void free_kept_device();
   void free_kept();
+  // Lets the kept rows go; `freed`: a context reset has freed their memory.
+  void drop_kept_rows(bool freed);
   Status reset_device();
   Status probe_device() const;
 

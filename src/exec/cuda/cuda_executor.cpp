@@ -43,8 +43,7 @@ CudaExecutor::~CudaExecutor() {
   cu_->cuCtxSetCurrent(ctx_);
   release_run();
   if (lost_.ok()) free_kept();
-  if (!lost_.ok()) kept_rows_.for_each([](DeviceRows& r) { r.forget(); });
-  kept_rows_.clear();
+  drop_kept_rows(!lost_.ok());
   for (auto& [hash, m] : modules_)
     if (m.module) cu_->cuModuleUnload(m.module);
   if (meter_) meter_->unload();
@@ -113,7 +112,7 @@ void CudaExecutor::read_free_memory() {
   size_t free = 0, total = 0;
   if (cu_->cuMemGetInfo(&free, &total) != CUDA_SUCCESS) return;
   uint64_t reclaimable = kept_rows_.bytes();
-  for (const auto& [ptr, bytes] : kept_.fields) reclaimable += bytes;
+  for (const auto& [ptr, bytes] : kept_.device) reclaimable += bytes;
   info_.free_memory = std::min<uint64_t>(total, free + reclaimable);
 }
 

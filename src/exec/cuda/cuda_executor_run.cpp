@@ -102,8 +102,8 @@ Status CudaExecutor::run_generators(const Module& m, const std::vector<std::stri
 
 Status CudaExecutor::make_room(const Run& run, const std::set<std::string>& protect) {
   Status st = check_fits(run);
-  if (!st.ok() && st.code() == Code::kTooLarge && !kept_.fields.empty()) {
-    free_kept_fields();  // the last run's fields: this one may need other sizes
+  if (!st.ok() && st.code() == Code::kTooLarge && !kept_.device.empty()) {
+    free_kept_device();  // the last run's buffers: this one may need other sizes
     st = check_fits(run);
   }
   while (!st.ok() && st.code() == Code::kTooLarge && kept_rows_.evict_one(protect))
@@ -145,6 +145,8 @@ Status CudaExecutor::copy_kept_rows(const std::string& key, CUdeviceptr to, uint
 void CudaExecutor::keep_rows(const std::string& key, CUdeviceptr from, uint64_t bytes,
                              const std::set<std::string>& protect) {
   if (kept_rows_.contains(key) || !kept_rows_.could_keep(bytes, protect)) return;
+  // Room within the budget before the allocation, so that the memory of the
+  // rows that leave is free for the copy.
   while (kept_rows_.bytes() + bytes > kept_rows_.budget() && kept_rows_.evict_one(protect)) {
   }
   CUdeviceptr copy = 0;
@@ -162,7 +164,7 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data,
     const FieldSpec& f = man.dataset[k];
     const uint64_t bytes = run->field_bytes[k];
     if (bytes == 0) continue;
-    CUresult r = take_or_allocate_field(&run->fields[k], bytes);
+    CUresult r = take_or_allocate(&run->fields[k], bytes);
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
       return too_large("GPU " + std::to_string(info_.ordinal) + ": dataset field '" + f.name +
                        "' needs " + std::to_string(bytes) + " bytes: " + cu_->error_text(r));
@@ -187,11 +189,13 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data,
     }
     std::vector<uint8_t>().swap(data->fields[k]);  // the host copy is no longer needed
   }
-  free_kept_fields();  // those of the last run that no field of this one took
-  LIZARD_RETURN_IF_ERROR(take_or_allocate(&kept_.state, kept_.state_bytes, &run->state,
-                                          run->state_bytes, "allocating the state"));
-  LIZARD_RETURN_IF_ERROR(take_or_allocate(&kept_.aggregate, kept_.agg_bytes, &run->aggregate,
-                                          run->agg_bytes, "allocating the aggregate"));
+  if (run->state_bytes)
+    LIZARD_RETURN_IF_ERROR(
+        check(take_or_allocate(&run->state, run->state_bytes), "allocating the state"));
+  if (run->agg_bytes)
+    LIZARD_RETURN_IF_ERROR(
+        check(take_or_allocate(&run->aggregate, run->agg_bytes), "allocating the aggregate"));
+  free_kept_device();  // those of the last run that this one did not take
   const size_t pinned = align64(run->state_bytes) + 2 * align64(run->agg_bytes) + 64;
   if (kept_.pinned && kept_.pinned_bytes >= pinned) {
     run->pinned = kept_.pinned;
@@ -209,41 +213,30 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data,
   return Status::Ok();
 }
 
-// The kept buffer when it has the size asked for; otherwise frees it and
-// allocates one.
-Status CudaExecutor::take_or_allocate(CUdeviceptr* kept, size_t kept_bytes, CUdeviceptr* out,
-                                      size_t bytes, const char* what) {
-  if (*kept && kept_bytes == bytes) {
-    *out = *kept;
-    *kept = 0;
-    return Status::Ok();
-  }
-  if (*kept) cu_->cuMemFree(*kept);
-  *kept = 0;
-  return bytes == 0 ? Status::Ok() : check(cu_->cuMemAlloc(out, bytes), what);
-}
-
-CUresult CudaExecutor::take_or_allocate_field(CUdeviceptr* out, uint64_t bytes) {
-  for (auto it = kept_.fields.begin(); it != kept_.fields.end(); ++it) {
+CUresult CudaExecutor::take_or_allocate(CUdeviceptr* out, uint64_t bytes) {
+  for (auto it = kept_.device.begin(); it != kept_.device.end(); ++it) {
     if (it->second != bytes) continue;
     *out = it->first;
-    kept_.fields.erase(it);
+    kept_.device.erase(it);
     return CUDA_SUCCESS;
   }
   return cu_->cuMemAlloc(out, bytes);
 }
 
-void CudaExecutor::free_kept_fields() {
-  for (const auto& [ptr, bytes] : kept_.fields) cu_->cuMemFree(ptr);
-  kept_.fields.clear();
+void CudaExecutor::free_kept_device() {
+  for (const auto& [ptr, bytes] : kept_.device) cu_->cuMemFree(ptr);
+  kept_.device.clear();
 }
 
 void CudaExecutor::free_kept() {
-  free_kept_fields();
-  if (kept_.state) cu_->cuMemFree(kept_.state);
-  if (kept_.aggregate) cu_->cuMemFree(kept_.aggregate);
+  free_kept_device();
   if (kept_.pinned) cu_->cuMemFreeHost(kept_.pinned);
   kept_ = KeptBuffers{};
+}
+
+void CudaExecutor::drop_kept_rows(bool freed) {
+  if (freed) kept_rows_.for_each([](DeviceRows& r) { r.forget(); });
+  kept_rows_.clear();
 }
 
 Status CudaExecutor::prepare_launches(Run* run, const Module& m) {
@@ -386,8 +379,7 @@ Status CudaExecutor::reset_device() {
     run_->pinned = nullptr;
   }
   kept_ = KeptBuffers{};  // the reset frees them with the context
-  kept_rows_.for_each([](DeviceRows& r) { r.forget(); });
-  kept_rows_.clear();
+  drop_kept_rows(/*freed=*/true);
   for (auto& [hash, m] : modules_) m.module = nullptr;
   if (meter_) meter_->forget_module();
   ev_begin_ = ev_end_ = nullptr;
@@ -447,15 +439,12 @@ void CudaExecutor::release_run() {
   if (!run_->device_lost) {
     cu_->cuStreamSynchronize(stream_);
     free_kept();  // the next run takes this run's buffers instead
-    kept_ = KeptBuffers{run_->state,
-                        run_->aggregate,
-                        run_->state_bytes,
-                        run_->agg_bytes,
-                        run_->pinned,
-                        run_->pinned_bytes,
-                        {}};
     for (size_t k = 0; k < run_->fields.size(); ++k)
-      if (run_->fields[k]) kept_.fields.emplace_back(run_->fields[k], run_->field_bytes[k]);
+      if (run_->fields[k]) kept_.device.emplace_back(run_->fields[k], run_->field_bytes[k]);
+    if (run_->state) kept_.device.emplace_back(run_->state, run_->state_bytes);
+    if (run_->aggregate) kept_.device.emplace_back(run_->aggregate, run_->agg_bytes);
+    kept_.pinned = run_->pinned;
+    kept_.pinned_bytes = run_->pinned_bytes;
   }
   run_.reset();
 }
