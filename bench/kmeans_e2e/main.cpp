@@ -5,10 +5,18 @@
 // the loop), the worker's kernel time, and the iterations' wall time at the
 // server divided by their number.
 //
+// With --gpus given more than once, each value starts a fresh server and a
+// worker given those GPUs (`lizard client --gpus`), runs the same points on
+// it, and the last lines compare every configuration with the first: how a
+// worker's iterations speed up with its GPUs.
+//
 //   kmeans_e2e [--n=16000000] [--iters=30] [--backend=cuda] [--program=examples/kmeans]
+//              [--gpus=count=1 --gpus=count=2 ...]
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -23,6 +31,14 @@ std::string flag(int argc, char** argv, const std::string& name, const std::stri
     if (std::strncmp(argv[i], name.c_str(), name.size()) == 0 && argv[i][name.size()] == '=')
       return argv[i] + name.size() + 1;
   return def;
+}
+
+std::vector<std::string> flags(int argc, char** argv, const std::string& name) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], name.c_str(), name.size()) == 0 && argv[i][name.size()] == '=')
+      out.emplace_back(argv[i] + name.size() + 1);
+  return out;
 }
 
 // Points around 16 centres, from a counter-based hash (fast, reproducible).
@@ -51,42 +67,54 @@ void write_points(const std::string& path, int64_t n, int d, int k) {
   }
 }
 
-}  // namespace
+struct Options {
+  int64_t n = 0;
+  int iters = 0;
+  std::string backend, program, gpus;  // gpus: "" for the worker's default
+};
 
-int main(int argc, char** argv) {
-  const int64_t n = std::stoll(flag(argc, argv, "--n", "16000000"));
-  const int iters = std::stoi(flag(argc, argv, "--iters", "30"));
-  const std::string backend = flag(argc, argv, "--backend", "cuda");
-  const std::string program = flag(argc, argv, "--program", LIZARD_BENCH_DIR "/../examples/kmeans");
+// One configuration's figures, in milliseconds per iteration.
+struct Figures {
+  double end_to_end = 0, kernel = 0, at_server = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Starts a server and one worker, runs k-means over `points` and prints the
+// figures; returns false (having said why) when anything fails.
+bool measure(const Options& o, const std::string& points, Figures* out) {
   const int d = 32, k = 16;
-
   lizard::LocalCluster cluster;
   if (auto st = cluster.start(0); !st.ok())
-    return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
-  if (!cluster.add_worker({"--backend", backend}).ok() || !cluster.wait_for_workers(1, 120).ok())
-    return std::fprintf(stderr, "the worker did not join (logs in %s)\n", cluster.dir().c_str()), 1;
-  auto loaded = cluster.load_program(program);
+    return std::fprintf(stderr, "%s\n", st.message().c_str()), false;
+  std::vector<std::string> worker = {"--backend", o.backend};
+  if (!o.gpus.empty()) worker.insert(worker.end(), {"--gpus", o.gpus});
+  if (!cluster.add_worker(worker).ok() || !cluster.wait_for_workers(1, 120).ok())
+    return std::fprintf(stderr, "the worker did not join (logs in %s)\n", cluster.dir().c_str()),
+           false;
+  auto loaded = cluster.load_program(o.program);
   if (loaded.exit_code != 0)
-    return std::fprintf(stderr, "load_program: %s\n", loaded.output.c_str()), 1;
+    return std::fprintf(stderr, "load_program: %s\n", loaded.output.c_str()), false;
   const std::string hash = lizard::printed_checksum(loaded);
-
-  const std::string path = cluster.dir() + "/points.npy";
-  write_points(path, n, d, k);
   std::vector<float> init;
   for (int c = 0; c < k; ++c)
     for (int j = 0; j < d; ++j) init.push_back(static_cast<float>(c * ((j % 4) + 1)) + 0.25f);
   nlohmann::json body = {
-      {"params", {{"k", k}, {"dims", d}, {"max_iterations", iters}, {"threshold", -1}}},
-      {"dataset", {{"points", {{"path", path}}}}},
+      {"params", {{"k", k}, {"dims", d}, {"max_iterations", o.iters}, {"threshold", -1}}},
+      {"dataset", {{"points", {{"path", points}}}}},
       {"state", {{"centroids", init}}},
       {"outputs", nlohmann::json::array()}};
   auto r = cluster.post("/runtime/" + hash + "?wait=1", body.dump());
   if (!r.ok() || r->status != 200)
     return std::fprintf(stderr, "run failed: %s\n",
                         r.ok() ? r->body.c_str() : r.status().message().c_str()),
-           1;
+           false;
   auto rec = nlohmann::json::parse(r->body);
-  if (rec["status"] != "done") return std::fprintf(stderr, "run failed: %s\n", r->body.c_str()), 1;
+  if (rec["status"] != "done")
+    return std::fprintf(stderr, "run failed: %s\n", r->body.c_str()), false;
   std::vector<double> ms, kernel;
   bool first = true;
   for (const auto& t : rec["timings"]) {
@@ -97,24 +125,66 @@ int main(int argc, char** argv) {
     ms.push_back(t["ms"]);
     kernel.push_back(t["kernel_ms"]);
   }
-  std::sort(ms.begin(), ms.end());
-  std::sort(kernel.begin(), kernel.end());
-  auto hw = nlohmann::json::parse(cluster.get("/clients")->body)[0]["hardware"]["executors"][0];
+  if (ms.empty()) return std::fprintf(stderr, "run has no timed iterations\n"), false;
+  std::string names;
+  const auto clients = nlohmann::json::parse(cluster.get("/clients")->body);
+  const auto& executors = clients[0]["hardware"]["executors"];
+  for (const auto& e : executors) names += (names.empty() ? "" : ", ") + e.value("name", "?");
   std::printf(
-      "kmeans_e2e: N=%lld D=%d K=%d float32, 1 %s worker (%s) on 127.0.0.1, %zu timed iterations\n",
-      static_cast<long long>(n), d, k, backend.c_str(), hw.value("name", "?").c_str(), ms.size());
-  std::printf("  end-to-end per iteration: median %.3f ms (min %.3f, max %.3f)\n",
-              ms[ms.size() / 2], ms.front(), ms.back());
-  std::printf("  kernel per iteration:     median %.3f ms\n", kernel[kernel.size() / 2]);
+      "kmeans_e2e: N=%lld D=%d K=%d float32, 1 %s worker of %zu executor(s)%s%s (%s) on "
+      "127.0.0.1, %zu timed iterations\n",
+      static_cast<long long>(o.n), d, k, o.backend.c_str(), executors.size(),
+      o.gpus.empty() ? "" : ", --gpus ", o.gpus.c_str(), names.c_str(), ms.size());
+  out->end_to_end = median(ms);
+  out->kernel = median(kernel);
+  std::sort(ms.begin(), ms.end());
+  std::printf("  end-to-end per iteration: median %.3f ms (min %.3f, max %.3f)\n", out->end_to_end,
+              ms.front(), ms.back());
+  std::printf("  kernel per iteration:     median %.3f ms (the slowest executor's)\n", out->kernel);
   // The iterations' wall time at the server, whoever drove them: with the
   // worker-driven loop the per-iteration figures above are the worker's.
   const nlohmann::json& phases = rec["phases"];
-  const double wall = phases.value("iterations_ms", 0.0) / static_cast<double>(iters);
+  out->at_server = phases.value("iterations_ms", 0.0) / static_cast<double>(o.iters);
   std::printf(
-      "  iterations at the server: %.3f ms each (%s), overhead beyond the kernel %.0f us\n", wall,
+      "  iterations at the server: %.3f ms each (%s), overhead beyond the kernel %.0f us\n",
+      out->at_server,
       phases.value("worker_loop", false) ? "the worker drove the loop" : "the server drove it",
-      (wall - kernel[kernel.size() / 2]) * 1e3);
-  std::printf("  whole run (incl. loading %lld rows): %.1f ms\n", static_cast<long long>(n),
+      (out->at_server - out->kernel) * 1e3);
+  std::printf("  whole run (incl. loading %lld rows): %.1f ms\n", static_cast<long long>(o.n),
               rec["elapsed_ms"].get<double>());
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  o.n = std::stoll(flag(argc, argv, "--n", "16000000"));
+  o.iters = std::stoi(flag(argc, argv, "--iters", "30"));
+  o.backend = flag(argc, argv, "--backend", "cuda");
+  o.program = flag(argc, argv, "--program", LIZARD_BENCH_DIR "/../examples/kmeans");
+  std::vector<std::string> gpus = flags(argc, argv, "--gpus");
+  if (gpus.empty()) gpus.emplace_back();
+
+  char tmpl[] = "/tmp/kmeans_e2e.XXXXXX";
+  if (!mkdtemp(tmpl)) return std::perror("mkdtemp"), 1;
+  const std::string points = std::string(tmpl) + "/points.npy";
+  write_points(points, o.n, 32, 16);
+  std::vector<Figures> figures;
+  bool ok = true;
+  for (const std::string& g : gpus) {
+    o.gpus = g;
+    Figures f;
+    if (!(ok = measure(o, points, &f))) break;
+    figures.push_back(f);
+  }
+  std::filesystem::remove_all(tmpl);
+  if (!ok) return 1;
+  for (size_t i = 1; i < figures.size(); ++i)
+    std::printf(
+        "  --gpus %s against --gpus %s: %.2fx end to end per iteration, %.2fx at the "
+        "server, %.2fx in the kernel\n",
+        gpus[i].c_str(), gpus[0].c_str(), figures[0].end_to_end / figures[i].end_to_end,
+        figures[0].at_server / figures[i].at_server, figures[0].kernel / figures[i].kernel);
   return 0;
 }
