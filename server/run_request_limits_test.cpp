@@ -7,6 +7,7 @@
 
 #include "dataset/test_files.h"
 #include "program/bundle.h"
+#include "program/testing/program_images.h"
 #include "server/run_request.h"
 
 namespace lizard {
@@ -15,12 +16,7 @@ namespace {
 using nlohmann::json;
 
 ProgramImage image(const std::string& config) {
-  ProgramBundle b;
-  b.config = config;
-  b.sources["kernel.cu"] = "";
-  auto img = make_program_image(b);
-  EXPECT_TRUE(img.ok()) << img.status().message();
-  return img.value();
+  return testing::program_image(config);
 }
 
 // examples/sum's shape: an aggregate as wide as the `dims` param.

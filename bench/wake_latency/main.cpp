@@ -4,13 +4,21 @@
 // to its executor process).  Prints the round-trip time of a ping-pong
 // between two threads through a condition variable and through a
 // socketpair, with the waiting side asleep (a short pause every tenth round
-// lets its core go idle), and what starting and joining a thread costs.
+// lets its core go idle); the same socketpair with both sides polling it
+// (a non-blocking recv and sched_yield between tries, as lizard's spin
+// waits do) and an atomic in shared memory that both sides poll, which
+// separate the system calls' cost from the wake-ups'; and what starting and
+// joining a thread costs.
 //
 //   build/bench/wake_latency [ROUNDS]     # default 5000
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -23,6 +31,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
@@ -30,7 +44,7 @@ double us_since(Clock::time_point t0) {
 void print(const char* what, std::vector<double> us) {
   std::sort(us.begin(), us.end());
   const size_t n = us.size();
-  std::printf("  %-32s median %6.1f us   p90 %6.1f us   p99 %6.1f us\n", what, us[n / 2],
+  std::printf("  %-34s median %6.1f us   p90 %6.1f us   p99 %6.1f us\n", what, us[n / 2],
               us[n * 9 / 10], us[n * 99 / 100]);
 }
 
@@ -84,6 +98,57 @@ std::vector<double> socketpair_round_trips(int rounds) {
   return us.empty() ? std::vector<double>{0} : us;
 }
 
+// Receives one byte, polling: a non-blocking recv, then sched_yield.
+bool polled_recv(int fd, char* c) {
+  for (;;) {
+    const ssize_t n = recv(fd, c, 1, MSG_DONTWAIT);
+    if (n == 1) return true;
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
+    sched_yield();
+  }
+}
+
+std::vector<double> polled_socketpair_round_trips(int rounds) {
+  int fd[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd) != 0) return {0};
+  std::thread other([&] {
+    char c;
+    for (int i = 0; i < rounds; ++i)
+      if (!polled_recv(fd[1], &c) || send(fd[1], &c, 1, MSG_NOSIGNAL) != 1) break;
+  });
+  std::vector<double> us;
+  for (int i = 0; i < rounds; ++i) {
+    char c = 1;
+    const auto t0 = Clock::now();
+    if (send(fd[0], &c, 1, MSG_NOSIGNAL) != 1 || !polled_recv(fd[0], &c)) break;
+    us.push_back(us_since(t0));
+  }
+  other.join();
+  close(fd[0]);
+  close(fd[1]);
+  return us.empty() ? std::vector<double>{0} : us;
+}
+
+std::vector<double> polled_atomic_round_trips(int rounds) {
+  alignas(64) std::atomic<int> ping{0};
+  alignas(64) std::atomic<int> pong{0};
+  std::thread other([&] {
+    for (int i = 1; i <= rounds; ++i) {
+      while (ping.load(std::memory_order_acquire) != i) relax();
+      pong.store(i, std::memory_order_release);
+    }
+  });
+  std::vector<double> us;
+  for (int i = 1; i <= rounds; ++i) {
+    const auto t0 = Clock::now();
+    ping.store(i, std::memory_order_release);
+    while (pong.load(std::memory_order_acquire) != i) relax();
+    us.push_back(us_since(t0));
+  }
+  other.join();
+  return us;
+}
+
 std::vector<double> thread_starts(int rounds) {
   std::vector<double> us;
   for (int i = 0; i < rounds; ++i) {
@@ -103,6 +168,8 @@ int main(int argc, char** argv) {
               std::thread::hardware_concurrency());
   print("condition variable round trip", condvar_round_trips(rounds));
   print("socketpair round trip", socketpair_round_trips(rounds));
+  print("socketpair, both sides polling", polled_socketpair_round_trips(rounds));
+  print("shared atomic, both sides polling", polled_atomic_round_trips(rounds));
   print("thread start and join", thread_starts(rounds / 2));
   return 0;
 }

@@ -17,6 +17,7 @@
 #include "exec/process/executor_protocol.h"
 #include "exec/process/process_executor.h"
 #include "program/bundle.h"
+#include "program/testing/program_images.h"
 
 namespace lizard {
 namespace {
@@ -66,12 +67,7 @@ extern "C" __global__ void bump(global_params_t params, dataset_t data, global_s
 )";
 
 ProgramImage bump_program() {
-  ProgramBundle b;
-  b.config = kBumpYaml;
-  b.sources["kernel.cu"] = kBumpKernel;
-  auto img = make_program_image(b);
-  EXPECT_TRUE(img.ok()) << img.status().message();
-  return img.ok() ? img.value() : ProgramImage{};
+  return testing::program_image(kBumpYaml, kBumpKernel);
 }
 
 constexpr int64_t kRows = 1 << 18;  // 1 MiB of float32
@@ -119,7 +115,7 @@ Result<double> run_twice(Executor* e, const ProgramImage& p, PartitionData d) {
 std::unique_ptr<ProcessExecutor> start_cpu(int kept_mb) {
   auto e = ProcessExecutor::start(
       {{"executor-host", "--backend", "cpu", "--cpu-threads", "2", "--cache-dir",
-        testing::TempDir() + "lizard-kept-rows-test", "--kept-rows-mb", std::to_string(kept_mb)},
+        ::testing::TempDir() + "lizard-kept-rows-test", "--kept-rows-mb", std::to_string(kept_mb)},
        "the CPU backend",
        LIZARD_BIN});
   EXPECT_TRUE(e.ok()) << e.status().message();
@@ -191,7 +187,7 @@ TEST(KeptRowsProcess, NoBudgetKeepsNothing) {
 TEST(KeptRowsProcess, AHostAsksForRowsItDoesNotKeep) {
   auto child =
       ChildProcess::spawn({"executor-host", "--backend", "cpu", "--cpu-threads", "1", "--cache-dir",
-                           testing::TempDir() + "lizard-kept-rows-test", "--kept-rows-mb", "16"},
+                           ::testing::TempDir() + "lizard-kept-rows-test", "--kept-rows-mb", "16"},
                           LIZARD_BIN);
   ASSERT_TRUE(child.ok()) << child.status().message();
   FrameChannel& channel = (*child)->channel();
@@ -229,7 +225,7 @@ TEST(KeptRowsProcess, AHostAsksForRowsItDoesNotKeep) {
 TEST(KeptRowsCpu, RowsNamedButNotKeptAreAnError) {
   CpuExecutorOptions o;
   o.threads = 1;
-  o.cache_dir = testing::TempDir() + "lizard-kept-rows-test";
+  o.cache_dir = ::testing::TempDir() + "lizard-kept-rows-test";
   o.kept_rows_bytes = 1 << 20;
   auto e = make_cpu_executor(o);
   PartitionData d;

@@ -16,6 +16,7 @@
 #include "exec/cpu/cpu_executor.h"
 #include "exec/process/executor_processes.h"
 #include "program/bundle.h"
+#include "program/testing/program_images.h"
 
 namespace lizard {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string cache_dir() {
-  return testing::TempDir() + "lizard-process-executor-test";
+  return ::testing::TempDir() + "lizard-process-executor-test";
 }
 
 ExecutorProcessSpec cpu_spec() {
@@ -36,15 +37,6 @@ std::unique_ptr<ProcessExecutor> start_cpu() {
   auto e = ProcessExecutor::start(cpu_spec());
   EXPECT_TRUE(e.ok()) << e.status().message();
   return e.ok() ? std::move(e).value() : nullptr;
-}
-
-ProgramImage image(const std::string& config, const std::string& kernel) {
-  ProgramBundle b;
-  b.config = config;
-  b.sources["kernel.cu"] = kernel;
-  auto img = make_program_image(b);
-  EXPECT_TRUE(img.ok()) << img.status().message();
-  return img.ok() ? img.value() : ProgramImage{};
 }
 
 ProgramImage faults() {
@@ -131,7 +123,7 @@ Outcome run_scale(Executor* e, const ProgramImage& p, bool shared = false) {
 }
 
 TEST(ProcessExecutor, GivesTheResultsOfTheExecutorInThisProcess) {
-  ProgramImage p = image(kScaleYaml, kScaleKernel);
+  ProgramImage p = testing::program_image(kScaleYaml, kScaleKernel);
   auto remote = start_cpu();
   ASSERT_TRUE(remote);
   EXPECT_EQ(remote->info().kind, "cpu");
@@ -165,7 +157,7 @@ TEST(ProcessExecutor, GivesTheResultsOfTheExecutorInThisProcess) {
 TEST(ProcessExecutor, ACompileErrorComesBackAsTheExecutorSaysIt) {
   auto e = start_cpu();
   ASSERT_TRUE(e);
-  Status st = e->build(image(kScaleYaml, "this is not C++"));
+  Status st = e->build(testing::program_image(kScaleYaml, "this is not C++"));
   EXPECT_EQ(st.code(), Code::kCompileError) << st.message();
   EXPECT_TRUE(e->process_running());
 }
