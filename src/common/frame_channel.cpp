@@ -46,6 +46,7 @@ FrameChannel& FrameChannel::operator=(FrameChannel&& o) noexcept {
     fd_ = o.fd_;
     std::memcpy(header_, o.header_, sizeof header_);
     header_got_ = o.header_got_;
+    spin_ = o.spin_;
     o.fd_ = -1;
     o.header_got_ = 0;
   }
@@ -105,15 +106,18 @@ Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
   return Status::Ok();
 }
 
-Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done) {
+Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done,
+                                int64_t spin_us) {
   // Polls for the spin budget first: bytes that arrive meanwhile are taken
   // without the wake-up a blocking wait would cost.
   if (n > 0) {
     ssize_t got = -1;
-    spin_until([&] {
-      got = ::recv(fd_, p, n, MSG_DONTWAIT);
-      return got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-    });
+    spin_until(
+        [&] {
+          got = ::recv(fd_, p, n, MSG_DONTWAIT);
+          return got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+        },
+        spin_us < 0 ? spin_budget_us() : spin_us);
     if (got == 0) return unavailable("the peer closed the channel");
     if (got > 0) {
       p += got;
@@ -167,9 +171,17 @@ Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms, size_t* 
 // part way keeps the bytes of the length read so far for the next call.
 Result<uint64_t> FrameChannel::receive_length(int timeout_ms) {
   if (fd_ < 0) return unavailable("the channel is closed");
+  const auto t0 = std::chrono::steady_clock::now();
   int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-  LIZARD_RETURN_IF_ERROR(
-      read_exact(header_ + header_got_, sizeof header_ - header_got_, deadline, &header_got_));
+  Status st = read_exact(header_ + header_got_, sizeof header_ - header_got_, deadline,
+                         &header_got_, spin_.budget_us());
+  // A wait that ran out of time saw no frame: the peer is idle, or slow.
+  spin_.waited_us(st.code() == Code::kCancelled
+                      ? INT64_MAX
+                      : std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count());
+  LIZARD_RETURN_IF_ERROR(st);
   header_got_ = 0;
   uint64_t size = get_le64(header_);
   if (size > kMaxFrame) return internal_error("a frame of " + std::to_string(size) + " bytes");

@@ -3,6 +3,8 @@
 // A frame is an 8-byte little-endian length and that many bytes.  Reads wait
 // at most a given time, so that a caller can bound a peer that hangs; a peer
 // that closed its end (it exited, or was killed) reads as kUnavailable.
+// A wait for the next frame polls first, for about as long as the last one
+// took (AdaptiveSpin), then sleeps.
 //
 //   FrameChannel ch(fd);                         // owns fd from now on
 //   LIZARD_RETURN_IF_ERROR(ch.send(request));
@@ -16,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/spin_wait.h"
 #include "common/status.h"
 
 namespace lizard {
@@ -54,12 +57,17 @@ class FrameChannel {
 
  private:
   // Adds the bytes it read to `*done` when given, also when it gives up.
-  Status read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done = nullptr);
+  // Polls for `spin_us` first (< 0: the process's budget).
+  Status read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done = nullptr,
+                    int64_t spin_us = -1);
   Result<uint64_t> receive_length(int timeout_ms);
 
   int fd_ = -1;
   char header_[8] = {};
   size_t header_got_ = 0;  // bytes of the next frame's length read so far
+  // How long to poll for the next frame: the waits for a peer's frames tend
+  // to repeat (one per iteration), see common/spin_wait.h.
+  AdaptiveSpin spin_;
 };
 
 }  // namespace lizard

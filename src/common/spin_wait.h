@@ -11,7 +11,17 @@
 // polling off), else 1000.  A polling thread yields its core between polls,
 // so that on a busy machine it never delays the thread it waits for.
 //
+// A wait site that waits again and again for about as long (a worker
+// waiting for its executor process through kernels of a steady 1.3 ms, a
+// hook process waiting for the next iteration's call) keeps an AdaptiveSpin:
+// it polls for up to twice its last wait, up to ten times the budget, so that
+// a steady cadence longer than the budget is still met polling.  A wait that
+// outlasted that (an idle peer) brings it back to the budget.
+//
 //   if (!spin_until([&] { return flag.load(std::memory_order_acquire); })) block_on(flag);
+//
+//   AdaptiveSpin spin;                                   // one per wait site
+//   spin_until(ready, spin.budget_us());  ...;  spin.waited_us(elapsed);
 #pragma once
 
 #include <sched.h>
@@ -23,6 +33,27 @@ namespace lizard {
 
 // This process's polling budget per wait, in microseconds (read once).
 int64_t spin_budget_us();
+
+// A wait site's polling budget, from how long its last wait took.
+class AdaptiveSpin {
+ public:
+  static constexpr int64_t kMaxFactor = 10;  // at most this many times the budget
+
+  int64_t budget_us() const { return budget_us_; }
+  // Records how long the wait that just ended took, in microseconds.
+  void waited_us(int64_t us) {
+    const int64_t base = spin_budget_us();
+    const int64_t most = base * kMaxFactor;
+    if (base <= 0 || us > most) {
+      budget_us_ = base;
+      return;
+    }
+    budget_us_ = us * 2 < base ? base : (us * 2 > most ? most : us * 2);
+  }
+
+ private:
+  int64_t budget_us_ = spin_budget_us();
+};
 
 // Lets a sibling hardware thread run while this one polls.
 inline void cpu_relax() {

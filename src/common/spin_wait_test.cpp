@@ -37,6 +37,33 @@ TEST(SpinWait, AZeroBudgetAsksOnce) {
   EXPECT_EQ(calls, 1);
 }
 
+TEST(AdaptiveSpin, PollsForTwiceTheLastWaitBetweenTheBudgetAndTenTimesIt) {
+  const int64_t base = spin_budget_us();
+  if (base <= 0) GTEST_SKIP() << "LIZARD_SPIN_US=0 turns polling off";
+  AdaptiveSpin spin;
+  EXPECT_EQ(spin.budget_us(), base);
+  spin.waited_us(base / 4);  // a quick answer: the budget stays
+  EXPECT_EQ(spin.budget_us(), base);
+  spin.waited_us(base * 3);  // a steady 3x the budget (a kernel's length)
+  EXPECT_EQ(spin.budget_us(), base * 6);
+  spin.waited_us(base * 7);  // twice that would pass the most
+  EXPECT_EQ(spin.budget_us(), base * AdaptiveSpin::kMaxFactor);
+  spin.waited_us(base * 3);
+  EXPECT_EQ(spin.budget_us(), base * 6);
+}
+
+TEST(AdaptiveSpin, AWaitLongerThanItsMostBringsItBackToTheBudget) {
+  const int64_t base = spin_budget_us();
+  if (base <= 0) GTEST_SKIP() << "LIZARD_SPIN_US=0 turns polling off";
+  AdaptiveSpin spin;
+  spin.waited_us(base * 4);
+  ASSERT_EQ(spin.budget_us(), base * 8);
+  spin.waited_us(base * AdaptiveSpin::kMaxFactor + 1);  // an idle peer
+  EXPECT_EQ(spin.budget_us(), base);
+  spin.waited_us(INT64_MAX);  // a wait that ran out of time
+  EXPECT_EQ(spin.budget_us(), base);
+}
+
 // Whether the consumer polls or sleeps, what was pushed is what it pops, in order.
 TEST(SpinWait, AMailboxHandsOverEveryItemInOrder) {
   Mailbox<int> box;
