@@ -135,7 +135,6 @@ Status RunDriver::run_attempts(Sections* s) {
       if (st.ok()) ctx_.book->persist(run_);  // its executors: a restart waits for as many
     }
     const auto t_iter = SteadyClock::now();
-    bool checkpoint_due = false;  // iterations ran since the last checkpoint
     bool loop_there = st.ok() && can_loop_on_worker(participants);
     if (st.ok())
       ctx_.book->update(run_, [&](RunRecord& r) { r.phases["worker_loop"] = loop_there; });
@@ -148,19 +147,10 @@ Status RunDriver::run_attempts(Sections* s) {
           ctx_.book->update(run_, [&](RunRecord& r) { r.phases["worker_loop"] = false; });
         continue;
       }
-      // The checkpoint of the iterations so far is written while the
-      // workers run the next one (iterate() calls `while_running` once it
-      // has sent them their frames), so that it holds up no iteration; the
-      // last one, once the loop ends.
-      st = iterate(wire_id, participants, it, s, &done, [&] {
-        if (checkpoint_due) save_checkpoint(it, false, *s);
-        checkpoint_due = false;
-      });
+      st = iterate(wire_id, participants, it, s, &done);
       if (st.ok()) ++it;
-      checkpoint_due = checkpoint_due || st.ok();
+      if (st.ok()) save_checkpoint(it, done, *s);
     }
-    if (checkpoint_due) save_checkpoint(it, done, *s);
-    checkpoint_due = false;
     bool gathering = false;
     if (st.ok()) {
       ctx_.book->update(run_, [&](RunRecord& r) { r.phases["iterations_ms"] = ms_since(t_iter); });
@@ -255,8 +245,7 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
 }
 
 Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::string>& participants,
-                          int64_t it, Sections* s, bool* done,
-                          const std::function<void()>& while_running) {
+                          int64_t it, Sections* s, bool* done) {
   const ProgramEntry& prog = *run_->program;
   const Manifest& m = prog.image.manifest;
   const auto t0 = SteadyClock::now();
@@ -273,7 +262,6 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
       return st.with_context("iteration " + std::to_string(it));
     }
   }
-  if (while_running) while_running();  // `s` is as it was sent
   auto results = collect(wire_id, MessageType::kIterationResult, participants);
   if (!results.ok()) return results.status().with_context("iteration " + std::to_string(it));
   const auto t_fold = SteadyClock::now();

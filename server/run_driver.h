@@ -100,12 +100,8 @@ class RunDriver {
   Status start_worker(const std::string& wire_id, const std::string& worker_id,
                       const std::vector<const PlanEntry*>& entries, bool stream_uploads);
   Status limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const;
-  // One iteration on `participants`: sends them the state, calls
-  // `while_running` (if any) while they compute, then folds their results and
-  // calls the update hook.
   Status iterate(const std::string& wire_id, const std::vector<std::string>& participants,
-                 int64_t it, Sections* s, bool* done,
-                 const std::function<void()>& while_running = nullptr);
+                 int64_t it, Sections* s, bool* done);
   // The run's one worker drives iterations [*it, max) (run_driver_loop.cpp);
   // `unsupported` when it cannot, and nothing ran.
   Status loop_on_worker(const std::string& wire_id, const std::string& worker, int64_t* it,

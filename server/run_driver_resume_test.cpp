@@ -2,14 +2,8 @@
 // checkpoint where kernels keep nothing per row, from the start otherwise.
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <map>
-#include <mutex>
-#include <thread>
-
 #include "dataset/npy.h"
 #include "server/run_driver.h"
-#include "server/run_store.h"
 #include "server/testing/run_driver_fixture.h"
 
 namespace lizard {
@@ -100,46 +94,6 @@ TEST_F(RunDriverResumeTest, ARunResumesFromItsCheckpoint) {
   RunBook again(state_.path());
   EXPECT_TRUE(again.resume([](const std::string&) { return nullptr; }, nullptr, 5).empty());
   EXPECT_EQ(again.get_json(r["runtime_id"]).value()["status"], "done");
-}
-
-// The checkpoint after iteration i is written while the workers run
-// iteration i + 1, not between the two: each worker's kernel waits for it.
-// Were it written only once their results are in, no kernel would see it.
-TEST_F(RunDriverResumeTest, ACheckpointIsWrittenWhileTheWorkersRunTheNextIteration) {
-  use_program(kSums);
-  auto store = RunStore::open(state_.path());
-  ASSERT_TRUE(store.ok()) << store.status().message();
-  std::mutex mu;
-  std::map<int64_t, int64_t> seen;  // iteration run -> checkpoint stored meanwhile
-  auto stored_iteration = [&]() -> int64_t {
-    auto runs = (*store)->load_all();
-    if (!runs.ok()) return -1;
-    for (const StoredRun& r : *runs)
-      if (r.checkpoint) return r.checkpoint->iteration;
-    return -1;
-  };
-  auto& w1 = add_worker();
-  auto& w2 = add_worker();
-  const Manifest& m = program_->image.manifest;
-  for (FakeWorker* w : {&w1, &w2})
-    w->kernel = [&, w](const FakeRun& run, const IterateMsg& msg) {
-      int64_t got = stored_iteration();
-      for (int i = 0; i < 1000 && got < msg.iteration; ++i) {  // up to 2 s
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        got = stored_iteration();
-      }
-      if (w == &w1) {
-        std::lock_guard<std::mutex> l(mu);
-        seen[msg.iteration] = got;
-      }
-      return testing::sums_kernel(m, run);
-    };
-  restart_after(1);
-  json r = wait();
-  ASSERT_EQ(r["status"], "done") << r.dump(2);
-  EXPECT_EQ(r["result"]["state"]["total"], 5 * 55.0);
-  std::lock_guard<std::mutex> l(mu);
-  EXPECT_EQ(seen, (std::map<int64_t, int64_t>{{1, 1}, {2, 2}, {3, 3}, {4, 4}}));
 }
 
 TEST_F(RunDriverResumeTest, ARunOnOneWorkerResumesItsLoopFromTheCheckpoint) {
