@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "net/io_runner.h"
 #include "net/tls_context.h"
 #include "net/ws_channel_open.h"
 
@@ -160,7 +161,7 @@ WorkerConnection::~WorkerConnection() {
 
 void WorkerConnection::start() {
   net::post(impl_->ioc, [impl = impl_] { impl->connect(); });
-  impl_->thread = std::thread([impl = impl_] { impl->ioc.run(); });
+  impl_->thread = std::thread([impl = impl_] { run_io_polling(impl->ioc); });
 }
 
 void WorkerConnection::stop() {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <variant>
 
+#include "net/io_runner.h"
 #include "net/maybe_tls_stream.h"
 #include "net/tls_context.h"
 #include "net/ws_channel_open.h"
@@ -445,7 +446,7 @@ Status HubServer::start() {
     return unavailable("cannot listen on " + impl_->opts.host + ":" +
                        std::to_string(impl_->opts.port) + ": " + ec.message());
   impl_->do_accept();
-  impl_->thread = std::thread([this] { impl_->ioc.run(); });
+  impl_->thread = std::thread([this] { run_io_polling(impl_->ioc); });
   return Status::Ok();
 }
 
