@@ -1,6 +1,7 @@
 // bench/iteration_overhead: median wall time per iteration of a trivial
 // kernel with 2 local CPU workers on loopback, as the server measures it
-// (state out, kernels, aggregates back, fold, update hook).
+// (state out, kernels, aggregates back, fold, update hook), and the median of
+// the slower worker's kernel time.
 //
 //   build/bench/iteration_overhead [iterations=2000]
 #include <algorithm>
@@ -33,8 +34,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto rec = nlohmann::json::parse(r->body);
-  std::vector<double> ms;
-  for (const auto& t : rec["timings"]) ms.push_back(t["ms"].get<double>());
+  std::vector<double> ms, kernel;
+  for (const auto& t : rec["timings"]) {
+    ms.push_back(t["ms"].get<double>());
+    kernel.push_back(t["kernel_ms"].get<double>());
+  }
   if (ms.empty() || rec["status"] != "done") {
     std::fprintf(stderr, "run did not finish: %s\n", r->body.c_str());
     return 1;
@@ -46,6 +50,10 @@ int main(int argc, char** argv) {
   std::printf(
       "  median %.3f ms   p10 %.3f ms   p90 %.3f ms   p99 %.3f ms   (target: median <= 2 ms)\n",
       pct(0.5), pct(0.1), pct(0.9), pct(0.99));
+  // The slower worker's kernel time, as its executor measured it: for this
+  // trivial kernel, mostly the CPU backend starting and joining its threads.
+  std::sort(kernel.begin(), kernel.end());
+  std::printf("  kernel median %.3f ms (the slower worker's)\n", kernel[kernel.size() / 2]);
   std::printf("  whole run %.1f ms\n", rec["elapsed_ms"].get<double>());
   return 0;
 }
