@@ -26,19 +26,17 @@
 
 namespace {
 
-std::string flag(int argc, char** argv, const std::string& name, const std::string& def) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], name.c_str(), name.size()) == 0 && argv[i][name.size()] == '=')
-      return argv[i] + name.size() + 1;
-  return def;
-}
-
 std::vector<std::string> flags(int argc, char** argv, const std::string& name) {
   std::vector<std::string> out;
   for (int i = 1; i < argc; ++i)
     if (std::strncmp(argv[i], name.c_str(), name.size()) == 0 && argv[i][name.size()] == '=')
       out.emplace_back(argv[i] + name.size() + 1);
   return out;
+}
+
+std::string flag(int argc, char** argv, const std::string& name, const std::string& def) {
+  auto given = flags(argc, argv, name);
+  return given.empty() ? def : given.front();
 }
 
 // Points around 16 centres, from a counter-based hash (fast, reproducible).

@@ -76,30 +76,10 @@ std::vector<double> condvar_round_trips(int rounds) {
   return us;
 }
 
-std::vector<double> socketpair_round_trips(int rounds) {
-  int fd[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd) != 0) return {0};
-  std::thread other([&] {
-    char c;
-    for (int i = 0; i < rounds; ++i)
-      if (read(fd[1], &c, 1) != 1 || write(fd[1], &c, 1) != 1) break;
-  });
-  std::vector<double> us;
-  for (int i = 0; i < rounds; ++i) {
-    char c = 1;
-    const auto t0 = Clock::now();
-    if (write(fd[0], &c, 1) != 1 || read(fd[0], &c, 1) != 1) break;
-    us.push_back(us_since(t0));
-    if (i % 10 == 0) usleep(200);
-  }
-  other.join();
-  close(fd[0]);
-  close(fd[1]);
-  return us.empty() ? std::vector<double>{0} : us;
-}
-
-// Receives one byte, polling: a non-blocking recv, then sched_yield.
-bool polled_recv(int fd, char* c) {
+// Receives one byte: a blocking read, or polling (a non-blocking recv, then
+// sched_yield, as lizard's spin waits do).
+bool receive_byte(int fd, char* c, bool polled) {
+  if (!polled) return read(fd, c, 1) == 1;
   for (;;) {
     const ssize_t n = recv(fd, c, 1, MSG_DONTWAIT);
     if (n == 1) return true;
@@ -108,20 +88,23 @@ bool polled_recv(int fd, char* c) {
   }
 }
 
-std::vector<double> polled_socketpair_round_trips(int rounds) {
+// Without polling, a short pause every tenth round lets the waiting side's
+// core go idle, as between a daemon's iterations.
+std::vector<double> socketpair_round_trips(int rounds, bool polled) {
   int fd[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd) != 0) return {0};
   std::thread other([&] {
     char c;
     for (int i = 0; i < rounds; ++i)
-      if (!polled_recv(fd[1], &c) || send(fd[1], &c, 1, MSG_NOSIGNAL) != 1) break;
+      if (!receive_byte(fd[1], &c, polled) || send(fd[1], &c, 1, MSG_NOSIGNAL) != 1) break;
   });
   std::vector<double> us;
   for (int i = 0; i < rounds; ++i) {
     char c = 1;
     const auto t0 = Clock::now();
-    if (send(fd[0], &c, 1, MSG_NOSIGNAL) != 1 || !polled_recv(fd[0], &c)) break;
+    if (send(fd[0], &c, 1, MSG_NOSIGNAL) != 1 || !receive_byte(fd[0], &c, polled)) break;
     us.push_back(us_since(t0));
+    if (!polled && i % 10 == 0) usleep(200);
   }
   other.join();
   close(fd[0]);
@@ -167,8 +150,8 @@ int main(int argc, char** argv) {
   std::printf("wake_latency: %d rounds, %u hardware threads\n", rounds,
               std::thread::hardware_concurrency());
   print("condition variable round trip", condvar_round_trips(rounds));
-  print("socketpair round trip", socketpair_round_trips(rounds));
-  print("socketpair, both sides polling", polled_socketpair_round_trips(rounds));
+  print("socketpair round trip", socketpair_round_trips(rounds, false));
+  print("socketpair, both sides polling", socketpair_round_trips(rounds, true));
   print("shared atomic, both sides polling", polled_atomic_round_trips(rounds));
   print("thread start and join", thread_starts(rounds / 2));
   return 0;

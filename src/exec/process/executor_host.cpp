@@ -64,12 +64,7 @@ Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
   auto found = program(r, sent);  // checked once the field frames are read
   ParamValues params = read_params(r);
   PartitionData d;
-  d.first_row = r->i64();
-  d.rows = r->i64();
-  d.seed = r->u64();
-  const uint64_t generators = r->u64();
-  for (uint64_t i = 0; i < generators && r->ok(); ++i) d.generators.push_back(r->str());
-  std::vector<FieldRowsHead> heads = read_field_rows_heads(r);
+  std::vector<FieldRowsHead> heads = read_partition_head(r, &d);
   LIZARD_RETURN_IF_ERROR(r->status("begin_run"));
   // Each field's rows, unless named by key, follow as a frame of their own,
   // read into place.

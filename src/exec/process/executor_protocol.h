@@ -61,8 +61,13 @@ struct FieldRowsHead {
   std::string key;    // "" when the rows have none
   uint64_t size = 0;  // kKept: the rows' bytes
 };
-void write_field_rows_heads(ByteWriter* w, const std::vector<FieldRowsHead>& heads);
-std::vector<FieldRowsHead> read_field_rows_heads(ByteReader* r);
+
+// begin_run's partition after its program and params: the rows' place,
+// the generators' seed and sources, and how each field's rows travel.  The
+// reader fills all of `*d` but its fields.
+void write_partition_head(ByteWriter* w, const PartitionData& d,
+                          const std::vector<FieldRowsHead>& heads);
+std::vector<FieldRowsHead> read_partition_head(ByteReader* r, PartitionData* d);
 
 // begin_run's results.  `rows_missing`: the process no longer keeps rows the
 // request named (the run did not begin; send them again); `kept`: the keys

@@ -196,11 +196,9 @@ TEST(KeptRowsProcess, AHostAsksForRowsItDoesNotKeep) {
   w.u8(1);
   write_program(&w, bump_program());
   write_params(&w, ParamValues{});
-  w.i64(0);      // first row
-  w.i64(kRows);  // rows
-  w.u64(0);      // seed
-  w.u64(0);      // generators
-  write_field_rows_heads(&w, {{FieldRows::kKept, "never-sent", kRows * sizeof(float)}});
+  PartitionData d;
+  d.rows = kRows;
+  write_partition_head(&w, d, {{FieldRows::kKept, "never-sent", kRows * sizeof(float)}});
   ASSERT_TRUE(channel.send(w.out()).ok());
   auto frame = channel.receive(60000);
   ASSERT_TRUE(frame.ok()) << frame.status().message();

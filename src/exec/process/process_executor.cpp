@@ -205,11 +205,6 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
   else
     w.bytes(program.hash);
   write_params(&w, params);
-  w.i64(data.first_row);
-  w.i64(data.rows);
-  w.u64(data.seed);
-  w.u64(data.generators.size());
-  for (const auto& g : data.generators) w.bytes(g);
   std::vector<FieldRowsHead> heads(data.fields.size());
   for (size_t k = 0; k < heads.size(); ++k) {
     heads[k].key = data.row_key(k);
@@ -219,7 +214,7 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
       heads[k].size = size;
     }
   }
-  write_field_rows_heads(&w, heads);
+  write_partition_head(&w, data, heads);
   std::string_view head = w.out();
   LIZARD_RETURN_IF_ERROR(send_request(ExecutorOp::kBeginRun, &head, 1));
   // Each field's rows not named by key as a frame of their own, sent from
