@@ -11,12 +11,55 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "client/run_session.h"
 #include "common/clock.h"
 #include "program/reducers.h"
 
 namespace lizard {
+namespace {
+
+// Per-iteration times of a loop, in ms: totals, and medians, which leave out
+// the first iteration's warm-up.
+class LoopTimes {
+ public:
+  explicit LoopTimes(int64_t iterations) {
+    for (auto& c : columns_)
+      c.reserve(static_cast<size_t>(std::clamp<int64_t>(iterations, 0, 1 << 16)));
+  }
+  void add(double iteration, double waiting, double in_calls, double in_kernels, double in_hook) {
+    const double row[kColumns] = {iteration, waiting, in_calls, in_kernels, in_hook};
+    for (size_t c = 0; c < kColumns; ++c) {
+      totals_[c] += row[c];
+      if (columns_[c].size() < columns_[c].capacity()) columns_[c].push_back(row[c]);
+    }
+  }
+  std::string summary() {
+    static const char* const names[kColumns] = {"iterations", "waiting for the executors",
+                                                "in their calls", "in kernels",
+                                                "in the update hook"};
+    std::string out;
+    for (size_t c = 0; c < kColumns; ++c)
+      out += fmt::format("{}{} {:.3f} ms (median {:.1f} us)", c ? ", " : "", names[c], totals_[c],
+                         median(&columns_[c]) * 1e3);
+    return out;
+  }
+
+ private:
+  static constexpr size_t kColumns = 5;
+  static double median(std::vector<double>* v) {
+    if (v->size() > 1) v->erase(v->begin());  // the first iteration warms up
+    if (v->empty()) return 0;
+    std::nth_element(v->begin(), v->begin() + v->size() / 2, v->end());
+    return (*v)[v->size() / 2];
+  }
+  std::vector<double> columns_[kColumns];
+  double totals_[kColumns] = {};
+};
+
+}  // namespace
 
 void RunSession::loop_here(const MessageView& m) {
   auto h = LoopMsg::parse(m.header);
@@ -81,17 +124,13 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
   std::vector<const SectionBuffer*> aggs;
   std::string payload;
   const auto t_loop = SteadyClock::now();
-  // Where the loop's time went, for the debug log: iterations, and of them
-  // the executors (as the worker waits for them, as they count themselves,
-  // and in kernels) and the update hook.
-  double in_iterations = 0, waiting = 0, in_executors = 0, in_kernels = 0, in_hook = 0;
+  // Where each iteration's time went, for the debug log: the executors (as
+  // the worker waits for them, as they count themselves, and in kernels) and
+  // the update hook.
+  LoopTimes times(h.max_iterations - h.first_iteration);
   auto finished = [&](int64_t iterations) {
-    spdlog::debug(
-        "run {}: {} iteration(s) here in {:.3f} ms, {:.3f} ms of them in iterations: {:.3f} ms "
-        "waiting for the executors ({:.3f} ms in their calls, {:.3f} ms in kernels), {:.3f} ms "
-        "in the update hook",
-        h.run_id, iterations, ms_since(t_loop), in_iterations, waiting, in_executors, in_kernels,
-        in_hook);
+    spdlog::debug("run {}: {} iteration(s) here in {:.3f} ms; {}", h.run_id, iterations,
+                  ms_since(t_loop), times.summary());
     return Status::Ok();
   };
   for (int64_t it = h.first_iteration; it < h.max_iterations; ++it) {
@@ -102,22 +141,19 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     step.run_id = h.run_id;
     step.iteration = it;
     LIZARD_RETURN_IF_ERROR(iterate_executors(state, it, &aggs, &step.kernel_ms));
-    waiting += ms_since(t0);
+    const double waiting = ms_since(t0);
     double slowest = 0;  // the slowest executor's own time in its calls
     for (double ms : executor_total_ms_) slowest = std::max(slowest, ms);
-    in_executors += slowest;
-    in_kernels += step.kernel_ms;
     set_identity(&folded);
     for (const SectionBuffer* a : aggs) fold_into(&folded, *a);
     bool done = true;  // without an update hook, a run is one iteration
+    const auto t_hook = SteadyClock::now();
     if (hooks) {
-      const auto t_hook = SteadyClock::now();
       LIZARD_ASSIGN_OR_RETURN(done, hooks->update(&folded, &state, it));
-      in_hook += ms_since(t_hook);
     }
+    times.add(ms_since(t0), waiting, slowest, step.kernel_ms, ms_since(t_hook));
     step.last = done || it + 1 >= h.max_iterations;
     step.ms = ms_since(t0);
-    in_iterations += step.ms;
     payload.assign(reinterpret_cast<const char*>(folded.bytes.data()), folded.bytes.size());
     payload.append(reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size());
     reply(encode(step.to_message(payload)));

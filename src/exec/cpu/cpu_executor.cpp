@@ -74,6 +74,9 @@ struct CpuExecutor::Run {
   uint64_t seed = 0;
   std::vector<uint64_t> field_ptrs;  // row 0 of each field
   size_t state_size = 0, aggregate_size = 0;
+  // Each kernel's time per block at its last launch, in microseconds, from
+  // which launch() decides how many of the pool's threads to wake.
+  std::map<CpuKernelFn, double> block_us;
   RowSpan span(int64_t first, int64_t count) const {
     return RowSpan{first_row, field_ptrs, seed, first, count};
   }
@@ -266,35 +269,49 @@ Status CpuExecutor::run_generators(const std::vector<std::string>& names) {
   return Status::Ok();
 }
 
-// Hands out chunks of the grid's blocks to the pool's workers; the first
-// error stops the launch.
+// Hands out chunks of the grid's blocks to as many of the pool's workers as
+// the kernel's last launch says are worth waking; the first error stops the
+// launch.  The calling thread (worker 0) times the blocks it ran, a figure
+// that, unlike the launch's, holds no other thread's wake-up.
 Status CpuExecutor::launch(const Step& step, const void* const* args) {
   const LaunchConfig& c = step.config;
   const uint64_t total = c.total_blocks();
   if (total == 0) return Status::Ok();
-  const uint64_t workers = static_cast<uint64_t>(pool_.size());
-  const uint64_t chunk = std::max<uint64_t>(1, total / (workers * 16));
+  const uint64_t chunk = std::max<uint64_t>(1, total / (static_cast<uint64_t>(pool_.size()) * 16));
+  double& block_us = run_->block_us[step.fn];
+  const int workers = pool_.workers_for((total + chunk - 1) / chunk, block_us * total);
   std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
   std::string error;
-  pool_.run([&](int) {
-    lizard_cpu_launch l{};
-    std::copy(c.grid, c.grid + 3, l.grid);
-    std::copy(c.block, c.block + 3, l.block);
-    l.shared_bytes = c.shared_bytes;
-    char err[512];
-    while (!failed.load(std::memory_order_relaxed)) {
-      l.first_block = next.fetch_add(chunk);
-      if (l.first_block >= total) return;
-      l.end_block = std::min(total, l.first_block + chunk);
-      err[0] = '\0';
-      if (step.fn(&l, args, err, sizeof err) != 0) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failed.exchange(true)) error = err[0] ? err : "kernel failed";
-      }
-    }
-  });
+  uint64_t own_blocks = 0;  // worker 0's
+  double own_us = 0;
+  pool_.run(
+      [&](int worker) {
+        const Clock::time_point start = Clock::now();
+        uint64_t blocks = 0;
+        lizard_cpu_launch l{};
+        std::copy(c.grid, c.grid + 3, l.grid);
+        std::copy(c.block, c.block + 3, l.block);
+        l.shared_bytes = c.shared_bytes;
+        char err[512];
+        while (!failed.load(std::memory_order_relaxed)) {
+          l.first_block = next.fetch_add(chunk);
+          if (l.first_block >= total) break;
+          l.end_block = std::min(total, l.first_block + chunk);
+          blocks += l.end_block - l.first_block;
+          err[0] = '\0';
+          if (step.fn(&l, args, err, sizeof err) != 0) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (!failed.exchange(true)) error = err[0] ? err : "kernel failed";
+          }
+        }
+        if (worker != 0) return;
+        own_blocks = blocks;
+        own_us = ms_since(start) * 1000;
+      },
+      workers);
+  if (own_blocks > 0) block_us = own_us / static_cast<double>(own_blocks);
   if (failed) return runtime_error("kernel '" + step.kernel + "': " + error);
   return Status::Ok();
 }
