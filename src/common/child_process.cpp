@@ -23,6 +23,8 @@ namespace lizard {
 namespace {
 
 constexpr int kChannelFd = 3;
+constexpr int kMailboxFd = 4;  // the channel's mailboxes, where it has them
+constexpr const char* kMailboxFdName = "/memfd:lizard-frames";
 
 // Children are started from one thread that lives as long as the process:
 // PR_SET_PDEATHSIG fires when the *thread* that started a child ends, so a
@@ -115,6 +117,8 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
   // dup2 onto fd 3 clears close-on-exec there; every other descriptor of the
   // daemon that is close-on-exec stays behind.
   posix_spawn_file_actions_adddup2(&actions, ends.second.fd(), kChannelFd);
+  if (ends.second.mailbox_fd() >= 0)
+    posix_spawn_file_actions_adddup2(&actions, ends.second.mailbox_fd(), kMailboxFd);
   std::vector<std::string> all{exe};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -144,7 +148,18 @@ Result<FrameChannel> ChildProcess::parent_channel() {
   if (::getppid() == 1) return unavailable("the parent process is gone");
   if (::fcntl(kChannelFd, F_GETFD) < 0) return invalid_argument("no channel on fd 3");
   ::fcntl(kChannelFd, F_SETFD, FD_CLOEXEC);
-  return FrameChannel(kChannelFd);
+  FrameChannel channel(kChannelFd);
+  // The channel's mailboxes, when the parent passed them: fd 4 is then the
+  // memfd FrameMailboxes::create() made.
+  char target[64] = {};
+  const std::string link = "/proc/self/fd/" + std::to_string(kMailboxFd);
+  if (::readlink(link.c_str(), target, sizeof target - 1) > 0 &&
+      std::string(target).rfind(kMailboxFdName, 0) == 0) {
+    ::fcntl(kMailboxFd, F_SETFD, FD_CLOEXEC);
+    auto boxes = FrameMailboxes::map(kMailboxFd);
+    if (boxes.ok()) channel.attach_mailboxes(*boxes, 1, true);
+  }
+  return channel;
 }
 
 void ChildProcess::reap(bool block) {

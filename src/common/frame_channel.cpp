@@ -18,6 +18,9 @@ namespace lizard {
 namespace {
 
 constexpr int kSocketBufferBytes = 4 << 20;
+// A length that announces no frame: the sender put one in the mailbox of a
+// receiver that was going to sleep.
+constexpr uint64_t kDoorbell = ~uint64_t{0};
 
 int64_t now_ms() {
   using namespace std::chrono;
@@ -47,8 +50,14 @@ FrameChannel& FrameChannel::operator=(FrameChannel&& o) noexcept {
     std::memcpy(header_, o.header_, sizeof header_);
     header_got_ = o.header_got_;
     spin_ = o.spin_;
+    mailboxes_ = std::move(o.mailboxes_);
+    out_ = o.out_;
+    in_ = o.in_;
+    socket_frame_unanswered_ = o.socket_frame_unanswered_;
+    peer_reads_mailbox_ = o.peer_reads_mailbox_;
     o.fd_ = -1;
     o.header_got_ = 0;
+    o.out_ = o.in_ = nullptr;
   }
   return *this;
 }
@@ -57,6 +66,19 @@ void FrameChannel::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   header_got_ = 0;
+  mailboxes_.reset();
+  out_ = in_ = nullptr;
+}
+
+void FrameChannel::attach_mailboxes(std::shared_ptr<FrameMailboxes> m, int side,
+                                    bool peer_reads) {
+  mailboxes_ = std::move(m);
+  peer_reads_mailbox_ = peer_reads;
+  out_ = in_ = nullptr;
+  if (!mailboxes_) return;
+  const FrameMailboxes::Side s = mailboxes_->side(side);
+  out_ = s.out;
+  in_ = s.in;
 }
 
 Result<std::pair<FrameChannel, FrameChannel>> FrameChannel::pair() {
@@ -71,13 +93,23 @@ Result<std::pair<FrameChannel, FrameChannel>> FrameChannel::pair() {
     (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
     (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
   }
-  return std::make_pair(FrameChannel(fds[0]), FrameChannel(fds[1]));
+  auto ends = std::make_pair(FrameChannel(fds[0]), FrameChannel(fds[1]));
+  LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<FrameMailboxes> boxes, FrameMailboxes::create());
+  ends.first.attach_mailboxes(boxes, 0, false);
+  ends.second.attach_mailboxes(boxes, 1, true);
+  return ends;
 }
 
 Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
   if (fd_ < 0) return unavailable("the channel is closed");
   uint64_t total = 0;
   for (size_t i = 0; i < count; ++i) total += parts[i].size();
+  if (out_) {
+    if (peer_reads_mailbox_ && total <= FrameMailbox::kCapacity && !socket_frame_unanswered_ &&
+        !out_->full())
+      return mailbox_send(parts, count, total);
+    socket_frame_unanswered_ = true;
+  }
   char header[8];
   put_le64(total, header);
   std::vector<iovec> iov;
@@ -188,15 +220,152 @@ Result<uint64_t> FrameChannel::receive_length(int timeout_ms) {
   return size;
 }
 
+Status FrameChannel::mailbox_send(const std::string_view* parts, size_t count, uint64_t total) {
+  char* p = out_->bytes;
+  for (size_t i = 0; i < count; ++i) {
+    if (!parts[i].empty()) std::memcpy(p, parts[i].data(), parts[i].size());
+    p += parts[i].size();
+  }
+  out_->size = total;
+  out_->published.store(out_->published.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_seq_cst);
+  // Pairs with the receiver's fence between raising its flag and looking in
+  // the mailbox: one of the two sees the other's store.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (out_->receiver_asleep.load(std::memory_order_seq_cst) == 0) return Status::Ok();
+  char bell[8];
+  put_le64(kDoorbell, bell);
+  for (;;) {
+    const ssize_t n = ::send(fd_, bell, sizeof bell, MSG_NOSIGNAL);
+    if (n == static_cast<ssize_t>(sizeof bell)) return Status::Ok();
+    if (n < 0 && errno == EINTR) continue;
+    // A stream socket takes 8 bytes whole or not at all, short of an error.
+    return unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
+  }
+}
+
+bool FrameChannel::socket_length_ready(Status* failed) {
+  for (;;) {
+    if (header_got_ == sizeof header_) {
+      if (get_le64(header_) != kDoorbell) return true;
+      header_got_ = 0;  // a doorbell: a wake-up, not a frame
+    }
+    const ssize_t got =
+        ::recv(fd_, header_ + header_got_, sizeof header_ - header_got_, MSG_DONTWAIT);
+    if (got > 0) {
+      header_got_ += static_cast<size_t>(got);
+      continue;
+    }
+    if (got == 0) {
+      *failed = unavailable("the peer closed the channel");
+      return true;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      *failed = unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
+      return true;
+    }
+    return false;
+  }
+}
+
+Result<bool> FrameChannel::await_either(int64_t deadline_ms, bool* boxed) {
+  Status failed;
+  auto ready = [&] {
+    // The mailbox first: a frame there was sent before any socket frame
+    // that is readable with it.
+    if (in_->full()) return *boxed = true;
+    // After a doorbell, the frame it rang for is in the mailbox.
+    if (!socket_length_ready(&failed)) return in_->full() && (*boxed = true);
+    *boxed = in_->full();  // put in before the socket frame was written: it goes first
+    return true;
+  };
+  bool done = spin_until(ready, spin_.budget_us());
+  while (!done) {
+    in_->receiver_asleep.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    done = ready();  // a frame put in before the sender saw the flag
+    if (!done) {
+      int wait = -1;
+      if (deadline_ms >= 0) {
+        const int64_t left = deadline_ms - now_ms();
+        if (left <= 0) {
+          in_->receiver_asleep.store(0, std::memory_order_relaxed);
+          return false;
+        }
+        wait = static_cast<int>(std::min<int64_t>(left, 1 << 30));
+      }
+      pollfd pfd{fd_, POLLIN, 0};
+      if (::poll(&pfd, 1, wait) < 0 && errno != EINTR)
+        failed = internal_error(std::string("poll: ") + std::strerror(errno));
+      done = !failed.ok() || ready();
+    }
+    in_->receiver_asleep.store(0, std::memory_order_relaxed);
+  }
+  if (*boxed) return true;
+  LIZARD_RETURN_IF_ERROR(failed);
+  return true;
+}
+
+Result<bool> FrameChannel::next_frame(int timeout_ms, uint64_t* size) {
+  if (fd_ < 0) return unavailable("the channel is closed");
+  if (!in_) {
+    LIZARD_ASSIGN_OR_RETURN(*size, receive_length(timeout_ms));
+    return false;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  bool boxed = false;
+  auto came = await_either(timeout_ms < 0 ? -1 : now_ms() + timeout_ms, &boxed);
+  // A wait that ran out of time saw no frame: the peer is idle, or slow.
+  spin_.waited_us(came.ok() && !*came ? INT64_MAX
+                                      : std::chrono::duration_cast<std::chrono::microseconds>(
+                                            std::chrono::steady_clock::now() - t0)
+                                            .count());
+  LIZARD_RETURN_IF_ERROR(came.status());
+  if (!*came) return Status(Code::kCancelled, "no answer in time");
+  socket_frame_unanswered_ = false;
+  if (boxed) return true;
+  header_got_ = 0;
+  *size = get_le64(header_);
+  if (*size > kMaxFrame) return internal_error("a frame of " + std::to_string(*size) + " bytes");
+  return false;
+}
+
+Result<std::string_view> FrameChannel::boxed_frame() const {
+  const uint64_t size = in_->size;
+  if (size > FrameMailbox::kCapacity)
+    return internal_error("a mailbox frame of " + std::to_string(size) + " bytes");
+  return std::string_view(in_->bytes, size);
+}
+
+void FrameChannel::release_boxed() {
+  peer_reads_mailbox_ = true;  // it writes there, so it reads there
+  in_->taken.store(in_->published.load(std::memory_order_acquire), std::memory_order_release);
+}
+
 Status FrameChannel::receive_into(std::vector<uint8_t>* out, int timeout_ms) {
-  LIZARD_ASSIGN_OR_RETURN(uint64_t size, receive_length(timeout_ms));
+  uint64_t size = 0;
+  LIZARD_ASSIGN_OR_RETURN(bool boxed, next_frame(timeout_ms, &size));
+  if (boxed) {
+    LIZARD_ASSIGN_OR_RETURN(std::string_view frame, boxed_frame());
+    out->assign(frame.begin(), frame.end());
+    release_boxed();
+    return Status::Ok();
+  }
   out->resize(size);
   // Once a frame has begun, its body follows at once: wait for all of it.
   return read_exact(reinterpret_cast<char*>(out->data()), out->size(), -1);
 }
 
 Result<std::string> FrameChannel::receive(int timeout_ms) {
-  LIZARD_ASSIGN_OR_RETURN(uint64_t size, receive_length(timeout_ms));
+  uint64_t size = 0;
+  LIZARD_ASSIGN_OR_RETURN(bool boxed, next_frame(timeout_ms, &size));
+  if (boxed) {
+    LIZARD_ASSIGN_OR_RETURN(std::string_view frame, boxed_frame());
+    std::string out(frame);
+    release_boxed();
+    return out;
+  }
   std::string frame(size, '\0');
   LIZARD_RETURN_IF_ERROR(read_exact(frame.data(), frame.size(), -1));
   return frame;

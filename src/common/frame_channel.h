@@ -6,6 +6,19 @@
 // A wait for the next frame polls first, for about as long as the last one
 // took (AdaptiveSpin), then sleeps.
 //
+// A channel from pair() also has mailboxes (frame_mailbox.h): memory both
+// processes map, through which a frame that fits crosses with no system
+// call when the receiver is polling.  The socket still carries the large
+// frames, the wake-up of a receiver that sleeps, and the peer's end.  Frames
+// arrive in the order they were sent: a frame that went by the socket is
+// followed by none through the mailbox until a frame comes back (the peer
+// read it), and a receiver takes a mailbox frame before a socket frame that
+// arrived with it.  Every protocol on these channels is request and reply,
+// so the socket is seldom needed for small frames.  The end that made the
+// mailboxes sends through them only once a frame came to it that way: a
+// helper that does not map them (any program may serve a channel) is still
+// spoken to over the socket.
+//
 //   FrameChannel ch(fd);                         // owns fd from now on
 //   LIZARD_RETURN_IF_ERROR(ch.send(request));
 //   Result<std::string> reply = ch.receive(/*timeout_ms=*/-1);
@@ -14,10 +27,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/frame_mailbox.h"
 #include "common/spin_wait.h"
 #include "common/status.h"
 
@@ -33,8 +48,15 @@ class FrameChannel {
   FrameChannel(const FrameChannel&) = delete;
   FrameChannel& operator=(const FrameChannel&) = delete;
 
-  // A connected pair of channels (socketpair, close-on-exec).
+  // A connected pair of channels (socketpair, close-on-exec), sharing
+  // mailboxes unless LIZARD_FRAME_MAILBOX=0: first is side 0, second side 1.
   static Result<std::pair<FrameChannel, FrameChannel>> pair();
+  // The mailboxes' memfd, for the helper process that will hold the other
+  // end (-1 without mailboxes).
+  int mailbox_fd() const { return mailboxes_ ? mailboxes_->fd() : -1; }
+  // Receives small frames through `m` from now on, as `side`, and sends
+  // them there too once `peer_reads` (or once the peer sent one that way).
+  void attach_mailboxes(std::shared_ptr<FrameMailboxes> m, int side, bool peer_reads);
 
   bool open() const { return fd_ >= 0; }
   int fd() const { return fd_; }
@@ -61,8 +83,28 @@ class FrameChannel {
   Status read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done = nullptr,
                     int64_t spin_us = -1);
   Result<uint64_t> receive_length(int timeout_ms);
+  // Waits for the next frame: true when it is in the mailbox, false when its
+  // length was read from the socket (into *size).
+  Result<bool> next_frame(int timeout_ms, uint64_t* size);
+  // With mailboxes: polls the mailbox and the socket, then sleeps on the
+  // socket; false when the time ran out.  `ready` says which came.
+  Result<bool> await_either(int64_t deadline_ms, bool* boxed);
+  // Reads the socket's next length, dropping doorbells; true once it is whole.
+  bool socket_length_ready(Status* failed);
+  Status mailbox_send(const std::string_view* parts, size_t count, uint64_t total);
+  // The frame in the mailbox, checked against its capacity; release_boxed()
+  // hands the slot back once it is copied out.
+  Result<std::string_view> boxed_frame() const;
+  void release_boxed();
 
   int fd_ = -1;
+  std::shared_ptr<FrameMailboxes> mailboxes_;
+  FrameMailbox* out_ = nullptr;  // where this end sends small frames
+  FrameMailbox* in_ = nullptr;   // and receives them
+  // A frame went by the socket and none came back since: until one does,
+  // frames keep to the socket, so that none overtakes it.
+  bool socket_frame_unanswered_ = false;
+  bool peer_reads_mailbox_ = false;  // the peer looks in its mailbox
   char header_[8] = {};
   size_t header_got_ = 0;  // bytes of the next frame's length read so far
   // How long to poll for the next frame: the waits for a peer's frames tend

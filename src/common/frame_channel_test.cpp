@@ -3,7 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <string>
+#include <thread>
 
 namespace lizard {
 namespace {
@@ -35,6 +41,143 @@ TEST(FrameChannel, AClosedPeerReadsAsUnavailable) {
   ASSERT_TRUE(ends.ok());
   ends->second.close();
   EXPECT_EQ(ends->first.receive(1000).status().code(), Code::kUnavailable);
+}
+
+// Whether `fd` has bytes waiting (without taking them).
+bool socket_has_bytes(int fd) {
+  char c;
+  return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+// Once the end that made the mailboxes has had a frame through one, small
+// frames both ways cross without touching the socket.
+TEST(FrameChannelMailbox, SmallFramesSkipTheSocketOnceThePeerUsedTheMailbox) {
+  auto ends = FrameChannel::pair();
+  ASSERT_TRUE(ends.ok());
+  auto& [maker, helper] = *ends;
+  ASSERT_GE(maker.mailbox_fd(), 0);
+  // The helper's end knows the maker reads its mailbox; the maker does not
+  // know that of the helper yet, and uses the socket.
+  ASSERT_TRUE(maker.send("first").ok());
+  EXPECT_TRUE(socket_has_bytes(helper.fd()));
+  EXPECT_EQ(helper.receive(1000).value(), "first");
+  ASSERT_TRUE(helper.send("reply").ok());
+  EXPECT_FALSE(socket_has_bytes(maker.fd()));
+  EXPECT_EQ(maker.receive(1000).value(), "reply");
+  ASSERT_TRUE(maker.send("second").ok());
+  EXPECT_FALSE(socket_has_bytes(helper.fd()));
+  EXPECT_EQ(helper.receive(1000).value(), "second");
+}
+
+TEST(FrameChannelMailbox, TurnedOffByTheEnvironment) {
+  ::setenv("LIZARD_FRAME_MAILBOX", "0", 1);
+  auto ends = FrameChannel::pair();
+  ::unsetenv("LIZARD_FRAME_MAILBOX");
+  ASSERT_TRUE(ends.ok());
+  EXPECT_EQ(ends->first.mailbox_fd(), -1);
+  ASSERT_TRUE(ends->second.send("by the socket").ok());
+  EXPECT_TRUE(socket_has_bytes(ends->first.fd()));
+  EXPECT_EQ(ends->first.receive(1000).value(), "by the socket");
+}
+
+// Frames sent one after another, with no reply between, some too large for
+// the mailbox and some not, arrive in the order they were sent.
+TEST(FrameChannelMailbox, MixedSizesArriveInTheOrderSent) {
+  auto ends = FrameChannel::pair();
+  ASSERT_TRUE(ends.ok());
+  auto& [maker, helper] = *ends;
+  const std::string big(FrameMailbox::kCapacity + 1, 'b');
+  std::vector<std::string> sent = {"s1", big, "s2", "s3", big + "x", "s4"};
+  std::thread writer([&] {
+    for (const auto& f : sent) EXPECT_TRUE(helper.send(f).ok());
+  });
+  for (const auto& f : sent) {
+    auto got = maker.receive(5000);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(got->size(), f.size());
+    EXPECT_EQ(*got, f);
+  }
+  writer.join();
+  // receive_into takes mailbox frames as well.
+  ASSERT_TRUE(helper.send("into").ok());
+  std::vector<uint8_t> into;
+  ASSERT_TRUE(maker.receive_into(&into, 1000).ok());
+  EXPECT_EQ(std::string(into.begin(), into.end()), "into");
+}
+
+// A receiver that stopped polling and sleeps on the socket is woken by a
+// frame put in its mailbox.
+TEST(FrameChannelMailbox, ASleepingReceiverIsWokenByAMailboxFrame) {
+  auto ends = FrameChannel::pair();
+  ASSERT_TRUE(ends.ok());
+  auto& [maker, helper] = *ends;
+  std::atomic<bool> got{false};
+  std::thread reader([&] {
+    auto f = maker.receive(20000);
+    EXPECT_TRUE(f.ok()) << f.status().message();
+    EXPECT_EQ(f.ok() ? *f : "", "late");
+    got = true;
+  });
+  // Longer than any polling budget: the reader is asleep by now.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100 + spin_budget_us() / 100));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(helper.send("late").ok());
+  reader.join();
+  EXPECT_TRUE(got);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// A peer that put a frame in the mailbox and then went away: the frame is
+// still read, and then the end.
+TEST(FrameChannelMailbox, AFrameLeftByAPeerThatClosedIsReadBeforeTheEnd) {
+  auto ends = FrameChannel::pair();
+  ASSERT_TRUE(ends.ok());
+  auto& [maker, helper] = *ends;
+  ASSERT_TRUE(helper.send("last words").ok());
+  helper.close();
+  EXPECT_EQ(maker.receive(1000).value(), "last words");
+  EXPECT_EQ(maker.receive(1000).status().code(), Code::kUnavailable);
+}
+
+TEST(FrameChannelMailbox, AReceiveThatTimesOutLeavesTheNextFrameWhole) {
+  auto ends = FrameChannel::pair();
+  ASSERT_TRUE(ends.ok());
+  auto& [maker, helper] = *ends;
+  EXPECT_EQ(maker.receive(5).status().code(), Code::kCancelled);
+  ASSERT_TRUE(helper.send("after").ok());
+  EXPECT_EQ(maker.receive(1000).value(), "after");
+}
+
+// Request and reply, many times, with sizes on both sides of the mailbox's
+// capacity and pauses that let the receiver fall asleep now and then: every
+// frame arrives whole and in order.
+TEST(FrameChannelMailbox, ManyRoundTripsOfMixedSizes) {
+  auto ends = FrameChannel::pair();
+  ASSERT_TRUE(ends.ok());
+  auto& [maker, helper] = *ends;
+  constexpr int kRounds = 3000;
+  auto frame_of = [](int i) {
+    const size_t size = i % 97 == 0 ? FrameMailbox::kCapacity + 17 : static_cast<size_t>(i % 301);
+    std::string f(size, static_cast<char>('a' + i % 26));
+    if (!f.empty()) f[0] = static_cast<char>(i % 127);
+    return f;
+  };
+  std::thread echo([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      auto f = helper.receive(20000);
+      ASSERT_TRUE(f.ok()) << f.status().message();
+      ASSERT_EQ(*f, frame_of(i)) << "round " << i;
+      if (i % 500 == 499) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      ASSERT_TRUE(helper.send(frame_of(i + 1)).ok());
+    }
+  });
+  for (int i = 0; i < kRounds; ++i) {
+    ASSERT_TRUE(maker.send(frame_of(i)).ok());
+    auto f = maker.receive(20000);
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    ASSERT_EQ(*f, frame_of(i + 1)) << "round " << i;
+  }
+  echo.join();
 }
 
 }  // namespace
