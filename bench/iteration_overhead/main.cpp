@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   std::printf("iteration_overhead: %zu iterations, 2 CPU workers on 127.0.0.1, 1024 rows\n",
               ms.size());
   std::printf(
-      "  median %.3f ms   p10 %.3f ms   p90 %.3f ms   p99 %.3f ms   (target: median <= 0.060 ms, p99 <= 0.150 ms)\n",
+      "  median %.3f ms   p10 %.3f ms   p90 %.3f ms   p99 %.3f ms   (target: median <= 0.060 ms, "
+      "p99 <= 0.150 ms)\n",
       pct(0.5), pct(0.1), pct(0.9), pct(0.99));
   // The slower worker's kernel time, as its executor measured it: for this
   // trivial kernel, mostly the CPU backend starting and joining its threads.

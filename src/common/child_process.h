@@ -3,10 +3,9 @@
 // exit() or endless loop there ends the helper and not the daemon.  The
 // helper is the daemon's own binary (/proc/self/exe) started with `args`; it
 // finds its end of a FrameChannel on fd 3, and that channel's mailboxes on
-// fd 4 (ChildProcess::parent_channel()), and dies with its parent.  Children are started from a thread that lives
-// as long as the daemon (PR_SET_PDEATHSIG follows the thread that started
-// a child), so any thread may spawn one.  It starts with no signal blocked
-// or ignored.
+// fd 4 (ChildProcess::parent_channel()), and dies with its parent.  Children are started from a
+// thread that lives as long as the daemon (PR_SET_PDEATHSIG follows the thread that started a
+// child), so any thread may spawn one.  It starts with no signal blocked or ignored.
 //
 //   auto child = ChildProcess::spawn({"hook-host", so_path});
 //   (*child)->channel().send(request);

@@ -70,8 +70,7 @@ void FrameChannel::close() {
   out_ = in_ = nullptr;
 }
 
-void FrameChannel::attach_mailboxes(std::shared_ptr<FrameMailboxes> m, int side,
-                                    bool peer_reads) {
+void FrameChannel::attach_mailboxes(std::shared_ptr<FrameMailboxes> m, int side, bool peer_reads) {
   mailboxes_ = std::move(m);
   peer_reads_mailbox_ = peer_reads;
   out_ = in_ = nullptr;

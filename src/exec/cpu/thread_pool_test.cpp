@@ -62,8 +62,8 @@ TEST(ThreadPool, JobsOfChangingSizesEachCallTheirWorkersOnce) {
 
 TEST(ThreadPool, WorkersForWakesNoThreadForLessWorkThanItsWakeUp) {
   ThreadPool pool(8);
-  EXPECT_EQ(pool.workers_for(100, 0), 8);  // time unknown: the whole pool
-  EXPECT_EQ(pool.workers_for(3, 0), 3);    // no more than there are pieces
+  EXPECT_EQ(pool.workers_for(100, 0), 8);   // time unknown: the whole pool
+  EXPECT_EQ(pool.workers_for(3, 0), 3);     // no more than there are pieces
   EXPECT_EQ(pool.workers_for(100, 10), 1);  // less than one wake-up's worth
   EXPECT_EQ(pool.workers_for(100, 3 * ThreadPool::kMinWorkUs), 3);
   EXPECT_EQ(pool.workers_for(100, 1e6), 8);
