@@ -9,7 +9,10 @@
 //
 // The budget is LIZARD_SPIN_US microseconds when that is set (0 turns
 // polling off), else 1000.  A polling thread yields its core between polls,
-// so that on a busy machine it never delays the thread it waits for.
+// so that on a busy machine it never delays the thread it waits for; on a
+// machine of 8 hardware threads or more it first polls without yielding for
+// the pause (50 us, or LIZARD_SPIN_PAUSE_US), since a yield is a system call
+// that an answer landing meanwhile waits for.
 //
 // A wait site that waits again and again for about as long (a worker
 // waiting for its executor process through kernels of a steady 1.3 ms, a
@@ -26,6 +29,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -33,6 +37,8 @@ namespace lizard {
 
 // This process's polling budget per wait, in microseconds (read once).
 int64_t spin_budget_us();
+// How long a wait polls without yielding first, in microseconds (read once).
+int64_t spin_pause_us();
 
 // A wait site's polling budget, from how long its last wait took.
 class AdaptiveSpin {
@@ -71,7 +77,15 @@ template <typename Ready>
 bool spin_until(Ready&& ready, int64_t budget_us = spin_budget_us()) {
   if (ready()) return true;
   if (budget_us <= 0) return false;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(budget_us);
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + std::chrono::microseconds(budget_us);
+  if (const int64_t pause = std::min(spin_pause_us(), budget_us); pause > 0) {
+    const auto paused_until = start + std::chrono::microseconds(pause);
+    do {
+      for (int i = 0; i < 32; ++i) cpu_relax();
+      if (ready()) return true;
+    } while (std::chrono::steady_clock::now() < paused_until);
+  }
   do {
     // Yields the core to any thread that is ready to run (perhaps the one
     // this wait is for), so that polling never delays the answer it awaits.
