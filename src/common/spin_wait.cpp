@@ -28,8 +28,8 @@ int64_t spin_budget_us() {
 int64_t spin_pause_us() {
   // Below 8 hardware threads, a poller that does not yield may hold the
   // core that the thread it waits for needs.
-  static const int64_t pause = microseconds_from(
-      "LIZARD_SPIN_PAUSE_US", std::thread::hardware_concurrency() >= 8 ? 50 : 0);
+  static const int64_t pause =
+      microseconds_from("LIZARD_SPIN_PAUSE_US", std::thread::hardware_concurrency() >= 8 ? 50 : 0);
   return pause;
 }
 
