@@ -1,5 +1,6 @@
 #include "common/frame_mailbox.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -34,8 +35,13 @@ FrameMailboxes::~FrameMailboxes() {
 
 Result<std::shared_ptr<FrameMailboxes>> FrameMailboxes::create() {
   if (turned_off()) return std::shared_ptr<FrameMailboxes>();
-  const int fd = ::memfd_create("lizard-frames", MFD_CLOEXEC);
-  if (fd < 0) return internal_error(std::string("memfd_create: ") + std::strerror(errno));
+  const int made = ::memfd_create("lizard-frames", MFD_CLOEXEC);
+  if (made < 0) return internal_error(std::string("memfd_create: ") + std::strerror(errno));
+  // Above the descriptors a helper is given (3 and 4), so that handing it
+  // this one at 4 never overwrites the one it gets at 3 first.
+  const int fd = ::fcntl(made, F_DUPFD_CLOEXEC, 10);
+  ::close(made);
+  if (fd < 0) return internal_error(std::string("fcntl: ") + std::strerror(errno));
   if (::ftruncate(fd, static_cast<off_t>(kBytes)) != 0) {
     const int e = errno;
     ::close(fd);

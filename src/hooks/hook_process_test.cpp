@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -140,6 +141,20 @@ TEST(HookProcess, SaysWhichHooksTheLibraryDefines) {
   auto all = HookProcess::start(anneal.library, "host.cpp", {});
   ASSERT_TRUE(all.ok()) << all.status().message();
   EXPECT_TRUE((*all)->hooks().init && (*all)->hooks().aggregate && (*all)->hooks().update);
+}
+
+// The hook process maps its channel's mailboxes (fd 4), through which the
+// calls' frames go.
+TEST(HookProcess, TheHookProcessHoldsTheChannelsMailboxes) {
+  if (const char* off = std::getenv("LIZARD_FRAME_MAILBOX"); off && std::string(off) == "0")
+    GTEST_SKIP() << "mailboxes turned off (LIZARD_FRAME_MAILBOX=0)";
+  auto kmeans = compile_example("kmeans");
+  auto hp = HookProcess::start(kmeans.library, "host.cpp", {});
+  ASSERT_TRUE(hp.ok()) << hp.status().message();
+  char target[128] = {};
+  const std::string link = "/proc/" + std::to_string((*hp)->pid()) + "/fd/4";
+  ASSERT_GT(::readlink(link.c_str(), target, sizeof target - 1), 0) << link;
+  EXPECT_EQ(std::string(target).rfind("/memfd:lizard-frames", 0), 0u) << target;
 }
 
 // The hooks give in their process exactly what they give when called here.
