@@ -24,7 +24,6 @@ namespace {
 
 constexpr int kChannelFd = 3;
 constexpr int kMailboxFd = 4;  // the channel's mailboxes, where it has them
-constexpr const char* kMailboxFdName = "/memfd:lizard-frames";
 
 // Children are started from one thread that lives as long as the process:
 // PR_SET_PDEATHSIG fires when the *thread* that started a child ends, so a
@@ -154,7 +153,7 @@ Result<FrameChannel> ChildProcess::parent_channel() {
   char target[64] = {};
   const std::string link = "/proc/self/fd/" + std::to_string(kMailboxFd);
   if (::readlink(link.c_str(), target, sizeof target - 1) > 0 &&
-      std::string(target).rfind(kMailboxFdName, 0) == 0) {
+      std::string(target).rfind(std::string("/memfd:") + FrameMailboxes::kName, 0) == 0) {
     ::fcntl(kMailboxFd, F_SETFD, FD_CLOEXEC);
     auto boxes = FrameMailboxes::map(kMailboxFd);
     if (boxes.ok()) channel.attach_mailboxes(*boxes, 1, true);

@@ -137,86 +137,37 @@ Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
   return Status::Ok();
 }
 
-Status FrameChannel::read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done,
-                                int64_t spin_us) {
+Status FrameChannel::read_body(char* p, size_t n) {
   // Polls for the spin budget first: bytes that arrive meanwhile are taken
   // without the wake-up a blocking wait would cost.
   if (n > 0) {
     ssize_t got = -1;
-    spin_until(
-        [&] {
-          got = ::recv(fd_, p, n, MSG_DONTWAIT);
-          return got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-        },
-        spin_us < 0 ? spin_budget_us() : spin_us);
+    spin_until([&] {
+      got = ::recv(fd_, p, n, MSG_DONTWAIT);
+      return got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    });
     if (got == 0) return unavailable("the peer closed the channel");
     if (got > 0) {
       p += got;
       n -= static_cast<size_t>(got);
-      if (done) *done += static_cast<size_t>(got);
     }  // else: nothing yet, or an error the reads below report
   }
-  bool must_poll = deadline_ms >= 0;  // without a deadline a blocking read waits by itself
   while (n > 0) {
-    int wait = -1;
-    if (!must_poll) {
-      ssize_t got = ::read(fd_, p, n);
-      if (got > 0) {
-        p += got;
-        n -= static_cast<size_t>(got);
-        if (done) *done += static_cast<size_t>(got);
-        continue;
-      }
-      if (got == 0) return unavailable("the peer closed the channel");
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
-        return unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
-      must_poll = true;  // a non-blocking descriptor: wait in poll() from here on
-    }
-    if (deadline_ms >= 0) {
-      int64_t left = deadline_ms - now_ms();
-      if (left <= 0) return Status(Code::kCancelled, "no answer in time");
-      wait = static_cast<int>(std::min<int64_t>(left, 1 << 30));
-    }
-    pollfd pfd{fd_, POLLIN, 0};
-    int r = ::poll(&pfd, 1, wait);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return internal_error(std::string("poll: ") + std::strerror(errno));
-    }
-    if (r == 0) continue;  // the deadline check above ends the wait
-    ssize_t got = ::read(fd_, p, n);
-    if (got < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
+    const ssize_t got = ::read(fd_, p, n);
+    if (got > 0) {
+      p += got;
+      n -= static_cast<size_t>(got);
+      continue;
     }
     if (got == 0) return unavailable("the peer closed the channel");
-    p += got;
-    n -= static_cast<size_t>(got);
-    if (done) *done += static_cast<size_t>(got);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      return unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
+    pollfd pfd{fd_, POLLIN, 0};  // a non-blocking descriptor: wait for the bytes
+    if (::poll(&pfd, 1, -1) < 0 && errno != EINTR)
+      return internal_error(std::string("poll: ") + std::strerror(errno));
   }
   return Status::Ok();
-}
-
-// The next frame's length, waiting up to `timeout_ms`; a wait that ends
-// part way keeps the bytes of the length read so far for the next call.
-Result<uint64_t> FrameChannel::receive_length(int timeout_ms) {
-  if (fd_ < 0) return unavailable("the channel is closed");
-  const auto t0 = std::chrono::steady_clock::now();
-  int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-  Status st = read_exact(header_ + header_got_, sizeof header_ - header_got_, deadline,
-                         &header_got_, spin_.budget_us());
-  // A wait that ran out of time saw no frame: the peer is idle, or slow.
-  spin_.waited_us(st.code() == Code::kCancelled
-                      ? INT64_MAX
-                      : std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::steady_clock::now() - t0)
-                            .count());
-  LIZARD_RETURN_IF_ERROR(st);
-  header_got_ = 0;
-  uint64_t size = get_le64(header_);
-  if (size > kMaxFrame) return internal_error("a frame of " + std::to_string(size) + " bytes");
-  return size;
 }
 
 Status FrameChannel::mailbox_send(const std::string_view* parts, size_t count, uint64_t total) {
@@ -268,28 +219,35 @@ bool FrameChannel::socket_length_ready(Status* failed) {
   }
 }
 
-Result<bool> FrameChannel::await_either(int64_t deadline_ms, bool* boxed) {
+Result<bool> FrameChannel::await_frame(int64_t deadline_ms, bool* boxed) {
   Status failed;
+  auto mailbox_full = [&] { return in_ && in_->full() && (*boxed = true); };
   auto ready = [&] {
     // The mailbox first: a frame there was sent before any socket frame
     // that is readable with it.
-    if (in_->full()) return *boxed = true;
+    if (mailbox_full()) return true;
     // After a doorbell, the frame it rang for is in the mailbox.
-    if (!socket_length_ready(&failed)) return in_->full() && (*boxed = true);
-    *boxed = in_->full();  // put in before the socket frame was written: it goes first
+    if (!socket_length_ready(&failed)) return mailbox_full();
+    mailbox_full();  // put in before the socket frame was written: it goes first
     return true;
+  };
+  auto set_asleep = [&](uint32_t asleep) {
+    if (!in_) return;
+    in_->receiver_asleep.store(asleep, std::memory_order_seq_cst);
+    // Pairs with the sender's fence between putting a frame in and looking
+    // at the flag: one of the two sees the other's store.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
   };
   bool done = spin_until(ready, spin_.budget_us());
   while (!done) {
-    in_->receiver_asleep.store(1, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    set_asleep(1);
     done = ready();  // a frame put in before the sender saw the flag
     if (!done) {
       int wait = -1;
       if (deadline_ms >= 0) {
         const int64_t left = deadline_ms - now_ms();
         if (left <= 0) {
-          in_->receiver_asleep.store(0, std::memory_order_relaxed);
+          set_asleep(0);
           return false;
         }
         wait = static_cast<int>(std::min<int64_t>(left, 1 << 30));
@@ -299,7 +257,7 @@ Result<bool> FrameChannel::await_either(int64_t deadline_ms, bool* boxed) {
         failed = internal_error(std::string("poll: ") + std::strerror(errno));
       done = !failed.ok() || ready();
     }
-    in_->receiver_asleep.store(0, std::memory_order_relaxed);
+    set_asleep(0);
   }
   if (*boxed) return true;
   LIZARD_RETURN_IF_ERROR(failed);
@@ -308,13 +266,9 @@ Result<bool> FrameChannel::await_either(int64_t deadline_ms, bool* boxed) {
 
 Result<bool> FrameChannel::next_frame(int timeout_ms, uint64_t* size) {
   if (fd_ < 0) return unavailable("the channel is closed");
-  if (!in_) {
-    LIZARD_ASSIGN_OR_RETURN(*size, receive_length(timeout_ms));
-    return false;
-  }
   const auto t0 = std::chrono::steady_clock::now();
   bool boxed = false;
-  auto came = await_either(timeout_ms < 0 ? -1 : now_ms() + timeout_ms, &boxed);
+  auto came = await_frame(timeout_ms < 0 ? -1 : now_ms() + timeout_ms, &boxed);
   // A wait that ran out of time saw no frame: the peer is idle, or slow.
   spin_.waited_us(came.ok() && !*came ? INT64_MAX
                                       : std::chrono::duration_cast<std::chrono::microseconds>(
@@ -342,7 +296,8 @@ void FrameChannel::release_boxed() {
   in_->taken.store(in_->published.load(std::memory_order_acquire), std::memory_order_release);
 }
 
-Status FrameChannel::receive_into(std::vector<uint8_t>* out, int timeout_ms) {
+template <typename Bytes>
+Status FrameChannel::receive_frame(Bytes* out, int timeout_ms) {
   uint64_t size = 0;
   LIZARD_ASSIGN_OR_RETURN(bool boxed, next_frame(timeout_ms, &size));
   if (boxed) {
@@ -353,20 +308,16 @@ Status FrameChannel::receive_into(std::vector<uint8_t>* out, int timeout_ms) {
   }
   out->resize(size);
   // Once a frame has begun, its body follows at once: wait for all of it.
-  return read_exact(reinterpret_cast<char*>(out->data()), out->size(), -1);
+  return read_body(reinterpret_cast<char*>(out->data()), out->size());
+}
+
+Status FrameChannel::receive_into(std::vector<uint8_t>* out, int timeout_ms) {
+  return receive_frame(out, timeout_ms);
 }
 
 Result<std::string> FrameChannel::receive(int timeout_ms) {
-  uint64_t size = 0;
-  LIZARD_ASSIGN_OR_RETURN(bool boxed, next_frame(timeout_ms, &size));
-  if (boxed) {
-    LIZARD_ASSIGN_OR_RETURN(std::string_view frame, boxed_frame());
-    std::string out(frame);
-    release_boxed();
-    return out;
-  }
-  std::string frame(size, '\0');
-  LIZARD_RETURN_IF_ERROR(read_exact(frame.data(), frame.size(), -1));
+  std::string frame;
+  LIZARD_RETURN_IF_ERROR(receive_frame(&frame, timeout_ms));
   return frame;
 }
 

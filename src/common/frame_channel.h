@@ -78,17 +78,17 @@ class FrameChannel {
   static constexpr uint64_t kMaxFrame = uint64_t{1} << 40;
 
  private:
-  // Adds the bytes it read to `*done` when given, also when it gives up.
-  // Polls for `spin_us` first (< 0: the process's budget).
-  Status read_exact(char* p, size_t n, int64_t deadline_ms, size_t* done = nullptr,
-                    int64_t spin_us = -1);
-  Result<uint64_t> receive_length(int timeout_ms);
+  // Reads a frame's body of `n` bytes, polling for the spin budget first.
+  Status read_body(char* p, size_t n);
   // Waits for the next frame: true when it is in the mailbox, false when its
-  // length was read from the socket (into *size).
+  // length was read from the socket (into *size).  A wait that ends part way
+  // keeps the bytes of the length read so far for the next call.
   Result<bool> next_frame(int timeout_ms, uint64_t* size);
-  // With mailboxes: polls the mailbox and the socket, then sleeps on the
-  // socket; false when the time ran out.  `ready` says which came.
-  Result<bool> await_either(int64_t deadline_ms, bool* boxed);
+  // Polls the mailbox (if any) and the socket, then sleeps on the socket;
+  // false when the time ran out.  `boxed` says the frame is in the mailbox.
+  Result<bool> await_frame(int64_t deadline_ms, bool* boxed);
+  template <typename Bytes>
+  Status receive_frame(Bytes* out, int timeout_ms);
   // Reads the socket's next length, dropping doorbells; true once it is whole.
   bool socket_length_ready(Status* failed);
   Status mailbox_send(const std::string_view* parts, size_t count, uint64_t total);

@@ -35,7 +35,7 @@ FrameMailboxes::~FrameMailboxes() {
 
 Result<std::shared_ptr<FrameMailboxes>> FrameMailboxes::create() {
   if (turned_off()) return std::shared_ptr<FrameMailboxes>();
-  const int made = ::memfd_create("lizard-frames", MFD_CLOEXEC);
+  const int made = ::memfd_create(kName, MFD_CLOEXEC);
   if (made < 0) return internal_error(std::string("memfd_create: ") + std::strerror(errno));
   // Above the descriptors a helper is given (3 and 4), so that handing it
   // this one at 4 never overwrites the one it gets at 3 first.

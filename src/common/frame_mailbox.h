@@ -45,6 +45,9 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "mailboxes need lock-f
 
 class FrameMailboxes {
  public:
+  // The memfd's name: a helper's /proc/self/fd/N link starts "/memfd:" and this.
+  static constexpr const char* kName = "lizard-frames";
+
   // One side's view: where it sends and where it receives.
   struct Side {
     FrameMailbox* out;

@@ -54,7 +54,7 @@ class AdaptiveSpin {
       budget_us_ = base;
       return;
     }
-    budget_us_ = us * 2 < base ? base : (us * 2 > most ? most : us * 2);
+    budget_us_ = std::clamp(us * 2, base, most);
   }
 
  private:

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "common/frame_mailbox.h"
 #include "common/shared_library.h"
 #include "exec/host_compiler.h"
 #include "program/bundle.h"
@@ -154,7 +155,8 @@ TEST(HookProcess, TheHookProcessHoldsTheChannelsMailboxes) {
   char target[128] = {};
   const std::string link = "/proc/" + std::to_string((*hp)->pid()) + "/fd/4";
   ASSERT_GT(::readlink(link.c_str(), target, sizeof target - 1), 0) << link;
-  EXPECT_EQ(std::string(target).rfind("/memfd:lizard-frames", 0), 0u) << target;
+  EXPECT_EQ(std::string(target).rfind(std::string("/memfd:") + FrameMailboxes::kName, 0), 0u)
+      << target;
 }
 
 // The hooks give in their process exactly what they give when called here.
