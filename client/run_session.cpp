@@ -95,7 +95,7 @@ void RunSession::handle(const MessageView& m) {
       return reply(encode(ready.to_message()));
     }
     case MessageType::kIterate: {
-      auto h = IterateMsg::parse(m.header);
+      auto h = IterateMsg::parse(m.packed);
       IterationResultMsg r;
       r.run_id = h.ok() ? h->run_id : run_id_;
       r.iteration = h.ok() ? h->iteration : 0;

@@ -55,7 +55,7 @@ TEST_F(RunSessionTest, ALoopRunsItsIterationsHereAndReportsEach) {
   for (int64_t it = 1; it <= 3; ++it) {
     Message step = next_reply();
     ASSERT_EQ(step.type, MessageType::kLoopStep);
-    auto h = LoopStepMsg::parse(step.header).value();
+    auto h = LoopStepMsg::parse(step.packed).value();
     ASSERT_TRUE(h.ok) << h.error;
     EXPECT_EQ(h.iteration, it);
     EXPECT_EQ(h.kernel_ms, 2.0);
@@ -77,8 +77,8 @@ TEST_F(RunSessionTest, ALoopStopsAtMaxIterationsAndWithoutHooksAfterOne) {
   s->post(run_start("r1.0", 2));
   ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
   s->post(loop("r1.0", 0, 2));
-  EXPECT_FALSE(LoopStepMsg::parse(next_reply().header)->last);
-  EXPECT_TRUE(LoopStepMsg::parse(next_reply().header)->last);
+  EXPECT_FALSE(LoopStepMsg::parse(next_reply().packed)->last);
+  EXPECT_TRUE(LoopStepMsg::parse(next_reply().packed)->last);
 
   auto plain = session({}, [](const ProgramImage&, const ParamValues&, LoopHookLimits) {
     return Result<std::unique_ptr<LoopHooks>>(std::unique_ptr<LoopHooks>());
@@ -86,7 +86,7 @@ TEST_F(RunSessionTest, ALoopStopsAtMaxIterationsAndWithoutHooksAfterOne) {
   plain->post(run_start("r2.0", 2, {{1, 0, 2}}));
   ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
   plain->post(loop("r2.0", 0, 50));
-  auto only = LoopStepMsg::parse(next_reply().header).value();
+  auto only = LoopStepMsg::parse(next_reply().packed).value();
   EXPECT_EQ(only.iteration, 0);
   EXPECT_TRUE(only.last);
 }
@@ -98,12 +98,12 @@ TEST_F(RunSessionTest, AWorkerThatCannotRunTheHooksSaysSoBeforeAnyIteration) {
   s->post(run_start("r1.0", 2));
   ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
   s->post(loop("r1.0", 0, 5));
-  auto h = LoopStepMsg::parse(next_reply().header).value();
+  auto h = LoopStepMsg::parse(next_reply().packed).value();
   EXPECT_FALSE(h.ok);
   EXPECT_TRUE(h.unsupported);
   EXPECT_EQ(exec(0).slices, 0);
   s->post(iterate("r1.0", 0));  // the server drives it instead
-  EXPECT_TRUE(IterationResultMsg::parse(next_reply().header)->ok);
+  EXPECT_TRUE(IterationResultMsg::parse(next_reply().packed)->ok);
 }
 
 TEST_F(RunSessionTest, AHookErrorFailsTheLoopWithItsMessage) {
@@ -111,7 +111,7 @@ TEST_F(RunSessionTest, AHookErrorFailsTheLoopWithItsMessage) {
   s->post(run_start("r1.0", 2));
   ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
   s->post(loop("r1.0", 0, 5));
-  auto h = LoopStepMsg::parse(next_reply().header).value();
+  auto h = LoopStepMsg::parse(next_reply().packed).value();
   EXPECT_FALSE(h.ok);
   EXPECT_FALSE(h.unsupported);
   EXPECT_NE(h.error.find("update_global_state crashed"), std::string::npos) << h.error;

@@ -33,7 +33,7 @@ TEST_F(RunSessionTest, ARunLoadsItsRowsIteratesAndReturnsItsOutputs) {
   s->post(iterate("r1.0", 0, 0.5));
   Message result = next_reply();
   ASSERT_EQ(result.type, MessageType::kIterationResult);
-  auto ir = IterationResultMsg::parse(result.header).value();
+  auto ir = IterationResultMsg::parse(result.packed).value();
   EXPECT_TRUE(ir.ok) << ir.error;
   EXPECT_EQ(ir.iteration, 0);
   EXPECT_EQ(ir.kernel_ms, 2.0);
@@ -189,17 +189,17 @@ TEST_F(RunSessionTest, IterationErrorsAreAnswered) {
   s->post(run_start("r8.0", 2));
   ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
   s->post(iterate("r9.0", 0));
-  auto other = IterationResultMsg::parse(next_reply().header).value();
+  auto other = IterationResultMsg::parse(next_reply().packed).value();
   EXPECT_FALSE(other.ok);
   EXPECT_EQ(other.error, "no such run on this worker");
   s->post(encode(IterateMsg{"r8.0", 1}.to_message("abc")));
-  auto wrong = IterationResultMsg::parse(next_reply().header).value();
+  auto wrong = IterationResultMsg::parse(next_reply().packed).value();
   EXPECT_FALSE(wrong.ok);
   EXPECT_EQ(wrong.error.rfind("state of 3 bytes; expected ", 0), 0u) << wrong.error;
   exec(0).fail_iterate = "illegal memory access";
   s->post(iterate("r8.0", 2));
   Message failed = next_reply();
-  auto f = IterationResultMsg::parse(failed.header).value();
+  auto f = IterationResultMsg::parse(failed.packed).value();
   EXPECT_FALSE(f.ok);
   EXPECT_EQ(f.iteration, 2);
   EXPECT_EQ(f.error, "illegal memory access");
@@ -236,7 +236,7 @@ TEST_F(RunSessionTest, AbortingAWaitingRunLeavesTheHolderAlone) {
   first->post(iterate("r1.0", 0));
   Message m = next_reply();  // the aborted run answered nothing
   ASSERT_EQ(m.type, MessageType::kIterationResult);
-  EXPECT_TRUE(IterationResultMsg::parse(m.header)->ok);
+  EXPECT_TRUE(IterationResultMsg::parse(m.packed)->ok);
 }
 
 }  // namespace

@@ -130,9 +130,7 @@ void WorkerDaemon::Impl::handle(std::string frame) {
     spdlog::warn("bad frame from the server: {}", m.status().message());
     return;
   }
-  std::string run_id;
-  if (auto it = m->header.find("run_id"); it != m->header.end() && it->is_string())
-    run_id = it->get<std::string>();
+  const std::string run_id = wire_run_id_of(*m);
   switch (m->type) {
     case MessageType::kWelcome:
       if (auto w = WelcomeMsg::parse(m->header); w.ok())
@@ -185,7 +183,7 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
   }
   if (it == sessions.end()) {
     if (auto m = decode_view(frame); m.ok() && m->type == MessageType::kIterate) {
-      auto h = IterateMsg::parse(m->header);
+      auto h = IterateMsg::parse(m->packed);
       IterationResultMsg r{run_id, h.ok() ? h->iteration : 0, false, "no such run on this worker"};
       send(r.to_message());
     }

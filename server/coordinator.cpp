@@ -198,9 +198,9 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
     case MessageType::kIterationResult:
     case MessageType::kLoopStep:
     case MessageType::kRunOutputs: {
-      const auto id = m->header.find("run_id");
-      if (id == m->header.end() || !id->is_string()) return;
-      const std::string run_id = run_of_wire_id(id->get<std::string>());
+      const std::string wire_id = wire_run_id_of(*m);
+      if (wire_id.empty()) return;
+      const std::string run_id = run_of_wire_id(wire_id);
       return to_driver(
           run_id, DriverEvent{DriverEvent::Kind::kMessage, worker_id, std::move(m).value(), {}});
     }

@@ -232,13 +232,10 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
                          "says why)");
     }
     if (ev->kind != DriverEvent::Kind::kMessage || ev->msg.type != type) continue;
-    if (ev->msg.header.value("run_id", "") != wire_id) continue;  // an earlier attempt's
-    if (!keep_failures && ev->msg.header.contains("ok") && ev->msg.header["ok"] == false) {
-      std::string error = "failed";
-      if (ev->msg.header.contains("error") && ev->msg.header["error"].is_string())
-        error = ev->msg.header["error"].get<std::string>();
-      return runtime_error("worker " + ev->worker_id + ": " + error);
-    }
+    if (wire_run_id_of(ev->msg) != wire_id) continue;  // an earlier attempt's
+    if (!keep_failures)
+      if (auto error = reported_error(ev->msg))
+        return runtime_error("worker " + ev->worker_id + ": " + *error);
     got[ev->worker_id] = std::move(ev->msg);
   }
   return got;
@@ -253,8 +250,9 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     r.progress_iteration = it;
     r.rows_done.clear();
   });
-  const std::string frame = encode(IterateMsg{wire_id, it}.to_message(
-      std::string(s->state.bytes.begin(), s->state.bytes.end())));
+  // A frame is its header's encoding followed by the payload (wire.h).
+  std::string frame = encode(IterateMsg{wire_id, it}.to_message());
+  frame.append(reinterpret_cast<const char*>(s->state.bytes.data()), s->state.bytes.size());
   for (const auto& id : participants) {
     Status st = ctx_.workers->send(id, frame);
     if (!st.ok()) {
@@ -269,8 +267,9 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
   double kernel_ms = 0;
   const size_t n = s->partial.bytes.size();
   for (auto& [id, msg] : results.value()) {
-    if (msg.header.contains("kernel_ms") && msg.header["kernel_ms"].is_number())
-      kernel_ms = std::max(kernel_ms, msg.header["kernel_ms"].get<double>());
+    auto result = IterationResultMsg::parse(msg.packed);
+    if (!result.ok()) return result.status().with_context("worker " + id);
+    kernel_ms = std::max(kernel_ms, result->kernel_ms);
     if (n == 0) continue;
     if (msg.payload.size() % n != 0)
       return internal_error("worker " + id + " sent an aggregate of " +

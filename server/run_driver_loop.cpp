@@ -36,7 +36,7 @@ Status RunDriver::loop_on_worker(const std::string& wire_id, const std::string& 
     auto got = collect(wire_id, MessageType::kLoopStep, {worker}, /*keep_failures=*/true);
     if (!got.ok()) return got.status().with_context("iteration " + std::to_string(*it));
     const Message& msg = got->at(worker);
-    auto step = LoopStepMsg::parse(msg.header);
+    auto step = LoopStepMsg::parse(msg.packed);
     if (!step.ok()) return step.status().with_context("worker " + worker);
     if (!step->ok && step->unsupported) {
       *unsupported = true;

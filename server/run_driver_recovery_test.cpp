@@ -21,7 +21,7 @@ TEST_F(RunDriverTest, ALostWorkerIsReplannedAndTheRunResumesAtTheInterruptedIter
   FakeWorker& w1 = add_worker();
   FakeWorker& w2 = add_worker();
   w2.intercept = [&](const Message& m) {
-    if (m.type != MessageType::kIterate || m.header["iteration"] != 1) return false;
+    if (!testing::is_iterate(m, 1)) return false;
     lose("w2");
     return true;
   };
@@ -50,7 +50,7 @@ TEST_F(RunDriverTest, ALostWorkerMakesARunWithPerRowValuesStartOver) {
   add_worker();
   FakeWorker& w2 = add_worker();
   w2.intercept = [&](const Message& m) {
-    if (m.type != MessageType::kIterate || m.header["iteration"] != 2) return false;
+    if (!testing::is_iterate(m, 2)) return false;
     lose("w2");
     return true;
   };
@@ -90,7 +90,7 @@ TEST_F(RunDriverTest, ARunThatLostEveryExecutorWaitsForNewOnes) {
   use_program(kSums);
   FakeWorker& w1 = add_worker();
   w1.intercept = [&](const Message& m) {
-    if (m.type != MessageType::kIterate || m.header["iteration"] != 1) return false;
+    if (!testing::is_iterate(m, 1)) return false;
     lose("w1");
     return true;
   };
@@ -146,7 +146,7 @@ TEST_F(RunDriverTest, AFailedRunShowsTheIterationsThatCompleted) {
   worker_wait_s_ = 1;
   FakeWorker& w1 = add_worker();
   w1.intercept = [&](const Message& m) {
-    if (m.type != MessageType::kIterate || m.header["iteration"] != 2) return false;
+    if (!testing::is_iterate(m, 2)) return false;
     lose("w1");
     return true;
   };
@@ -163,7 +163,7 @@ TEST_F(RunDriverTest, CancellingARunningRunAbortsItOnItsWorkers) {
   use_program(kSums);
   FakeWorker& w1 = add_worker();
   w1.intercept = [](const Message& m) {
-    return m.type == MessageType::kIterate && m.header["iteration"] == 1;  // never answers
+    return testing::is_iterate(m, 1);  // never answers
   };
   start();
   ASSERT_TRUE(w1.link()->wait_for(MessageType::kIterate, 2));
@@ -192,16 +192,16 @@ TEST_F(RunDriverTest, RepliesOfAnEarlierAttemptAreIgnored) {
   FakeWorker& w1 = add_worker();
   FakeWorker& w2 = add_worker();
   w2.intercept = [&](const Message& m) {
-    if (m.type != MessageType::kIterate || m.header["iteration"] != 1) return false;
+    if (!testing::is_iterate(m, 1)) return false;
     lose("w2");
     return true;
   };
   const std::string stale_id = "r1.0";
   w1.intercept = [&](const Message& m) {
-    if (m.type == MessageType::kIterate && m.header["run_id"] == "r1.1") {
+    if (m.type == MessageType::kIterate && wire_run_id_of(m) == "r1.1") {
       // A late answer of the first attempt, with an aggregate that would fail the run.
       std::lock_guard<std::mutex> l(mu_);
-      IterationResultMsg late{stale_id, m.header["iteration"], true, "", 0};
+      IterationResultMsg late{stale_id, IterateMsg::parse(m.packed)->iteration, true, "", 0};
       driver_->deliver({DriverEvent::Kind::kMessage, "w1", late.to_message("xyz"), {}});
     }
     return false;

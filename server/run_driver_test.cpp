@@ -94,9 +94,9 @@ TEST_F(RunDriverTest, AWorkersErrorFailsTheRunWithItsMessage) {
   FakeWorker& w1 = add_worker();
   FakeWorker& w2 = add_worker();
   w2.intercept = [&](const Message& m) {
-    if (m.type != MessageType::kIterate || m.header["iteration"] != 1) return false;
+    if (!testing::is_iterate(m, 1)) return false;
     std::lock_guard<std::mutex> l(mu_);
-    IterationResultMsg bad{m.header["run_id"], 1, false, "CUDA error: out of memory", 0};
+    IterationResultMsg bad{wire_run_id_of(m), 1, false, "CUDA error: out of memory", 0};
     driver_->deliver({DriverEvent::Kind::kMessage, "w2", bad.to_message(), {}});
     return true;
   };

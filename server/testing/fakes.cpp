@@ -241,7 +241,7 @@ void FakeWorker::handle(const std::string& frame) {
       return answer(ready.to_message());
     }
     case MessageType::kIterate: {
-      auto it = IterateMsg::parse(m.header);
+      auto it = IterateMsg::parse(m.packed);
       if (!it.ok()) return;
       auto run = runs_.find(it->run_id);
       IterationResultMsg r{it->run_id, it->iteration, run != runs_.end(), "", 2.0};

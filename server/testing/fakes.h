@@ -37,6 +37,13 @@
 
 namespace lizard::testing {
 
+// Whether `m` is an iterate message for `iteration` (of any attempt).
+inline bool is_iterate(const Message& m, int64_t iteration) {
+  if (m.type != MessageType::kIterate) return false;
+  auto it = IterateMsg::parse(m.packed);
+  return it.ok() && it->iteration == iteration;
+}
+
 // A program bundle (config.yaml text, kernel.cu empty, host.cpp when given),
 // prepared as ProgramRegistry::prepare() prepares it; host hooks are compiled
 // into a cache shared by every test process.  Fails the test when it does not build.

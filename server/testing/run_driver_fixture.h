@@ -228,7 +228,8 @@ class RunDriverTest : public ::testing::Test {
   static std::vector<int64_t> iterations_sent(const FakeWorker& w, const std::string& wire_id) {
     std::vector<int64_t> out;
     for (const auto& m : w.link()->sent_of(MessageType::kIterate))
-      if (m.header["run_id"] == wire_id) out.push_back(m.header["iteration"].get<int64_t>());
+      if (auto it = IterateMsg::parse(m.packed); it.ok() && it->run_id == wire_id)
+        out.push_back(it->iteration);
     return out;
   }
 

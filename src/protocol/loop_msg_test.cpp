@@ -1,4 +1,5 @@
-// The loop messages: a run's iterations driven by its only worker.
+// The loop message: a run's iterations driven by its only worker
+// (its steps: iteration_messages_test.cpp).
 #include <gtest/gtest.h>
 
 #include "protocol/messages.h"
@@ -20,39 +21,7 @@ TEST(LoopMsg, SurvivesTheWireWithItsState) {
   EXPECT_EQ(h->max_iterations, 50);
 }
 
-TEST(LoopStepMsg, CarriesTimingsDoneAndErrors) {
-  LoopStepMsg m;
-  m.run_id = "r3.1";
-  m.iteration = 9;
-  m.kernel_ms = 0.25;
-  m.ms = 0.5;
-  m.last = true;
-  auto back = decode(encode(m.to_message("agg+state")));
-  ASSERT_TRUE(back.ok());
-  EXPECT_EQ(back->type, MessageType::kLoopStep);
-  auto h = LoopStepMsg::parse(back->header);
-  ASSERT_TRUE(h.ok());
-  EXPECT_EQ(h->iteration, 9);
-  EXPECT_TRUE(h->ok);
-  EXPECT_FALSE(h->unsupported);
-  EXPECT_DOUBLE_EQ(h->kernel_ms, 0.25);
-  EXPECT_DOUBLE_EQ(h->ms, 0.5);
-  EXPECT_TRUE(h->last);
-
-  LoopStepMsg failed;
-  failed.ok = false;
-  failed.unsupported = true;
-  failed.error = "no update hook here";
-  auto f = LoopStepMsg::parse(failed.to_message().header);
-  ASSERT_TRUE(f.ok());
-  EXPECT_FALSE(f->ok);
-  EXPECT_TRUE(f->unsupported);
-  EXPECT_EQ(f->error, "no update hook here");
-}
-
-TEST(LoopStepMsg, AHeaderOfTheWrongTypesIsRefused) {
-  nlohmann::json h = {{"run_id", "r1"}, {"iteration", "nine"}};
-  EXPECT_FALSE(LoopStepMsg::parse(h).ok());
+TEST(LoopMsg, AHeaderOfTheWrongTypesIsRefused) {
   EXPECT_FALSE(LoopMsg::parse({{"max_iterations", true}}).ok());
 }
 

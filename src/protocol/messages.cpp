@@ -259,34 +259,6 @@ Result<RunReadyMsg> RunReadyMsg::parse(const json& h) {
   return done(r, std::move(m));
 }
 
-Message IterateMsg::to_message(std::string payload) const {
-  return Message{
-      MessageType::kIterate, {{"run_id", run_id}, {"iteration", iteration}}, std::move(payload)};
-}
-Result<IterateMsg> IterateMsg::parse(const json& h) {
-  IterateMsg m;
-  HeaderReader r(h, "iterate");
-  r.str("run_id", &m.run_id);
-  r.i64("iteration", &m.iteration);
-  return done(r, std::move(m));
-}
-
-Message IterationResultMsg::to_message(std::string payload) const {
-  json j = {{"run_id", run_id}, {"iteration", iteration}, {"ok", ok}, {"kernel_ms", kernel_ms}};
-  if (!ok) j["error"] = error;
-  return Message{MessageType::kIterationResult, std::move(j), std::move(payload)};
-}
-Result<IterationResultMsg> IterationResultMsg::parse(const json& h) {
-  IterationResultMsg m;
-  HeaderReader r(h, "iteration_result");
-  r.str("run_id", &m.run_id);
-  r.i64("iteration", &m.iteration);
-  r.boolean("ok", &m.ok);
-  r.str("error", &m.error);
-  r.number("kernel_ms", &m.kernel_ms);
-  return done(r, std::move(m));
-}
-
 Message LoopMsg::to_message(std::string payload) const {
   return Message{MessageType::kLoop,
                  {{"run_id", run_id},
@@ -302,28 +274,6 @@ Result<LoopMsg> LoopMsg::parse(const json& h) {
   r.i64("first_iteration", &m.first_iteration);
   r.i64("max_iterations", &m.max_iterations);
   r.i64("hook_timeout_ms", &m.hook_timeout_ms);
-  return done(r, std::move(m));
-}
-
-Message LoopStepMsg::to_message(std::string payload) const {
-  json j = {{"run_id", run_id}, {"iteration", iteration},
-            {"ok", ok},         {"kernel_ms", kernel_ms},
-            {"ms", ms},         {"last", last}};
-  if (!ok) j["error"] = error;
-  if (unsupported) j["unsupported"] = true;
-  return Message{MessageType::kLoopStep, std::move(j), std::move(payload)};
-}
-Result<LoopStepMsg> LoopStepMsg::parse(const json& h) {
-  LoopStepMsg m;
-  HeaderReader r(h, "loop_step");
-  r.str("run_id", &m.run_id);
-  r.i64("iteration", &m.iteration);
-  r.boolean("ok", &m.ok);
-  r.boolean("unsupported", &m.unsupported);
-  r.str("error", &m.error);
-  r.number("kernel_ms", &m.kernel_ms);
-  r.number("ms", &m.ms);
-  r.boolean("last", &m.last);
   return done(r, std::move(m));
 }
 
@@ -457,6 +407,37 @@ Result<RunAbortMsg> RunAbortMsg::parse(const json& h) {
 
 std::string run_of_wire_id(const std::string& wire_id) {
   return wire_id.substr(0, wire_id.rfind('.'));
+}
+
+std::string wire_run_id_of(MessageType type, const json& header, std::string_view packed) {
+  if (has_packed_header(type)) return std::string(packed_run_id(packed));
+  auto it = header.find("run_id");
+  return it != header.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::optional<std::string> reported_error(MessageType type, const json& header,
+                                          std::string_view packed) {
+  auto failed = [](bool ok, std::string error) -> std::optional<std::string> {
+    if (ok) return std::nullopt;
+    return error.empty() ? "failed" : error;
+  };
+  switch (type) {
+    case MessageType::kIterationResult: {
+      auto m = IterationResultMsg::parse(packed);
+      return m.ok() ? failed(m->ok, m->error) : m.status().message();
+    }
+    case MessageType::kLoopStep: {
+      auto m = LoopStepMsg::parse(packed);
+      return m.ok() ? failed(m->ok, m->error) : m.status().message();
+    }
+    default: {
+      auto ok = header.find("ok");
+      if (ok == header.end() || *ok != false) return std::nullopt;
+      auto error = header.find("error");
+      return failed(false, error != header.end() && error->is_string() ? error->get<std::string>()
+                                                                       : std::string());
+    }
+  }
 }
 
 }  // namespace lizard

@@ -3,21 +3,26 @@
 // these structs, so a field is named once, here, and a malformed header from
 // the other side is an error value, never an exception.
 //
-//   link->send(encode(IterateMsg{wire_id, it}.to_message(state_bytes)));
-//   Result<IterationResultMsg> r = IterationResultMsg::parse(view.header);
+//   link->send(encode(RunEndMsg{wire_id, true, {"labels"}}.to_message()));
+//   Result<RunOutputsMsg> r = RunOutputsMsg::parse(view.header);
 //
 // Payloads (rows, state, aggregates) stay beside the header: to_message()
-// takes the payload and parse() reads the header alone.
+// takes the payload and parse() reads the header alone.  The messages of
+// every iteration have packed headers instead (iteration_messages.h, included
+// here); wire_run_id_of() and reported_error() read either kind.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
 #include "exec/executor.h"
+#include "protocol/iteration_messages.h"
 #include "protocol/wire.h"
 
 namespace lizard {
@@ -100,25 +105,6 @@ struct RunReadyMsg {
   static Result<RunReadyMsg> parse(const nlohmann::json& h);
 };
 
-// server → worker: run one iteration.  Payload: the state section.
-struct IterateMsg {
-  std::string run_id;
-  int64_t iteration = 0;
-  Message to_message(std::string payload = {}) const;
-  static Result<IterateMsg> parse(const nlohmann::json& h);
-};
-
-// worker → server: one iteration's result.  Payload: aggregate sections.
-struct IterationResultMsg {
-  std::string run_id;
-  int64_t iteration = 0;
-  bool ok = true;
-  std::string error;
-  double kernel_ms = 0;
-  Message to_message(std::string payload = {}) const;
-  static Result<IterationResultMsg> parse(const nlohmann::json& h);
-};
-
 // server → worker: the run is over; send the named output fields when asked.
 struct RunEndMsg {
   std::string run_id;
@@ -189,22 +175,25 @@ struct LoopMsg {
   static Result<LoopMsg> parse(const nlohmann::json& h);
 };
 
-// worker → server: one iteration of a worker's loop.  Payload: the folded
-// aggregate section, then the state section after the update hook.
-struct LoopStepMsg {
-  std::string run_id;
-  int64_t iteration = 0;
-  bool ok = true;
-  bool unsupported = false;  // this worker cannot run the loop; nothing ran
-  std::string error;
-  double kernel_ms = 0;  // the slowest executor's kernels
-  double ms = 0;         // the whole iteration on the worker, update hook included
-  bool last = false;     // the last iteration of the loop
-  Message to_message(std::string payload = {}) const;
-  static Result<LoopStepMsg> parse(const nlohmann::json& h);
-};
-
 // The run a wire id ("r7.2": run r7, attempt 2) belongs to.
 std::string run_of_wire_id(const std::string& wire_id);
+
+// The wire id a message names in its header, packed or JSON; empty when it
+// names none.
+std::string wire_run_id_of(MessageType type, const nlohmann::json& header,
+                           std::string_view packed);
+template <typename M>  // Message or MessageView
+std::string wire_run_id_of(const M& m) {
+  return wire_run_id_of(m.type, m.header, m.packed);
+}
+
+// What a worker's reply reports as its failure (`ok` false, with its error
+// or "failed"); nothing when it reports success or is not a reply that can.
+std::optional<std::string> reported_error(MessageType type, const nlohmann::json& header,
+                                          std::string_view packed);
+template <typename M>
+std::optional<std::string> reported_error(const M& m) {
+  return reported_error(m.type, m.header, m.packed);
+}
 
 }  // namespace lizard

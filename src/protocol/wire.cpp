@@ -46,8 +46,15 @@ const char* message_type_name(MessageType t) {
   return "unknown";
 }
 
+bool has_packed_header(MessageType t) {
+  return t == MessageType::kIterate || t == MessageType::kIterationResult ||
+         t == MessageType::kLoopStep;
+}
+
 std::string encode(const Message& m) {
-  const std::string header = m.header.dump();
+  const bool packed = has_packed_header(m.type);
+  const std::string dumped = packed ? std::string() : m.header.dump();
+  const std::string& header = packed ? m.packed : dumped;
   const uint32_t n = static_cast<uint32_t>(header.size());
   std::string out;
   out.reserve(8 + header.size() + m.payload.size());
@@ -75,15 +82,19 @@ Result<MessageView> decode_view(std::string_view frame) {
   if (n > frame.size() - 8) return invalid_argument("frame header length exceeds the frame");
   MessageView m;
   m.type = static_cast<MessageType>(type);
-  m.header = nlohmann::json::parse(frame.substr(8, n), nullptr, /*allow_exceptions=*/false);
-  if (!m.header.is_object()) return invalid_argument("frame header is not a JSON object");
+  if (has_packed_header(m.type)) {
+    m.packed = frame.substr(8, n);  // its typed message checks it (iteration_messages.h)
+  } else {
+    m.header = nlohmann::json::parse(frame.substr(8, n), nullptr, /*allow_exceptions=*/false);
+    if (!m.header.is_object()) return invalid_argument("frame header is not a JSON object");
+  }
   m.payload = frame.substr(8 + n);
   return m;
 }
 
 Result<Message> decode(std::string_view frame) {
   LIZARD_ASSIGN_OR_RETURN(MessageView v, decode_view(frame));
-  return Message{v.type, std::move(v.header), std::string(v.payload)};
+  return Message{v.type, std::move(v.header), std::string(v.payload), std::string(v.packed)};
 }
 
 }  // namespace lizard

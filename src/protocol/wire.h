@@ -4,11 +4,13 @@
 //
 //   "LZ" | version (1 byte) | type (1 byte) | header length (u32 LE) | header | payload
 //
-// The header is a small JSON object (ids, sizes, names); the payload carries
-// arrays as raw little-endian bytes, so data never passes through JSON or
-// base64.  Both daemons build and read headers through the typed structs of
-// protocol/messages.h, which use encode()/decode(); nothing else knows the
-// framing.
+// The header is a small JSON object (ids, sizes, names), except for the
+// messages of every iteration (iterate, iteration_result, loop_step): theirs
+// is packed binary (protocol/iteration_messages.h), so an iteration's round
+// trip parses no JSON.  The payload carries arrays as raw little-endian
+// bytes, so data never passes through JSON or base64.  Both daemons build
+// and read headers through the typed structs of protocol/messages.h, which
+// use encode()/decode(); nothing else knows the framing.
 //
 //   std::string frame = encode(IterateMsg{wire_id, it}.to_message(state_bytes));
 //   Result<Message> m = decode(frame);
@@ -27,12 +29,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/status.h"
 
 namespace lizard {
 
-inline constexpr uint8_t kWireVersion = 1;
+inline constexpr uint8_t kWireVersion = 2;
 
 // What each header holds (messages.h has the structs); "?" marks a key sent
 // only sometimes.
@@ -53,9 +56,9 @@ enum class MessageType : uint8_t {
   kRunStart = 5,
   // worker → server, rows loaded: {run_id, ok, error, compile_ms, compile_cache_hit}
   kRunReady = 6,
-  // server → worker: {run_id, iteration}; payload: the state section
+  // server → worker, packed: run_id, iteration; payload: the state section
   kIterate = 7,
-  // worker → server: {run_id, iteration, ok, kernel_ms, error?}; payload: aggregate
+  // worker → server, packed: run_id, iteration, ok, kernel_ms, error; payload: aggregate
   // sections, one folded (built-in reducers) or one per executor or slice (custom)
   kIterationResult = 8,
   // server → worker: {run_id, want_outputs, outputs: [field names]}
@@ -82,26 +85,35 @@ enum class MessageType : uint8_t {
   // {run_id, first_iteration, max_iterations, hook_timeout_ms}; payload: the
   // state section
   kLoop = 16,
-  // worker → server, after each iteration of a loop: {run_id, iteration, ok,
-  // error?, unsupported?, kernel_ms, ms, last}; payload: the folded aggregate,
+  // worker → server, after each iteration of a loop, packed: run_id,
+  // iteration, ok, unsupported, last, kernel_ms, ms, error; payload: the folded aggregate,
   // then the state the update hook left.  `unsupported`: this worker cannot
   // run the loop (the server then drives the iterations itself)
   kLoopStep = 17,
 };
 
 const char* message_type_name(MessageType t);
+// Whether messages of type `t` have a packed header instead of a JSON one.
+bool has_packed_header(MessageType t);
 
 struct Message {
+  Message() = default;
+  Message(MessageType t, nlohmann::json h, std::string p = {}, std::string pk = {})
+      : type(t), header(std::move(h)), payload(std::move(p)), packed(std::move(pk)) {}
+
   MessageType type = MessageType::kHeartbeat;
-  nlohmann::json header = nlohmann::json::object();
+  nlohmann::json header = nlohmann::json::object();  // unused where the header is packed
   std::string payload;
+  std::string packed;  // the header, where has_packed_header(type)
 };
 
-// A decoded frame whose payload still lies in the frame it was decoded from.
+// A decoded frame whose payload (and packed header) still lie in the frame
+// it was decoded from.
 struct MessageView {
   MessageType type = MessageType::kHeartbeat;
   nlohmann::json header = nlohmann::json::object();
   std::string_view payload;
+  std::string_view packed;
 };
 
 std::string encode(const Message& m);

@@ -6,14 +6,34 @@ namespace lizard {
 namespace {
 
 TEST(Wire, RoundTripsHeaderAndBinaryPayload) {
-  Message m{
-      MessageType::kIterate, {{"run_id", "r1"}, {"iteration", 3}}, std::string("\0\1\2\xff", 4)};
+  Message m{MessageType::kRunEnd, {{"run_id", "r1"}, {"outputs", {"x"}}}, std::string("\0\1\2\xff", 4)};
   auto d = decode(encode(m));
   ASSERT_TRUE(d.ok()) << d.status().message();
-  EXPECT_EQ(d->type, MessageType::kIterate);
+  EXPECT_EQ(d->type, MessageType::kRunEnd);
   EXPECT_EQ(d->header["run_id"], "r1");
-  EXPECT_EQ(d->header["iteration"], 3);
+  EXPECT_EQ(d->header["outputs"][0], "x");
   EXPECT_EQ(d->payload, m.payload);
+  EXPECT_TRUE(d->packed.empty());
+}
+
+TEST(Wire, APackedHeaderCrossesAsItsBytesAndIsNotParsedAsJson) {
+  // Not JSON: a frame of a per-iteration type keeps its header bytes as they are.
+  const std::string packed("\x02\0\0\0\0\0\0\0r1\x05", 11);
+  Message m{MessageType::kIterate, nlohmann::json::object(), "state", packed};
+  const std::string frame = encode(m);
+  EXPECT_EQ(frame.size(), 8 + packed.size() + 5);
+  auto v = decode_view(frame);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(v->packed, packed);
+  EXPECT_EQ(v->payload, "state");
+  EXPECT_TRUE(v->header.empty());
+  auto d = decode(frame);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->packed, packed);
+  EXPECT_EQ(encode(d.value()), frame);
+  EXPECT_TRUE(has_packed_header(MessageType::kIterationResult));
+  EXPECT_TRUE(has_packed_header(MessageType::kLoopStep));
+  EXPECT_FALSE(has_packed_header(MessageType::kRunStart));
 }
 
 TEST(Wire, AFrameIsItsEmptyPayloadEncodingThenThePayload) {

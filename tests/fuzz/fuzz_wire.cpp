@@ -1,6 +1,8 @@
 // libFuzzer target: the worker wire protocol.  The input is one frame; when
 // decode() accepts it, the message must survive encode() and decode() again
-// unchanged (type, header, payload), and encoding is then stable.
+// unchanged (type, header, packed header, payload), and encoding is then
+// stable.  A packed header its typed message accepts must be written back
+// the same by that message.
 //
 //   build-fuzz/tests/fuzz/fuzz_wire CORPUS tests/fuzz/corpus/wire
 #include <cstddef>
@@ -10,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "protocol/wire.h"
+#include "protocol/messages.h"
 
 namespace {
 
@@ -18,6 +20,25 @@ namespace {
   std::fprintf(stderr, "wire round trip: %s (type %s, header %s, payload %zu bytes)\n", what,
                lizard::message_type_name(m.type), m.header.dump().c_str(), m.payload.size());
   std::abort();
+}
+
+template <typename T>
+void repacks(const lizard::Message& m) {
+  auto typed = T::parse(m.packed);
+  if (typed.ok() && typed->to_message().packed != m.packed) fail("packed header not kept", m);
+}
+
+void check_packed(const lizard::Message& m) {
+  switch (m.type) {
+    case lizard::MessageType::kIterate:
+      return repacks<lizard::IterateMsg>(m);
+    case lizard::MessageType::kIterationResult:
+      return repacks<lizard::IterationResultMsg>(m);
+    case lizard::MessageType::kLoopStep:
+      return repacks<lizard::LoopStepMsg>(m);
+    default:
+      return;
+  }
 }
 
 }  // namespace
@@ -31,7 +52,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!back.ok()) fail(("re-encoded frame rejected: " + back.status().message()).c_str(), *m);
   if (back->type != m->type) fail("type changed", *m);
   if (back->header != m->header) fail("header changed", *m);
+  if (back->packed != m->packed) fail("packed header changed", *m);
   if (back->payload != m->payload) fail("payload changed", *m);
   if (lizard::encode(*back) != again) fail("encoding is not stable", *m);
+  check_packed(*m);
+  (void)lizard::wire_run_id_of(*m);
+  (void)lizard::reported_error(*m);
   return 0;
 }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol/wire.h"
+#include "protocol/messages.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -37,11 +37,12 @@ int main(int argc, char** argv) {
          {"parts", {{0, 4}}},
          {"fields", {"x"}}},
         std::string(16, '\x01')}},
-      {"iterate", {MessageType::kIterate, {{"run_id", "r1"}, {"iteration", 0}}, state}},
-      {"iteration_result",
-       {MessageType::kIterationResult,
-        {{"run_id", "r1"}, {"iteration", 0}, {"ok", true}, {"kernel_ms", 0.25}},
-        state}},
+      {"iterate", lizard::IterateMsg{"r1.0", 0}.to_message(state)},
+      {"iteration_result", lizard::IterationResultMsg{"r1.0", 0, true, "", 0.25}.to_message(state)},
+      {"iteration_failed",
+       lizard::IterationResultMsg{"r1.0", 3, false, "CUDA error", 0}.to_message()},
+      {"loop_step", lizard::LoopStepMsg{"r1.0", 4, true, false, "", 0.5, 0.75, true}.to_message(
+                        state + state)},
       {"run_outputs",
        {MessageType::kRunOutputs,
         {{"run_id", "r1"}, {"ok", true}, {"fields", {{{"name", "out"}, {"bytes", 8}}}}},

@@ -1,0 +1,62 @@
+// The messages of every iteration — iterate, iteration_result and
+// loop_step — whose headers are packed binary instead of JSON (wire.h), so
+// that the server and its workers exchange an iteration without building,
+// printing or parsing a JSON object.  Each struct writes and reads its own
+// packed header with ByteWriter/ByteReader (common/byte_codec.h); every
+// packed header begins with the run id, so a daemon can route a message
+// without knowing its type (wire_run_id_of, protocol/messages.h).
+//
+//   link->send(encode(IterateMsg{wire_id, it}.to_message()) + state_bytes);
+//   Result<IterationResultMsg> r = IterationResultMsg::parse(view.packed);
+//
+// A packed header that is short, or longer than its fields, is an error
+// value, never an exception.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "protocol/wire.h"
+
+namespace lizard {
+
+// server → worker: run one iteration.  Payload: the state section.
+struct IterateMsg {
+  std::string run_id;
+  int64_t iteration = 0;
+  Message to_message(std::string payload = {}) const;
+  static Result<IterateMsg> parse(std::string_view packed);
+};
+
+// worker → server: one iteration's result.  Payload: aggregate sections.
+struct IterationResultMsg {
+  std::string run_id;
+  int64_t iteration = 0;
+  bool ok = true;
+  std::string error;
+  double kernel_ms = 0;
+  Message to_message(std::string payload = {}) const;
+  static Result<IterationResultMsg> parse(std::string_view packed);
+};
+
+// worker → server: one iteration of a worker's loop.  Payload: the folded
+// aggregate section, then the state section after the update hook.
+struct LoopStepMsg {
+  std::string run_id;
+  int64_t iteration = 0;
+  bool ok = true;
+  bool unsupported = false;  // this worker cannot run the loop; nothing ran
+  std::string error;
+  double kernel_ms = 0;  // the slowest executor's kernels
+  double ms = 0;         // the whole iteration on the worker, update hook included
+  bool last = false;     // the last iteration of the loop
+  Message to_message(std::string payload = {}) const;
+  static Result<LoopStepMsg> parse(std::string_view packed);
+};
+
+// The run id a packed header begins with; empty when it is malformed.
+std::string_view packed_run_id(std::string_view packed);
+
+}  // namespace lizard
