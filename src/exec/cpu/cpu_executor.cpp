@@ -294,6 +294,7 @@ Status CpuExecutor::launch(const Step& step, const void* const* args) {
         std::copy(c.grid, c.grid + 3, l.grid);
         std::copy(c.block, c.block + 3, l.block);
         l.shared_bytes = c.shared_bytes;
+        l.flags = workers == 1 ? LIZARD_CPU_LAUNCH_SOLO : 0;
         char err[512];
         while (!failed.load(std::memory_order_relaxed)) {
           l.first_block = next.fetch_add(chunk);

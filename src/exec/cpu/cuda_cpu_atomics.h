@@ -24,8 +24,10 @@ inline void __threadfence_block() {
 
 // ---------------------------------------------------------------------------
 // Atomics.  Shared memory is touched by one OS thread only and fibers switch
-// only at barriers, so atomics on it are plain read-modify-writes; on global
-// memory they are atomic instructions (compare-and-swap loops for floats).
+// only at barriers, so atomics on it are plain read-modify-writes, and so are
+// atomics on any memory in a launch that runs on one OS thread (the CPU
+// executor runs a small launch on the calling thread alone); otherwise they
+// are atomic instructions (compare-and-swap loops for floats).
 namespace lizard_cpu {
 
 template <typename T>

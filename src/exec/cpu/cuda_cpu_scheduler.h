@@ -345,6 +345,11 @@ inline int run_launch(const lizard_cpu_launch* launch, char* err, size_t err_len
   }
   lizard_cpu_thread_state& t = lizard_cpu_thread;
   set_shared_memory(launch->shared_bytes);
+  t.solo = (launch->flags & LIZARD_CPU_LAUNCH_SOLO) ? 1 : 0;
+  struct EndSolo {  // this OS thread's next launch may not be solo
+    lizard_cpu_thread_state& t;
+    ~EndSolo() { t.solo = 0; }
+  } end_solo{t};
   t.grid_dim = dim3(launch->grid[0], launch->grid[1], launch->grid[2]);
   t.block_dim = dim3(launch->block[0], launch->block[1], launch->block[2]);
 #if LIZARD_CPU_FIBERS

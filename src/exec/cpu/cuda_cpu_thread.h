@@ -37,6 +37,7 @@ struct lizard_cpu_thread_state {
   char* dynamic_shared;  // this OS thread's dynamic shared buffer
   void* fibers;          // the lizard_cpu::Block of the running launch (fibers only)
   void* private_copies;  // the lizard_cpu::PrivateCopies of the running launch range
+  uint32_t solo;         // the running launch has no other OS thread (LIZARD_CPU_LAUNCH_SOLO)
 };
 extern __thread lizard_cpu_thread_state lizard_cpu_thread
     __attribute__((tls_model("initial-exec"), visibility("default")));
@@ -76,12 +77,14 @@ inline char* dynamic_shared() {
   return dynamic_shared_buffer.base;
 }
 
-// True when `p` is memory that only the current block can reach (shared
-// memory), so atomics on it need no atomic instruction.
+// True when no other OS thread can touch `p` while the block runs — memory
+// only the current block can reach (shared memory), or any memory when the
+// whole launch runs on this OS thread — so atomics on it need no atomic
+// instruction.
 inline bool block_local(const void* p) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   const lizard_cpu_thread_state& t = lizard_cpu_thread;
-  return a - t.shared_lo[0] < t.shared_len[0] || a - t.shared_lo[1] < t.shared_len[1];
+  return t.solo || a - t.shared_lo[0] < t.shared_len[0] || a - t.shared_lo[1] < t.shared_len[1];
 }
 
 struct TlsQuery {

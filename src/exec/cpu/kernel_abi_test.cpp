@@ -8,6 +8,9 @@
 #include "exec/host_compiler.h"
 #include "program/codegen.h"
 
+#include <thread>
+#include <vector>
+
 namespace lizard {
 namespace {
 
@@ -65,7 +68,7 @@ TEST(KernelAbi, ThreeDimensionalGridsBlocksAndRanges) {
       pack_dataset(dataset_layout(*m), v.size(), 0, {reinterpret_cast<uint64_t>(v.data())});
   int32_t unused = 0;
   const void* args[4] = {&unused, dataset.data(), &unused, &unused};
-  lizard_cpu_launch l{{3, 2, 2}, {8, 4, 2}, 0, 2, blocks};
+  lizard_cpu_launch l{{3, 2, 2}, {8, 4, 2}, 0, 2, blocks, 0};
   char err[256] = "";
   ASSERT_EQ(fn(&l, args, err, sizeof err), 0) << err;
   for (unsigned b = 0; b < blocks; ++b)
@@ -135,7 +138,7 @@ TEST(KernelAbi, LaunchesAfterAFailedBlockStartAfresh) {
     int32_t unused = 0;
     const void* args[4] = {packed.data(), dataset.data(), &unused, &unused};
     lizard_cpu_launch l{
-        {blocks, 1, 1}, {launch.block[0], launch.block[1], launch.block[2]}, 0, 0, blocks};
+        {blocks, 1, 1}, {launch.block[0], launch.block[1], launch.block[2]}, 0, 0, blocks, 0};
     char err[256] = "";
     const int rc = fn(&l, args, err, sizeof err);
     if (launch.error) {
@@ -149,6 +152,55 @@ TEST(KernelAbi, LaunchesAfterAFailedBlockStartAfresh) {
         ASSERT_EQ(v[b * n + t], static_cast<int>((n - 1 - t) * 1000 + (t ^ 1)))
             << "block " << b << " thread " << t;
   }
+}
+
+// Launches on two OS threads at once add into the same global memory; a
+// solo launch (LIZARD_CPU_LAUNCH_SOLO: the executor runs it on one thread)
+// adds with plain instructions, and the thread's next launch is atomic again.
+TEST(KernelAbi, AtomicsArePlainOnlyInASoloLaunch) {
+  KernelLibrary k;
+  ASSERT_NO_FATAL_FAILURE(build(
+      "sources: {cuda: kernel.cu}\n"
+      "dataset: {n: {type: int32, shape: [rows]}, f: {type: float32, shape: [rows]}}\n"
+      "iterate: [k]\n",
+      R"(
+extern "C" __global__ void k(global_params_t, dataset_t d, global_state_t, agg_res_t) {
+  atomicAdd(&d.n[0], 1);
+  atomicAdd(&d.f[0], 1.0f);
+}
+)",
+      &k));
+  std::vector<int32_t> n(1, 0);
+  std::vector<float> f(1, 0.0f);
+  std::vector<uint8_t> dataset =
+      pack_dataset(dataset_layout(k.manifest), 1, 0,
+                   {reinterpret_cast<uint64_t>(n.data()), reinterpret_cast<uint64_t>(f.data())});
+  int32_t unused = 0;
+  const void* args[4] = {&unused, dataset.data(), &unused, &unused};
+  const unsigned blocks = 4096, threads = 32, launches = 50;
+  auto launch = [&](uint64_t flags, std::string* error) {
+    lizard_cpu_launch l{{blocks, 1, 1}, {threads, 1, 1}, 0, 0, blocks, flags};
+    char err[256] = "";
+    if (k.fn(&l, args, err, sizeof err) != 0) *error = err;
+  };
+  std::string error;
+  launch(LIZARD_CPU_LAUNCH_SOLO, &error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(n[0], static_cast<int32_t>(blocks * threads));
+  EXPECT_EQ(f[0], static_cast<float>(blocks * threads));
+
+  // This thread ran the solo launch: were it still solo, the two would race.
+  std::string other_error;
+  std::thread other([&] {
+    for (unsigned i = 0; i < launches; ++i) launch(0, &other_error);
+  });
+  for (unsigned i = 0; i < launches; ++i) launch(0, &error);
+  other.join();
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(other_error, "");
+  const unsigned total = blocks * threads * (2 * launches + 1);
+  EXPECT_EQ(n[0], static_cast<int32_t>(total));
+  EXPECT_EQ(f[0], static_cast<float>(total));
 }
 
 }  // namespace
