@@ -202,6 +202,7 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   // A server shutting down leaves unfinished runs stored as they were, to
   // resume at its next start.
   if (store_ && (st.ok() || !update(run, [this](RunRecord&) { return suspended_; }))) {
+    if (checkpoints_) checkpoints_->forget(run->id);  // the finished record drops it
     std::vector<RunStore::NamedBytes> fields;
     for (const auto& [name, f] : run->outputs)
       fields.emplace_back(name, npy_bytes(f.type, f.dims, f.bytes.data()));

@@ -29,6 +29,7 @@
 
 #include "common/status.h"
 #include "protocol/messages.h"
+#include "server/checkpoint_writer.h"
 #include "server/run_record.h"
 #include "server/run_store.h"
 
@@ -63,10 +64,13 @@ class RunBook {
   using ProgramLookup = std::function<std::shared_ptr<const ProgramEntry>(const std::string& hash)>;
   std::vector<std::shared_ptr<RunRecord>> resume(const ProgramLookup& programs,
                                                  const UploadLookup& uploads, int resume_wait_s);
-  // Keeps the run's progress after a completed iteration (one small
-  // transaction); a failure is logged: the run goes on, resumable from an
+  // Keeps the run's progress after a completed iteration: written to the
+  // store by a thread of its own (checkpoint_writer.h), so the run does not
+  // wait for it.  A failure is logged: the run goes on, resumable from an
   // earlier point.
-  void checkpoint(const std::shared_ptr<RunRecord>& run, const RunCheckpoint& cp);
+  void checkpoint(const std::shared_ptr<RunRecord>& run, RunCheckpoint cp);
+  // Returns once every checkpoint handed over is in the store.
+  void flush_checkpoints();
   // From now on runs that end leave their stored records as they are, so
   // that a server shutting down leaves them to resume at its next start.
   void suspend();
@@ -125,6 +129,8 @@ class RunBook {
   std::vector<StoredRun> to_resume_;                        // GUARDED_BY(mu_)
   bool suspended_ = false;                                  // GUARDED_BY(mu_)
   std::unique_ptr<RunStore> store_;  // null: records do not survive a restart
+  // Declared after store_: stopped, with what is pending written, before it.
+  std::unique_ptr<CheckpointWriter> checkpoints_;
 };
 
 }  // namespace lizard

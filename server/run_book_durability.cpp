@@ -45,6 +45,7 @@ void RunBook::restore(const std::string& state_dir) {
     return;
   }
   store_ = std::move(opened).value();
+  checkpoints_ = std::make_unique<CheckpointWriter>(store_.get());
   auto stored = store_->load_all();
   if (!stored.ok()) {
     spdlog::warn("cannot read earlier run records: {}", stored.status().message());
@@ -186,12 +187,12 @@ std::shared_ptr<RunRecord> RunBook::resume_one(const StoredRun& s, const Program
   return run;
 }
 
-void RunBook::checkpoint(const std::shared_ptr<RunRecord>& run, const RunCheckpoint& cp) {
-  if (!store_ || !run->resumable) return;
-  Status st = store_->save_checkpoint(run->id, cp);
-  if (!st.ok())
-    spdlog::warn("{}: checkpoint after iteration {} not saved: {}", run->id, cp.iteration,
-                 st.message());
+void RunBook::checkpoint(const std::shared_ptr<RunRecord>& run, RunCheckpoint cp) {
+  if (checkpoints_ && run->resumable) checkpoints_->save(run->id, std::move(cp));
+}
+
+void RunBook::flush_checkpoints() {
+  if (checkpoints_) checkpoints_->flush();
 }
 
 void RunBook::suspend() {

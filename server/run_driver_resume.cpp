@@ -44,7 +44,7 @@ void RunDriver::save_checkpoint(int64_t iterations, bool done, const Sections& s
   cp.done = done;
   cp.state.assign(reinterpret_cast<const char*>(s.state.bytes.data()), s.state.bytes.size());
   cp.aggregate.assign(reinterpret_cast<const char*>(s.agg.bytes.data()), s.agg.bytes.size());
-  ctx_.book->checkpoint(run_, cp);
+  ctx_.book->checkpoint(run_, std::move(cp));
 }
 
 }  // namespace lizard
