@@ -115,9 +115,11 @@ bool measure(const Options& o, const std::string& points, Figures* out) {
     return std::fprintf(stderr, "run failed: %s\n", r->body.c_str()), false;
   std::vector<double> ms, kernel;
   bool first = true;
+  double first_ms = 0;
   for (const auto& t : rec["timings"]) {
     if (first) {  // the first iteration includes warm-up
       first = false;
+      first_ms = t["ms"].get<double>();
       continue;
     }
     ms.push_back(t["ms"]);
@@ -139,6 +141,7 @@ bool measure(const Options& o, const std::string& points, Figures* out) {
   std::printf("  end-to-end per iteration: median %.3f ms (min %.3f, max %.3f)\n", out->end_to_end,
               ms.front(), ms.back());
   std::printf("  kernel per iteration:     median %.3f ms (the slowest executor's)\n", out->kernel);
+  std::printf("  first iteration:          %.3f ms (not in the figures above)\n", first_ms);
   // The iterations' wall time at the server, whoever drove them: with the
   // worker-driven loop the per-iteration figures above are the worker's.
   const nlohmann::json& phases = rec["phases"];

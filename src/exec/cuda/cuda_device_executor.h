@@ -34,6 +34,9 @@ inline constexpr int kDefaultSharedLimit = 48 * 1024;  // dynamic shared memory 
 inline size_t align64(size_t n) {
   return (n + 63) & ~size_t{63};
 }
+inline size_t align256(size_t n) {  // as cuMemAlloc aligns
+  return (n + 255) & ~size_t{255};
+}
 
 // A program compiled for this device; `module` is null until loaded (and
 // again after a context reset, which unloads every module).
@@ -72,13 +75,16 @@ struct Run {
   std::vector<CUdeviceptr> fields;  // manifest.dataset order; 0 when empty
   std::vector<uint64_t> field_bytes;
   std::vector<FieldInit> field_init;
-  CUdeviceptr state = 0;
-  CUdeviceptr aggregate = 0;
+  // The state and the aggregate lie in one allocation, `sections`, at the
+  // same offsets as in the pinned staging, so that one copy uploads the state
+  // and resets the aggregate: state | aggregate (at agg_offset()).
+  CUdeviceptr sections = 0;
+  CUdeviceptr state = 0;      // in sections; 0 when the state is empty
+  CUdeviceptr aggregate = 0;  // in sections; 0 when the aggregate is empty
   size_t state_bytes = 0;
   size_t agg_bytes = 0;
-  uint8_t* pinned = nullptr;  // state staging | aggregate result | aggregate identity
+  uint8_t* pinned = nullptr;  // state staging | aggregate identity | aggregate result
   size_t pinned_bytes = 0;
-  bool identity_is_zero = true;
   StructLayout state_layout;
   std::vector<uint8_t> params_arg;
   std::vector<uint8_t> dataset_arg;
@@ -88,13 +94,16 @@ struct Run {
   std::vector<LaunchConfig> launches;
   Status failed;             // set once an iteration failed
   bool device_lost = false;  // the context was reset: nothing left to free
+  size_t agg_offset() const { return align256(state_bytes); }
+  size_t sections_bytes() const { return agg_bytes ? agg_offset() + agg_bytes : state_bytes; }
   uint8_t* pinned_state() { return pinned; }
   RowSpan span(int64_t first, int64_t count) const {
     return RowSpan{first_row, std::vector<uint64_t>(fields.begin(), fields.end()), seed, first,
                    count};
   }
-  uint8_t* pinned_result() { return pinned + align64(state_bytes); }
-  uint8_t* pinned_identity() { return pinned_result() + align64(agg_bytes); }
+  uint8_t* pinned_identity() { return pinned + agg_offset(); }
+  uint8_t* pinned_result() { return pinned_identity() + align64(agg_bytes); }
+  size_t pinned_needed() const { return agg_offset() + 2 * align64(agg_bytes) + 64; }
 };
 
 class CudaExecutor final : public Executor {

@@ -10,13 +10,6 @@
 
 namespace lizard {
 namespace cuda {
-namespace {
-
-bool all_zero(const std::vector<uint8_t>& b) {
-  return std::all_of(b.begin(), b.end(), [](uint8_t x) { return x == 0; });
-}
-
-}  // namespace
 
 // --- begin_run --------------------------------------------------------------
 
@@ -49,7 +42,6 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
   Status st = allocate_run(run_.get(), &data, protect);
   if (st.ok()) {
     set_identity(&agg);
-    run_->identity_is_zero = all_zero(agg.bytes);
     std::memcpy(run_->pinned_identity(), agg.bytes.data(), agg.bytes.size());
     run_->params_arg = pack_params(params_layout(man), params);
     run_->seed = data.seed;
@@ -189,14 +181,14 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data,
     }
     std::vector<uint8_t>().swap(data->fields[k]);  // the host copy is no longer needed
   }
-  if (run->state_bytes)
-    LIZARD_RETURN_IF_ERROR(
-        check(take_or_allocate(&run->state, run->state_bytes), "allocating the state"));
-  if (run->agg_bytes)
-    LIZARD_RETURN_IF_ERROR(
-        check(take_or_allocate(&run->aggregate, run->agg_bytes), "allocating the aggregate"));
+  if (run->sections_bytes()) {
+    LIZARD_RETURN_IF_ERROR(check(take_or_allocate(&run->sections, run->sections_bytes()),
+                                 "allocating the state and aggregate"));
+    if (run->state_bytes) run->state = run->sections;
+    if (run->agg_bytes) run->aggregate = run->sections + run->agg_offset();
+  }
   free_kept_device();  // those of the last run that this one did not take
-  const size_t pinned = align64(run->state_bytes) + 2 * align64(run->agg_bytes) + 64;
+  const size_t pinned = run->pinned_needed();
   if (kept_.pinned && kept_.pinned_bytes >= pinned) {
     run->pinned = kept_.pinned;
     run->pinned_bytes = kept_.pinned_bytes;
@@ -310,19 +302,12 @@ Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, Row
     if (kernel != SIZE_MAX) where += " '" + run->program.manifest.iterate[kernel].kernel + "'";
     return fail_iteration(r, where);
   };
-  if (run->state_bytes) {
-    std::memcpy(run->pinned_state(), state.bytes.data(), run->state_bytes);
-    LIZARD_RETURN_IF_ERROR(
-        step(cu_->cuMemcpyHtoDAsync(run->state, run->pinned_state(), run->state_bytes, stream_),
-             "uploading the state"));
-  }
-  if (run->agg_bytes) {
-    CUresult r = run->identity_is_zero
-                     ? cu_->cuMemsetD8Async(run->aggregate, 0, run->agg_bytes, stream_)
-                     : cu_->cuMemcpyHtoDAsync(run->aggregate, run->pinned_identity(),
-                                              run->agg_bytes, stream_);
-    LIZARD_RETURN_IF_ERROR(step(r, "resetting the aggregate"));
-  }
+  // One copy uploads the state and resets the aggregate to its identity.
+  if (run->state_bytes) std::memcpy(run->pinned_state(), state.bytes.data(), run->state_bytes);
+  if (run->sections_bytes())
+    LIZARD_RETURN_IF_ERROR(step(cu_->cuMemcpyHtoDAsync(run->sections, run->pinned_state(),
+                                                       run->sections_bytes(), stream_),
+                                "uploading the state and resetting the aggregate"));
   pack_section_into(run->state_layout, state, run->state, &run->state_arg);
   LIZARD_RETURN_IF_ERROR(step(cu_->cuEventRecord(ev_begin_, stream_), "cuEventRecord"));
   for (size_t k = 0; k < run->kernels.size(); ++k) {
@@ -375,7 +360,7 @@ Status CudaExecutor::reset_device() {
   if (run_) {
     run_->device_lost = true;
     run_->fields.clear();
-    run_->state = run_->aggregate = 0;
+    run_->sections = run_->state = run_->aggregate = 0;
     run_->pinned = nullptr;
   }
   kept_ = KeptBuffers{};  // the reset frees them with the context
@@ -441,8 +426,7 @@ void CudaExecutor::release_run() {
     free_kept();  // the next run takes this run's buffers instead
     for (size_t k = 0; k < run_->fields.size(); ++k)
       if (run_->fields[k]) kept_.device.emplace_back(run_->fields[k], run_->field_bytes[k]);
-    if (run_->state) kept_.device.emplace_back(run_->state, run_->state_bytes);
-    if (run_->aggregate) kept_.device.emplace_back(run_->aggregate, run_->agg_bytes);
+    if (run_->sections) kept_.device.emplace_back(run_->sections, run_->sections_bytes());
     kept_.pinned = run_->pinned;
     kept_.pinned_bytes = run_->pinned_bytes;
   }
