@@ -68,8 +68,7 @@ TEST_F(RunDriverTest, ARunTakesTheProgramsIdleHookProcessAndLeavesItForTheNext) 
   FakeWorker& w1 = add_worker();
   std::atomic<int> during{-1};
   w1.intercept = [&](const Message& m) {
-    if (testing::is_iterate(m, 1))
-      during = static_cast<int>(hook_processes());
+    if (testing::is_iterate(m, 1)) during = static_cast<int>(hook_processes());
     return false;
   };
   ASSERT_EQ(hook_processes(), 1u);

@@ -180,8 +180,7 @@ std::string run_of_wire_id(const std::string& wire_id);
 
 // The wire id a message names in its header, packed or JSON; empty when it
 // names none.
-std::string wire_run_id_of(MessageType type, const nlohmann::json& header,
-                           std::string_view packed);
+std::string wire_run_id_of(MessageType type, const nlohmann::json& header, std::string_view packed);
 template <typename M>  // Message or MessageView
 std::string wire_run_id_of(const M& m) {
   return wire_run_id_of(m.type, m.header, m.packed);

@@ -6,7 +6,8 @@ namespace lizard {
 namespace {
 
 TEST(Wire, RoundTripsHeaderAndBinaryPayload) {
-  Message m{MessageType::kRunEnd, {{"run_id", "r1"}, {"outputs", {"x"}}}, std::string("\0\1\2\xff", 4)};
+  Message m{
+      MessageType::kRunEnd, {{"run_id", "r1"}, {"outputs", {"x"}}}, std::string("\0\1\2\xff", 4)};
   auto d = decode(encode(m));
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_EQ(d->type, MessageType::kRunEnd);

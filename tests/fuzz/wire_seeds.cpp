@@ -41,8 +41,8 @@ int main(int argc, char** argv) {
       {"iteration_result", lizard::IterationResultMsg{"r1.0", 0, true, "", 0.25}.to_message(state)},
       {"iteration_failed",
        lizard::IterationResultMsg{"r1.0", 3, false, "CUDA error", 0}.to_message()},
-      {"loop_step", lizard::LoopStepMsg{"r1.0", 4, true, false, "", 0.5, 0.75, true}.to_message(
-                        state + state)},
+      {"loop_step",
+       lizard::LoopStepMsg{"r1.0", 4, true, false, "", 0.5, 0.75, true}.to_message(state + state)},
       {"run_outputs",
        {MessageType::kRunOutputs,
         {{"run_id", "r1"}, {"ok", true}, {"fields", {{{"name", "out"}, {"bytes", 8}}}}},

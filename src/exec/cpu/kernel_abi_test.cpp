@@ -159,17 +159,17 @@ TEST(KernelAbi, LaunchesAfterAFailedBlockStartAfresh) {
 // adds with plain instructions, and the thread's next launch is atomic again.
 TEST(KernelAbi, AtomicsArePlainOnlyInASoloLaunch) {
   KernelLibrary k;
-  ASSERT_NO_FATAL_FAILURE(build(
-      "sources: {cuda: kernel.cu}\n"
-      "dataset: {n: {type: int32, shape: [rows]}, f: {type: float32, shape: [rows]}}\n"
-      "iterate: [k]\n",
-      R"(
+  ASSERT_NO_FATAL_FAILURE(
+      build("sources: {cuda: kernel.cu}\n"
+            "dataset: {n: {type: int32, shape: [rows]}, f: {type: float32, shape: [rows]}}\n"
+            "iterate: [k]\n",
+            R"(
 extern "C" __global__ void k(global_params_t, dataset_t d, global_state_t, agg_res_t) {
   atomicAdd(&d.n[0], 1);
   atomicAdd(&d.f[0], 1.0f);
 }
 )",
-      &k));
+            &k));
   std::vector<int32_t> n(1, 0);
   std::vector<float> f(1, 0.0f);
   std::vector<uint8_t> dataset =

@@ -305,9 +305,9 @@ Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, Row
   // One copy uploads the state and resets the aggregate to its identity.
   if (run->state_bytes) std::memcpy(run->pinned_state(), state.bytes.data(), run->state_bytes);
   if (run->sections_bytes())
-    LIZARD_RETURN_IF_ERROR(step(cu_->cuMemcpyHtoDAsync(run->sections, run->pinned_state(),
-                                                       run->sections_bytes(), stream_),
-                                "uploading the state and resetting the aggregate"));
+    LIZARD_RETURN_IF_ERROR(step(
+        cu_->cuMemcpyHtoDAsync(run->sections, run->pinned_state(), run->sections_bytes(), stream_),
+        "uploading the state and resetting the aggregate"));
   pack_section_into(run->state_layout, state, run->state, &run->state_arg);
   LIZARD_RETURN_IF_ERROR(step(cu_->cuEventRecord(ev_begin_, stream_), "cuEventRecord"));
   for (size_t k = 0; k < run->kernels.size(); ++k) {
