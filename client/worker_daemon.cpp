@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "client/run_session.h"
+#include "client/session_routes.h"
 #include "client/worker_connection.h"
 #include "common/clock.h"
 #include "common/mailbox.h"
@@ -59,6 +60,8 @@ struct WorkerDaemon::Impl {
   std::map<std::string, std::shared_ptr<const ProgramImage>> programs;  // GUARDED_BY(programs_mu)
   // The runs being served, by wire id; touched on the daemon's thread only.
   std::map<std::string, std::unique_ptr<RunSession>> sessions;
+  // Which of them the io thread hands their frames to directly.
+  SessionRoutes routes;
   // Rows of uploaded fields that arrived ahead of their run_start: by run, then field.
   std::map<std::string, std::map<size_t, std::vector<uint8_t>>> chunks;
   // What the connection's io thread hands the daemon's thread, in order.
@@ -96,6 +99,7 @@ struct WorkerDaemon::Impl {
   }
   void on_chunk(const MessageView& m);
   void to_session(const std::string& run_id, std::string frame, bool starts);
+  void on_frame(std::string frame);  // on the io thread
   void reap_sessions();
   void abort_sessions();
 };
@@ -131,6 +135,7 @@ void WorkerDaemon::Impl::handle(std::string frame) {
     return;
   }
   const std::string run_id = wire_run_id_of(*m);
+  if (routed_type(m->type)) routes.taken(run_id);  // one that on_frame left to this thread
   switch (m->type) {
     case MessageType::kWelcome:
       if (auto w = WelcomeMsg::parse(m->header); w.ok())
@@ -161,7 +166,10 @@ void WorkerDaemon::Impl::handle(std::string frame) {
 void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame, bool starts) {
   auto it = sessions.find(run_id);
   if (starts) {
-    if (it != sessions.end()) sessions.erase(it);  // a repeated start replaces the run
+    if (it != sessions.end()) {  // a repeated start replaces the run
+      routes.remove(run_id);
+      sessions.erase(it);
+    }
     SessionContext ctx;
     ctx.executors = &executors;
     ctx.uploads = uploads.get();
@@ -180,6 +188,8 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     chunks.erase(run_id);
     it = sessions.emplace(run_id, std::make_unique<RunSession>(std::move(ctx), std::move(uploaded)))
              .first;
+    RunSession* session = it->second.get();
+    routes.add(run_id, [session](std::string f) { session->post(std::move(f)); });
   }
   if (it == sessions.end()) {
     if (auto m = decode_view(frame); m.ok() && m->type == MessageType::kIterate) {
@@ -192,13 +202,39 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
   it->second->post(std::move(frame));
 }
 
+// A run's iterate, loop or run_end goes straight to its session when it
+// can (session_routes.h); every other frame goes through the daemon's thread.
+void WorkerDaemon::Impl::on_frame(std::string frame) {
+  if (auto m = decode_view(frame); m.ok() && routed_type(m->type)) {
+    std::string named;  // a JSON header's run id; a packed one is read in place
+    std::string_view run_id;
+    if (has_packed_header(m->type)) {
+      run_id = packed_run_id(m->packed);
+    } else {
+      named = wire_run_id_of(*m);
+      run_id = named;
+    }
+    if (routes.deliver(run_id, frame)) return;
+  }
+  inbox.push({InboxItem::kFrame, std::move(frame)});
+}
+
 void WorkerDaemon::Impl::reap_sessions() {
-  for (auto it = sessions.begin(); it != sessions.end();)
-    it = it->second->finished() ? sessions.erase(it) : std::next(it);
+  for (auto it = sessions.begin(); it != sessions.end();) {
+    if (!it->second->finished()) {
+      ++it;
+      continue;
+    }
+    routes.remove(it->first);
+    it = sessions.erase(it);
+  }
 }
 
 void WorkerDaemon::Impl::abort_sessions() {
-  for (auto& [_, s] : sessions) s->abort();
+  for (auto& [id, s] : sessions) {
+    routes.remove(id);
+    s->abort();
+  }
   sessions.clear();
   chunks.clear();
 }
@@ -346,20 +382,18 @@ Status WorkerDaemon::init() {
 
 bool WorkerDaemon::run() {
   Impl* d = impl_.get();
-  d->conn = std::make_unique<WorkerConnection>(
-      d->opts.host, d->opts.port, d->opts.token,
-      ConnectionCallbacks{
-          [d] {
-            d->inbox.push({Impl::InboxItem::kConnected, {}});
-          },
-          [d](std::string f) {
-            d->inbox.push({Impl::InboxItem::kFrame, std::move(f)});
-          },
-          [d] {
-            d->inbox.push({Impl::InboxItem::kLost, {}});
-          },
-      },
-      d->opts.server_timeout_s, d->opts.tls);
+  d->conn =
+      std::make_unique<WorkerConnection>(d->opts.host, d->opts.port, d->opts.token,
+                                         ConnectionCallbacks{
+                                             [d] {
+                                               d->inbox.push({Impl::InboxItem::kConnected, {}});
+                                             },
+                                             [d](std::string f) { d->on_frame(std::move(f)); },
+                                             [d] {
+                                               d->inbox.push({Impl::InboxItem::kLost, {}});
+                                             },
+                                         },
+                                         d->opts.server_timeout_s, d->opts.tls);
   d->builder = std::thread([d] {
     while (auto frame = d->builds.pop())
       if (!d->builds_stopped) d->build_program(*frame);
