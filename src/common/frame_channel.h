@@ -74,6 +74,10 @@ class FrameChannel {
   // their reader keeps as bytes: no copy after the read.
   Status receive_into(std::vector<uint8_t>* out, int timeout_ms);
 
+  // The next wait for a frame polls for the longest budget: for a frame
+  // that comes within an iteration (see AdaptiveSpin::expect_soon).
+  void expect_frame_soon() { spin_.expect_soon(); }
+
   // Frames larger than this are refused on both sides.
   static constexpr uint64_t kMaxFrame = uint64_t{1} << 40;
 

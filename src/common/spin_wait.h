@@ -19,7 +19,10 @@
 // hook process waiting for the next iteration's call) keeps an AdaptiveSpin:
 // it polls for up to twice its last wait, up to ten times the budget, so that
 // a steady cadence longer than the budget is still met polling.  A wait that
-// outlasted that (an idle peer) brings it back to the budget.
+// outlasted that (an idle peer) brings it back to the budget.  A site that
+// knows its next wait ends within an iteration (a loop's first reply, a hook
+// process set up for a loop) calls expect_soon(): that wait polls for the
+// longest, since no earlier wait of the cadence has set its budget yet.
 //
 //   if (!spin_until([&] { return flag.load(std::memory_order_acquire); })) block_on(flag);
 //
@@ -56,6 +59,8 @@ class AdaptiveSpin {
     }
     budget_us_ = std::clamp(us * 2, base, most);
   }
+  // The next wait polls for the longest budget.
+  void expect_soon() { budget_us_ = spin_budget_us() * kMaxFactor; }
 
  private:
   int64_t budget_us_ = spin_budget_us();

@@ -64,6 +64,16 @@ TEST(AdaptiveSpin, AWaitLongerThanItsMostBringsItBackToTheBudget) {
   EXPECT_EQ(spin.budget_us(), base);
 }
 
+TEST(AdaptiveSpin, ExpectSoonPollsTheNextWaitForTheLongest) {
+  const int64_t base = spin_budget_us();
+  if (base <= 0) GTEST_SKIP() << "LIZARD_SPIN_US=0 turns polling off";
+  AdaptiveSpin spin;
+  spin.expect_soon();  // a loop's first reply: no cadence yet
+  EXPECT_EQ(spin.budget_us(), base * AdaptiveSpin::kMaxFactor);
+  spin.waited_us(base / 4);  // then the cadence sets it
+  EXPECT_EQ(spin.budget_us(), base);
+}
+
 // Whether the consumer polls or sleeps, what was pushed is what it pops, in order.
 TEST(SpinWait, AMailboxHandsOverEveryItemInOrder) {
   Mailbox<int> box;

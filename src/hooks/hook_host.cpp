@@ -80,6 +80,7 @@ class HookServer {
       setup_ = std::move(setup).value();
       params_.assign(setup_.params);
       have_setup_ = true;
+      channel_->expect_frame_soon();  // the run's first call follows
       return channel_->send(encode_result_head(0));
     }
     auto call = decode_call(frame);

@@ -96,19 +96,34 @@ Result<std::string> HookProcess::await_reply(const std::string& what) {
   }
 }
 
+Status HookProcess::send(const std::string& what, const std::string_view* parts, size_t count) {
+  if (!failed_.ok()) return failed_;
+  if (child_->channel().send_parts(parts, count).ok()) return Status::Ok();
+  child_->wait_exit(kExitWaitMs);
+  return fail(runtime_error("the hook process had ended before " + what + ": " +
+                            child_->exit_description()));
+}
+
 Result<std::string> HookProcess::exchange(const std::string& what, const std::string_view* parts,
                                           size_t count) {
-  if (!failed_.ok()) return failed_;
-  if (!child_->channel().send_parts(parts, count).ok()) {
-    child_->wait_exit(kExitWaitMs);
-    return fail(runtime_error("the hook process had ended before " + what + ": " +
-                              child_->exit_description()));
-  }
+  LIZARD_RETURN_IF_ERROR(send(what, parts, count));
   return await_reply(what);
+}
+
+Status HookProcess::finish_setup() {
+  if (!setup_due_) return Status::Ok();
+  setup_due_ = false;
+  const std::string what = "setting up the hooks of " + source_;
+  LIZARD_ASSIGN_OR_RETURN(std::string reply, await_reply(what));
+  auto res = decode_result(reply);
+  if (!res.ok()) return fail(res.status().with_context(what));
+  set_up_ = true;
+  return Status::Ok();
 }
 
 Status HookProcess::setup(const Manifest& m, const ParamValues& p, const SectionBuffer& state,
                           const SectionBuffer& aggregate) {
+  LIZARD_RETURN_IF_ERROR(finish_setup());  // an earlier run's, never awaited
   HookSetup s;
   const std::vector<uint8_t> params = pack_params(params_layout(m), p);
   s.params.assign(params.begin(), params.end());
@@ -116,18 +131,17 @@ Status HookProcess::setup(const Manifest& m, const ParamValues& p, const Section
   s.aggregate = section_map(aggregate_layout(m), aggregate);
   const std::string frame = encode_setup(s);
   const std::string_view parts[] = {frame};
-  const std::string what = "setting up the hooks of " + source_;
-  LIZARD_ASSIGN_OR_RETURN(std::string reply, exchange(what, parts, 1));
-  auto res = decode_result(reply);
-  if (!res.ok()) return fail(res.status().with_context(what));
-  set_up_ = true;
-  return Status::Ok();
+  LIZARD_RETURN_IF_ERROR(send("setting up the hooks of " + source_, parts, 1));
+  setup_due_ = true;
+  if (options_.setup_in_background) return Status::Ok();
+  return finish_setup();
 }
 
 Result<int32_t> HookProcess::call(HookOp op, int64_t iteration, const SectionBuffer& first,
                                   const SectionBuffer* second, SectionBuffer* out) {
   std::string what = std::string("host hook ") + hook_name(op);
   if (op != HookOp::kInit) what += " (iteration " + std::to_string(iteration) + ")";
+  LIZARD_RETURN_IF_ERROR(finish_setup());
   if (!set_up_ && failed_.ok()) return internal_error(what + " before the hooks were set up");
   const std::string head = encode_call_head(op, iteration, first.bytes.size());
   const std::string_view parts[] = {head, view(first), second ? view(*second) : std::string_view()};

@@ -40,6 +40,10 @@ struct HookProcessOptions {
   // Polled while a call waits; a non-OK status ends the call (and the
   // process) with that status.  May be empty.
   std::function<Status()> interrupted;
+  // setup() only sends the run's setup; the next call awaits its answer
+  // (and fails with its error).  For a loop's hooks, set up while the
+  // loop's first iteration runs.
+  bool setup_in_background = false;
 };
 
 class HookProcess {
@@ -59,6 +63,7 @@ class HookProcess {
 
   // Gives the process a run's params and the layouts of its sections; once,
   // before the calls.  `state` and `aggregate` are sections of the run.
+  // With options.setup_in_background, fails only when the process is gone.
   Status setup(const Manifest& m, const ParamValues& p, const SectionBuffer& state,
                const SectionBuffer& aggregate);
 
@@ -90,6 +95,10 @@ class HookProcess {
   // limit; `what` names the call in messages ("host hook aggregate (iteration 2)").
   Result<std::string> exchange(const std::string& what, const std::string_view* parts,
                                size_t count);
+  // Sends `parts` as one frame; `what` names the call should the process be gone.
+  Status send(const std::string& what, const std::string_view* parts, size_t count);
+  // Awaits the answer to a setup sent in the background, if one is due.
+  Status finish_setup();
   // Waits for one frame, polling options_.interrupted.
   Result<std::string> await_reply(const std::string& what);
   // Marks the process as failed with `st` (killing it) and returns `st`.
@@ -103,7 +112,8 @@ class HookProcess {
   HookProcessOptions options_;
   HookSet hooks_;
   bool set_up_ = false;
-  Status failed_;  // once a call failed: that failure
+  bool setup_due_ = false;  // a setup was sent and its answer not yet read
+  Status failed_;           // once a call failed: that failure
 };
 
 }  // namespace lizard

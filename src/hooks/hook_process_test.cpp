@@ -228,6 +228,42 @@ TEST(HookProcess, ArrayAndScalarFieldsComeBackChanged) {
   EXPECT_EQ(seen[2], 2);
 }
 
+// A loop's hooks are set up while its first iteration runs: the setup's
+// answer is read by the first call, and a setup that was never awaited (a
+// loop that ended before its first call) is read before the next run's.
+TEST(HookProcess, ASetupInTheBackgroundIsAnsweredBeforeTheFirstCall) {
+  auto c = faulty_program();
+  const ParamValues p = params_of(c.image.manifest, {{"mode", 0}});
+  HookProcessOptions opts;
+  opts.setup_in_background = true;
+  HookRun run = start_run(c, p, opts);  // its setup is awaited by no call
+  ASSERT_TRUE(run.hooks);
+  // The next run's setup, as a process kept idle gets it.
+  ASSERT_TRUE(run.hooks->setup(c.image.manifest, p, run.state, run.agg).ok());
+  set_sum(&run.agg, 2.5);
+  auto done = run.hooks->update_state(run.agg, &run.state, 0);
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  EXPECT_FALSE(*done);
+  EXPECT_DOUBLE_EQ(total_of(run.state), 2.5);
+  set_sum(&run.agg, 1.0);
+  ASSERT_TRUE(run.hooks->update_state(run.agg, &run.state, 1).ok());  // answers stay in step
+  EXPECT_DOUBLE_EQ(total_of(run.state), 3.5);
+}
+
+TEST(HookProcess, ASetupInTheBackgroundThatFindsTheProcessGoneFailsTheFirstCall) {
+  auto c = faulty_program();
+  HookProcessOptions opts;
+  opts.setup_in_background = true;
+  HookRun run = start_run(c, params_of(c.image.manifest, {{"mode", 0}}), opts);
+  ASSERT_TRUE(run.hooks);
+  ASSERT_EQ(::kill(run.hooks->pid(), SIGKILL), 0);
+  auto r = run.hooks->update_state(run.agg, &run.state, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kRuntimeError);
+  EXPECT_NE(r.status().message().find("killed by signal 9"), std::string::npos)
+      << r.status().message();
+}
+
 // Each fault at iteration 1 fails that call with the hook's name, the
 // iteration and how the process ended; later calls fail the same way.
 void expect_fault(int mode, const std::string& ending) {

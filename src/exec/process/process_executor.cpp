@@ -238,6 +238,7 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
   *rows_missing = parsed.ok() && r.rows_missing;
   if (st.ok()) programs_sent_.insert(program.hash);
   in_run_ = st.ok();
+  iterated_ = false;
   if (reply.lost) end_lost_process();
   return st;
 }
@@ -250,6 +251,9 @@ Status ProcessExecutor::send_iterate(const SectionBuffer& state, int64_t first, 
   w.i64(count);
   std::string_view parts[] = {
       w.out(), {reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()}};
+  // The run's first reply has no cadence to set how long to poll for it.
+  if (!iterated_) child_->channel().expect_frame_soon();
+  iterated_ = true;
   return send_request(ExecutorOp::kIterate, parts, 2);
 }
 

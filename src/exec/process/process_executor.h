@@ -104,6 +104,7 @@ class ProcessExecutor : public Executor {
   std::set<std::string> programs_sent_;  // hashes the current process holds
   std::set<std::string> kept_rows_;      // keys of the rows it keeps (Executor::kept_rows)
   bool in_run_ = false;                  // the current process holds a run's rows
+  bool iterated_ = false;                // an iterate of the run was sent
   CompileStats compile_stats_;
 };
 
