@@ -1,7 +1,9 @@
 // Mailbox<T>: a closable multi-producer queue that one consumer thread waits
 // on.  Network threads post into it; run drivers block on it, never the other way.
-// A waiting consumer polls for the spin budget (common/spin_wait.h) before
-// it sleeps, so that an answer that lands soon is taken without a wake-up.
+// A waiting consumer polls (common/spin_wait.h) before it sleeps, so that an
+// answer that lands soon is taken without a wake-up: for the spin budget, or
+// for up to twice its last wait when pushes come at a steady cadence (a run
+// driver awaiting a worker's iterations).
 //
 //   Mailbox<Event> box;
 //   box.push(e);                                   // any thread
@@ -37,13 +39,16 @@ class Mailbox {
   template <typename Rep, typename Period>
   std::optional<T> pop_for(std::chrono::duration<Rep, Period> d) {
     // Polls no longer than the wait itself (compared in double: no overflow).
-    const int64_t budget = spin_budget_us();
+    const int64_t budget = spin_.budget_us();
     const std::chrono::duration<double, std::micro> wait = d;
+    const auto t0 = std::chrono::steady_clock::now();
     spin_until(
         [&] { return ready_.load(std::memory_order_acquire); },
         wait.count() < static_cast<double>(budget) ? static_cast<int64_t>(wait.count()) : budget);
     std::unique_lock<std::mutex> l(mu_);
-    if (!cv_.wait_for(l, d, [&] { return closed_ || !q_.empty(); })) return std::nullopt;
+    const bool got = cv_.wait_for(l, d, [&] { return closed_ || !q_.empty(); });
+    waited_since(t0, got);
+    if (!got) return std::nullopt;
     return take_locked();
   }
 
@@ -55,9 +60,11 @@ class Mailbox {
   }
 
   std::optional<T> pop() {
-    spin_until([&] { return ready_.load(std::memory_order_acquire); });
+    const auto t0 = std::chrono::steady_clock::now();
+    spin_until([&] { return ready_.load(std::memory_order_acquire); }, spin_.budget_us());
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait(l, [&] { return closed_ || !q_.empty(); });
+    waited_since(t0, true);
     return take_locked();
   }
 
@@ -71,6 +78,14 @@ class Mailbox {
   }
 
  private:
+  // Sets how long the next wait polls; under mu_ (one consumer waits at a time).
+  void waited_since(std::chrono::steady_clock::time_point t0, bool got) {
+    spin_.waited_us(got ? std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::steady_clock::now() - t0)
+                              .count()
+                        : INT64_MAX);
+  }
+
   std::optional<T> take_locked() {
     if (q_.empty()) return std::nullopt;
     T v = std::move(q_.front());
@@ -84,6 +99,7 @@ class Mailbox {
   std::deque<T> q_;
   bool closed_ = false;
   std::atomic<bool> ready_{false};  // closed_ || !q_.empty(), readable without the lock
+  AdaptiveSpin spin_;               // the consumer's
 };
 
 }  // namespace lizard
