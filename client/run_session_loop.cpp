@@ -32,9 +32,11 @@ class LoopTimes {
   void add(double iteration, double waiting, double in_calls, double in_kernels, double in_hook) {
     const double row[kColumns] = {iteration, waiting, in_calls, in_kernels, in_hook};
     for (size_t c = 0; c < kColumns; ++c) {
+      if (rows_ == 0) first_[c] = row[c];
       totals_[c] += row[c];
       if (columns_[c].size() < columns_[c].capacity()) columns_[c].push_back(row[c]);
     }
+    ++rows_;
   }
   std::string summary() {
     static const char* const names[kColumns] = {"iterations", "waiting for the executors",
@@ -42,8 +44,8 @@ class LoopTimes {
                                                 "in the update hook"};
     std::string out;
     for (size_t c = 0; c < kColumns; ++c)
-      out += fmt::format("{}{} {:.3f} ms (median {:.1f} us)", c ? ", " : "", names[c], totals_[c],
-                         median(&columns_[c]) * 1e3);
+      out += fmt::format("{}{} {:.3f} ms (median {:.1f} us, first {:.1f} us)", c ? ", " : "",
+                         names[c], totals_[c], median(&columns_[c]) * 1e3, first_[c] * 1e3);
     return out;
   }
 
@@ -57,6 +59,8 @@ class LoopTimes {
   }
   std::vector<double> columns_[kColumns];
   double totals_[kColumns] = {};
+  double first_[kColumns] = {};  // the first iteration's row
+  int64_t rows_ = 0;
 };
 
 }  // namespace
@@ -113,6 +117,7 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     return aborting_ ? Status(Code::kCancelled, "the run was aborted") : Status::Ok();
   };
   limits.call_timeout_ms = h.hook_timeout_ms;
+  const auto t_open = SteadyClock::now();
   auto opened = ctx_.open_hooks(*program_, params_, std::move(limits));
   if (!opened.ok()) {
     failed->unsupported = opened.status().code() == Code::kUnavailable;
@@ -121,6 +126,7 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
   std::unique_ptr<LoopHooks> hooks = std::move(opened).value();
   const Manifest& man = program_->manifest;
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer folded, make_section(man.aggregate, man, params_));
+  const double opening_ms = ms_since(t_open);
   std::vector<const SectionBuffer*> aggs;
   std::string payload;
   const auto t_loop = SteadyClock::now();
@@ -129,8 +135,8 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
   // the update hook.
   LoopTimes times(h.max_iterations - h.first_iteration);
   auto finished = [&](int64_t iterations) {
-    spdlog::debug("run {}: {} iteration(s) here in {:.3f} ms; {}", h.run_id, iterations,
-                  ms_since(t_loop), times.summary());
+    spdlog::debug("run {}: {} iteration(s) here in {:.3f} ms after {:.3f} ms opening the hooks; {}",
+                  h.run_id, iterations, ms_since(t_loop), opening_ms, times.summary());
     return Status::Ok();
   };
   for (int64_t it = h.first_iteration; it < h.max_iterations; ++it) {

@@ -134,10 +134,10 @@ Status RunDriver::run_attempts(Sections* s) {
       if (st.ok()) participants = std::move(started).value();
       if (st.ok()) ctx_.book->persist(run_);  // its executors: a restart waits for as many
     }
-    const auto t_iter = SteadyClock::now();
     bool loop_there = st.ok() && can_loop_on_worker(participants);
     if (st.ok())
       ctx_.book->update(run_, [&](RunRecord& r) { r.phases["worker_loop"] = loop_there; });
+    const auto t_iter = SteadyClock::now();
     while (st.ok() && it < req.max_iterations && !done) {
       if (loop_there) {
         bool unsupported = false;

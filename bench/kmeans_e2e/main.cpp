@@ -115,11 +115,13 @@ bool measure(const Options& o, const std::string& points, Figures* out) {
     return std::fprintf(stderr, "run failed: %s\n", r->body.c_str()), false;
   std::vector<double> ms, kernel;
   bool first = true;
-  double first_ms = 0;
+  double first_ms = 0, first_kernel_ms = 0, all_ms = 0;
   for (const auto& t : rec["timings"]) {
+    all_ms += t["ms"].get<double>();
     if (first) {  // the first iteration includes warm-up
       first = false;
       first_ms = t["ms"].get<double>();
+      first_kernel_ms = t["kernel_ms"].get<double>();
       continue;
     }
     ms.push_back(t["ms"]);
@@ -141,7 +143,8 @@ bool measure(const Options& o, const std::string& points, Figures* out) {
   std::printf("  end-to-end per iteration: median %.3f ms (min %.3f, max %.3f)\n", out->end_to_end,
               ms.front(), ms.back());
   std::printf("  kernel per iteration:     median %.3f ms (the slowest executor's)\n", out->kernel);
-  std::printf("  first iteration:          %.3f ms (not in the figures above)\n", first_ms);
+  std::printf("  first iteration:          %.3f ms, kernel %.3f ms (not in the figures above)\n",
+              first_ms, first_kernel_ms);
   // The iterations' wall time at the server, whoever drove them: with the
   // worker-driven loop the per-iteration figures above are the worker's.
   const nlohmann::json& phases = rec["phases"];
@@ -151,6 +154,8 @@ bool measure(const Options& o, const std::string& points, Figures* out) {
       out->at_server,
       phases.value("worker_loop", false) ? "the worker drove the loop" : "the server drove it",
       (out->at_server - out->kernel) * 1e3);
+  std::printf("  of which outside the iterations' own time (loop start and end): %.3f ms\n",
+              phases.value("iterations_ms", 0.0) - all_ms);
   std::printf("  whole run (incl. loading %lld rows): %.1f ms\n", static_cast<long long>(o.n),
               rec["elapsed_ms"].get<double>());
   return true;

@@ -53,6 +53,9 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
       st = run_generators(*m, data.generators, state);
     }
   }
+  // The rows' upload (and a kept copy of them) is still in flight: it is
+  // part of loading the run, not of its first iteration, and fails here.
+  if (st.ok()) st = check(cu_->cuStreamSynchronize(stream_), "uploading the partition's rows");
   if (!st.ok()) release_run();
   read_free_memory();
   return st;
