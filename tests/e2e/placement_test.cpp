@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <thread>
+#include <tuple>
 
 #include "fake_worker.h"
 #include "local_cluster.h"
@@ -140,16 +141,19 @@ TEST(Placement, RunsGoToTheLeastLoadedGpuTheWorkersReport) {
             {{"free_memory", {70 * kGiB}}, {"utilization", {93.0}}, {"launch_delay_us", {850.0}}});
   idle.send(MessageType::kResources,
             {{"free_memory", {70 * kGiB}}, {"utilization", {2.0}}, {"launch_delay_us", {6.5}}});
-  json busy_gpu;
+  // The two reports come over two connections: either may be seen first.
+  json busy_gpu, idle_gpu;
+  std::string idle_id;
   for (auto end = Clock::now() + std::chrono::seconds(10); Clock::now() < end;) {
     busy_gpu = client_named(c, "busy-node").second;
-    if (busy_gpu.value("utilization", -1.0) == 93.0) break;
+    std::tie(idle_id, idle_gpu) = client_named(c, "idle-node");
+    if (busy_gpu.value("utilization", -1.0) == 93.0 && idle_gpu.value("utilization", -1.0) == 2.0)
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_EQ(busy_gpu.value("utilization", -1.0), 93.0) << busy_gpu.dump();
   EXPECT_EQ(busy_gpu.value("launch_delay_us", -1.0), 850.0);
-  const auto [idle_id, idle_gpu] = client_named(c, "idle-node");
-  EXPECT_EQ(idle_gpu.value("utilization", -1.0), 2.0);
+  EXPECT_EQ(idle_gpu.value("utilization", -1.0), 2.0) << idle_gpu.dump();
 
   // The fake workers never load the rows: the test looks at the placement
   // and cancels the run.
