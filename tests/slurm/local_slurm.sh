@@ -10,11 +10,14 @@
 #   sbatch --gres=gpu:2 --wrap 'echo $CUDA_VISIBLE_DEVICES'
 #   slurm_stop
 
-# A TCP port nobody listens on now.
+# A TCP port nobody listens on now, below the kernel's ephemeral range (the
+# ports other programs' connections and port-0 listeners get meanwhile).
 slurm_free_port() {
-  local p
+  local p low=32768
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  [ "$low" -gt 11000 ] || low=32768
   for _ in $(seq 50); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((10000 + RANDOM % (low - 10000)))
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
   done
   return 1
