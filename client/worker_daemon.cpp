@@ -382,18 +382,18 @@ Status WorkerDaemon::init() {
 
 bool WorkerDaemon::run() {
   Impl* d = impl_.get();
-  d->conn =
-      std::make_unique<WorkerConnection>(d->opts.host, d->opts.port, d->opts.token,
-                                         ConnectionCallbacks{
-                                             [d] {
-                                               d->inbox.push({Impl::InboxItem::kConnected, {}});
-                                             },
-                                             [d](std::string f) { d->on_frame(std::move(f)); },
-                                             [d] {
-                                               d->inbox.push({Impl::InboxItem::kLost, {}});
-                                             },
-                                         },
-                                         d->opts.server_timeout_s, d->opts.tls);
+  ConnectionCallbacks callbacks{
+      [d] {
+        d->inbox.push({Impl::InboxItem::kConnected, {}});
+      },
+      [d](std::string f) { d->on_frame(std::move(f)); },
+      [d] {
+        d->inbox.push({Impl::InboxItem::kLost, {}});
+      },
+  };
+  d->conn = std::make_unique<WorkerConnection>(d->opts.host, d->opts.port, d->opts.token,
+                                               std::move(callbacks), d->opts.server_timeout_s,
+                                               d->opts.tls);
   d->builder = std::thread([d] {
     while (auto frame = d->builds.pop())
       if (!d->builds_stopped) d->build_program(*frame);

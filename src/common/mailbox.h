@@ -78,7 +78,7 @@ class Mailbox {
   }
 
  private:
-  // Sets how long the next wait polls; under mu_ (one consumer waits at a time).
+  // Sets how long the next wait polls; the consumer's thread alone touches spin_.
   void waited_since(std::chrono::steady_clock::time_point t0, bool got) {
     spin_.waited_us(got ? std::chrono::duration_cast<std::chrono::microseconds>(
                               std::chrono::steady_clock::now() - t0)
