@@ -203,18 +203,11 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
 }
 
 // A run's iterate, loop or run_end goes straight to its session when it
-// can (session_routes.h); every other frame goes through the daemon's thread.
+// can (session_routes.h); every other frame goes through the daemon's
+// thread, which reads its header (this thread reads the first bytes only).
 void WorkerDaemon::Impl::on_frame(std::string frame) {
-  if (auto m = decode_view(frame); m.ok() && routed_type(m->type)) {
-    std::string named;  // a JSON header's run id; a packed one is read in place
-    std::string_view run_id;
-    if (has_packed_header(m->type)) {
-      run_id = packed_run_id(m->packed);
-    } else {
-      named = wire_run_id_of(*m);
-      run_id = named;
-    }
-    if (routes.deliver(run_id, frame)) return;
+  if (auto type = frame_type(frame); type.ok() && routed_type(*type)) {
+    if (auto m = decode_view(frame); m.ok() && routes.deliver(wire_run_id_of(*m), frame)) return;
   }
   inbox.push({InboxItem::kFrame, std::move(frame)});
 }

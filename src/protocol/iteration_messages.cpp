@@ -31,12 +31,12 @@ class PackedReader {
 
   template <typename T>
   Result<T> finish(const char* what, T v) const {
+    if (r_.ok() && r_.left() == 0 && !bad_flag_) return v;
     const std::string head = std::string(what) + ": packed header ";
     if (!r_.ok()) return invalid_argument(head + "is truncated");
     if (r_.left() != 0)
       return invalid_argument(head + "has " + std::to_string(r_.left()) + " bytes too many");
-    if (bad_flag_) return invalid_argument(head + "has a flag that is neither 0 nor 1");
-    return v;
+    return invalid_argument(head + "has a flag that is neither 0 nor 1");
   }
 
  private:

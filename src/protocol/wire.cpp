@@ -68,7 +68,7 @@ std::string encode(const Message& m) {
   return out;
 }
 
-Result<MessageView> decode_view(std::string_view frame) {
+Result<MessageType> frame_type(std::string_view frame) {
   if (frame.size() < 8 || frame[0] != 'L' || frame[1] != 'Z')
     return invalid_argument("not a lizard frame");
   if (static_cast<uint8_t>(frame[2]) != kWireVersion)
@@ -77,11 +77,16 @@ Result<MessageView> decode_view(std::string_view frame) {
   const uint8_t type = static_cast<uint8_t>(frame[3]);
   if (std::string_view(message_type_name(static_cast<MessageType>(type))) == "unknown")
     return invalid_argument("unknown message type " + std::to_string(type));
+  return static_cast<MessageType>(type);
+}
+
+Result<MessageView> decode_view(std::string_view frame) {
+  LIZARD_ASSIGN_OR_RETURN(const MessageType type, frame_type(frame));
   uint32_t n = 0;
   for (int i = 0; i < 4; ++i) n |= uint32_t(static_cast<uint8_t>(frame[4 + i])) << (8 * i);
   if (n > frame.size() - 8) return invalid_argument("frame header length exceeds the frame");
   MessageView m;
-  m.type = static_cast<MessageType>(type);
+  m.type = type;
   if (has_packed_header(m.type)) {
     m.packed = frame.substr(8, n);  // its typed message checks it (iteration_messages.h)
   } else {

@@ -122,5 +122,8 @@ std::string encode(const Message& m);
 Result<Message> decode(std::string_view frame);
 // As decode(), without copying the payload: valid while `frame` is.
 Result<MessageView> decode_view(std::string_view frame);
+// A frame's type, from its first bytes alone (its header is not read): for
+// a daemon's io thread that routes frames by type.  The errors of decode().
+Result<MessageType> frame_type(std::string_view frame);
 
 }  // namespace lizard

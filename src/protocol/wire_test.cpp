@@ -65,5 +65,24 @@ TEST(Wire, RejectsMalformedFrames) {
   EXPECT_FALSE(decode(not_object).ok());
 }
 
+// The type comes from the first bytes: a header that does not parse still
+// has one, and a frame decode() rejects for its first bytes has none.
+TEST(Wire, FrameTypeReadsTheFirstBytesOnly) {
+  std::string f = encode(Message{MessageType::kLoop, {{"run_id", "r1.0"}}, "state"});
+  ASSERT_TRUE(frame_type(f).ok());
+  EXPECT_EQ(*frame_type(f), MessageType::kLoop);
+  f.replace(8, 2, "[]");  // no longer a JSON object
+  EXPECT_FALSE(decode(f).ok());
+  ASSERT_TRUE(frame_type(f).ok());
+  EXPECT_EQ(*frame_type(f), MessageType::kLoop);
+  EXPECT_FALSE(frame_type("XX\1\7\0\0\0\0").ok());
+  std::string bad_version = f;
+  bad_version[2] = 9;
+  EXPECT_EQ(frame_type(bad_version).status().message(), decode(bad_version).status().message());
+  std::string bad_type = f;
+  bad_type[3] = 99;
+  EXPECT_FALSE(frame_type(bad_type).ok());
+}
+
 }  // namespace
 }  // namespace lizard
