@@ -67,8 +67,8 @@ void RunSession::loop() {
     }
     if (!frame) break;  // aborted
     auto m = decode_view(*frame);
-    if (!m.ok()) continue;
-    handle(m.value());
+    if (m.ok()) handle(m.value());
+    if (ctx_.frames) ctx_.frames->give(std::move(*frame));  // for the next frame received
   }
   release();
   finished_ = true;
@@ -94,18 +94,8 @@ void RunSession::handle(const MessageView& m) {
       ready.missing = missing_;
       return reply(encode(ready.to_message()));
     }
-    case MessageType::kIterate: {
-      auto h = IterateMsg::parse(m.packed);
-      IterationResultMsg r;
-      r.run_id = h.ok() ? h->run_id : run_id_;
-      r.iteration = h.ok() ? h->iteration : 0;
-      std::string payload;
-      Status st = h.status();
-      if (st.ok()) st = iterate(m, h.value(), &payload, &r.kernel_ms);
-      r.ok = st.ok();
-      r.error = st.message();
-      return reply(encode(r.to_message(st.ok() ? std::move(payload) : std::string())));
-    }
+    case MessageType::kIterate:
+      return iterate(m);
     case MessageType::kLoop:
       return loop_here(m);
     case MessageType::kRunEnd: {
@@ -166,6 +156,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   if (!program_) return not_found("this worker has not built program " + h.hash);
   const Manifest& man = program_->manifest;
   LIZARD_ASSIGN_OR_RETURN(params_, bind_params(man, h.params));
+  LIZARD_ASSIGN_OR_RETURN(state_, make_section(man.state, man, params_));
   if (h.fields.size() != man.dataset.size())
     return invalid_argument("run_start: field list does not match the manifest");
   std::map<size_t, CachedRows> cached;
@@ -255,20 +246,34 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   return Status::Ok();
 }
 
-Status RunSession::iterate(const MessageView& m, const IterateMsg& h, std::string* payload,
-                           double* kernel_ms) {
+// The run's messages are reused from one iteration to the next, and the
+// reply's buffer comes from the frame pool: an iteration allocates nothing.
+void RunSession::iterate(const MessageView& m) {
+  IterationResultMsg& r = result_msg_;
+  Status st = iterate_msg_.read(m.packed);
+  r.run_id.assign(st.ok() ? iterate_msg_.run_id : run_id_);
+  r.iteration = st.ok() ? iterate_msg_.iteration : 0;
+  r.kernel_ms = 0;
+  if (st.ok()) st = iterate_here(m);
+  r.ok = st.ok();
+  r.error.assign(st.message());
+  payload_parts_.clear();
+  if (st.ok())
+    for (const SectionBuffer* a : aggs_)
+      payload_parts_.emplace_back(reinterpret_cast<const char*>(a->bytes.data()), a->bytes.size());
+  std::string frame = take_frame();
+  r.encode_into(&frame, payload_parts_.data(), payload_parts_.size());
+  reply(std::move(frame));
+}
+
+Status RunSession::iterate_here(const MessageView& m) {
+  const IterateMsg& h = iterate_msg_;
   if (!begun_ || h.run_id != run_id_) return not_found("no such run on this worker");
-  const Manifest& man = program_->manifest;
-  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(man.state, man, params_));
-  if (m.payload.size() != state.bytes.size())
+  if (m.payload.size() != state_.bytes.size())
     return invalid_argument("state of " + std::to_string(m.payload.size()) + " bytes; expected " +
-                            std::to_string(state.bytes.size()));
-  if (!state.bytes.empty()) std::memcpy(state.bytes.data(), m.payload.data(), state.bytes.size());
-  std::vector<const SectionBuffer*> aggs;
-  LIZARD_RETURN_IF_ERROR(iterate_executors(state, h.iteration, &aggs, kernel_ms));
-  for (const SectionBuffer* a : aggs)
-    payload->append(reinterpret_cast<const char*>(a->bytes.data()), a->bytes.size());
-  return Status::Ok();
+                            std::to_string(state_.bytes.size()));
+  if (!state_.bytes.empty()) std::memcpy(state_.bytes.data(), m.payload.data(), state_.bytes.size());
+  return iterate_executors(state_, h.iteration, &aggs_, &result_msg_.kernel_ms);
 }
 
 Status RunSession::iterate_executors(const SectionBuffer& state, int64_t iteration,
@@ -343,9 +348,15 @@ Status RunSession::run_slices(int64_t iteration, const SectionBuffer& state) {
 // collects the others' replies and their channels stay in step.
 Status RunSession::run_slices_in_processes(int64_t iteration, const SectionBuffer& state) {
   const size_t n = executors_.size();
-  std::vector<std::unique_lock<std::mutex>> locks;
-  locks.reserve(n);
-  for (size_t i = 0; i < n; ++i) locks.emplace_back(lock_of(i));
+  // Every executor of the run is held for the whole iteration.
+  struct HeldExecutors {
+    RunSession* session;
+    size_t n;
+    ~HeldExecutors() {
+      for (size_t i = 0; i < n; ++i) session->lock_of(i).unlock();
+    }
+  } held{this, 0};
+  for (; held.n < n; ++held.n) lock_of(held.n).lock();
   int64_t most = 1;
   for (size_t i = 0; i < n; ++i) most = std::max(most, slices_of(i));
   Status failed;

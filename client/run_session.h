@@ -29,6 +29,7 @@
 #include "client/loop_hooks.h"
 #include "client/upload_cache.h"
 #include "common/fan_out.h"
+#include "common/frame_pool.h"
 #include "common/mailbox.h"
 #include "common/status.h"
 #include "dataset/data_roots.h"
@@ -54,6 +55,9 @@ struct ExecutorHandle {
 struct SessionContext {
   std::vector<std::unique_ptr<ExecutorHandle>>* executors = nullptr;
   std::function<void(std::string frame)> send;
+  // Buffers for the frames given to `send`, which gives them back once
+  // written (common/frame_pool.h); null: each frame is allocated.
+  std::shared_ptr<FramePool> frames;
   // The program a run_start names, when this worker has built it.
   std::function<std::shared_ptr<const ProgramImage>(const std::string& hash)> find_program;
   // Uploaded rows kept for later runs; null: none are kept.
@@ -83,8 +87,9 @@ class RunSession {
   void loop();
   void handle(const MessageView& m);
   Status start(const MessageView& m, const RunStartMsg& h, CompileStats* compile);
-  Status iterate(const MessageView& m, const IterateMsg& h, std::string* payload,
-                 double* kernel_ms);
+  // Runs an iteration the server sent and replies with its result.
+  void iterate(const MessageView& m);
+  Status iterate_here(const MessageView& m);
   // One iteration on every executor of the run at once; `aggs` points at
   // the folded aggregate (built-in reducers) or at one per executor or
   // slice, valid until the next iteration.  Past the first iteration it
@@ -113,6 +118,8 @@ class RunSession {
   Status acquire_executors();
   void release();
   void reply(std::string frame);
+  // A buffer for the next frame to reply with.
+  std::string take_frame() { return ctx_.frames ? ctx_.frames->take() : std::string(); }
   Executor& executor(size_t i) { return *(*ctx_.executors)[executors_[i]]->executor; }
   std::mutex& lock_of(size_t i) { return (*ctx_.executors)[executors_[i]]->mu; }
 
@@ -140,6 +147,12 @@ class RunSession {
   // executor's own count, so that a loop can tell it from the time between).
   std::vector<double> executor_total_ms_;
   std::vector<char> sent_;  // run_slices_in_processes: executors sent the current slice
+  // What iterate() reuses, so that an iteration allocates nothing.
+  SectionBuffer state_;
+  IterateMsg iterate_msg_;
+  IterationResultMsg result_msg_;
+  std::vector<const SectionBuffer*> aggs_;
+  std::vector<std::string_view> payload_parts_;
   Mailbox<std::string> inbox_;
   std::optional<std::string> stopped_by_;  // a frame that ended a loop, handled next
   std::atomic<bool> finished_{false};

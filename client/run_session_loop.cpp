@@ -127,8 +127,6 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
   const Manifest& man = program_->manifest;
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer folded, make_section(man.aggregate, man, params_));
   const double opening_ms = ms_since(t_open);
-  std::vector<const SectionBuffer*> aggs;
-  std::string payload;
   const auto t_loop = SteadyClock::now();
   // Where each iteration's time went, for the debug log: the executors (as
   // the worker waits for them, as they count themselves, and in kernels) and
@@ -139,19 +137,21 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
                   h.run_id, iterations, ms_since(t_loop), opening_ms, times.summary());
     return Status::Ok();
   };
+  // What each iteration reuses: past the first, an iteration allocates
+  // nothing here (its reply's buffer comes back from the connection).
+  LoopStepMsg step;
+  step.run_id = h.run_id;
   for (int64_t it = h.first_iteration; it < h.max_iterations; ++it) {
     if (loop_interrupted()) return finished(it - h.first_iteration);
     failed->iteration = it;
     const auto t0 = SteadyClock::now();
-    LoopStepMsg step;
-    step.run_id = h.run_id;
     step.iteration = it;
-    LIZARD_RETURN_IF_ERROR(iterate_executors(state, it, &aggs, &step.kernel_ms));
+    LIZARD_RETURN_IF_ERROR(iterate_executors(state, it, &aggs_, &step.kernel_ms));
     const double waiting = ms_since(t0);
     double slowest = 0;  // the slowest executor's own time in its calls
     for (double ms : executor_total_ms_) slowest = std::max(slowest, ms);
     set_identity(&folded);
-    for (const SectionBuffer* a : aggs) fold_into(&folded, *a);
+    for (const SectionBuffer* a : aggs_) fold_into(&folded, *a);
     bool done = true;  // without an update hook, a run is one iteration
     const auto t_hook = SteadyClock::now();
     if (hooks) {
@@ -160,9 +160,12 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     times.add(ms_since(t0), waiting, slowest, step.kernel_ms, ms_since(t_hook));
     step.last = done || it + 1 >= h.max_iterations;
     step.ms = ms_since(t0);
-    payload.assign(reinterpret_cast<const char*>(folded.bytes.data()), folded.bytes.size());
-    payload.append(reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size());
-    reply(encode(step.to_message(payload)));
+    const std::string_view payload[] = {
+        {reinterpret_cast<const char*>(folded.bytes.data()), folded.bytes.size()},
+        {reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()}};
+    std::string frame = take_frame();
+    step.encode_into(&frame, payload, 2);
+    reply(std::move(frame));
     if (step.last) return finished(it + 1 - h.first_iteration);
   }
   return finished(h.max_iterations - h.first_iteration);

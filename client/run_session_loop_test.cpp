@@ -9,6 +9,7 @@
 
 #include "client/testing/run_session_fixture.h"
 #include "common/clock.h"
+#include "tests/allocations.h"
 
 namespace lizard {
 namespace {
@@ -130,6 +131,39 @@ TEST_F(RunSessionTest, ARunEndDuringALoopEndsItBeforeTheNextIteration) {
   EXPECT_TRUE(s->finished());
   EXPECT_EQ(exec(0).ended, 1);
   EXPECT_EQ(owner(0), "");
+}
+
+// A loop's iterations, once their buffers have grown, allocate nothing in
+// the worker: the executors' and hook's calls, the fold, and the step sent,
+// whose buffer comes back to the session's pool as the connection gives it
+// back once written.
+TEST_F(RunSessionTest, ALoopIterationAllocatesNothingOnceItsBuffersHaveGrown) {
+  constexpr int kIterations = 60;
+  std::vector<uint64_t> at_step;  // the process's allocations when each step was sent
+  at_step.reserve(kIterations);
+  LoopStepMsg step;  // each step read into it, as the server would
+  std::atomic<int> steps{0}, failed{0};
+  SessionContext ctx = context(hooks_of(/*last=*/kIterations - 1));
+  ctx.frames = std::make_shared<FramePool>();
+  ctx.send = [&, pool = ctx.frames](std::string frame) {
+    if (frame_type(frame).value() != MessageType::kLoopStep) return replies_.push(std::move(frame));
+    at_step.push_back(testing::allocations());
+    if (!step.read(decode_view(frame)->packed).ok() || !step.ok) ++failed;
+    pool->give(std::move(frame));
+    ++steps;
+  };
+  RunSession s(std::move(ctx), {});
+  s.post(run_start("r1.0", 5, {{0, 0, 3}, {1, 3, 2}}));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  s.post(loop("r1.0", 0, kIterations + 10));
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(20);
+  while (steps < kIterations && SteadyClock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(steps, kIterations);
+  EXPECT_EQ(failed, 0);
+  EXPECT_TRUE(step.last);
+  EXPECT_EQ(at_step.back() - at_step[4], 0u) << "allocations in iterations 5.." << kIterations - 1;
+  s.post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));
 }
 
 }  // namespace

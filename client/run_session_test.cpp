@@ -6,6 +6,7 @@
 
 #include "client/testing/run_session_fixture.h"
 #include "common/clock.h"
+#include "tests/allocations.h"
 
 namespace lizard {
 namespace {
@@ -237,6 +238,43 @@ TEST_F(RunSessionTest, AbortingAWaitingRunLeavesTheHolderAlone) {
   Message m = next_reply();  // the aborted run answered nothing
   ASSERT_EQ(m.type, MessageType::kIterationResult);
   EXPECT_TRUE(IterationResultMsg::parse(m.packed)->ok);
+}
+
+// The iterations the server sends, once their buffers have grown, allocate
+// nothing in the worker: the iterate frames handled go back to the pool the
+// connection receives into, and the results' buffers come from it.
+TEST_F(RunSessionTest, AnIterationAllocatesNothingOnceItsBuffersHaveGrown) {
+  constexpr int kIterations = 40;
+  std::vector<uint64_t> at_result;  // the process's allocations at each result sent
+  at_result.reserve(kIterations);
+  IterationResultMsg result;  // each result read into it, as the server would
+  std::atomic<int> results{0}, failed{0};
+  SessionContext ctx = context();
+  ctx.frames = std::make_shared<FramePool>();
+  ctx.send = [&, pool = ctx.frames](std::string frame) {
+    if (frame_type(frame).value() != MessageType::kIterationResult)
+      return replies_.push(std::move(frame));
+    at_result.push_back(testing::allocations());
+    if (!result.read(decode_view(frame)->packed).ok() || !result.ok) ++failed;
+    pool->give(std::move(frame));
+    ++results;
+  };
+  RunSession s(std::move(ctx), {});
+  s.post(run_start("r1.0", 5, {{0, 0, 3}, {1, 3, 2}}));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  std::vector<std::string> frames;
+  for (int it = 0; it < kIterations; ++it) frames.push_back(iterate("r1.0", it, 0.5));
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(20);
+  for (int it = 0; it < kIterations; ++it) {
+    s.post(std::move(frames[static_cast<size_t>(it)]));
+    while (results <= it && SteadyClock::now() < deadline) std::this_thread::yield();
+  }
+  ASSERT_EQ(results, kIterations);
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(result.iteration, kIterations - 1);
+  EXPECT_EQ(at_result.back() - at_result[4], 0u)
+      << "allocations in iterations 5.." << kIterations - 1;
+  s.post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));
 }
 
 }  // namespace

@@ -6,8 +6,11 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
+#include <atomic>
+#include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "net/io_runner.h"
 #include "net/tls_context.h"
@@ -19,7 +22,53 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 
-// Every member is touched on the io thread only.
+namespace {
+
+// Memory for the one flush of the outbox posted at a time (see send()): a
+// post from a run's thread would otherwise allocate its handler, once an
+// iteration.  A second handler while the first holds it (none is expected)
+// is allocated as usual.
+class HandlerSlot {
+ public:
+  void* allocate(size_t n) {
+    if (n <= sizeof storage_ && !used_.exchange(true)) return storage_;
+    return ::operator new(n);
+  }
+  void deallocate(void* p) {
+    if (p == storage_)
+      used_ = false;
+    else
+      ::operator delete(p);
+  }
+
+ private:
+  alignas(std::max_align_t) unsigned char storage_[256];
+  std::atomic<bool> used_{false};
+};
+
+// An Asio handler allocator over a HandlerSlot.
+template <typename T>
+struct SlotAllocator {
+  using value_type = T;
+  explicit SlotAllocator(HandlerSlot* s) : slot(s) {}
+  template <typename U>
+  SlotAllocator(const SlotAllocator<U>& o) : slot(o.slot) {}  // NOLINT: rebinding
+  T* allocate(size_t n) { return static_cast<T*>(slot->allocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t) { slot->deallocate(p); }
+  template <typename U>
+  bool operator==(const SlotAllocator<U>& o) const {
+    return slot == o.slot;
+  }
+  template <typename U>
+  bool operator!=(const SlotAllocator<U>& o) const {
+    return slot != o.slot;
+  }
+  HandlerSlot* slot;
+};
+
+}  // namespace
+
+// Every member is touched on the io thread only, but for the outbox.
 struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::Impl> {
   std::string host;
   uint16_t port;
@@ -38,6 +87,52 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
   bool warned = false;
   std::chrono::milliseconds backoff{200};
   std::thread thread;
+  // The buffers of sent frames, given back once written.
+  std::shared_ptr<FramePool> frames = std::make_shared<FramePool>();
+  // Frames sent from other threads, handed to the channel on the io thread:
+  // one post drains all that came meanwhile.  The two vectors trade places
+  // at each drain and keep their capacity, so that steady sending allocates
+  // nothing.
+  std::mutex outbox_mu;
+  std::vector<std::string> outbox;  // GUARDED_BY(outbox_mu)
+  bool flush_posted = false;        // GUARDED_BY(outbox_mu)
+  std::vector<std::string> draining;
+  HandlerSlot flush_slot;
+
+  // Queues a frame from any thread.
+  void queue(std::string frame) {
+    bool post = false;
+    {
+      std::lock_guard<std::mutex> l(outbox_mu);
+      outbox.push_back(std::move(frame));
+      post = !flush_posted;
+      flush_posted = true;
+    }
+    if (post) net::post(ioc, Flush{shared_from_this()});
+  }
+
+  // The io thread's side of queue().
+  struct Flush {
+    std::shared_ptr<Impl> impl;
+    using allocator_type = SlotAllocator<void>;
+    allocator_type get_allocator() const noexcept { return allocator_type(&impl->flush_slot); }
+    void operator()() const { impl->flush(); }
+  };
+
+  void flush() {
+    {
+      std::lock_guard<std::mutex> l(outbox_mu);
+      std::swap(outbox, draining);
+      flush_posted = false;
+    }
+    for (std::string& f : draining) {
+      if (channel)
+        channel->send(OutgoingFrame(std::move(f), frames));
+      else
+        frames->give(std::move(f));
+    }
+    draining.clear();
+  }
 
   void connect() {
     if (stopping) return;
@@ -92,6 +187,7 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
     if (!token.empty()) headers["Authorization"] = "Bearer " + token;
     WsChannelOptions opts;
     opts.idle_timeout_s = server_timeout_s;  // notices a server that went silent
+    opts.frames = frames;  // a run's session gives the frames it handled back
     auto self = shared_from_this();
     handshake_ws_channel(
         std::move(stream), where(), "/workers", headers, opts,
@@ -179,9 +275,11 @@ void WorkerConnection::stop() {
 }
 
 void WorkerConnection::send(std::string frame) {
-  net::post(impl_->ioc, [impl = impl_, f = std::move(frame)]() mutable {
-    if (impl->channel) impl->channel->send(std::move(f));
-  });
+  impl_->queue(std::move(frame));
+}
+
+std::shared_ptr<FramePool> WorkerConnection::frames() const {
+  return impl_->frames;
 }
 
 }  // namespace lizard

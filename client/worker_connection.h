@@ -7,6 +7,7 @@
 //
 //   WorkerConnection c(host, port, token, {on_up, on_frame, on_down}, 10, {true, "ca.pem"});
 //   c.start();  c.send(frame);  ...  c.stop();
+//   std::string f = c.frames()->take();  ...;  c.send(std::move(f));   // buffer reused
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "common/frame_pool.h"
 #include "net/tls_options.h"
 
 namespace lizard {
@@ -33,7 +35,11 @@ class WorkerConnection {
   void start();
   void stop();
   // Queues a frame; dropped when not connected (the server then no longer counts on us).
+  // Its buffer goes to frames() once written.
   void send(std::string frame);
+  // Buffers for frames to send, given back as they are written: a frame
+  // taken from here and sent allocates nothing once the pool holds buffers.
+  std::shared_ptr<FramePool> frames() const;
 
  private:
   struct Impl;

@@ -119,15 +119,21 @@ class RunSessionTest : public ::testing::Test {
   std::unique_ptr<RunSession> session(std::map<size_t, std::vector<uint8_t>> uploaded = {},
                                       OpenLoopHooks open_hooks = nullptr,
                                       const DataRoots* roots = nullptr) {
+    SessionContext ctx = context(std::move(open_hooks));
+    ctx.data_roots = roots;
+    return std::make_unique<RunSession>(std::move(ctx), std::move(uploaded));
+  }
+
+  // A session's context: these executors and program; replies go to replies_.
+  SessionContext context(OpenLoopHooks open_hooks = nullptr) {
     SessionContext ctx;
     ctx.open_hooks = std::move(open_hooks);
-    ctx.data_roots = roots;
     ctx.executors = &executors_;
     ctx.send = [this](std::string frame) { replies_.push(std::move(frame)); };
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
       return hash == program_->hash ? program_ : nullptr;
     };
-    return std::make_unique<RunSession>(std::move(ctx), std::move(uploaded));
+    return ctx;
   }
 
   // x = 1..rows as rows, split over the given executors.

@@ -4,15 +4,19 @@
 
 namespace lizard {
 
+void ByteWriter::put_u64(uint64_t v, char* out) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
 void ByteWriter::u64(uint64_t v) {
   char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  out_.append(b, 8);
+  put_u64(v, b);
+  out_->append(b, 8);
 }
 
 void ByteWriter::i32(int32_t v) {
   const auto u = static_cast<uint32_t>(v);
-  for (int i = 0; i < 4; ++i) out_.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+  for (int i = 0; i < 4; ++i) out_->push_back(static_cast<char>((u >> (8 * i)) & 0xff));
 }
 
 void ByteWriter::f64(double v) {

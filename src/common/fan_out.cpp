@@ -15,21 +15,21 @@ FanOut::~FanOut() {
   for (auto& t : threads_) t.join();
 }
 
-std::vector<Status> FanOut::run(const std::function<Status(size_t)>& f) {
+const std::vector<Status>& FanOut::run_task(Task task) {
   if (n_ > 1) {
     {
       std::lock_guard<std::mutex> l(mu_);
-      task_ = &f;
+      task_ = task;
       pending_ = n_ - 1;
       ++round_;
     }
     start_cv_.notify_all();
   }
-  results_[0] = f(0);
+  results_[0] = task.call(task.fn, 0);
   if (n_ > 1) {
     std::unique_lock<std::mutex> l(mu_);
     done_cv_.wait(l, [&] { return pending_ == 0; });
-    task_ = nullptr;
+    task_ = Task{};
   }
   return results_;
 }
@@ -37,7 +37,7 @@ std::vector<Status> FanOut::run(const std::function<Status(size_t)>& f) {
 void FanOut::serve(size_t i) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<Status(size_t)>* task;
+    Task task;
     {
       std::unique_lock<std::mutex> l(mu_);
       start_cv_.wait(l, [&] { return stopping_ || round_ != seen; });
@@ -45,7 +45,7 @@ void FanOut::serve(size_t i) {
       seen = round_;
       task = task_;
     }
-    Status st = (*task)(i);
+    Status st = task.call(task.fn, i);
     std::lock_guard<std::mutex> l(mu_);
     results_[i] = std::move(st);
     if (--pending_ == 0) done_cv_.notify_one();

@@ -6,15 +6,16 @@
 //
 //   FanOut fan(gpus.size());
 //   for (...) {
-//     std::vector<Status> r = fan.run([&](size_t i) { return iterate_on(i); });
+//     const std::vector<Status>& r = fan.run([&](size_t i) { return iterate_on(i); });
 //   }
 //
-// run() is called from one thread at a time.
+// run() is called from one thread at a time.  It allocates nothing: the
+// task is passed by reference, and the results live in the FanOut until
+// the next run().
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -31,15 +32,23 @@ class FanOut {
   FanOut& operator=(const FanOut&) = delete;
 
   size_t size() const { return n_; }
-  std::vector<Status> run(const std::function<Status(size_t)>& f);
+  template <typename F>
+  const std::vector<Status>& run(const F& f) {
+    return run_task(Task{&f, [](const void* p, size_t i) { return (*static_cast<const F*>(p))(i); }});
+  }
 
  private:
+  struct Task {  // a callable held by reference: f(i) is call(fn, i)
+    const void* fn = nullptr;
+    Status (*call)(const void*, size_t) = nullptr;
+  };
+  const std::vector<Status>& run_task(Task task);
   void serve(size_t i);
 
   const size_t n_;
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
-  const std::function<Status(size_t)>* task_ = nullptr;  // GUARDED_BY(mu_)
+  Task task_;                                            // GUARDED_BY(mu_)
   uint64_t round_ = 0;                                   // GUARDED_BY(mu_)
   size_t pending_ = 0;                                   // GUARDED_BY(mu_)
   bool stopping_ = false;                                // GUARDED_BY(mu_)

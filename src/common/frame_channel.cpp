@@ -111,25 +111,33 @@ Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
   }
   char header[8];
   put_le64(total, header);
-  std::vector<iovec> iov;
-  iov.reserve(count + 1);
-  iov.push_back({header, sizeof header});
+  // On the stack for the few parts of the frames of every iteration.
+  constexpr size_t kFew = 8;
+  iovec few[kFew];
+  std::vector<iovec> many;
+  iovec* iov = few;
+  if (count + 1 > kFew) {
+    many.resize(count + 1);
+    iov = many.data();
+  }
+  size_t n_iov = 0;
+  iov[n_iov++] = {header, sizeof header};
   for (size_t i = 0; i < count; ++i) {
-    if (!parts[i].empty()) iov.push_back({const_cast<char*>(parts[i].data()), parts[i].size()});
+    if (!parts[i].empty()) iov[n_iov++] = {const_cast<char*>(parts[i].data()), parts[i].size()};
   }
   size_t first = 0;
-  while (first < iov.size()) {
+  while (first < n_iov) {
     msghdr msg{};
-    msg.msg_iov = iov.data() + first;
-    msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
+    msg.msg_iov = iov + first;
+    msg.msg_iovlen = std::min<size_t>(n_iov - first, IOV_MAX);
     ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       return unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
     }
     size_t left = static_cast<size_t>(n);
-    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
-    if (first < iov.size()) {
+    while (first < n_iov && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (first < n_iov) {
       iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
       iov[first].iov_len -= left;
     }
@@ -312,6 +320,10 @@ Status FrameChannel::receive_frame(Bytes* out, int timeout_ms) {
 }
 
 Status FrameChannel::receive_into(std::vector<uint8_t>* out, int timeout_ms) {
+  return receive_frame(out, timeout_ms);
+}
+
+Status FrameChannel::receive_into(std::string* out, int timeout_ms) {
   return receive_frame(out, timeout_ms);
 }
 

@@ -22,6 +22,7 @@
 //   FrameChannel ch(fd);                         // owns fd from now on
 //   LIZARD_RETURN_IF_ERROR(ch.send(request));
 //   Result<std::string> reply = ch.receive(/*timeout_ms=*/-1);
+//   Status st = ch.receive_into(&buffer, -1);   // every iteration: nothing allocated
 //
 // Not thread-safe: one thread sends and receives at a time.
 #pragma once
@@ -73,6 +74,9 @@ class FrameChannel {
   // As receive(), into `out` (resized to the frame), for large frames that
   // their reader keeps as bytes: no copy after the read.
   Status receive_into(std::vector<uint8_t>* out, int timeout_ms);
+  // As receive(), into a buffer the caller reuses: a frame no larger than
+  // its capacity allocates nothing.
+  Status receive_into(std::string* out, int timeout_ms);
 
   // The next wait for a frame polls for the longest budget: for a frame
   // that comes within an iteration (see AdaptiveSpin::expect_soon).

@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/allocations.h"
+
 namespace lizard {
 namespace {
 
@@ -180,6 +182,35 @@ TEST(FrameChannelMailbox, ManyRoundTripsOfMixedSizes) {
     ASSERT_EQ(*f, frame_of(i + 1)) << "round " << i;
   }
   echo.join();
+}
+
+// An iteration's request and reply, over the mailbox (small frames) and
+// over the socket (a frame larger than a mailbox), once the buffers they
+// are received into have grown: no allocation on either side.
+TEST(FrameChannel, RoundTripsIntoReusedBuffersAllocateNothing) {
+  auto ends = FrameChannel::pair();
+  ASSERT_TRUE(ends.ok());
+  auto& [worker, host] = *ends;
+  const std::string small(200, 's'), large(FrameMailbox::kCapacity + 100, 'l');
+  std::string at_host, at_worker;
+  auto round_trip = [&](const std::string& request) {
+    const std::string_view parts[] = {"op", request};
+    ASSERT_TRUE(worker.send_parts(parts, 2).ok());
+    ASSERT_TRUE(host.receive_into(&at_host, 1000).ok());
+    ASSERT_TRUE(host.send(at_host).ok());
+    ASSERT_TRUE(worker.receive_into(&at_worker, 1000).ok());
+  };
+  for (int i = 0; i < 3; ++i) {
+    round_trip(large);
+    round_trip(small);
+  }
+  const uint64_t before = testing::allocations();
+  for (int i = 0; i < 50; ++i) {
+    round_trip(i % 10 == 0 ? large : small);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(testing::allocations() - before, 0u);
+  EXPECT_EQ(at_worker, "op" + small);
 }
 
 }  // namespace

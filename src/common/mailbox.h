@@ -15,10 +15,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <optional>
 
+#include "common/ring_queue.h"
 #include "common/spin_wait.h"
 
 namespace lizard {
@@ -30,7 +30,7 @@ class Mailbox {
     {
       std::lock_guard<std::mutex> l(mu_);
       if (closed_) return;
-      q_.push_back(std::move(v));
+      q_.push(std::move(v));
       ready_.store(true, std::memory_order_release);
     }
     cv_.notify_one();
@@ -88,15 +88,14 @@ class Mailbox {
 
   std::optional<T> take_locked() {
     if (q_.empty()) return std::nullopt;
-    T v = std::move(q_.front());
-    q_.pop_front();
+    T v = q_.take();
     ready_.store(closed_ || !q_.empty(), std::memory_order_release);
     return v;
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<T> q_;
+  RingQueue<T> q_;  // allocates nothing in steady use
   bool closed_ = false;
   std::atomic<bool> ready_{false};  // closed_ || !q_.empty(), readable without the lock
   AdaptiveSpin spin_;               // the consumer's

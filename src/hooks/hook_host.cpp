@@ -22,13 +22,17 @@ using UpdateFn = int (*)(const void* params, const void* result, void* state, in
 // Bytes aligned for any field type (section slots start 16-byte aligned).
 class AlignedBytes {
  public:
+  // Both keep the memory held so far: a section of the same size as the
+  // last allocates nothing.
   void assign(std::string_view b) {
-    words_.assign((b.size() + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t) + 1,
-                  std::max_align_t{});
+    zero(b.size());
     if (!b.empty()) std::memcpy(data(), b.data(), b.size());
-    size_ = b.size();
   }
-  void zero(size_t n) { assign(std::string(n, '\0')); }
+  void zero(size_t n) {
+    words_.assign((n + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t) + 1,
+                  std::max_align_t{});
+    size_ = n;
+  }
   uint8_t* data() { return reinterpret_cast<uint8_t*>(words_.data()); }
   size_t size() const { return size_; }
   std::string_view view() { return {reinterpret_cast<const char*>(data()), size_}; }
@@ -38,10 +42,12 @@ class AlignedBytes {
   size_t size_ = 0;
 };
 
-// A hook's C struct laid over a section buffer, per its map.
+// A hook's C struct laid over a section buffer, per its map, in `bytes`
+// (the caller's, reused from call to call).
 class MappedStruct {
  public:
-  MappedStruct(const SectionMap& map, AlignedBytes* section) : map_(map), section_(section) {
+  MappedStruct(const SectionMap& map, AlignedBytes* section, AlignedBytes* bytes)
+      : map_(map), section_(section), bytes_(*bytes) {
     bytes_.zero(map.struct_size);
     for (const auto& mem : map_.members) {
       uint8_t* dst = bytes_.data() + mem.struct_offset;
@@ -65,7 +71,7 @@ class MappedStruct {
  private:
   const SectionMap& map_;
   AlignedBytes* section_;
-  AlignedBytes bytes_;
+  AlignedBytes& bytes_;
 };
 
 class HookServer {
@@ -108,15 +114,15 @@ class HookServer {
   }
 
   Status reply(int32_t value, AlignedBytes* section) {
-    const std::string head = encode_result_head(value);
-    const std::string_view parts[] = {head, section->view()};
+    encode_result_head(value, &head_);
+    const std::string_view parts[] = {head_, section->view()};
     return channel_->send_parts(parts, 2);
   }
 
   Status init(const HookCall& c) {
     if (!init_) return fail("the library defines no init_global_state");
     if (!load(c.first, setup_.state, &state_)) return fail("a state of the wrong size");
-    MappedStruct st(setup_.state, &state_);
+    MappedStruct st(setup_.state, &state_, &first_struct_);
     init_(params_.data(), st.get());
     st.write_back();
     return reply(1, &state_);
@@ -126,8 +132,8 @@ class HookServer {
     if (!aggregate_) return fail("the library defines no aggregate");
     if (!load(c.first, setup_.aggregate, &running_) || !load(c.second, setup_.aggregate, &partial_))
       return fail("an aggregate of the wrong size");
-    MappedStruct running(setup_.aggregate, &running_);
-    MappedStruct partial(setup_.aggregate, &partial_);
+    MappedStruct running(setup_.aggregate, &running_, &first_struct_);
+    MappedStruct partial(setup_.aggregate, &partial_, &second_struct_);
     aggregate_(params_.data(), running.get(), partial.get());
     running.write_back();
     return reply(1, &running_);
@@ -137,8 +143,8 @@ class HookServer {
     if (!update_) return fail("the library defines no update_global_state");
     if (!load(c.first, setup_.aggregate, &result_) || !load(c.second, setup_.state, &state_))
       return fail("a section of the wrong size");
-    MappedStruct result(setup_.aggregate, &result_);
-    MappedStruct st(setup_.state, &state_);
+    MappedStruct result(setup_.aggregate, &result_, &first_struct_);
+    MappedStruct st(setup_.state, &state_, &second_struct_);
     const int done = update_(params_.data(), result.get(), st.get(), c.iteration);
     st.write_back();
     return reply(done != 0 ? 1 : 0, &state_);
@@ -151,6 +157,9 @@ class HookServer {
   bool have_setup_ = false;
   HookSetup setup_;
   AlignedBytes params_, state_, running_, partial_, result_;
+  // What every call reuses: the structs its hook is given, its reply's head.
+  AlignedBytes first_struct_, second_struct_;
+  std::string head_;
 };
 
 }  // namespace
@@ -180,10 +189,10 @@ int serve_hooks(const std::string& library) {
   if (!channel->send(encode_ready({init != nullptr, aggregate != nullptr, update != nullptr})).ok())
     return 0;
   HookServer server(&channel.value(), init, aggregate, update);
+  std::string frame;  // every call's, its capacity reused
   for (;;) {
-    auto frame = channel->receive(-1);
-    if (!frame.ok()) return 0;  // the parent closed the channel
-    if (!server.handle(*frame).ok()) return 0;
+    if (!channel->receive_into(&frame, -1).ok()) return 0;  // the parent closed the channel
+    if (!server.handle(frame).ok()) return 0;
   }
 }
 

@@ -46,8 +46,9 @@ Result<std::unique_ptr<HookProcess>> HookProcess::start(const std::string& libra
   std::unique_ptr<HookProcess> hp(
       new HookProcess(std::move(child).value(), source, std::move(options)));
   // The library's static initialisers run before the first frame.
-  LIZARD_ASSIGN_OR_RETURN(std::string frame,
-                          hp->await_reply("loading " + source + " (its static initialisers)"));
+  const std::string loading = "loading " + source + " (its static initialisers)";
+  std::string frame;
+  LIZARD_RETURN_IF_ERROR(hp->await_reply({loading}, &frame));
   auto hooks = decode_ready(frame);
   if (!hooks.ok())
     return hp->fail(hooks.status().with_context(source + ": the hook process cannot load it"));
@@ -66,16 +67,23 @@ Status HookProcess::fail(Status st) {
   return st;
 }
 
-Result<std::string> HookProcess::await_reply(const std::string& what) {
+std::string HookProcess::CallLabel::str() const {
+  if (!text.empty()) return std::string(text);
+  std::string out = std::string("host hook ") + hook_name(op);
+  if (op != HookOp::kInit) out += " (iteration " + std::to_string(iteration) + ")";
+  return out;
+}
+
+Status HookProcess::await_reply(const CallLabel& what, std::string* reply) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(options_.call_timeout_ms);
   for (;;) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     int slice = static_cast<int>(std::max<int64_t>(0, left));
     if (options_.interrupted) slice = std::min(slice, kPollMs);
-    auto frame = child_->channel().receive(slice);
-    if (frame.ok()) return frame;
-    if (frame.status().code() == Code::kCancelled) {  // this slice ran out
+    const Status got = child_->channel().receive_into(reply, slice);
+    if (got.ok()) return got;
+    if (got.code() == Code::kCancelled) {  // this slice ran out
       if (options_.interrupted) {
         Status st = options_.interrupted();
         if (!st.ok()) return fail(st);
@@ -83,39 +91,40 @@ Result<std::string> HookProcess::await_reply(const std::string& what) {
       if (Clock::now() < deadline) continue;
       std::string setting =
           options_.timeout_setting.empty() ? "" : " (" + options_.timeout_setting + ")";
-      return fail(runtime_error(what + " did not finish within " +
+      return fail(runtime_error(what.str() + " did not finish within " +
                                 duration_text(options_.call_timeout_ms) + setting +
                                 "; the hook process was killed"));
     }
-    if (frame.status().code() != Code::kUnavailable) return fail(frame.status());
+    if (got.code() != Code::kUnavailable) return fail(got);
     // The process closed its end: it exited or was killed.
     if (!child_->wait_exit(kExitWaitMs))
-      return fail(
-          runtime_error(what + " closed the hook process's channel; the process was killed"));
-    return fail(runtime_error(what + " ended the hook process: " + child_->exit_description()));
+      return fail(runtime_error(what.str() +
+                                " closed the hook process's channel; the process was killed"));
+    return fail(
+        runtime_error(what.str() + " ended the hook process: " + child_->exit_description()));
   }
 }
 
-Status HookProcess::send(const std::string& what, const std::string_view* parts, size_t count) {
+Status HookProcess::send(const CallLabel& what, const std::string_view* parts, size_t count) {
   if (!failed_.ok()) return failed_;
   if (child_->channel().send_parts(parts, count).ok()) return Status::Ok();
   child_->wait_exit(kExitWaitMs);
-  return fail(runtime_error("the hook process had ended before " + what + ": " +
+  return fail(runtime_error("the hook process had ended before " + what.str() + ": " +
                             child_->exit_description()));
 }
 
-Result<std::string> HookProcess::exchange(const std::string& what, const std::string_view* parts,
-                                          size_t count) {
+Status HookProcess::exchange(const CallLabel& what, const std::string_view* parts, size_t count,
+                             std::string* reply) {
   LIZARD_RETURN_IF_ERROR(send(what, parts, count));
-  return await_reply(what);
+  return await_reply(what, reply);
 }
 
 Status HookProcess::finish_setup() {
   if (!setup_due_) return Status::Ok();
   setup_due_ = false;
   const std::string what = "setting up the hooks of " + source_;
-  LIZARD_ASSIGN_OR_RETURN(std::string reply, await_reply(what));
-  auto res = decode_result(reply);
+  LIZARD_RETURN_IF_ERROR(await_reply({what}, &reply_));
+  auto res = decode_result(reply_);
   if (!res.ok()) return fail(res.status().with_context(what));
   set_up_ = true;
   return Status::Ok();
@@ -131,25 +140,27 @@ Status HookProcess::setup(const Manifest& m, const ParamValues& p, const Section
   s.aggregate = section_map(aggregate_layout(m), aggregate);
   const std::string frame = encode_setup(s);
   const std::string_view parts[] = {frame};
-  LIZARD_RETURN_IF_ERROR(send("setting up the hooks of " + source_, parts, 1));
+  const std::string what = "setting up the hooks of " + source_;
+  LIZARD_RETURN_IF_ERROR(send({what}, parts, 1));
   setup_due_ = true;
   if (options_.setup_in_background) return Status::Ok();
   return finish_setup();
 }
 
+// Every iteration's update comes here: nothing is allocated unless it fails.
 Result<int32_t> HookProcess::call(HookOp op, int64_t iteration, const SectionBuffer& first,
                                   const SectionBuffer* second, SectionBuffer* out) {
-  std::string what = std::string("host hook ") + hook_name(op);
-  if (op != HookOp::kInit) what += " (iteration " + std::to_string(iteration) + ")";
+  const CallLabel what{{}, op, iteration};
   LIZARD_RETURN_IF_ERROR(finish_setup());
-  if (!set_up_ && failed_.ok()) return internal_error(what + " before the hooks were set up");
-  const std::string head = encode_call_head(op, iteration, first.bytes.size());
-  const std::string_view parts[] = {head, view(first), second ? view(*second) : std::string_view()};
-  LIZARD_ASSIGN_OR_RETURN(std::string reply, exchange(what, parts, 3));
-  auto res = decode_result(reply);
-  if (!res.ok()) return fail(res.status().with_context(what));
+  if (!set_up_ && failed_.ok()) return internal_error(what.str() + " before the hooks were set up");
+  encode_call_head(op, iteration, first.bytes.size(), &call_head_);
+  const std::string_view parts[] = {call_head_, view(first),
+                                    second ? view(*second) : std::string_view()};
+  LIZARD_RETURN_IF_ERROR(exchange(what, parts, 3, &reply_));
+  auto res = decode_result(reply_);
+  if (!res.ok()) return fail(res.status().with_context(what.str()));
   if (res->section.size() != out->bytes.size())
-    return fail(internal_error(what + ": the hook process sent back " +
+    return fail(internal_error(what.str() + ": the hook process sent back " +
                                std::to_string(res->section.size()) + " bytes; expected " +
                                std::to_string(out->bytes.size())));
   if (!out->bytes.empty()) std::memcpy(out->bytes.data(), res->section.data(), out->bytes.size());

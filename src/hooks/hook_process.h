@@ -91,16 +91,24 @@ class HookProcess {
  private:
   HookProcess(std::unique_ptr<ChildProcess> child, std::string source, HookProcessOptions options);
 
+  // What a call is, as its errors name it ("host hook aggregate (iteration
+  // 2)"): a fixed text, or a hook's call, whose text is built only for an error.
+  struct CallLabel {
+    std::string_view text;  // empty: the call of `op` at `iteration`
+    HookOp op = HookOp::kInit;
+    int64_t iteration = 0;
+    std::string str() const;
+  };
   // Sends `parts` as one frame and waits for the reply, within the call time
-  // limit; `what` names the call in messages ("host hook aggregate (iteration 2)").
-  Result<std::string> exchange(const std::string& what, const std::string_view* parts,
-                               size_t count);
+  // limit, into *reply (its capacity reused).
+  Status exchange(const CallLabel& what, const std::string_view* parts, size_t count,
+                  std::string* reply);
   // Sends `parts` as one frame; `what` names the call should the process be gone.
-  Status send(const std::string& what, const std::string_view* parts, size_t count);
+  Status send(const CallLabel& what, const std::string_view* parts, size_t count);
   // Awaits the answer to a setup sent in the background, if one is due.
   Status finish_setup();
-  // Waits for one frame, polling options_.interrupted.
-  Result<std::string> await_reply(const std::string& what);
+  // Waits for one frame into *reply, polling options_.interrupted.
+  Status await_reply(const CallLabel& what, std::string* reply);
   // Marks the process as failed with `st` (killing it) and returns `st`.
   Status fail(Status st);
   // A call of `op` with two sections; the reply's section is copied into `out`.
@@ -114,6 +122,8 @@ class HookProcess {
   bool set_up_ = false;
   bool setup_due_ = false;  // a setup was sent and its answer not yet read
   Status failed_;           // once a call failed: that failure
+  // Every call's request head and reply, reused: a call allocates nothing.
+  std::string call_head_, reply_;
 };
 
 }  // namespace lizard

@@ -16,6 +16,7 @@
 #include "common/shared_library.h"
 #include "exec/host_compiler.h"
 #include "program/bundle.h"
+#include "tests/allocations.h"
 
 namespace lizard {
 namespace {
@@ -226,6 +227,24 @@ TEST(HookProcess, ArrayAndScalarFieldsComeBackChanged) {
   EXPECT_EQ(seen[0], 2);
   EXPECT_EQ(seen[1], 2);
   EXPECT_EQ(seen[2], 2);
+}
+
+// Every iteration's update call, once its buffers have grown, allocates
+// nothing in the daemon that makes it.
+TEST(HookProcess, AnUpdateCallAllocatesNothingOnceItsBuffersHaveGrown) {
+  auto c = faulty_program();
+  const ParamValues p = params_of(c.image.manifest, {{"mode", 0}});
+  HookRun run = start_run(c, p);
+  ASSERT_TRUE(run.hooks);
+  set_sum(&run.agg, 0.5);
+  for (int64_t it = 2; it < 5; ++it) ASSERT_TRUE(run.hooks->update_state(run.agg, &run.state, it).ok());
+  int ok = 0;
+  const uint64_t before = testing::allocations();
+  for (int64_t it = 5; it < 35; ++it) ok += run.hooks->update_state(run.agg, &run.state, it).ok();
+  const uint64_t allocated = testing::allocations() - before;
+  EXPECT_EQ(ok, 30);
+  EXPECT_EQ(allocated, 0u);
+  EXPECT_DOUBLE_EQ(total_of(run.state), 0.5 * 33);
 }
 
 // A loop's hooks are set up while its first iteration runs: the setup's

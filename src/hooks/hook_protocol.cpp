@@ -150,11 +150,18 @@ Result<HookSetup> decode_setup(std::string_view frame) {
 }
 
 std::string encode_call_head(HookOp op, int64_t iteration, size_t first_size) {
-  ByteWriter w = writer(Tag::kCall);
+  std::string out;
+  encode_call_head(op, iteration, first_size, &out);
+  return out;
+}
+
+void encode_call_head(HookOp op, int64_t iteration, size_t first_size, std::string* out) {
+  out->clear();
+  ByteWriter w(out);
+  w.u8(static_cast<uint8_t>(Tag::kCall));
   w.u8(static_cast<uint8_t>(op));
   w.i64(iteration);
   w.length(first_size);
-  return std::move(w.out());
 }
 
 Result<HookCall> decode_call(std::string_view frame) {
@@ -173,9 +180,16 @@ Result<HookCall> decode_call(std::string_view frame) {
 }
 
 std::string encode_result_head(int32_t value) {
-  ByteWriter w = writer(Tag::kResult);
+  std::string out;
+  encode_result_head(value, &out);
+  return out;
+}
+
+void encode_result_head(int32_t value, std::string* out) {
+  out->clear();
+  ByteWriter w(out);
+  w.u8(static_cast<uint8_t>(Tag::kResult));
   w.i32(value);
-  return std::move(w.out());
 }
 
 Result<HookResult> decode_result(std::string_view frame) {

@@ -97,9 +97,13 @@ Result<HookSetup> decode_setup(std::string_view frame);
 bool is_setup_frame(std::string_view frame);
 
 std::string encode_call_head(HookOp op, int64_t iteration, size_t first_size);
+// The same into *out (replacing what it held): a buffer reused for every
+// call allocates nothing.
+void encode_call_head(HookOp op, int64_t iteration, size_t first_size, std::string* out);
 Result<HookCall> decode_call(std::string_view frame);
 
 std::string encode_result_head(int32_t value);
+void encode_result_head(int32_t value, std::string* out);
 // A failed frame decodes as an error carrying its message.
 Result<HookResult> decode_result(std::string_view frame);
 

@@ -1,28 +1,56 @@
 // OutgoingFrame: one binary WebSocket message on its way out, as a `head`
 // and a `tail` written together.  `tail` may point into memory that
 // `tail_owner` keeps alive until the message is written (a mapped dataset
-// file), so that bulk rows go to the socket without being copied.
+// file), so that bulk rows go to the socket without being copied.  A frame
+// made with a pool gives its head's buffer back to it once written (or
+// dropped), for the next frame (common/frame_pool.h).
 //
 //   channel->send(encode(msg));                                  // a whole frame
 //   channel->send(OutgoingFrame(encode(chunk), rows, mapping));  // header + mapped rows
+//   channel->send(OutgoingFrame(std::move(frame), pool));        // its buffer reused after
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+
+#include "common/frame_pool.h"
 
 namespace lizard {
 
 struct OutgoingFrame {
   OutgoingFrame(std::string frame) : head(std::move(frame)) {}  // NOLINT: a whole frame
+  OutgoingFrame(std::string frame, std::shared_ptr<FramePool> pool)
+      : head(std::move(frame)), recycle(std::move(pool)) {}
   OutgoingFrame(std::string h, std::string_view t, std::shared_ptr<const void> owner)
       : head(std::move(h)), tail(t), tail_owner(std::move(owner)) {}
+  OutgoingFrame(OutgoingFrame&&) noexcept = default;
+  OutgoingFrame& operator=(OutgoingFrame&& o) noexcept {
+    give_back();
+    head = std::move(o.head);
+    tail = o.tail;
+    tail_owner = std::move(o.tail_owner);
+    recycle = std::move(o.recycle);
+    return *this;
+  }
+  OutgoingFrame(const OutgoingFrame&) = delete;
+  OutgoingFrame& operator=(const OutgoingFrame&) = delete;
+  ~OutgoingFrame() { give_back(); }
+
   size_t size() const { return head.size() + tail.size(); }
 
   std::string head;
   std::string_view tail;
   std::shared_ptr<const void> tail_owner;
+  std::shared_ptr<FramePool> recycle;  // where head's buffer goes once written; null: freed
+
+ private:
+  void give_back() {
+    if (recycle) recycle->give(std::move(head));
+    recycle.reset();
+  }
 };
 
 }  // namespace lizard

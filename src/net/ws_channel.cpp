@@ -9,8 +9,8 @@
 #include <boost/beast/websocket.hpp>
 
 #include <array>
-#include <deque>
 
+#include "common/ring_queue.h"
 #include "net/ws_channel_open.h"
 
 namespace lizard {
@@ -38,8 +38,9 @@ struct WsChannel::Impl {
   websocket::stream<MaybeTlsStream> ws;
   beast::flat_buffer buffer;
   // Touched on the strand only.
-  std::deque<OutgoingFrame> queue;
+  RingQueue<OutgoingFrame> queue;  // waiting to be written, in order
   WsChannelCallbacks callbacks;
+  std::shared_ptr<FramePool> frames;  // received frames' buffers; may be null
   bool ended = false;  // the read loop has stopped
 };
 
@@ -58,6 +59,7 @@ struct WsChannelOpener {
     impl->ws.binary(true);
     impl->ws.auto_fragment(false);  // a message is one frame: no per-4 KiB writes
     impl->buffer.reserve(size_t{1} << 20);
+    impl->frames = o.frames;
     return std::shared_ptr<WsChannel>(new WsChannel(std::move(impl), std::move(peer)));
   }
 
@@ -114,7 +116,9 @@ void WsChannel::do_read() {
                        [self = shared_from_this()](beast::error_code ec, std::size_t) {
                          if (ec) return self->closed(ec.message());
                          Impl& i = *self->impl_;
-                         std::string frame = beast::buffers_to_string(i.buffer.data());
+                         const auto bytes = i.buffer.data();  // one contiguous buffer
+                         std::string frame = i.frames ? i.frames->take() : std::string();
+                         frame.assign(static_cast<const char*>(bytes.data()), bytes.size());
                          i.buffer.consume(i.buffer.size());
                          if (i.callbacks.on_frame) i.callbacks.on_frame(std::move(frame));
                          self->do_read();
@@ -140,7 +144,7 @@ void WsChannel::send(OutgoingFrame frame) {
       self->queued_bytes_ -= f.size();
       return;
     }
-    i.queue.push_back(std::move(f));
+    i.queue.push(std::move(f));
     if (i.queue.size() == 1) self->do_write();
   });
 }
@@ -152,12 +156,11 @@ void WsChannel::do_write() {
   impl_->ws.async_write(parts, [self = shared_from_this()](beast::error_code ec, std::size_t) {
     Impl& i = *self->impl_;
     if (ec) {
-      for (const auto& q : i.queue) self->queued_bytes_ -= q.size();
-      i.queue.clear();
+      for (; !i.queue.empty(); i.queue.pop()) self->queued_bytes_ -= i.queue.front().size();
       return;  // the read side notices the broken connection
     }
     self->queued_bytes_ -= i.queue.front().size();
-    i.queue.pop_front();
+    i.queue.pop();
     if (!i.queue.empty()) self->do_write();
   });
 }

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "common/frame_pool.h"
 #include "net/outgoing_frame.h"
 
 namespace lizard {
@@ -32,6 +33,9 @@ struct WsChannelOptions {
   int idle_timeout_s = 10;       // a peer silent this long is gone (pings at half)
   int handshake_timeout_s = 30;  // the upgrade must complete within this
   uint64_t max_message_bytes = uint64_t{16} << 30;
+  // Where received frames' buffers come from (their receiver may give them
+  // back once done with them); null: each is allocated.
+  std::shared_ptr<FramePool> frames;
 };
 
 struct WsChannelCallbacks {

@@ -9,6 +9,14 @@
 //   link->send(encode(IterateMsg{wire_id, it}.to_message()) + state_bytes);
 //   Result<IterationResultMsg> r = IterationResultMsg::parse(view.packed);
 //
+// On the path of every iteration, encode_into() and read() reuse the
+// caller's frame buffer and struct, so that once their capacity has grown
+// an iteration allocates nothing:
+//
+//   std::string_view payload[] = {aggregate, state};
+//   step.encode_into(&frame, payload, 2);       // frame: a buffer kept for the run
+//   Status st = step.read(view.packed);        // step: a struct kept for the run
+//
 // A packed header that is short, or longer than its fields, is an error
 // value, never an exception.
 #pragma once
@@ -17,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/byte_codec.h"
 #include "common/status.h"
 #include "protocol/wire.h"
 
@@ -27,7 +36,10 @@ struct IterateMsg {
   std::string run_id;
   int64_t iteration = 0;
   Message to_message(std::string payload = {}) const;
+  void encode_into(std::string* frame, const std::string_view* payload, size_t parts) const;
   static Result<IterateMsg> parse(std::string_view packed);
+  Status read(std::string_view packed);  // parse(), into this struct
+  void write(ByteWriter* w) const;       // the packed header's fields
 };
 
 // worker → server: one iteration's result.  Payload: aggregate sections.
@@ -38,7 +50,10 @@ struct IterationResultMsg {
   std::string error;
   double kernel_ms = 0;
   Message to_message(std::string payload = {}) const;
+  void encode_into(std::string* frame, const std::string_view* payload, size_t parts) const;
   static Result<IterationResultMsg> parse(std::string_view packed);
+  Status read(std::string_view packed);  // parse(), into this struct
+  void write(ByteWriter* w) const;       // the packed header's fields
 };
 
 // worker → server: one iteration of a worker's loop.  Payload: the folded
@@ -53,7 +68,10 @@ struct LoopStepMsg {
   double ms = 0;         // the whole iteration on the worker, update hook included
   bool last = false;     // the last iteration of the loop
   Message to_message(std::string payload = {}) const;
+  void encode_into(std::string* frame, const std::string_view* payload, size_t parts) const;
   static Result<LoopStepMsg> parse(std::string_view packed);
+  Status read(std::string_view packed);  // parse(), into this struct
+  void write(ByteWriter* w) const;       // the packed header's fields
 };
 
 // The run id a packed header begins with; empty when it is malformed.

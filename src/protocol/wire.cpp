@@ -68,6 +68,19 @@ std::string encode(const Message& m) {
   return out;
 }
 
+size_t begin_packed_frame(MessageType type, std::string* frame) {
+  const char head[8] = {'L', 'Z', static_cast<char>(kWireVersion), static_cast<char>(type)};
+  frame->assign(head, sizeof head);
+  return sizeof head;
+}
+
+void finish_packed_frame(size_t header_start, const std::string_view* parts, size_t count,
+                         std::string* frame) {
+  const auto n = static_cast<uint32_t>(frame->size() - header_start);
+  for (int i = 0; i < 4; ++i) (*frame)[4 + i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  for (size_t i = 0; i < count; ++i) frame->append(parts[i]);
+}
+
 Result<MessageType> frame_type(std::string_view frame) {
   if (frame.size() < 8 || frame[0] != 'L' || frame[1] != 'Z')
     return invalid_argument("not a lizard frame");

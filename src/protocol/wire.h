@@ -111,12 +111,20 @@ struct Message {
 // it was decoded from.
 struct MessageView {
   MessageType type = MessageType::kHeartbeat;
-  nlohmann::json header = nlohmann::json::object();
+  nlohmann::json header;  // null where the header is packed: nothing allocated
   std::string_view payload;
   std::string_view packed;
 };
 
 std::string encode(const Message& m);
+// A frame of a message whose header is packed, built in *frame (cleared; its
+// capacity kept, so a buffer reused for every iteration allocates nothing):
+// begin_packed_frame() writes the frame's head and returns where the header
+// starts; the caller appends the header's bytes; finish_packed_frame() sets
+// the header's length and appends the payload, given as `parts` joined.
+size_t begin_packed_frame(MessageType type, std::string* frame);
+void finish_packed_frame(size_t header_start, const std::string_view* parts, size_t count,
+                         std::string* frame);
 // Rejects frames that are short, of another version, of an unknown type, or
 // whose header is not a JSON object.  Never throws.
 Result<Message> decode(std::string_view frame);

@@ -39,6 +39,9 @@ class Host {
   std::shared_ptr<const ProgramImage> run_program_;
   ParamValues run_params_;
   SectionBuffer state_, aggregate_;
+  // Each reply's pieces, reused: an iteration allocates nothing here.
+  ByteWriter head_, body_;
+  std::vector<std::string_view> parts_;
 };
 
 Result<std::shared_ptr<const ProgramImage>> Host::program(ByteReader* r, bool sent) {
@@ -131,7 +134,8 @@ Status Host::end_run(ByteReader* r, ByteWriter* out, std::vector<std::vector<uin
 bool Host::serve(std::string_view frame, FrameChannel* channel) {
   ByteReader r(frame);
   const auto op = static_cast<ExecutorOp>(r.u8());
-  ByteWriter body;
+  ByteWriter& body = body_;
+  body.out().clear();
   std::vector<std::vector<uint8_t>> fields;  // end_run's, sent as parts
   Status st = unusable_;
   if (st.ok()) {
@@ -165,12 +169,12 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
     }
   }
   const bool lost = executor_ && executor_->lost();
-  ByteWriter head;
-  write_reply_head(&head, st, lost);
-  std::vector<std::string_view> parts{head.out(), body.out()};
+  head_.out().clear();
+  write_reply_head(&head_, st, lost);
+  parts_.assign({head_.out(), body.out()});
   for (const auto& f : fields)
-    parts.emplace_back(reinterpret_cast<const char*>(f.data()), f.size());
-  (void)channel->send_parts(parts.data(), parts.size());
+    parts_.emplace_back(reinterpret_cast<const char*>(f.data()), f.size());
+  (void)channel->send_parts(parts_.data(), parts_.size());
   return !lost;
 }
 
@@ -212,10 +216,10 @@ int run_executor_host(const BackendOptions& options, bool probe_only) {
   else if (made.ok())
     executor = std::move(made->front());
   Host host(std::move(executor), unusable);
+  std::string frame;  // every request's, its capacity reused
   for (;;) {
-    auto frame = channel->receive(-1);
-    if (!frame.ok()) return 0;  // the worker closed the channel, or is gone
-    if (!host.serve(frame.value(), &channel.value())) return 3;
+    if (!channel->receive_into(&frame, -1).ok()) return 0;  // the worker closed it, or is gone
+    if (!host.serve(frame, &channel.value())) return 3;
   }
 }
 

@@ -135,11 +135,11 @@ void write_reply_head(ByteWriter* w, const Status& st, bool lost) {
 
 Status read_reply_head(ByteReader* r, bool* lost) {
   const auto code = static_cast<Code>(r->u8());
-  std::string message = r->str();
+  const std::string_view message = r->bytes();
   *lost = r->u8() != 0;
   LIZARD_RETURN_IF_ERROR(r->status("reply"));
   if (code == Code::kOk) return Status::Ok();
-  return Status(code, std::move(message));
+  return Status(code, std::string(message));
 }
 
 }  // namespace lizard

@@ -133,20 +133,26 @@ Status ProcessExecutor::no_process(ExecutorOp op) const {
 Status ProcessExecutor::send_request(ExecutorOp op, const std::string_view* parts, size_t count) {
   if (!child_) return no_process(op);
   const char code = static_cast<char>(op);
-  std::vector<std::string_view> all;
-  all.reserve(count + 1);
-  all.emplace_back(&code, 1);
-  all.insert(all.end(), parts, parts + count);
-  if (!child_->channel().send_parts(all.data(), all.size()).ok()) return ended_during(op);
+  // The op's byte before the parts: on the stack for the calls of every
+  // iteration, which have few parts.
+  constexpr size_t kFew = 8;
+  std::string_view few[kFew];
+  std::vector<std::string_view> many;
+  std::string_view* all = few;
+  if (count + 1 > kFew) {
+    many.resize(count + 1);
+    all = many.data();
+  }
+  all[0] = std::string_view(&code, 1);
+  std::copy(parts, parts + count, all + 1);
+  if (!child_->channel().send_parts(all, count + 1).ok()) return ended_during(op);
   return Status::Ok();
 }
 
-// Waits for the reply to the request sent last.
+// Waits for the reply to the request sent last, into *frame (its capacity reused).
 Status ProcessExecutor::receive_reply(ExecutorOp op, std::string* frame) {
   if (!child_) return no_process(op);
-  auto r = child_->channel().receive(-1);
-  if (!r.ok()) return ended_during(op);
-  *frame = std::move(r).value();
+  if (!child_->channel().receive_into(frame, -1).ok()) return ended_during(op);
   return Status::Ok();
 }
 
@@ -246,11 +252,11 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
 Status ProcessExecutor::send_iterate(const SectionBuffer& state, int64_t first, int64_t count) {
   if (!child_) return no_process(ExecutorOp::kIterate);
   if (!in_run_) return not_found("no run on this executor");
-  ByteWriter w;
-  w.i64(first);
-  w.i64(count);
+  char range[16];  // first and count, as ByteWriter lays them out
+  ByteWriter::put_u64(static_cast<uint64_t>(first), range);
+  ByteWriter::put_u64(static_cast<uint64_t>(count), range + 8);
   std::string_view parts[] = {
-      w.out(), {reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()}};
+      {range, sizeof range}, {reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()}};
   // The run's first reply has no cadence to set how long to poll for it.
   if (!iterated_) child_->channel().expect_frame_soon();
   iterated_ = true;
@@ -258,9 +264,8 @@ Status ProcessExecutor::send_iterate(const SectionBuffer& state, int64_t first, 
 }
 
 Status ProcessExecutor::receive_iterate(SectionBuffer* aggregate, IterationStats* stats) {
-  std::string frame;
-  LIZARD_RETURN_IF_ERROR(receive_reply(ExecutorOp::kIterate, &frame));
-  Reply reply(frame);
+  LIZARD_RETURN_IF_ERROR(receive_reply(ExecutorOp::kIterate, &iterate_reply_));
+  Reply reply(iterate_reply_);
   Status st = reply.head();
   stats->kernel_ms = reply.reader.f64();
   stats->total_ms = reply.reader.f64();

@@ -105,6 +105,7 @@ class ProcessExecutor : public Executor {
   std::set<std::string> kept_rows_;      // keys of the rows it keeps (Executor::kept_rows)
   bool in_run_ = false;                  // the current process holds a run's rows
   bool iterated_ = false;                // an iterate of the run was sent
+  std::string iterate_reply_;            // reused by every iteration's reply
   CompileStats compile_stats_;
 };
 

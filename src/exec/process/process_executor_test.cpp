@@ -17,6 +17,7 @@
 #include "exec/process/executor_processes.h"
 #include "program/bundle.h"
 #include "program/testing/program_images.h"
+#include "tests/allocations.h"
 
 namespace lizard {
 namespace {
@@ -152,6 +153,31 @@ TEST(ProcessExecutor, GivesTheResultsOfTheExecutorInThisProcess) {
   EXPECT_EQ(shared.outputs, a.outputs);
   remote->refresh_free_memory();
   EXPECT_GT(remote->info().free_memory, 0u);
+}
+
+// An iteration's request and reply, once their buffers have grown,
+// allocate nothing in the worker.
+TEST(ProcessExecutor, AnIterationAllocatesNothingOnceItsBuffersHaveGrown) {
+  ProgramImage p = testing::program_image(kScaleYaml, kScaleKernel);
+  auto e = start_cpu();
+  ASSERT_TRUE(e);
+  ASSERT_TRUE(e->build(p).ok());
+  auto params = bind_params(p.manifest, {{"scale", 1.5}});
+  PartitionData d;
+  d.rows = 1000;
+  d.fields = {floats(1000), {}};
+  ASSERT_TRUE(e->begin_run(p, *params, std::move(d)).ok());
+  auto state = make_section(p.manifest.state, p.manifest, *params);
+  auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
+  IterationStats stats;
+  for (int it = 0; it < 3; ++it) ASSERT_TRUE(e->iterate(*state, &*agg, &stats).ok());
+  int ok = 0;
+  const uint64_t before = testing::allocations();
+  for (int it = 0; it < 30; ++it) ok += e->iterate(*state, &*agg, &stats).ok();
+  const uint64_t allocated = testing::allocations() - before;
+  EXPECT_EQ(ok, 30);
+  EXPECT_EQ(allocated, 0u);
+  EXPECT_TRUE(e->end_run(false).ok());
 }
 
 TEST(ProcessExecutor, ACompileErrorComesBackAsTheExecutorSaysIt) {
