@@ -149,8 +149,8 @@ Status RunDriver::run_attempts(Sections* s) {
       }
       st = iterate(wire_id, participants, it, s, &done);
       if (st.ok()) ++it;
-      if (st.ok()) save_checkpoint(it, done, *s);
     }
+    record_finished_iteration(*s);
     bool gathering = false;
     if (st.ok()) {
       ctx_.book->update(run_, [&](RunRecord& r) { r.phases["iterations_ms"] = ms_since(t_iter); });
@@ -246,20 +246,27 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
   const ProgramEntry& prog = *run_->program;
   const Manifest& m = prog.image.manifest;
   const auto t0 = SteadyClock::now();
+  // One frame for every worker, sent from where it lies; its buffer is
+  // reused once the previous iteration's sends let it go.
+  if (!iterate_frame_ || iterate_frame_.use_count() > 1)
+    iterate_frame_ = std::make_shared<std::string>();
+  const std::string_view state = {reinterpret_cast<const char*>(s->state.bytes.data()),
+                                  s->state.bytes.size()};
+  IterateMsg{wire_id, it}.encode_into(iterate_frame_.get(), &state, 1);
+  Status sent;
+  for (const auto& id : participants) {
+    sent = ctx_.workers->send(id, OutgoingFrame(std::string(), *iterate_frame_, iterate_frame_));
+    if (!sent.ok()) {
+      drop_executors_of(id);
+      break;
+    }
+  }
+  record_finished_iteration(*s);  // the previous iteration's, while this one runs
+  if (!sent.ok()) return sent.with_context("iteration " + std::to_string(it));
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.progress_iteration = it;
     r.rows_done.clear();
   });
-  // A frame is its header's encoding followed by the payload (wire.h).
-  std::string frame = encode(IterateMsg{wire_id, it}.to_message());
-  frame.append(reinterpret_cast<const char*>(s->state.bytes.data()), s->state.bytes.size());
-  for (const auto& id : participants) {
-    Status st = ctx_.workers->send(id, frame);
-    if (!st.ok()) {
-      drop_executors_of(id);
-      return st.with_context("iteration " + std::to_string(it));
-    }
-  }
   auto results = collect(wire_id, MessageType::kIterationResult, participants);
   if (!results.ok()) return results.status().with_context("iteration " + std::to_string(it));
   const auto t_fold = SteadyClock::now();
@@ -283,8 +290,20 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     }
   }
   LIZARD_ASSIGN_OR_RETURN(*done, s->hooks->update_state(s->agg, &s->state, it));
-  record_iteration({it, ms_since(t0), kernel_ms, ms_since(t_fold), state_scalars(*s)});
+  finished_.due = true;
+  finished_.timing = {it, ms_since(t0), kernel_ms, ms_since(t_fold), nullptr};
+  finished_.done = *done;
   return Status::Ok();
+}
+
+void RunDriver::record_finished_iteration(const Sections& s) {
+  if (!finished_.due) return;
+  finished_.due = false;
+  IterationTiming timing = std::move(finished_.timing);
+  timing.state = state_scalars(s);
+  const int64_t iterations = timing.iteration + 1;
+  record_iteration(std::move(timing));
+  save_checkpoint(iterations, finished_.done, s);
 }
 
 nlohmann::json RunDriver::state_scalars(const Sections& s) const {

@@ -109,6 +109,12 @@ class RunDriver {
   bool can_loop_on_worker(const std::vector<std::string>& participants) const;
   // Records a finished iteration: timings, metrics, progress.
   void record_iteration(IterationTiming timing);
+  // The record and checkpoint of the iteration iterate() finished last,
+  // kept until the next iteration's frames are sent: building them (the
+  // state's fields as JSON, the checkpoint's copies) then overlaps the
+  // workers' kernels rather than lying between two iterations.  Done once
+  // the next frames are sent, or when the iterations stop.
+  void record_finished_iteration(const Sections& s);
   // The state's scalar fields, for the iteration's timing.
   nlohmann::json state_scalars(const Sections& s) const;
   Status gather_outputs(const std::string& wire_id, const std::vector<std::string>& participants,
@@ -136,6 +142,14 @@ class RunDriver {
   std::string last_loss_;
   bool restart_pending_ = false;
   bool checkpoints_ = false;  // the run resumes from checkpoints after a restart
+  struct FinishedIteration {
+    bool due = false;
+    IterationTiming timing;  // its state left out: read when recorded
+    bool done = false;
+  } finished_;
+  // The iterate frame, shared by the sends to every worker and reused by
+  // the next iteration once they are written.
+  std::shared_ptr<std::string> iterate_frame_;
   SteadyClock::time_point started_;
   double time_limit_s_ = 0;  // 0: none
   bool abort_ = false;

@@ -60,6 +60,26 @@ TEST_F(RunDriverTest, ARunGoesThroughItsWorkersToTheEnd) {
   EXPECT_EQ(reopened.get_json(run_->id).value()["status"], "done");
 }
 
+// An iteration's record (with its state's fields as JSON) and checkpoint
+// are written once the next iteration's frames are on their way, while the
+// workers compute, rather than between two iterations; the last iteration's
+// once the iterations stop.
+TEST_F(RunDriverTest, AnIterationIsRecordedWhileTheNextOneRuns) {
+  use_program(kSums);
+  FakeWorker& w1 = add_worker();
+  add_worker();
+  std::vector<size_t> recorded;  // iterations in the record as each iterate went out
+  w1.link()->watch([&](const std::string& frame) {  // on the driver's thread
+    if (frame_type(frame).value() == MessageType::kIterate) recorded.push_back(run_->timings.size());
+  });
+  start();
+  json r = wait();
+  EXPECT_EQ(r["status"], "done") << r.dump(2);
+  EXPECT_EQ(recorded, (std::vector<size_t>{0, 0, 1}));
+  ASSERT_EQ(r["timings"].size(), 3u);
+  EXPECT_EQ(r["timings"][2]["state"]["steps"], 3);
+}
+
 TEST_F(RunDriverTest, OutputsAreGatheredInRowOrder) {
   use_program(kSumsWithOutput);
   add_worker(2);

@@ -31,13 +31,15 @@ std::shared_ptr<ProgramEntry> make_test_program(const std::string& config,
 void FakeWorkerLink::send(OutgoingFrame frame) {
   std::string whole = std::move(frame.head);
   whole.append(frame.tail.data(), frame.tail.size());
-  std::function<void(const std::string&)> hook;
+  std::function<void(const std::string&)> hook, watch;
   {
     std::lock_guard<std::mutex> l(mu_);
     frames_.push_back(whole);
     hook = on_send_;
+    watch = watch_;
   }
   cv_.notify_all();
+  if (watch) watch(whole);
   if (hook) hook(whole);
 }
 
@@ -54,6 +56,11 @@ void FakeWorkerLink::close() {
 void FakeWorkerLink::on_send(std::function<void(const std::string&)> f) {
   std::lock_guard<std::mutex> l(mu_);
   on_send_ = std::move(f);
+}
+
+void FakeWorkerLink::watch(std::function<void(const std::string&)> f) {
+  std::lock_guard<std::mutex> l(mu_);
+  watch_ = std::move(f);
 }
 
 void FakeWorkerLink::set_queued_bytes(size_t n) {

@@ -61,6 +61,9 @@ class FakeWorkerLink : public WorkerLink {
 
   // Called with every frame after it was recorded (on the sender's thread).
   void on_send(std::function<void(const std::string& frame)> f);
+  // Called with every frame before on_send's (a FakeWorker's) function: for
+  // a test that looks at the server as each frame goes out.
+  void watch(std::function<void(const std::string& frame)> f);
   // Pretends `n` bytes wait to be written (for pacing tests).
   void set_queued_bytes(size_t n);
 
@@ -80,6 +83,7 @@ class FakeWorkerLink : public WorkerLink {
   size_t queued_ = 0;                // GUARDED_BY(mu_)
   bool closed_ = false;              // GUARDED_BY(mu_)
   std::function<void(const std::string&)> on_send_;
+  std::function<void(const std::string&)> watch_;
 };
 
 // What a FakeWorker holds of one run: its run_start and the rows it was sent.
