@@ -272,7 +272,8 @@ Status RunSession::iterate_here(const MessageView& m) {
   if (m.payload.size() != state_.bytes.size())
     return invalid_argument("state of " + std::to_string(m.payload.size()) + " bytes; expected " +
                             std::to_string(state_.bytes.size()));
-  if (!state_.bytes.empty()) std::memcpy(state_.bytes.data(), m.payload.data(), state_.bytes.size());
+  if (!state_.bytes.empty())
+    std::memcpy(state_.bytes.data(), m.payload.data(), state_.bytes.size());
   return iterate_executors(state_, h.iteration, &aggs_, &result_msg_.kernel_ms);
 }
 

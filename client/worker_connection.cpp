@@ -187,7 +187,7 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
     if (!token.empty()) headers["Authorization"] = "Bearer " + token;
     WsChannelOptions opts;
     opts.idle_timeout_s = server_timeout_s;  // notices a server that went silent
-    opts.frames = frames;  // a run's session gives the frames it handled back
+    opts.frames = frames;                    // a run's session gives the frames it handled back
     auto self = shared_from_this();
     handshake_ws_channel(
         std::move(stream), where(), "/workers", headers, opts,

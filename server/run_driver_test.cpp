@@ -70,7 +70,8 @@ TEST_F(RunDriverTest, AnIterationIsRecordedWhileTheNextOneRuns) {
   add_worker();
   std::vector<size_t> recorded;  // iterations in the record as each iterate went out
   w1.link()->watch([&](const std::string& frame) {  // on the driver's thread
-    if (frame_type(frame).value() == MessageType::kIterate) recorded.push_back(run_->timings.size());
+    if (frame_type(frame).value() == MessageType::kIterate)
+      recorded.push_back(run_->timings.size());
   });
   start();
   json r = wait();

@@ -34,7 +34,8 @@ class FanOut {
   size_t size() const { return n_; }
   template <typename F>
   const std::vector<Status>& run(const F& f) {
-    return run_task(Task{&f, [](const void* p, size_t i) { return (*static_cast<const F*>(p))(i); }});
+    return run_task(
+        Task{&f, [](const void* p, size_t i) { return (*static_cast<const F*>(p))(i); }});
   }
 
  private:
@@ -48,10 +49,10 @@ class FanOut {
   const size_t n_;
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
-  Task task_;                                            // GUARDED_BY(mu_)
-  uint64_t round_ = 0;                                   // GUARDED_BY(mu_)
-  size_t pending_ = 0;                                   // GUARDED_BY(mu_)
-  bool stopping_ = false;                                // GUARDED_BY(mu_)
+  Task task_;              // GUARDED_BY(mu_)
+  uint64_t round_ = 0;     // GUARDED_BY(mu_)
+  size_t pending_ = 0;     // GUARDED_BY(mu_)
+  bool stopping_ = false;  // GUARDED_BY(mu_)
   std::vector<Status> results_;
   std::vector<std::thread> threads_;
 };

@@ -31,8 +31,8 @@ class FramePool {
   size_t kept() const;
 
   static constexpr size_t kKept = 16;
-  static constexpr size_t kSmallest = 64;        // below this, a buffer is not worth keeping
-  static constexpr size_t kLargest = 4u << 20;   // above this, one is freed
+  static constexpr size_t kSmallest = 64;       // below this, a buffer is not worth keeping
+  static constexpr size_t kLargest = 4u << 20;  // above this, one is freed
 
  private:
   mutable std::mutex mu_;

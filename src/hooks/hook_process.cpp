@@ -98,8 +98,8 @@ Status HookProcess::await_reply(const CallLabel& what, std::string* reply) {
     if (got.code() != Code::kUnavailable) return fail(got);
     // The process closed its end: it exited or was killed.
     if (!child_->wait_exit(kExitWaitMs))
-      return fail(runtime_error(what.str() +
-                                " closed the hook process's channel; the process was killed"));
+      return fail(
+          runtime_error(what.str() + " closed the hook process's channel; the process was killed"));
     return fail(
         runtime_error(what.str() + " ended the hook process: " + child_->exit_description()));
   }

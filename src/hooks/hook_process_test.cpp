@@ -237,7 +237,8 @@ TEST(HookProcess, AnUpdateCallAllocatesNothingOnceItsBuffersHaveGrown) {
   HookRun run = start_run(c, p);
   ASSERT_TRUE(run.hooks);
   set_sum(&run.agg, 0.5);
-  for (int64_t it = 2; it < 5; ++it) ASSERT_TRUE(run.hooks->update_state(run.agg, &run.state, it).ok());
+  for (int64_t it = 2; it < 5; ++it)
+    ASSERT_TRUE(run.hooks->update_state(run.agg, &run.state, it).ok());
   int ok = 0;
   const uint64_t before = testing::allocations();
   for (int64_t it = 5; it < 35; ++it) ok += run.hooks->update_state(run.agg, &run.state, it).ok();

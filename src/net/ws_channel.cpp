@@ -41,7 +41,7 @@ struct WsChannel::Impl {
   RingQueue<OutgoingFrame> queue;  // waiting to be written, in order
   WsChannelCallbacks callbacks;
   std::shared_ptr<FramePool> frames;  // received frames' buffers; may be null
-  bool ended = false;  // the read loop has stopped
+  bool ended = false;                 // the read loop has stopped
 };
 
 // Builds channels for the two ways of opening one; a friend of WsChannel.

@@ -121,7 +121,8 @@ Status LoopStepMsg::read(std::string_view packed) {
 Message IterateMsg::to_message(std::string payload) const {
   return packed_message(*this, MessageType::kIterate, std::move(payload));
 }
-void IterateMsg::encode_into(std::string* frame, const std::string_view* payload, size_t parts) const {
+void IterateMsg::encode_into(std::string* frame, const std::string_view* payload,
+                             size_t parts) const {
   encode_packed(*this, MessageType::kIterate, frame, payload, parts);
 }
 Result<IterateMsg> IterateMsg::parse(std::string_view packed) {
@@ -131,7 +132,8 @@ Result<IterateMsg> IterateMsg::parse(std::string_view packed) {
 Message IterationResultMsg::to_message(std::string payload) const {
   return packed_message(*this, MessageType::kIterationResult, std::move(payload));
 }
-void IterationResultMsg::encode_into(std::string* frame, const std::string_view* payload, size_t parts) const {
+void IterationResultMsg::encode_into(std::string* frame, const std::string_view* payload,
+                                     size_t parts) const {
   encode_packed(*this, MessageType::kIterationResult, frame, payload, parts);
 }
 Result<IterationResultMsg> IterationResultMsg::parse(std::string_view packed) {
@@ -141,13 +143,13 @@ Result<IterationResultMsg> IterationResultMsg::parse(std::string_view packed) {
 Message LoopStepMsg::to_message(std::string payload) const {
   return packed_message(*this, MessageType::kLoopStep, std::move(payload));
 }
-void LoopStepMsg::encode_into(std::string* frame, const std::string_view* payload, size_t parts) const {
+void LoopStepMsg::encode_into(std::string* frame, const std::string_view* payload,
+                              size_t parts) const {
   encode_packed(*this, MessageType::kLoopStep, frame, payload, parts);
 }
 Result<LoopStepMsg> LoopStepMsg::parse(std::string_view packed) {
   return parse_packed<LoopStepMsg>(packed);
 }
-
 
 std::string_view packed_run_id(std::string_view packed) {
   ByteReader r(packed);

@@ -256,7 +256,8 @@ Status ProcessExecutor::send_iterate(const SectionBuffer& state, int64_t first, 
   ByteWriter::put_u64(static_cast<uint64_t>(first), range);
   ByteWriter::put_u64(static_cast<uint64_t>(count), range + 8);
   std::string_view parts[] = {
-      {range, sizeof range}, {reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()}};
+      {range, sizeof range},
+      {reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()}};
   // The run's first reply has no cadence to set how long to poll for it.
   if (!iterated_) child_->channel().expect_frame_soon();
   iterated_ = true;
