@@ -11,6 +11,7 @@ std::string FramePool::take() {
     if (kept_.empty()) return out;
     out = std::move(kept_.back());
     kept_.pop_back();
+    kept_bytes_ -= out.capacity();
   }
   out.clear();
   return out;
@@ -19,7 +20,10 @@ std::string FramePool::take() {
 void FramePool::give(std::string buffer) {
   if (buffer.capacity() < kSmallest || buffer.capacity() > kLargest) return;
   std::lock_guard<std::mutex> l(mu_);
-  if (kept_.size() < kKept) kept_.push_back(std::move(buffer));
+  const size_t bytes = buffer.capacity();
+  if (kept_.size() >= kKept || kept_bytes_ + bytes > kKeptBytes) return;
+  kept_bytes_ += bytes;
+  kept_.push_back(std::move(buffer));
 }
 
 size_t FramePool::kept() const {

@@ -31,12 +31,14 @@ class FramePool {
   size_t kept() const;
 
   static constexpr size_t kKept = 16;
-  static constexpr size_t kSmallest = 64;       // below this, a buffer is not worth keeping
-  static constexpr size_t kLargest = 4u << 20;  // above this, one is freed
+  static constexpr size_t kSmallest = 64;          // below this, a buffer is not worth keeping
+  static constexpr size_t kLargest = 4u << 20;     // above this, one is freed
+  static constexpr size_t kKeptBytes = 16u << 20;  // the most the kept buffers hold together
 
  private:
   mutable std::mutex mu_;
   std::vector<std::string> kept_;  // GUARDED_BY(mu_); reserved, so pushes allocate nothing
+  size_t kept_bytes_ = 0;          // GUARDED_BY(mu_): their capacities
 };
 
 }  // namespace lizard
