@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "net/handler_slot.h"
 #include "net/io_runner.h"
 #include "net/tls_context.h"
 #include "net/ws_channel_open.h"
@@ -21,52 +22,6 @@ namespace lizard {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 using tcp = net::ip::tcp;
-
-namespace {
-
-// Memory for the one flush of the outbox posted at a time (see send()): a
-// post from a run's thread would otherwise allocate its handler, once an
-// iteration.  A second handler while the first holds it (none is expected)
-// is allocated as usual.
-class HandlerSlot {
- public:
-  void* allocate(size_t n) {
-    if (n <= sizeof storage_ && !used_.exchange(true)) return storage_;
-    return ::operator new(n);
-  }
-  void deallocate(void* p) {
-    if (p == storage_)
-      used_ = false;
-    else
-      ::operator delete(p);
-  }
-
- private:
-  alignas(std::max_align_t) unsigned char storage_[256];
-  std::atomic<bool> used_{false};
-};
-
-// An Asio handler allocator over a HandlerSlot.
-template <typename T>
-struct SlotAllocator {
-  using value_type = T;
-  explicit SlotAllocator(HandlerSlot* s) : slot(s) {}
-  template <typename U>
-  SlotAllocator(const SlotAllocator<U>& o) : slot(o.slot) {}  // NOLINT: rebinding
-  T* allocate(size_t n) { return static_cast<T*>(slot->allocate(n * sizeof(T))); }
-  void deallocate(T* p, size_t) { slot->deallocate(p); }
-  template <typename U>
-  bool operator==(const SlotAllocator<U>& o) const {
-    return slot == o.slot;
-  }
-  template <typename U>
-  bool operator!=(const SlotAllocator<U>& o) const {
-    return slot != o.slot;
-  }
-  HandlerSlot* slot;
-};
-
-}  // namespace
 
 // Every member is touched on the io thread only, but for the outbox.
 struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::Impl> {

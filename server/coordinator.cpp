@@ -165,23 +165,32 @@ void Coordinator::Impl::on_hello(const std::string& worker_id, const json& heade
   wake_scheduler();
 }
 
-void Coordinator::Impl::to_driver(const std::string& run_id, DriverEvent ev) {
+void Coordinator::Impl::to_driver(std::string_view run_id, DriverEvent ev) {
   std::lock_guard<std::mutex> l(drivers_mu);
   auto it = drivers.find(run_id);
   if (it != drivers.end()) it->second->deliver(std::move(ev));
 }
 
 void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame) {
-  auto m = decode(frame);
-  if (!m.ok()) {
-    spdlog::warn("worker {} sent a bad frame: {}", worker_id, m.status().message());
-    return;
+  auto v = decode_view(frame);
+  if (!v.ok()) {
+    spdlog::warn("worker {} sent a bad frame: {}", worker_id, v.status().message());
+    return frames->give(std::move(frame));
   }
-  switch (m->type) {
+  if (v->type == MessageType::kIterationResult) {
+    // The message of every iteration goes to its run's driver as it came:
+    // the driver decodes it where it lies and gives its buffer back.
+    const std::string_view run_id = run_of_wire_id(packed_run_id(v->packed));
+    if (run_id.empty()) return frames->give(std::move(frame));
+    return to_driver(run_id, DriverEvent::result(worker_id, std::move(frame)));
+  }
+  Message m(v->type, std::move(v->header), std::string(v->payload), std::string(v->packed));
+  frames->give(std::move(frame));
+  switch (m.type) {
     case MessageType::kHello:
-      return on_hello(worker_id, m->header);
+      return on_hello(worker_id, m.header);
     case MessageType::kProgramStatus:
-      if (auto s = ProgramStatusMsg::parse(m->header); s.ok()) {
+      if (auto s = ProgramStatusMsg::parse(m.header); s.ok()) {
         metrics.count_program_build(s->ok);
         workers.program_status(worker_id, *s);
       }
@@ -189,23 +198,22 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
     case MessageType::kHeartbeat:
       return;
     case MessageType::kProgress:
-      if (auto p = ProgressMsg::parse(m->header); p.ok()) runs.progress(worker_id, *p);
+      if (auto p = ProgressMsg::parse(m.header); p.ok()) runs.progress(worker_id, *p);
       return;
     case MessageType::kResources:
-      if (auto r = ResourcesMsg::parse(m->header); r.ok()) workers.resources(worker_id, *r);
+      if (auto r = ResourcesMsg::parse(m.header); r.ok()) workers.resources(worker_id, *r);
       return;
     case MessageType::kRunReady:
-    case MessageType::kIterationResult:
     case MessageType::kLoopStep:
     case MessageType::kRunOutputs: {
-      const std::string wire_id = wire_run_id_of(*m);
+      const std::string wire_id = wire_run_id_of(m);
       if (wire_id.empty()) return;
-      const std::string run_id = run_of_wire_id(wire_id);
-      return to_driver(
-          run_id, DriverEvent{DriverEvent::Kind::kMessage, worker_id, std::move(m).value(), {}});
+      const std::string_view run_id = run_of_wire_id(wire_id);
+      return to_driver(run_id,
+                       DriverEvent{DriverEvent::Kind::kMessage, worker_id, std::move(m), {}});
     }
     default:
-      spdlog::debug("worker {} sent an unexpected {}", worker_id, message_type_name(m->type));
+      spdlog::debug("worker {} sent an unexpected {}", worker_id, message_type_name(m.type));
   }
 }
 
@@ -231,7 +239,7 @@ void Coordinator::shutdown() {
   impl_->wake_scheduler();
   impl_->workers.wake();
   if (impl_->sched_thread.joinable()) impl_->sched_thread.join();
-  std::map<std::string, std::unique_ptr<RunDriver>> drivers;
+  decltype(impl_->drivers) drivers;
   {
     std::lock_guard<std::mutex> l(impl_->drivers_mu);
     drivers.swap(impl_->drivers);
@@ -284,6 +292,10 @@ std::string Coordinator::on_worker_connect(std::shared_ptr<WorkerLink> link) {
   std::string id = impl_->workers.connect(impl_->metrics.metered(std::move(link)));
   spdlog::debug("worker {} connected", id);
   return id;
+}
+
+std::shared_ptr<FramePool> Coordinator::received_frames() {
+  return impl_->frames;
 }
 
 void Coordinator::on_worker_frame(const std::string& worker_id, std::string frame) {

@@ -61,6 +61,7 @@ class Coordinator : public ServerHandler {
   std::variant<std::unique_ptr<UploadSink>, HttpResponse> upload_destination(
       const HttpRequest& head) override;
   std::string on_worker_connect(std::shared_ptr<WorkerLink> link) override;
+  std::shared_ptr<FramePool> received_frames() override;
   void on_worker_frame(const std::string& worker_id, std::string frame) override;
   void on_worker_close(const std::string& worker_id) override;
 

@@ -48,9 +48,12 @@ struct Coordinator::Impl : RouteActions {
   HttpRoutes routes;
   boost::asio::thread_pool pool{4};
   std::atomic<bool> stopping{false};
+  // Workers' frames are read into these buffers; each goes back once its
+  // message is handled (an iteration result's, by the run's driver).
+  std::shared_ptr<FramePool> frames = std::make_shared<FramePool>();
 
   std::mutex drivers_mu;
-  std::map<std::string, std::unique_ptr<RunDriver>> drivers;  // GUARDED_BY(drivers_mu)
+  std::map<std::string, std::unique_ptr<RunDriver>, std::less<>> drivers;  // GUARDED_BY(drivers_mu)
 
   // Held while a run of a program is queued and while a program is deleted,
   // so that no run is queued for a program on its way out.
@@ -88,7 +91,7 @@ struct Coordinator::Impl : RouteActions {
   // ---- workers -------------------------------------------------------------
   void on_frame(const std::string& worker_id, std::string frame);
   void on_hello(const std::string& worker_id, const nlohmann::json& header);
-  void to_driver(const std::string& run_id, DriverEvent ev);
+  void to_driver(std::string_view run_id, DriverEvent ev);
 
   // ---- scheduling ----------------------------------------------------------
   void wake_scheduler();

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <future>
 #include <thread>
@@ -9,6 +11,7 @@
 #include "common/clock.h"
 #include "program/bundle.h"
 #include "server/testing/fakes.h"
+#include "tests/allocations.h"
 
 namespace lizard {
 namespace {
@@ -65,8 +68,10 @@ class CoordinatorTest : public ::testing::Test {
     coord_ = std::make_unique<Coordinator>(opts);
   }
 
-  // A fake worker connects and says hello, as the hub would hand it over.
-  FakeWorker& join(size_t executors = 1) {
+  // A fake worker connects and says hello, as the hub would hand it over;
+  // `wrap`, when given, stands between the server and the worker's link.
+  using WrapLink = std::function<std::shared_ptr<WorkerLink>(std::shared_ptr<WorkerLink>)>;
+  FakeWorker& join(size_t executors = 1, const WrapLink& wrap = nullptr) {
     const std::string id = "w" + std::to_string(++connected_);
     auto w = std::make_unique<FakeWorker>(id, [this](const std::string& from, Message m) {
       coord_->on_worker_frame(from, encode(m));
@@ -74,7 +79,7 @@ class CoordinatorTest : public ::testing::Test {
     w->kernel = [m = &program_->image.manifest](const FakeRun& run, const IterateMsg&) {
       return sums(*m, run);
     };
-    EXPECT_EQ(coord_->on_worker_connect(w->link()), id);
+    EXPECT_EQ(coord_->on_worker_connect(wrap ? wrap(w->link()) : w->link()), id);
     coord_->on_worker_frame(id, encode(w->hello(executors).to_message()));
     fakes_.push_back(std::move(w));
     return *fakes_.back();
@@ -99,10 +104,11 @@ class CoordinatorTest : public ::testing::Test {
 
   static json body(const HttpResponse& r) { return json::parse(r.body, nullptr, false); }
 
-  std::string register_program() {
+  std::string register_program(const char* config = kConfig, const std::string& host = "") {
     ProgramBundle b;
-    b.config = kConfig;
+    b.config = config;
     b.sources["kernel.cu"] = "";
+    if (!host.empty()) b.sources["host.cpp"] = host;
     auto r = call("POST", "/programs", b.to_json().dump());
     EXPECT_EQ(r.status, 201) << r.body;
     return body(r).value("hash", "");
@@ -315,5 +321,137 @@ TEST_F(CoordinatorTest, ProgramsAndRunsSurviveARestart) {
   EXPECT_TRUE(w1.link()->wait_for(MessageType::kProgram, 1));
 }
 
+// The sums of kConfig added up over the iterations by a host hook that never
+// stops the run, so that it makes max_iterations iterations.
+const char* kRunningTotal = R"(
+info: {name: running_total}
+sources: {cuda: kernel.cu, host: host.cpp}
+dataset:
+  x: {type: float64, shape: [rows]}
+state:
+  total: {type: float64}
+aggregate:
+  sum:   {type: float64, reduce: sum}
+  count: {type: int64, reduce: sum}
+iterate: [k]
+)";
+const char* kRunningTotalHost = R"(
+#include "lizard_program.h"
+extern "C" int update_global_state(const global_params_t*, const agg_res_t* r,
+                                   global_state_t* s, int64_t) {
+  s->total += *r->sum;
+  return 0;
+}
+)";
+
+// Stands between the server and a fake worker's link.  It holds back the
+// iterates of iterations [first, last), noting the process's allocations as
+// each one goes out, for the test to answer them itself.
+class IterationLink : public WorkerLink {
+ public:
+  IterationLink(std::shared_ptr<WorkerLink> inner, int first, int last)
+      : inner_(std::move(inner)), first_(first), last_(last) {}
+
+  void send(OutgoingFrame f) override {
+    const uint64_t now = testing::allocations();
+    auto type = frame_type(f.head.empty() ? f.tail : std::string_view(f.head));
+    if (type.ok() && *type == MessageType::kIterate) {
+      const int it = iterates_.load();
+      if (it >= first_ && it < last_) {
+        at_[static_cast<size_t>(it)] = now;
+        iterates_.store(it + 1);
+        return;
+      }
+      iterates_.store(it + 1);
+    }
+    inner_->send(std::move(f));
+  }
+  size_t queued_bytes() const override { return inner_->queued_bytes(); }
+  void close() override { inner_->close(); }
+  std::string peer() const override { return inner_->peer(); }
+
+  // The iterates sent so far, and the allocations when iterate `it` went out.
+  int iterates() const { return iterates_.load(); }
+  uint64_t allocations_at(int it) const { return at_[static_cast<size_t>(it)]; }
+
+ private:
+  std::shared_ptr<WorkerLink> inner_;
+  const int first_, last_;
+  std::array<uint64_t, 64> at_{};
+  std::atomic<int> iterates_{0};
+};
+
+// Waits until no thread of the process has allocated for a while: the
+// driver has recorded the previous iteration and waits for results.
+void wait_until_quiet() {
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(3);
+  uint64_t seen = testing::allocations();
+  while (SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const uint64_t now = testing::allocations();
+    if (now == seen) return;
+    seen = now;
+  }
+}
+
+TEST_F(CoordinatorTest, AServerDrivenIterationAllocatesNothingFromResultsToTheNextIterate) {
+  // The fake workers answer the first and last iterations, the test those
+  // between, each worker's with a sum of 1.
+  constexpr int kIterations = 20, kFirstHeld = 4, kHeld = 12;
+  std::vector<std::shared_ptr<IterationLink>> links;
+  auto wrap = [&](std::shared_ptr<WorkerLink> inner) {
+    links.push_back(
+        std::make_shared<IterationLink>(std::move(inner), kFirstHeld, kFirstHeld + kHeld));
+    return links.back();
+  };
+  FakeWorker& w1 = join(1, wrap);
+  join(1, wrap);
+  const std::string hash = register_program(kRunningTotal, kRunningTotalHost);
+  ASSERT_FALSE(hash.empty());
+  const json run = body(
+      call("POST", "/runtime/" + hash, run_body(10, {{"max_iterations", kIterations}}).dump()));
+  const std::string id = run.value("runtime_id", "");
+  ASSERT_FALSE(id.empty()) << run.dump();
+  auto wait_for_iterates = [&](int n) {
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(20);
+    for (auto& l : links)
+      while (l->iterates() < n && SteadyClock::now() < deadline) std::this_thread::yield();
+    for (auto& l : links) ASSERT_GE(l->iterates(), n) << "iterate " << n - 1 << " never went out";
+  };
+  ASSERT_NO_FATAL_FAILURE(wait_for_iterates(kFirstHeld + 1));  // both workers take part
+  const std::string wire_id =
+      IterateMsg::parse(w1.link()->sent_of(MessageType::kIterate)[0].packed)->run_id;
+  const Manifest& m = program_->image.manifest;  // kConfig's aggregate: the same
+  std::vector<uint64_t> allocated;
+  for (int it = kFirstHeld; it < kFirstHeld + kHeld; ++it) {
+    std::vector<std::string> results;
+    for (int w = 0; w < 2; ++w) {
+      SectionBuffer agg = make_section(m.aggregate, m, ParamValues{}).value();
+      const double sum = 1;
+      const int64_t count = 5;
+      std::memcpy(agg.data(*agg.find("sum")), &sum, sizeof sum);
+      std::memcpy(agg.data(*agg.find("count")), &count, sizeof count);
+      IterationResultMsg r{wire_id, it, true, "", 0.5};
+      results.push_back(encode(r.to_message(std::string(agg.bytes.begin(), agg.bytes.end()))));
+    }
+    wait_until_quiet();
+    const uint64_t before = testing::allocations();
+    coord_->on_worker_frame("w1", std::move(results[0]));
+    coord_->on_worker_frame("w2", std::move(results[1]));
+    ASSERT_NO_FATAL_FAILURE(wait_for_iterates(it + 2));
+    if (it + 1 == kFirstHeld + kHeld) break;  // iterate it + 1 went to the fake workers
+    uint64_t sent = 0;
+    for (auto& l : links) sent = std::max(sent, l->allocations_at(it + 1));
+    allocated.push_back(sent - before);
+  }
+  // The first of them may still grow a buffer.
+  for (size_t k = 2; k < allocated.size(); ++k)
+    EXPECT_EQ(allocated[k], 0u) << "allocations between the results of iteration " << kFirstHeld + k
+                                << " and the next iterate";
+  json done = wait_for_status(id, "done");
+  EXPECT_EQ(done["iterations"], kIterations);
+  EXPECT_EQ(done["result"]["state"]["total"], (kIterations - kHeld) * 55.0 + kHeld * 2.0)
+      << done.dump(2);
+}
 }  // namespace
 }  // namespace lizard

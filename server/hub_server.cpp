@@ -63,6 +63,7 @@ void open_worker_channel(MaybeTlsStream stream, http::request<http::string_body>
                          ServerHandler* handler, int heartbeat_s) {
   WsChannelOptions opts;
   opts.idle_timeout_s = heartbeat_s;
+  opts.frames = handler->received_frames();
   auto on_open = [handler](const std::shared_ptr<WsChannel>& channel) {
     const std::string id = handler->on_worker_connect(std::make_shared<ChannelLink>(channel));
     return WsChannelCallbacks{

@@ -229,7 +229,7 @@ void RunBook::fail_queued(const std::string& reason) {
 
 void RunBook::progress(const std::string& worker_id, const ProgressMsg& m) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = runs_.find(run_of_wire_id(m.run_id));
+  auto it = runs_.find(std::string(run_of_wire_id(m.run_id)));
   if (it == runs_.end()) return;
   RunRecord& run = *it->second;
   if (run.status != RunStatus::kRunning || m.iteration != run.progress_iteration) return;

@@ -214,24 +214,30 @@ Status RunDriver::wait_for_placement() {
                      std::to_string(ctx_.worker_wait_s) + " s (GET /clients lists the workers)");
 }
 
+Result<std::optional<DriverEvent>> RunDriver::next_event_from(
+    const std::vector<std::string>& from) {
+  LIZARD_RETURN_IF_ERROR(interrupted());
+  auto ev = inbox_.pop_for(std::chrono::milliseconds(200));
+  if (!ev || std::find(from.begin(), from.end(), ev->worker_id) == from.end())
+    return std::optional<DriverEvent>();
+  if (ev->kind == DriverEvent::Kind::kWorkerLost) {
+    drop_executors_of(ev->worker_id);
+    return worker_lost("lost worker " + ev->worker_id +
+                       (ev->worker_name.empty() ? "" : " (" + ev->worker_name + ")") +
+                       ": it left during the run (its connection closed; the worker's log "
+                       "says why)");
+  }
+  return ev;
+}
+
 Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wire_id,
                                                           MessageType type,
                                                           const std::vector<std::string>& from,
                                                           bool keep_failures) {
   std::map<std::string, Message> got;
   while (got.size() < from.size()) {
-    LIZARD_RETURN_IF_ERROR(interrupted());
-    auto ev = inbox_.pop_for(std::chrono::milliseconds(200));
-    if (!ev) continue;
-    if (std::find(from.begin(), from.end(), ev->worker_id) == from.end()) continue;
-    if (ev->kind == DriverEvent::Kind::kWorkerLost) {
-      drop_executors_of(ev->worker_id);
-      return worker_lost("lost worker " + ev->worker_id +
-                         (ev->worker_name.empty() ? "" : " (" + ev->worker_name + ")") +
-                         ": it left during the run (its connection closed; the worker's log "
-                         "says why)");
-    }
-    if (ev->kind != DriverEvent::Kind::kMessage || ev->msg.type != type) continue;
+    LIZARD_ASSIGN_OR_RETURN(std::optional<DriverEvent> ev, next_event_from(from));
+    if (!ev || ev->kind != DriverEvent::Kind::kMessage || ev->msg.type != type) continue;
     if (wire_run_id_of(ev->msg) != wire_id) continue;  // an earlier attempt's
     if (!keep_failures)
       if (auto error = reported_error(ev->msg))
@@ -239,6 +245,32 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
     got[ev->worker_id] = std::move(ev->msg);
   }
   return got;
+}
+
+Status RunDriver::collect_results(const std::string& wire_id,
+                                  const std::vector<std::string>& from) {
+  results_.resize(from.size());
+  received_.assign(from.size(), false);
+  size_t count = 0;
+  while (count < from.size()) {
+    LIZARD_ASSIGN_OR_RETURN(std::optional<DriverEvent> ev, next_event_from(from));
+    if (!ev || ev->kind != DriverEvent::Kind::kResult) continue;
+    auto view = decode_view(ev->frame);
+    if (!view.ok() || view->type != MessageType::kIterationResult ||
+        packed_run_id(view->packed) != wire_id)
+      continue;  // an earlier attempt's
+    const std::string& id = ev->worker_id;
+    if (Status st = result_.read(view->packed); !st.ok()) return st.with_context("worker " + id);
+    if (!result_.ok)
+      return runtime_error("worker " + id + ": " +
+                           (result_.error.empty() ? std::string("failed") : result_.error));
+    const size_t k = std::find(from.begin(), from.end(), id) - from.begin();
+    if (received_[k]) continue;
+    received_[k] = true;
+    ++count;
+    results_[k] = std::move(ev->frame);
+  }
+  return Status::Ok();
 }
 
 Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::string>& participants,
@@ -267,28 +299,32 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     r.progress_iteration = it;
     r.rows_done.clear();
   });
-  auto results = collect(wire_id, MessageType::kIterationResult, participants);
-  if (!results.ok()) return results.status().with_context("iteration " + std::to_string(it));
+  if (Status st = collect_results(wire_id, participants); !st.ok())
+    return st.with_context("iteration " + std::to_string(it));
   const auto t_fold = SteadyClock::now();
   set_identity(&s->agg);
   double kernel_ms = 0;
   const size_t n = s->partial.bytes.size();
-  for (auto& [id, msg] : results.value()) {
-    auto result = IterationResultMsg::parse(msg.packed);
-    if (!result.ok()) return result.status().with_context("worker " + id);
-    kernel_ms = std::max(kernel_ms, result->kernel_ms);
+  for (size_t k = 0; k < participants.size(); ++k) {
+    auto view = decode_view(results_[k]);  // checked by collect_results()
+    LIZARD_RETURN_IF_ERROR(view.status());
+    LIZARD_RETURN_IF_ERROR(result_.read(view->packed));
+    kernel_ms = std::max(kernel_ms, result_.kernel_ms);
+    const std::string_view payload = view->payload;
     if (n == 0) continue;
-    if (msg.payload.size() % n != 0)
-      return internal_error("worker " + id + " sent an aggregate of " +
-                            std::to_string(msg.payload.size()) + " bytes; expected a multiple of " +
+    if (payload.size() % n != 0)
+      return internal_error("worker " + participants[k] + " sent an aggregate of " +
+                            std::to_string(payload.size()) + " bytes; expected a multiple of " +
                             std::to_string(n));
-    for (size_t off = 0; off < msg.payload.size(); off += n) {
-      std::memcpy(s->partial.bytes.data(), msg.payload.data() + off, n);
+    for (size_t off = 0; off < payload.size(); off += n) {
+      std::memcpy(s->partial.bytes.data(), payload.data() + off, n);
       fold_into(&s->agg, s->partial);
       if (m.has_custom_reducer())
         LIZARD_RETURN_IF_ERROR(s->hooks->aggregate(&s->agg, s->partial, it));
     }
   }
+  if (ctx_.frames)  // for the hub to read the next results into
+    for (std::string& f : results_) ctx_.frames->give(std::move(f));
   LIZARD_ASSIGN_OR_RETURN(*done, s->hooks->update_state(s->agg, &s->state, it));
   finished_.due = true;
   finished_.timing = {it, ms_since(t0), kernel_ms, ms_since(t_fold), nullptr};

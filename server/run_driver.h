@@ -20,21 +20,25 @@
 //   RunDriver d(run, ctx);
 //   d.start([&](const std::string& id) { ...give its executors back... });
 //   d.deliver({DriverEvent::Kind::kMessage, "w1", std::move(msg)});
+//   d.deliver(DriverEvent::result("w1", std::move(iteration_result_frame)));
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/frame_pool.h"
 #include "common/mailbox.h"
 #include "common/status.h"
 #include "hooks/hook_process.h"
 #include "program/layout.h"
+#include "protocol/iteration_messages.h"
 #include "protocol/wire.h"
 #include "server/run_book.h"
 #include "server/worker_registry.h"
@@ -45,12 +49,25 @@ class RunHooks;
 class ServerMetrics;
 
 struct DriverEvent {
-  enum class Kind { kMessage, kWorkerLost, kPlacement, kWake };
+  enum class Kind { kMessage, kResult, kWorkerLost, kPlacement, kWake };
   Kind kind = Kind::kWake;
   std::string worker_id;
-  Message msg;                         // kMessage
-  std::vector<ExecutorRef> executors;  // kPlacement
-  std::string worker_name{};           // kWorkerLost: its hostname, when known
+  Message msg{MessageType::kHeartbeat, nullptr};  // kMessage
+  std::vector<ExecutorRef> executors;             // kPlacement
+  std::string worker_name{};                      // kWorkerLost: its hostname, when known
+  // kResult: an iteration_result frame as it was received.  The driver
+  // decodes it where it lies, so that the message of every iteration is
+  // neither copied nor parsed into a Message; it gives the buffer back to
+  // DriverContext::frames once folded.
+  std::string frame{};
+
+  static DriverEvent result(std::string worker_id, std::string frame) {
+    DriverEvent ev;
+    ev.kind = Kind::kResult;
+    ev.worker_id = std::move(worker_id);
+    ev.frame = std::move(frame);
+    return ev;
+  }
 };
 
 // What a driver uses of the rest of the server.
@@ -64,6 +81,7 @@ struct DriverContext {
   ServerMetrics* metrics = nullptr;      // iteration times and compiles; may be null
   std::function<bool()> stopping;        // the server is shutting down
   std::function<void()> wake_scheduler;  // after asking for executors again
+  std::shared_ptr<FramePool> frames;     // where folded results' frames go back; may be null
 };
 
 class RunDriver {
@@ -126,6 +144,13 @@ class RunDriver {
   Result<std::map<std::string, Message>> collect(const std::string& wire_id, MessageType type,
                                                  const std::vector<std::string>& from,
                                                  bool keep_failures = false);
+  // The iteration_result of each worker of `from`, in results_ (in the order
+  // of `from`); one that reports a failure fails the collection.  Allocates
+  // nothing once results_ has grown: the frames are kept as they came.
+  Status collect_results(const std::string& wire_id, const std::vector<std::string>& from);
+  // The next event from a worker of `from` (or none after a quiet moment);
+  // the loss of one of them is an error.
+  Result<std::optional<DriverEvent>> next_event_from(const std::vector<std::string>& from);
   // Cancelled, past its time limit, or the server stopping.  A cancel or a
   // time limit also sets abort_, so that the run's workers are told to stop
   // its kernels (run_abort) rather than to end it.
@@ -150,6 +175,11 @@ class RunDriver {
   // The iterate frame, shared by the sends to every worker and reused by
   // the next iteration once they are written.
   std::shared_ptr<std::string> iterate_frame_;
+  // An iteration's results, by participant (collect_results()), and the
+  // header read from each: kept, so that folding allocates nothing.
+  std::vector<std::string> results_;
+  std::vector<bool> received_;
+  IterationResultMsg result_;
   SteadyClock::time_point started_;
   double time_limit_s_ = 0;  // 0: none
   bool abort_ = false;

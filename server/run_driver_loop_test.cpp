@@ -96,7 +96,7 @@ TEST_F(RunDriverLoopTest, AWorkersLoopErrorFailsTheRunWithItsMessage) {
     failed.ok = false;
     failed.error = "host hook update_global_state ended the hook process";
     std::lock_guard<std::mutex> l(mu_);
-    driver_->deliver({DriverEvent::Kind::kMessage, "w1", failed.to_message(), {}});
+    driver_->deliver(testing::from_worker("w1", failed.to_message()));
     return true;
   };
   start();

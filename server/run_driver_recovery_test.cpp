@@ -202,7 +202,7 @@ TEST_F(RunDriverTest, RepliesOfAnEarlierAttemptAreIgnored) {
       // A late answer of the first attempt, with an aggregate that would fail the run.
       std::lock_guard<std::mutex> l(mu_);
       IterationResultMsg late{stale_id, IterateMsg::parse(m.packed)->iteration, true, "", 0};
-      driver_->deliver({DriverEvent::Kind::kMessage, "w1", late.to_message("xyz"), {}});
+      driver_->deliver(testing::from_worker("w1", late.to_message("xyz")));
     }
     return false;
   };

@@ -118,7 +118,7 @@ TEST_F(RunDriverTest, AWorkersErrorFailsTheRunWithItsMessage) {
     if (!testing::is_iterate(m, 1)) return false;
     std::lock_guard<std::mutex> l(mu_);
     IterationResultMsg bad{wire_run_id_of(m), 1, false, "CUDA error: out of memory", 0};
-    driver_->deliver({DriverEvent::Kind::kMessage, "w2", bad.to_message(), {}});
+    driver_->deliver(testing::from_worker("w2", bad.to_message()));
     return true;
   };
   start();
@@ -140,7 +140,7 @@ TEST_F(RunDriverTest, AWorkerThatCannotLoadItsRowsFailsTheRun) {
     if (m.type != MessageType::kRunStart) return false;
     std::lock_guard<std::mutex> l(mu_);
     RunReadyMsg bad{m.header["run_id"], false, "this worker has not built program x", 0, false, {}};
-    driver_->deliver({DriverEvent::Kind::kMessage, "w1", bad.to_message(), {}});
+    driver_->deliver(testing::from_worker("w1", bad.to_message()));
     return true;
   };
   start();

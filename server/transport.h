@@ -74,6 +74,10 @@ class ServerHandler {
   // Whether a worker presenting these (lower-case) headers may join.
   virtual bool authorize_worker(const std::map<std::string, std::string>& headers) = 0;
   virtual std::string on_worker_connect(std::shared_ptr<WorkerLink> link) = 0;  // returns its id
+  // Where the buffers of workers' frames come from: the handler gives each
+  // back once done with it, so that the frames of every iteration are read
+  // without allocating.  Null: each frame is allocated.
+  virtual std::shared_ptr<FramePool> received_frames() { return nullptr; }
   virtual void on_worker_frame(const std::string& worker_id, std::string frame) = 0;
   virtual void on_worker_close(const std::string& worker_id) = 0;
 };

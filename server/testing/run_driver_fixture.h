@@ -109,6 +109,13 @@ inline std::string doubled(const FakeRun& run, const std::string&) {
   return out;
 }
 
+// A worker's message as the coordinator hands it to a driver: an
+// iteration_result as the frame it came in, any other decoded.
+inline DriverEvent from_worker(const std::string& id, Message m) {
+  if (m.type == MessageType::kIterationResult) return DriverEvent::result(id, encode(m));
+  return {DriverEvent::Kind::kMessage, id, std::move(m), {}};
+}
+
 // A RunBook, a WorkerRegistry with fake workers, and one RunDriver.
 class RunDriverTest : public ::testing::Test {
  protected:
@@ -121,7 +128,7 @@ class RunDriverTest : public ::testing::Test {
     const std::string id = "w" + std::to_string(fakes_.size() + 1);
     auto w = std::make_unique<FakeWorker>(id, [this](const std::string& from, Message m) {
       std::lock_guard<std::mutex> l(mu_);
-      if (driver_) driver_->deliver({DriverEvent::Kind::kMessage, from, std::move(m), {}});
+      if (driver_) driver_->deliver(from_worker(from, std::move(m)));
     });
     const Manifest& m = program_->image.manifest;
     w->kernel = [&m](const FakeRun& run, const IterateMsg&) { return sums_kernel(m, run); };

@@ -9,8 +9,11 @@
 #include <boost/beast/websocket.hpp>
 
 #include <array>
+#include <mutex>
+#include <vector>
 
 #include "common/ring_queue.h"
+#include "net/handler_slot.h"
 #include "net/ws_channel_open.h"
 
 namespace lizard {
@@ -42,6 +45,25 @@ struct WsChannel::Impl {
   WsChannelCallbacks callbacks;
   std::shared_ptr<FramePool> frames;  // received frames' buffers; may be null
   bool ended = false;                 // the read loop has stopped
+  // Frames sent from any thread wait here until the one flush posted at a
+  // time moves them to `queue` on the strand.  The two vectors trade places
+  // at each flush and keep their capacity, and the flush's memory is a kept
+  // slot: a frame sent every iteration allocates nothing.
+  std::mutex outbox_mu;
+  std::vector<OutgoingFrame> outbox;  // GUARDED_BY(outbox_mu)
+  bool flush_posted = false;          // GUARDED_BY(outbox_mu)
+  std::vector<OutgoingFrame> draining;
+  HandlerSlot flush_slot;
+};
+
+// The strand's side of send().
+struct WsChannel::Flush {
+  std::shared_ptr<WsChannel> channel;
+  using allocator_type = SlotAllocator<void>;
+  allocator_type get_allocator() const noexcept {
+    return allocator_type(&channel->impl_->flush_slot);
+  }
+  void operator()() const { channel->flush(); }
 };
 
 // Builds channels for the two ways of opening one; a friend of WsChannel.
@@ -138,15 +160,33 @@ void WsChannel::closed(const std::string& why) {
 
 void WsChannel::send(OutgoingFrame frame) {
   queued_bytes_ += frame.size();
-  net::post(impl_->ws.get_executor(), [self = shared_from_this(), f = std::move(frame)]() mutable {
-    Impl& i = *self->impl_;
-    if (i.ended) {
-      self->queued_bytes_ -= f.size();
-      return;
-    }
-    i.queue.push(std::move(f));
-    if (i.queue.size() == 1) self->do_write();
-  });
+  Impl& i = *impl_;
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> l(i.outbox_mu);
+    i.outbox.push_back(std::move(frame));
+    post = !i.flush_posted;
+    i.flush_posted = true;
+  }
+  if (post) net::post(i.ws.get_executor(), Flush{shared_from_this()});
+}
+
+void WsChannel::flush() {
+  Impl& i = *impl_;
+  {
+    std::lock_guard<std::mutex> l(i.outbox_mu);
+    std::swap(i.outbox, i.draining);
+    i.flush_posted = false;
+  }
+  const bool writing = !i.queue.empty();
+  for (OutgoingFrame& f : i.draining) {
+    if (i.ended)
+      queued_bytes_ -= f.size();  // dropped (its buffer goes back to its pool)
+    else
+      i.queue.push(std::move(f));
+  }
+  i.draining.clear();
+  if (!writing && !i.queue.empty()) do_write();
 }
 
 void WsChannel::do_write() {

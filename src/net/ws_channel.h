@@ -2,12 +2,14 @@
 // same on both ends — the server's hub for each worker, and the worker's
 // connection to the server, over plain TCP or TLS.  It owns the stream, whose
 // executor is a strand: every operation on the stream runs there, handlers
-// never run at once, and send() and close() may be called from any thread.  Outgoing messages wait
-// in a queue and are written one at a time, in order.  Liveness comes from
-// WebSocket pings: after half of `idle_timeout_s` without a frame the channel
-// pings, and a peer silent for the whole timeout counts as gone.  Frames are
-// handed to `on_frame` as they arrive; `on_closed` runs once when the
-// connection ends, for whatever reason.
+// never run at once, and send() and close() may be called from any thread.
+// Outgoing messages wait in a queue and are written one at a time, in order;
+// once its buffers have grown, sending allocates nothing, from any thread.
+// Liveness comes from WebSocket pings: after half of `idle_timeout_s`
+// without a frame the channel pings, and a peer silent for the whole timeout
+// counts as gone.  Frames are handed to `on_frame` as they arrive, in
+// buffers from `WsChannelOptions::frames` when set; `on_closed` runs once
+// when the connection ends, for whatever reason.
 //
 // Channels are opened by accept_ws_channel() (server) or
 // handshake_ws_channel() (worker), declared in net/ws_channel_open.h beside
@@ -62,11 +64,13 @@ class WsChannel : public std::enable_shared_from_this<WsChannel> {
   struct Impl;  // the Beast stream and the queue: ws_channel.cpp
 
  private:
+  struct Flush;
   friend struct WsChannelOpener;
   explicit WsChannel(std::unique_ptr<Impl> impl, std::string peer);
   void start_reading(WsChannelCallbacks callbacks);
   void do_read();
   void do_write();
+  void flush();
   void closed(const std::string& why);
 
   std::unique_ptr<Impl> impl_;

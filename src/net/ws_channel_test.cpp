@@ -10,6 +10,7 @@
 
 #include "common/mailbox.h"
 #include "net/ws_channel_open.h"
+#include "tests/allocations.h"
 
 namespace lizard {
 namespace {
@@ -111,6 +112,27 @@ TEST_F(WsChannelTest, FramesArriveWholeAndInOrderBothWays) {
   while (server_->queued_bytes() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(server_->queued_bytes(), 0u);
+}
+
+// A run's thread sends a frame every iteration, and the peer reads each into
+// a buffer from its pool and gives it back: once their buffers have grown,
+// neither side allocates.
+TEST_F(WsChannelTest, FramesSentFromAnotherThreadAndReadIntoAPoolAllocateNothing) {
+  WsChannelOptions server_opts;
+  server_opts.frames = std::make_shared<FramePool>();
+  open(server_opts, {});
+  auto state = std::make_shared<std::string>(4096, 's');
+  std::vector<uint64_t> at;  // the allocations after each round trip
+  at.reserve(100);
+  for (int i = 0; i < 100; ++i) {
+    client_->send(OutgoingFrame(std::string(), *state, state));
+    auto got = at_server_.pop_for(std::chrono::seconds(10));
+    ASSERT_TRUE(got.has_value());
+    ASSERT_EQ(got->size(), state->size());
+    server_opts.frames->give(std::move(*got));
+    at.push_back(testing::allocations());
+  }
+  EXPECT_EQ(at.back() - at[20], 0u) << "allocations in round trips 21..100";
 }
 
 TEST_F(WsChannelTest, CloseEndsBothSidesOnceAndLaterSendsAreDropped) {

@@ -405,7 +405,7 @@ Result<RunAbortMsg> RunAbortMsg::parse(const json& h) {
   return done(r, std::move(m));
 }
 
-std::string run_of_wire_id(const std::string& wire_id) {
+std::string_view run_of_wire_id(std::string_view wire_id) {
   return wire_id.substr(0, wire_id.rfind('.'));
 }
 

@@ -175,8 +175,8 @@ struct LoopMsg {
   static Result<LoopMsg> parse(const nlohmann::json& h);
 };
 
-// The run a wire id ("r7.2": run r7, attempt 2) belongs to.
-std::string run_of_wire_id(const std::string& wire_id);
+// The run a wire id ("r7.2": run r7, attempt 2) belongs to: a view into `wire_id`.
+std::string_view run_of_wire_id(std::string_view wire_id);
 
 // The wire id a message names in its header, packed or JSON; empty when it
 // names none.
