@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "program/bundle.h"
 #include "server/testing/fakes.h"
+#include "server/testing/run_driver_fixture.h"
 #include "tests/allocations.h"
 
 namespace lizard {
@@ -321,29 +322,6 @@ TEST_F(CoordinatorTest, ProgramsAndRunsSurviveARestart) {
   EXPECT_TRUE(w1.link()->wait_for(MessageType::kProgram, 1));
 }
 
-// The sums of kConfig added up over the iterations by a host hook that never
-// stops the run, so that it makes max_iterations iterations.
-const char* kRunningTotal = R"(
-info: {name: running_total}
-sources: {cuda: kernel.cu, host: host.cpp}
-dataset:
-  x: {type: float64, shape: [rows]}
-state:
-  total: {type: float64}
-aggregate:
-  sum:   {type: float64, reduce: sum}
-  count: {type: int64, reduce: sum}
-iterate: [k]
-)";
-const char* kRunningTotalHost = R"(
-#include "lizard_program.h"
-extern "C" int update_global_state(const global_params_t*, const agg_res_t* r,
-                                   global_state_t* s, int64_t) {
-  s->total += *r->sum;
-  return 0;
-}
-)";
-
 // Stands between the server and a fake worker's link.  It holds back the
 // iterates of iterations [first, last), noting the process's allocations as
 // each one goes out, for the test to answer them itself.
@@ -395,6 +373,7 @@ void wait_until_quiet() {
 }
 
 TEST_F(CoordinatorTest, AServerDrivenIterationAllocatesNothingFromResultsToTheNextIterate) {
+  // kSums adds each iteration's sum to its state and never stops on its own.
   // The fake workers answer the first and last iterations, the test those
   // between, each worker's with a sum of 1.
   constexpr int kIterations = 20, kFirstHeld = 4, kHeld = 12;
@@ -406,7 +385,7 @@ TEST_F(CoordinatorTest, AServerDrivenIterationAllocatesNothingFromResultsToTheNe
   };
   FakeWorker& w1 = join(1, wrap);
   join(1, wrap);
-  const std::string hash = register_program(kRunningTotal, kRunningTotalHost);
+  const std::string hash = register_program(testing::kSums, testing::kHost);
   ASSERT_FALSE(hash.empty());
   const json run = body(
       call("POST", "/runtime/" + hash, run_body(10, {{"max_iterations", kIterations}}).dump()));
