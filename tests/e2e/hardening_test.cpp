@@ -281,7 +281,8 @@ TEST(LostWorker, TheRecordSaysTheWorkerLeftAndHowFarTheRunGot) {
   Hardening::expect_daemons_up(c, sum);
 }
 
-// Runs `lizard server` with `args` until it logs that it listens; returns the log.
+// Runs `lizard server` with `args` until it logs the address it listens on
+// (after any warning about it); returns the log.
 std::string server_start_log(const std::string& dir, std::vector<std::string> args) {
   const std::string log = dir + "/bind.log";
   std::vector<std::string> argv = {LIZARD_BIN, "server", "--state-dir", dir + "/bind-state"};
@@ -301,7 +302,7 @@ std::string server_start_log(const std::string& dir, std::vector<std::string> ar
   EXPECT_EQ(posix_spawn(&pid, cargs[0], &fa, nullptr, cargs.data(), env.data()), 0);
   posix_spawn_file_actions_destroy(&fa);
   std::string text;
-  for (int i = 0; i < 200 && text.find("listening on") == std::string::npos; ++i) {
+  for (int i = 0; i < 200 && text.find("listening on http") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::ifstream in(log);
     text.assign(std::istreambuf_iterator<char>(in), {});
