@@ -12,7 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "net/handler_slot.h"
 #include "net/io_runner.h"
 #include "net/tls_context.h"
 #include "net/ws_channel_open.h"
@@ -23,7 +22,8 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 
-// Every member is touched on the io thread only, but for the outbox.
+// Every member is touched on the io thread only; `channel` is also read
+// under channel_mu by send().
 struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::Impl> {
   std::string host;
   uint16_t port;
@@ -44,49 +44,22 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
   std::thread thread;
   // The buffers of sent frames, given back once written.
   std::shared_ptr<FramePool> frames = std::make_shared<FramePool>();
-  // Frames sent from other threads, handed to the channel on the io thread:
-  // one post drains all that came meanwhile.  The two vectors trade places
-  // at each drain and keep their capacity, so that steady sending allocates
-  // nothing.
-  std::mutex outbox_mu;
-  std::vector<std::string> outbox;  // GUARDED_BY(outbox_mu)
-  bool flush_posted = false;        // GUARDED_BY(outbox_mu)
-  std::vector<std::string> draining;
-  HandlerSlot flush_slot;
+  // The channel, for send() from any thread: written on the io thread under
+  // the lock; WsChannel::send itself may be called from any thread.
+  std::mutex channel_mu;
 
-  // Queues a frame from any thread.
+  // Sends a frame from any thread; dropped (its buffer given back) while
+  // there is no connection.
   void queue(std::string frame) {
-    bool post = false;
+    std::shared_ptr<WsChannel> ch;
     {
-      std::lock_guard<std::mutex> l(outbox_mu);
-      outbox.push_back(std::move(frame));
-      post = !flush_posted;
-      flush_posted = true;
+      std::lock_guard<std::mutex> l(channel_mu);
+      ch = channel;
     }
-    if (post) net::post(ioc, Flush{shared_from_this()});
-  }
-
-  // The io thread's side of queue().
-  struct Flush {
-    std::shared_ptr<Impl> impl;
-    using allocator_type = SlotAllocator<void>;
-    allocator_type get_allocator() const noexcept { return allocator_type(&impl->flush_slot); }
-    void operator()() const { impl->flush(); }
-  };
-
-  void flush() {
-    {
-      std::lock_guard<std::mutex> l(outbox_mu);
-      std::swap(outbox, draining);
-      flush_posted = false;
-    }
-    for (std::string& f : draining) {
-      if (channel)
-        channel->send(OutgoingFrame(std::move(f), frames));
-      else
-        frames->give(std::move(f));
-    }
-    draining.clear();
+    if (ch)
+      ch->send(OutgoingFrame(std::move(frame), frames));
+    else
+      frames->give(std::move(frame));
   }
 
   void connect() {
@@ -159,7 +132,10 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
       ch->abort();
       return {};
     }
-    channel = ch;
+    {
+      std::lock_guard<std::mutex> l(channel_mu);
+      channel = ch;
+    }
     warned = false;
     backoff = std::chrono::milliseconds(200);
     spdlog::info("connected to server {}{}", where(), tls.enabled ? " (TLS)" : "");
@@ -186,7 +162,10 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
 
   void on_lost(const std::shared_ptr<WsChannel>& ch, const std::string& why) {
     if (channel != ch) return;
-    channel.reset();
+    {
+      std::lock_guard<std::mutex> l(channel_mu);
+      channel.reset();
+    }
     if (stopping) return;
     spdlog::warn("lost the server connection: {}", why);
     if (cb.on_disconnected) cb.on_disconnected();

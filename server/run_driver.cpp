@@ -250,11 +250,15 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
 Status RunDriver::collect_results(const std::string& wire_id,
                                   const std::vector<std::string>& from) {
   results_.resize(from.size());
+  payloads_.resize(from.size());
   received_.assign(from.size(), false);
+  results_kernel_ms_ = 0;
   size_t count = 0;
   while (count < from.size()) {
     LIZARD_ASSIGN_OR_RETURN(std::optional<DriverEvent> ev, next_event_from(from));
     if (!ev || ev->kind != DriverEvent::Kind::kResult) continue;
+    const size_t k = std::find(from.begin(), from.end(), ev->worker_id) - from.begin();
+    if (received_[k]) continue;
     auto view = decode_view(ev->frame);
     if (!view.ok() || view->type != MessageType::kIterationResult ||
         packed_run_id(view->packed) != wire_id)
@@ -264,11 +268,12 @@ Status RunDriver::collect_results(const std::string& wire_id,
     if (!result_.ok)
       return runtime_error("worker " + id + ": " +
                            (result_.error.empty() ? std::string("failed") : result_.error));
-    const size_t k = std::find(from.begin(), from.end(), id) - from.begin();
-    if (received_[k]) continue;
+    results_kernel_ms_ = std::max(results_kernel_ms_, result_.kernel_ms);
+    // The payload stays where it lies: moving the frame keeps its buffer.
+    payloads_[k] = view->payload;
+    results_[k] = std::move(ev->frame);
     received_[k] = true;
     ++count;
-    results_[k] = std::move(ev->frame);
   }
   return Status::Ok();
 }
@@ -303,14 +308,9 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     return st.with_context("iteration " + std::to_string(it));
   const auto t_fold = SteadyClock::now();
   set_identity(&s->agg);
-  double kernel_ms = 0;
   const size_t n = s->partial.bytes.size();
   for (size_t k = 0; k < participants.size(); ++k) {
-    auto view = decode_view(results_[k]);  // checked by collect_results()
-    LIZARD_RETURN_IF_ERROR(view.status());
-    LIZARD_RETURN_IF_ERROR(result_.read(view->packed));
-    kernel_ms = std::max(kernel_ms, result_.kernel_ms);
-    const std::string_view payload = view->payload;
+    const std::string_view payload = payloads_[k];
     if (n == 0) continue;
     if (payload.size() % n != 0)
       return internal_error("worker " + participants[k] + " sent an aggregate of " +
@@ -327,7 +327,7 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     for (std::string& f : results_) ctx_.frames->give(std::move(f));
   LIZARD_ASSIGN_OR_RETURN(*done, s->hooks->update_state(s->agg, &s->state, it));
   finished_.due = true;
-  finished_.timing = {it, ms_since(t0), kernel_ms, ms_since(t_fold), nullptr};
+  finished_.timing = {it, ms_since(t0), results_kernel_ms_, ms_since(t_fold), nullptr};
   finished_.done = *done;
   return Status::Ok();
 }

@@ -144,8 +144,9 @@ class RunDriver {
   Result<std::map<std::string, Message>> collect(const std::string& wire_id, MessageType type,
                                                  const std::vector<std::string>& from,
                                                  bool keep_failures = false);
-  // The iteration_result of each worker of `from`, in results_ (in the order
-  // of `from`); one that reports a failure fails the collection.  Allocates
+  // The iteration_result of each worker of `from`, in results_ and
+  // payloads_ (in the order of `from`); one that reports a failure fails
+  // the collection.  Allocates
   // nothing once results_ has grown: the frames are kept as they came.
   Status collect_results(const std::string& wire_id, const std::vector<std::string>& from);
   // The next event from a worker of `from` (or none after a quiet moment);
@@ -175,10 +176,13 @@ class RunDriver {
   // The iterate frame, shared by the sends to every worker and reused by
   // the next iteration once they are written.
   std::shared_ptr<std::string> iterate_frame_;
-  // An iteration's results, by participant (collect_results()), and the
-  // header read from each: kept, so that folding allocates nothing.
+  // An iteration's results, by participant (collect_results()): the frames
+  // as they came, their payloads (views into them), the slowest kernel
+  // time, and the header last read.  Kept, so that folding allocates nothing.
   std::vector<std::string> results_;
+  std::vector<std::string_view> payloads_;
   std::vector<bool> received_;
+  double results_kernel_ms_ = 0;
   IterationResultMsg result_;
   SteadyClock::time_point started_;
   double time_limit_s_ = 0;  // 0: none
