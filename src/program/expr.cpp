@@ -1,5 +1,6 @@
 #include "program/expr.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 
@@ -10,6 +11,9 @@ class ExprParser {
   ExprParser(const std::string& text, Expr* out) : s_(text), out_(out) {}
 
   Status run() {
+    if (s_.size() > Expr::kMaxLength)
+      return invalid_argument("expression longer than " + std::to_string(Expr::kMaxLength) +
+                              " characters");
     skip();
     if (pos_ >= s_.size()) return invalid_argument("empty expression");
     auto r = parse_sum();
@@ -22,8 +26,29 @@ class ExprParser {
 
  private:
   Status error(const std::string& what) const {
-    return invalid_argument("bad expression \"" + s_ + "\" at column " + std::to_string(pos_ + 1) +
-                            ": " + what);
+    // Long texts are cut short: the message quotes the text, not all of it.
+    const std::string shown = s_.size() <= 40 ? s_ : s_.substr(0, 40) + "...";
+    return invalid_argument("bad expression \"" + shown + "\" at column " +
+                            std::to_string(pos_ + 1) + ": " + what);
+  }
+  Status too_deep() const {
+    return invalid_argument("expression nested deeper than " + std::to_string(Expr::kMaxDepth));
+  }
+  // Counts one level of the parser's recursion (a parenthesis or a sign);
+  // false past the bound.
+  struct Level {
+    explicit Level(int* d) : depth(d) { ++*depth; }
+    ~Level() { --*depth; }
+    bool ok() const { return *depth <= Expr::kMaxDepth; }
+    int* depth;
+  };
+  // Every node records its height, so evaluation (which recurses over the
+  // tree) is as bounded as parsing.
+  Result<int> add_checked(char op, int lhs, int rhs) {
+    int h = 1 + std::max(lhs < 0 ? 0 : out_->nodes_[lhs].height,
+                         rhs < 0 ? 0 : out_->nodes_[rhs].height);
+    if (h > Expr::kMaxDepth) return too_deep();
+    return add({op, 0, "", lhs, rhs, h});
   }
   void skip() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
@@ -42,7 +67,9 @@ class ExprParser {
       char op = s_[pos_++];
       auto rhs = parse_product();
       if (!rhs.ok()) return rhs;
-      l = add({op, 0, "", l, rhs.value()});
+      auto node = add_checked(op, l, rhs.value());
+      if (!node.ok()) return node;
+      l = node.value();
     }
   }
   Result<int> parse_product() {
@@ -55,28 +82,32 @@ class ExprParser {
       char op = s_[pos_++];
       auto rhs = parse_unary();
       if (!rhs.ok()) return rhs;
-      l = add({op, 0, "", l, rhs.value()});
+      auto node = add_checked(op, l, rhs.value());
+      if (!node.ok()) return node;
+      l = node.value();
     }
   }
   Result<int> parse_unary() {
     skip();
-    if (pos_ < s_.size() && s_[pos_] == '-') {
+    if (pos_ >= s_.size() || (s_[pos_] != '-' && s_[pos_] != '+')) return parse_atom();
+    Level level(&depth_);
+    if (!level.ok()) return too_deep();
+    if (s_[pos_] == '-') {
       ++pos_;
       auto r = parse_unary();
       if (!r.ok()) return r;
-      return add({'u', 0, "", r.value(), -1});
+      return add_checked('u', r.value(), -1);
     }
-    if (pos_ < s_.size() && s_[pos_] == '+') {
-      ++pos_;
-      return parse_unary();
-    }
-    return parse_atom();
+    ++pos_;  // '+'
+    return parse_unary();
   }
   Result<int> parse_atom() {
     skip();
     if (pos_ >= s_.size()) return error("expected a number, a name or '('");
     char c = s_[pos_];
     if (c == '(') {
+      Level level(&depth_);
+      if (!level.ok()) return too_deep();
       ++pos_;
       auto r = parse_sum();
       if (!r.ok()) return r;
@@ -93,14 +124,14 @@ class ExprParser {
         v = v * 10 + d;
         ++pos_;
       }
-      return add({'n', v, "", -1, -1});
+      return add({'n', v, "", -1, -1, 1});
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t start = pos_;
       while (pos_ < s_.size() &&
              (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
         ++pos_;
-      return add({'v', 0, s_.substr(start, pos_ - start), -1, -1});
+      return add({'v', 0, s_.substr(start, pos_ - start), -1, -1, 1});
     }
     return error("unexpected '" + std::string(1, c) + "'");
   }
@@ -108,6 +139,7 @@ class ExprParser {
   const std::string& s_;
   Expr* out_;
   size_t pos_ = 0;
+  int depth_ = 0;  // levels of parentheses and signs open at pos_
 };
 
 Result<Expr> Expr::parse(const std::string& text) {
@@ -122,7 +154,7 @@ Result<Expr> Expr::parse(const std::string& text) {
 Expr Expr::constant(int64_t v) {
   Expr e;
   e.text_ = std::to_string(v);
-  e.nodes_.push_back({'n', v, "", -1, -1});
+  e.nodes_.push_back({'n', v, "", -1, -1, 1});
   e.root_ = 0;
   return e;
 }

@@ -19,7 +19,14 @@ class Expr {
  public:
   using Lookup = std::function<std::optional<int64_t>(const std::string&)>;
 
-  // Parses `text`; the error message says where parsing stopped.
+  // Bounds on what parse() accepts: parentheses, signs and operators nest at
+  // most kMaxDepth levels (parsing and evaluation recurse that deep), and
+  // the text is at most kMaxLength characters.
+  static constexpr int kMaxDepth = 64;
+  static constexpr size_t kMaxLength = 4096;
+
+  // Parses `text`; the error message says where parsing stopped, or
+  // "expression nested deeper than 64" past the bounds.
   static Result<Expr> parse(const std::string& text);
   static Expr constant(int64_t v);
 
@@ -38,6 +45,7 @@ class Expr {
     int64_t value = 0;
     std::string name;
     int lhs = -1, rhs = -1;
+    int height = 1;  // levels of the tree from here down
   };
   Result<int64_t> eval_node(int i, const Lookup& lookup) const;
 

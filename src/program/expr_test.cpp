@@ -43,5 +43,34 @@ TEST(Expr, ReportsNamesAndErrors) {
   EXPECT_NE(big.status().message().find("overflow"), std::string::npos);
 }
 
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+TEST(Expr, DeepNestingIsAnErrorNotACrash) {
+  const std::string deep[] = {
+      repeat("(", 20000) + "k" + repeat(")", 20000),
+      repeat("-", 20000) + "k",
+      repeat("+(", 20000) + "k" + repeat(")", 20000),
+      "k" + repeat("+k", 20000),
+  };
+  for (const auto& text : deep) {
+    auto e = Expr::parse(text);
+    ASSERT_FALSE(e.ok()) << text.substr(0, 20);
+    EXPECT_NE(e.status().message().find("expression nested deeper than 64"), std::string::npos)
+        << e.status().message();
+    EXPECT_LT(e.status().message().size(), 200u) << "the message quotes the text, not all of it";
+  }
+  EXPECT_EQ(eval(repeat("(", 64) + "k" + repeat(")", 64)), 3);
+  EXPECT_EQ(eval(repeat("-", 64) + "k"), 3);
+  EXPECT_EQ(eval("k" + repeat("+1", 60)), 63);
+  EXPECT_FALSE(Expr::parse(repeat("(", 65) + "k" + repeat(")", 65)).ok());
+  auto tail = Expr::parse("k" + repeat(" ", 5000));
+  ASSERT_FALSE(tail.ok());
+  EXPECT_NE(tail.status().message().find("longer than 4096 characters"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lizard
