@@ -41,5 +41,28 @@ TEST(JsonLimitsTest, RefusesInvalidJson) {
   EXPECT_EQ(j.status().message(), "manifest is not valid JSON");
 }
 
+TEST(JsonLimitsTest, RefusesDuplicateKeysNamingThem) {
+  auto top = parse_json_bounded(R"({"params": {}, "params": {"k": 1}})");
+  ASSERT_FALSE(top.ok());
+  EXPECT_EQ(top.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(top.status().message(), "request body: duplicate key 'params'");
+  auto inner = parse_json_bounded(R"({"params": {"k": 1, "dims": 2, "k": 3}})");
+  ASSERT_FALSE(inner.ok());
+  EXPECT_EQ(inner.status().message(), "request body: duplicate key 'k'");
+  // The same key in sibling objects is no repetition.
+  auto siblings = parse_json_bounded(R"([{"k": 1}, {"k": 2}, {"a": {"k": 3}, "k": 4}])");
+  ASSERT_TRUE(siblings.ok()) << siblings.status().message();
+  EXPECT_EQ((*siblings)[2]["k"], 4);
+}
+
+TEST(JsonLimitsTest, ParsesLikeNlohmann) {
+  const std::string text = R"({"a": [1, -2, 3.5, "x", true, null, {}], "b": {"c": []}})";
+  auto j = parse_json_bounded(text);
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(*j, nlohmann::json::parse(text));
+  EXPECT_FALSE(parse_json_bounded("{} x").ok());
+  EXPECT_FALSE(parse_json_bounded("").ok());
+}
+
 }  // namespace
 }  // namespace lizard
