@@ -55,7 +55,16 @@ Result<ParamValue> convert_param(const ParamSpec& spec, const json& v) {
                             std::string(v.type_name()));
   if (dtype_is_float(spec.type)) {
     out.f = v.get<double>();
-    if (spec.type == DType::kFloat32) out.f = static_cast<float>(out.f);
+    if (spec.type == DType::kFloat32) {
+      // Past the largest float it would round to infinity, which JSON cannot
+      // carry (the run's record would say null).
+      if (!std::isfinite(out.f) || std::fabs(out.f) > std::numeric_limits<float>::max())
+        return invalid_argument(where + ": " + v.dump() + " is out of range for float32");
+      out.f = static_cast<float>(out.f);
+    }
+    if (!std::isfinite(out.f))
+      return invalid_argument(where + ": " + v.dump() + " is out of range for " +
+                              dtype_name(spec.type));
     return out;
   }
   if (v.is_number_float()) {

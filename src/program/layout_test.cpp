@@ -66,6 +66,31 @@ TEST(Layout, BindParamsAppliesDefaultsAndChecksTypes) {
   EXPECT_FALSE(bind_params(m, json::array()).ok());
 }
 
+TEST(Layout, FloatParamsOutOfTheirTypesRangeAreRefused) {
+  auto m = parse_manifest(R"(
+sources: {cuda: k.cu}
+params:
+  threshold: {type: float32}
+  scale: {type: float64, default: 1}
+iterate: [run]
+)",
+                          "config.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto big = bind_params(*m, json{{"threshold", 1e39}});
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(big.status().message().find("param 'threshold'"), std::string::npos)
+      << big.status().message();
+  EXPECT_NE(big.status().message().find("out of range for float32"), std::string::npos)
+      << big.status().message();
+  EXPECT_FALSE(bind_params(*m, json{{"threshold", -1e39}}).ok());
+  EXPECT_FALSE(bind_params(*m, json{{"threshold", 1}, {"scale", INFINITY}}).ok());
+  auto edge = bind_params(*m, json{{"threshold", 3.4e38}, {"scale", 1e300}});
+  ASSERT_TRUE(edge.ok()) << edge.status().message();
+  EXPECT_EQ(edge->values[0].f, static_cast<double>(3.4e38f));
+  EXPECT_EQ(edge->values[1].f, 1e300);
+}
+
 TEST(Layout, StructLayoutFollowsCAlignment) {
   Manifest m = manifest();
   StructLayout p = params_layout(m);

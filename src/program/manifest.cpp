@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace lizard {
 
@@ -65,17 +67,56 @@ std::vector<std::string> Manifest::source_files() const {
 
 namespace {
 
+// Walks the parsed document without recursion; an error when it nests past
+// kMaxManifestDepth or has more than kMaxManifestNodes nodes (aliases count
+// each time they are used, so a few lines cannot stand for billions).
+Status check_document_bounds(const YAML::Node& root, const std::string& file) {
+  std::vector<std::pair<YAML::Node, int>> todo{{root, 0}};
+  size_t visited = 0;
+  while (!todo.empty()) {
+    auto [node, depth] = todo.back();
+    todo.pop_back();
+    if (++visited > kMaxManifestNodes)
+      return invalid_argument(file + ": more than " + std::to_string(kMaxManifestNodes) +
+                              " YAML nodes");
+    if (!node.IsMap() && !node.IsSequence()) continue;
+    if (depth + 1 > kMaxManifestDepth)
+      return invalid_argument(file + ": mappings and lists nested deeper than " +
+                              std::to_string(kMaxManifestDepth));
+    for (const auto& child : node) {
+      if (node.IsMap()) {
+        todo.emplace_back(child.first, depth + 1);
+        todo.emplace_back(child.second, depth + 1);
+      } else {
+        todo.emplace_back(child, depth + 1);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Program names are shown in listings, logs and generated code comments:
+// one line of printable text.
+bool printable_name(const std::string& s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) return false;
+  return true;
+}
+
 class ManifestParser {
  public:
   explicit ManifestParser(std::string file) : file_(std::move(file)) {}
 
   Result<Manifest> parse(const std::string& text) {
+    if (text.size() > kMaxManifestBytes)
+      return fail("", "larger than " + std::to_string(kMaxManifestBytes) + " bytes");
     YAML::Node root;
     try {
-      root = YAML::Load(text);
+      root = YAML::Load(text);  // yaml-cpp stops its own recursion at 2,000 levels
     } catch (const YAML::Exception& e) {
       return invalid_argument(file_ + ": not valid YAML: " + e.what());
     }
+    LIZARD_RETURN_IF_ERROR(check_document_bounds(root, file_));
     if (!root.IsMap()) return fail("", "the manifest must be a mapping");
     static const std::set<std::string> kTop = {"info",  "sources",   "params",  "dataset",
                                                "state", "aggregate", "iterate", "generate"};
@@ -126,6 +167,10 @@ class ManifestParser {
     if (!info.IsMap()) return fail("info", "expected a mapping");
     if (info["name"]) {
       LIZARD_ASSIGN_OR_RETURN(m_.name, scalar_string(info["name"], "info.name"));
+      if (!printable_name(m_.name))
+        return fail("info.name",
+                    "must be one line of printable text (no newlines or control "
+                    "characters)");
     }
     if (info["version"]) {
       LIZARD_ASSIGN_OR_RETURN(m_.version, scalar_string(info["version"], "info.version"));
@@ -194,8 +239,14 @@ class ManifestParser {
   }
 
   Status check_default(const ParamSpec& p, const std::string& path) const {
-    if (dtype_is_float(p.type)) return Status::Ok();
     const double v = *p.default_value;
+    if (dtype_is_float(p.type)) {
+      const double max = p.type == DType::kFloat32 ? std::numeric_limits<float>::max()
+                                                   : std::numeric_limits<double>::max();
+      if (!std::isfinite(v) || std::fabs(v) > max)
+        return fail(path, "out of range for " + std::string(dtype_name(p.type)));
+      return Status::Ok();
+    }
     if (v != std::floor(v))
       return fail(path, "expected an integer for " + std::string(dtype_name(p.type)));
     bool fits = visit_dtype(p.type, [&](auto t) {

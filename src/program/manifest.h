@@ -70,6 +70,12 @@ struct Manifest {
   std::vector<std::string> source_files() const;
 };
 
+// Bounds on a manifest's text: its size, how deeply its mappings and lists
+// nest, and how many nodes it has (aliases counted each time they are used).
+constexpr size_t kMaxManifestBytes = size_t{1} << 20;
+constexpr int kMaxManifestDepth = 64;
+constexpr size_t kMaxManifestNodes = 100000;
+
 // Parses and validates a manifest.  `file` names it in error messages, which
 // take the form "<file>: <key.path>: <what is wrong>".
 Result<Manifest> parse_manifest(const std::string& yaml_text, const std::string& file);

@@ -109,5 +109,76 @@ TEST(Manifest, RejectsUnknownKeysDuplicatesAndBadYaml) {
             std::string::npos);
 }
 
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+TEST(Manifest, DeeplyNestedShapeExpressionIsAnErrorNamingTheField) {
+  const std::string deep = repeat("(", 20000) + "1" + repeat(")", 20000);
+  std::string e = error_of("sources: {cuda: k.cu}\naggregate: {x: {type: float32, shape: [\"" +
+                           deep + "\"], reduce: sum}}\niterate: [run]\n");
+  EXPECT_EQ(e, "config.yaml: aggregate.x.shape[0]: expression nested deeper than 64");
+  e = error_of("sources: {cuda: k.cu}\niterate: [{kernel: run, threads: \"" + repeat("-", 20000) +
+               "rows\"}]\n");
+  EXPECT_EQ(e, "config.yaml: iterate[0].threads: expression nested deeper than 64");
+}
+
+TEST(Manifest, DeeplyNestedYamlIsAnError) {
+  const std::string docs[] = {
+      "sources: {cuda: k.cu}\niterate: [run]\nx: " + repeat("[", 20000) + repeat("]", 20000),
+      "sources: {cuda: k.cu}\niterate: [run]\nx: " + repeat("{a: ", 20000) + "1" +
+          repeat("}", 20000),
+      "x: " + repeat("- ", 20000) + "1\n",
+      "sources: {cuda: k.cu}\niterate: [run]\nx: " + repeat("[", 100) + repeat("]", 100),
+  };
+  for (const auto& doc : docs) {
+    std::string e = error_of(doc);
+    EXPECT_EQ(e.rfind("config.yaml: ", 0), 0u) << e;
+    EXPECT_TRUE(e.find("nested deeper than 64") != std::string::npos ||
+                e.find("not valid YAML") != std::string::npos)
+        << e;
+  }
+  EXPECT_NE(error_of(docs[3]).find("nested deeper than 64"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kMaxManifestBytes + 1, '#')).find("larger than"),
+            std::string::npos);
+  // Aliases count each time they are used.
+  std::string laughs = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (char c = 'b'; c <= 'j'; ++c)
+    laughs += std::string(1, c) + ": &" + c + " [*" + static_cast<char>(c - 1) + ", *" +
+              static_cast<char>(c - 1) + ", *" + static_cast<char>(c - 1) + ", *" +
+              static_cast<char>(c - 1) + ", *" + static_cast<char>(c - 1) + ", *" +
+              static_cast<char>(c - 1) + ", *" + static_cast<char>(c - 1) + ", *" +
+              static_cast<char>(c - 1) + ", *" + static_cast<char>(c - 1) + ", *" +
+              static_cast<char>(c - 1) + "]\n";
+  EXPECT_NE(error_of(laughs).find("more than 100000 YAML nodes"), std::string::npos)
+      << error_of(laughs);
+}
+
+TEST(Manifest, ProgramNamesAreOneLineOfPrintableText) {
+  for (const std::string name : {"\"a\\nb\"", "\"a\\tb\"", "\"a\\x7fb\"", "\"a\\rb\""}) {
+    std::string e = error_of("info: {name: " + name + "}\nsources: {cuda: k.cu}\niterate: [run]\n");
+    EXPECT_NE(e.find("config.yaml: info.name: must be one line of printable text"),
+              std::string::npos)
+        << name << ": " << e;
+  }
+  EXPECT_EQ(error_of("info: {name: \"K-Means (v2) \u00e9\"}\nsources: {cuda: k.cu}\n"
+                     "iterate: [run]\n"),
+            "");
+}
+
+TEST(Manifest, FloatDefaultsOutOfTheTypesRangeAreErrors) {
+  std::string e = error_of(
+      "sources: {cuda: k.cu}\nparams: {t: {type: float32, default: 1e39}}\niterate: [run]\n");
+  EXPECT_EQ(e, "config.yaml: params.t.default: out of range for float32");
+  e = error_of(
+      "sources: {cuda: k.cu}\nparams: {t: {type: float64, default: .inf}}\niterate: [run]\n");
+  EXPECT_EQ(e, "config.yaml: params.t.default: out of range for float64");
+  EXPECT_EQ(error_of("sources: {cuda: k.cu}\nparams: {t: {type: float32, default: 3.0e38}}\n"
+                     "iterate: [run]\n"),
+            "");
+}
+
 }  // namespace
 }  // namespace lizard
