@@ -3,6 +3,8 @@
 #include "dataset/dataset_file.h"
 #include "dataset/json_values.h"
 
+#include <vector>
+
 namespace lizard {
 
 using nlohmann::json;
@@ -53,6 +55,38 @@ Result<DatasetSource> parse_generate(const Manifest& m, const std::string& what,
   return s;
 }
 
+// A source is one kind (`values`, `path`, `upload` or `generate`) with the
+// keys of that kind only.
+Status check_source_keys(const json& spec, const std::string& what) {
+  struct Kind {
+    const char* key;
+    std::vector<const char*> allowed;
+  };
+  static const Kind kKinds[] = {{"values", {"values"}},
+                                {"path", {"path", "format"}},
+                                {"upload", {"upload"}},
+                                {"generate", {"generate", "rows", "seed"}}};
+  const Kind* kind = nullptr;
+  for (const Kind& k : kKinds) {
+    if (!spec.contains(k.key)) continue;
+    if (kind)
+      return invalid_argument(what + ": give one of `values`, `path`, `upload` or `generate`, " +
+                              "not both `" + kind->key + "` and `" + k.key + "`");
+    kind = &k;
+  }
+  if (!kind) return Status::Ok();  // the caller says what is missing
+  for (const auto& [key, _] : spec.items()) {
+    bool known = false;
+    for (const char* a : kind->allowed) known = known || key == a;
+    if (known) continue;
+    std::string list;
+    for (const char* a : kind->allowed) list += std::string(list.empty() ? "" : ", ") + a;
+    return invalid_argument(what + ": unknown key '" + key + "' in a `" + kind->key +
+                            "` source (expected " + list + ")");
+  }
+  return Status::Ok();
+}
+
 Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_t width,
                                    const json& spec, int64_t* rows, uint64_t* seed,
                                    const UploadLookup& uploads, const RunRequestLimits& limits) {
@@ -62,6 +96,7 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
   if (!spec.is_object())
     return invalid_argument(what +
                             ": expected an object such as {\"values\": [...]} or {\"path\": ...}");
+  LIZARD_RETURN_IF_ERROR(check_source_keys(spec, what));
   if (spec.contains("values")) {
     s.kind = DatasetSource::Kind::kInline;
     LIZARD_ASSIGN_OR_RETURN(s.values,

@@ -93,6 +93,23 @@ TEST(RunRequest, ErrorsNameTheProblem) {
       std::string::npos);
 }
 
+TEST(RunRequest, ASourceIsOneKindWithItsOwnKeys) {
+  json y = {{"values", {1}}};
+  auto with_x = [&](json x) {
+    return error_of({{"params", {{"dims", 2}}}, {"dataset", {{"x", x}, {"y", y}}}});
+  };
+  EXPECT_EQ(with_x({{"values", {{1, 2}}}, {"path", "/etc/hostname"}}),
+            "dataset field 'x': give one of `values`, `path`, `upload` or `generate`, not both "
+            "`values` and `path`");
+  EXPECT_NE(with_x({{"upload", "u1"}, {"generate", "g"}}).find("not both `upload` and `generate`"),
+            std::string::npos);
+  EXPECT_EQ(with_x({{"values", {{1, 2}}}, {"fromat", "csv"}}),
+            "dataset field 'x': unknown key 'fromat' in a `values` source (expected values)");
+  EXPECT_EQ(with_x({{"path", "/nonexistent.csv"}, {"rows", 3}}),
+            "dataset field 'x': unknown key 'rows' in a `path` source (expected path, format)");
+  EXPECT_EQ(with_x({{"values", {{1, 2}}}}), "");
+}
+
 // An .npy file (named by path or uploaded) whose dtype or shape does not fit
 // the manifest's field: the error names the field, what the manifest asks for
 // and what the file holds, never the file's values.
