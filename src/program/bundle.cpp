@@ -48,28 +48,50 @@ std::string bundle_checksum(const ProgramBundle& b) {
 }
 
 namespace {
-Result<std::string> read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return not_found("cannot read " + p.string());
+
+namespace fs = std::filesystem;
+
+// Reads `name` from the program directory `root` (canonical).  A file that
+// resolves, through symlinks, to a place outside the directory is refused
+// without being opened: its contents would travel to the server and could
+// come back in a compile error.
+// `dir` is the directory as the user named it, for messages.
+Result<std::string> read_inside(const fs::path& root, const fs::path& dir,
+                                const std::string& name) {
+  const std::string shown = (dir / name).string();
+  std::error_code ec;
+  const fs::path real = fs::canonical(root / name, ec);
+  if (ec) return not_found("cannot read " + shown);
+  const fs::path inside = real.lexically_relative(root);
+  if (inside.empty() || *inside.begin() == "..")
+    return permission_denied(shown + " is a symlink that leads outside the program directory");
+  std::ifstream in(real, std::ios::binary);
+  if (!in) return not_found("cannot read " + shown);
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
 }
+
 }  // namespace
 
 Result<ProgramBundle> read_program_dir(const std::string& dir) {
-  namespace fs = std::filesystem;
   ProgramBundle b;
-  const fs::path root(dir);
-  if (!fs::is_directory(root)) return not_found(dir + " is not a directory");
-  LIZARD_ASSIGN_OR_RETURN(b.config, read_text(root / "config.yaml"));
-  LIZARD_ASSIGN_OR_RETURN(Manifest m, parse_manifest(b.config, (root / "config.yaml").string()));
+  std::error_code ec;
+  if (!fs::is_directory(dir)) return not_found(dir + " is not a directory");
+  const fs::path root = fs::canonical(dir, ec);
+  if (ec) return not_found("cannot read " + dir + ": " + ec.message());
+  const std::string config = (fs::path(dir) / "config.yaml").string();
+  LIZARD_ASSIGN_OR_RETURN(b.config, read_inside(root, dir, "config.yaml"));
+  LIZARD_ASSIGN_OR_RETURN(Manifest m, parse_manifest(b.config, config));
   for (const auto& f : m.source_files()) {
-    auto text = read_text(root / f);
-    if (!text.ok())
-      return not_found((root / "config.yaml").string() + ": sources: " + f + " is listed but " +
-                       text.status().message());
-    b.sources[f] = std::move(text).value();
+    auto source = read_inside(root, dir, f);
+    if (!source.ok()) {
+      const bool missing = source.status().code() == Code::kNotFound;
+      return Status(source.status().code(), config + ": sources: " + f +
+                                                (missing ? " is listed but " : ": ") +
+                                                source.status().message());
+    }
+    b.sources[f] = std::move(source).value();
   }
   return b;
 }

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "dataset/test_files.h"
+
 namespace lizard {
 namespace {
 
@@ -52,6 +57,61 @@ TEST(Bundle, MissingOrExtraSourcesAreErrors) {
   EXPECT_FALSE(ProgramBundle::from_json(nlohmann::json::array()).ok());
   EXPECT_FALSE(ProgramBundle::from_json({{"config", 1}}).ok());
   EXPECT_FALSE(ProgramBundle::from_json({{"config", "x"}, {"sources", {{"a", 1}}}}).ok());
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+TEST(Bundle, ReadingADirectoryRefusesSymlinksLeadingOutOfIt) {
+  namespace fs = std::filesystem;
+  TempDir outside, dir;
+  write_file(outside.path() + "/secret", "the secret text");
+  write_file(dir.path() + "/config.yaml",
+             "sources: {cuda: kernel.cu, headers: [inc/util.cuh]}\niterate: [run]\n");
+  fs::create_directories(dir.path() + "/inc");
+  fs::create_directories(dir.path() + "/src");
+  write_file(dir.path() + "/src/kernel.cu", "// kernel");
+  write_file(dir.path() + "/inc/util.cuh", "// util");
+  // A symlink that stays inside the directory is fine.
+  fs::create_symlink("src/kernel.cu", dir.path() + "/kernel.cu");
+  auto ok = read_program_dir(dir.path());
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->sources["kernel.cu"], "// kernel");
+
+  fs::remove(dir.path() + "/kernel.cu");
+  fs::create_symlink(outside.path() + "/secret", dir.path() + "/kernel.cu");
+  auto out = read_program_dir(dir.path());
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(),
+            dir.path() + "/config.yaml: sources: kernel.cu: " + dir.path() +
+                "/kernel.cu is a symlink that leads outside the program directory");
+  EXPECT_EQ(out.status().message().find("secret text"), std::string::npos);
+
+  // Through a linked directory, or ../ in a link, just the same.
+  fs::remove(dir.path() + "/kernel.cu");
+  fs::create_symlink("src/kernel.cu", dir.path() + "/kernel.cu");
+  fs::remove_all(dir.path() + "/inc");
+  fs::create_directory_symlink(outside.path(), dir.path() + "/inc");
+  write_file(outside.path() + "/util.cuh", "// outside");
+  EXPECT_NE(read_program_dir(dir.path()).status().message().find("leads outside"),
+            std::string::npos);
+  fs::remove(dir.path() + "/inc");
+  fs::create_directories(dir.path() + "/inc");
+  fs::create_symlink("../../" + fs::path(outside.path()).filename().string() + "/util.cuh",
+                     dir.path() + "/inc/util.cuh");
+  EXPECT_NE(read_program_dir(dir.path()).status().message().find("leads outside"),
+            std::string::npos);
+
+  // config.yaml itself.
+  fs::remove(dir.path() + "/config.yaml");
+  fs::create_symlink(outside.path() + "/secret", dir.path() + "/config.yaml");
+  auto config = read_program_dir(dir.path());
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("config.yaml is a symlink that leads outside"),
+            std::string::npos)
+      << config.status().message();
+  EXPECT_EQ(config.status().message().find("secret text"), std::string::npos);
 }
 
 }  // namespace
