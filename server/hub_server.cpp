@@ -44,6 +44,21 @@ const char* reason_json(int status) {
   }
 }
 
+// A JSON body (every body but an upload's) is held whole in memory and
+// parsed into a document several times its size, hence a limit.
+std::string body_too_large(uint64_t limit) {
+  return "request body too large: the limit is " + std::to_string(limit) +
+         " bytes (--max-body); send large datasets as an upload (POST /datasets)";
+}
+
+// /workers admits worker daemons only: the server's --token, not its read token.
+std::string worker_token_refusal(bool sent_a_token) {
+  return sent_a_token ? "this token does not admit workers: /workers needs the server's worker "
+                        "token (--token); the read token is for GET requests only"
+                      : "/workers is for worker daemons and needs the server's worker token "
+                        "(--token): send Authorization: Bearer <token>";
+}
+
 // A worker's WebSocket channel, as the coordinator sees it.
 class ChannelLink : public WorkerLink {
  public:
@@ -157,7 +172,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         ec == http::error::partial_message)
       do_close();
     else if (ec == http::error::body_limit)
-      send_error(413);
+      send_error(413, body_too_large(max_body_));
     else if (ec == http::error::header_limit)
       send_error(431);
     else if (timed_out_)
@@ -199,7 +214,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (h.has_content_length() && header_parser_->content_length() &&
         *header_parser_->content_length() > max_body_) {
       read_timer_.cancel();
-      return send_error(413);
+      return send_error(413, body_too_large(max_body_));
     }
     parser_.emplace(std::move(*header_parser_));
     parser_->body_limit(max_body_);
@@ -275,19 +290,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (read_failed(ec, true)) return;
     read_timer_.cancel();
     http::request<http::string_body> req = parser_->release();
-    if (websocket::is_upgrade(req)) {
-      if (req.target() == "/workers") {
-        if (!handler_->authorize_worker(to_request(req, "").headers)) {
-          keep_alive_ = false;
-          return write(
-              HttpResponse{401, "application/json",
-                           R"x({"error": "this server needs a worker token (--token)"})x"});
-        }
-        stream_.expires_never();
-        return open_worker_channel(std::move(stream_), std::move(req), handler_, heartbeat_s_);
-      }
-      return send_error(404);
+    const std::string_view target(req.target().data(), req.target().size());
+    if (target.substr(0, target.find('?')) == "/workers") {
+      const HttpRequest r = to_request(req, "");
+      if (!handler_->authorize_worker(r.headers))
+        return send_error(r.headers.count("authorization") ? 403 : 401,
+                          worker_token_refusal(r.headers.count("authorization") > 0));
+      if (!websocket::is_upgrade(req))
+        return send_error(426,
+                          "/workers is the worker daemons' WebSocket: send GET with "
+                          "Upgrade: websocket (lizard client does)");
+      stream_.expires_never();
+      return open_worker_channel(std::move(stream_), std::move(req), handler_, heartbeat_s_);
     }
+    if (websocket::is_upgrade(req)) return send_error(404);
     keep_alive_ = req.keep_alive();
     head_ = req.method() == http::verb::head;
     std::string body = std::move(req.body());

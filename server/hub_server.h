@@ -22,10 +22,12 @@ namespace lizard {
 struct HubServerOptions {
   std::string host = "0.0.0.0";
   uint16_t port = 5000;
-  uint64_t max_body = uint64_t{1} << 30;  // bytes per HTTP request body
-  int heartbeat_timeout_s = 10;           // a worker silent this long is dropped
-  int read_timeout_s = 30;                // a request must arrive whole within this
-  std::string tls_cert_file;              // PEM chain and key: serve TLS (both or neither)
+  // Bytes per HTTP request body (uploads to /datasets excepted): bodies are
+  // JSON, held in memory and parsed into documents many times their size.
+  uint64_t max_body = uint64_t{64} << 20;
+  int heartbeat_timeout_s = 10;  // a worker silent this long is dropped
+  int read_timeout_s = 30;       // a request must arrive whole within this
+  std::string tls_cert_file;     // PEM chain and key: serve TLS (both or neither)
   std::string tls_key_file;
 };
 

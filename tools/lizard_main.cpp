@@ -69,7 +69,7 @@ struct ServerFlags {
   int heartbeat = 10;
   int read_timeout = 30;
   int hook_timeout = 60;
-  uint64_t max_body = uint64_t{1} << 30;
+  uint64_t max_body = uint64_t{64} << 20;
   std::string token, read_token;
   std::vector<std::string> data_roots;
   uint64_t max_state_bytes = uint64_t{1} << 30;
@@ -241,7 +241,9 @@ int main(int argc, char** argv) {
                    "Seconds one host hook call (or loading a host.cpp) may take before its "
                    "hook process is killed and the run fails")
       ->check(CLI::Range(1, 86400));
-  server->add_option("--max-body", sf.max_body, "Largest request body in bytes (413)");
+  server->add_option(
+      "--max-body", sf.max_body,
+      "Largest JSON request body in bytes (413; uploads to /datasets are not capped)");
   server->add_flag("--no-worker-loop", sf.no_worker_loop,
                    "Drive every iteration from the server, also for runs on one worker");
   server->add_option(
