@@ -112,6 +112,28 @@ TEST_F(CliOutput, AOnePassRunShowsItsRowsAndOneIterationInTheSingular) {
       << terminal.out;
 }
 
+// --dataset NAME=generate:KERNEL runs the manifest's generator on the workers.
+TEST_F(CliOutput, ADatasetFromTheManifestsGenerator) {
+  CliResult r = run_cli(*cluster_,
+                        {"run", "examples/kmeans", "--param", "k=4", "--param", "dims=2",
+                         "--dataset", "points=generate:blobs,rows=3000,seed=2", "--state",
+                         "centroids=-4,-4,4,-4,-4,4,4,4", "--json", "-q"},
+                        {}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json rec = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(rec.is_object()) << r.out;
+  EXPECT_EQ(rec["rows"], 3000);
+  EXPECT_EQ(rec["params"]["k"], 4);
+  CliResult unknown =
+      run_cli(*cluster_,
+              {"run", "examples/kmeans", "--param", "k=4", "--param", "dims=2", "--dataset",
+               "points=generate:nosuch,rows=10", "--state", "centroids=-4,-4,4,-4,-4,4,4,4"},
+              {}, 60);
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("nosuch"), std::string::npos) << unknown.err;
+  EXPECT_EQ(unknown.err.find("cannot read"), std::string::npos) << unknown.err;
+}
+
 // The worker keeps the uploaded rows for the next run; the first run, which
 // finds none kept, is no cause for a warning in the worker's log.
 TEST_F(CliOutput, UploadsNewToAWorkerLeaveNoWarningInItsLog) {
