@@ -84,7 +84,11 @@ void RunSession::handle(const MessageView& m) {
       CompileStats compile;
       if (st.ok()) st = start(m, h.value(), &compile);
       if (!st.ok()) {
-        spdlog::warn("run {}: {}", ready.run_id, st.message());
+        // Rows gone from the upload cache are no fault: the server sends them.
+        if (missing_.empty())
+          spdlog::warn("run {}: {}", ready.run_id, st.message());
+        else
+          spdlog::debug("run {}: {}; the server sends them", ready.run_id, st.message());
         release();
       }
       ready.ok = st.ok();

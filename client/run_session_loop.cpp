@@ -150,6 +150,7 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     const double waiting = ms_since(t0);
     double slowest = 0;  // the slowest executor's own time in its calls
     for (double ms : executor_total_ms_) slowest = std::max(slowest, ms);
+    const auto t_fold = SteadyClock::now();
     set_identity(&folded);
     for (const SectionBuffer* a : aggs_) fold_into(&folded, *a);
     bool done = true;  // without an update hook, a run is one iteration
@@ -158,6 +159,7 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
       LIZARD_ASSIGN_OR_RETURN(done, hooks->update(&folded, &state, it));
     }
     times.add(ms_since(t0), waiting, slowest, step.kernel_ms, ms_since(t_hook));
+    step.fold_ms = ms_since(t_fold);  // as the server counts it: the fold and the update hook
     step.last = done || it + 1 >= h.max_iterations;
     step.ms = ms_since(t0);
     const std::string_view payload[] = {

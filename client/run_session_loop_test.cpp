@@ -73,6 +73,22 @@ TEST_F(RunSessionTest, ALoopRunsItsIterationsHereAndReportsEach) {
   s->post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));
 }
 
+// fold_ms counts what the server's own loop counts as the fold: folding the
+// executors' aggregates and the update hook (here a hook of 20 ms).
+TEST_F(RunSessionTest, ALoopReportsItsFoldTimeWithTheUpdateHook) {
+  auto s = session({}, hooks_of(/*last=*/2, "", /*sleep_ms=*/20));
+  s->post(run_start("r1.0", 5, {{0, 0, 3}, {1, 3, 2}}));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  s->post(loop("r1.0", 1, 10, 0.5));
+  for (int64_t it = 1; it <= 2; ++it) {
+    auto h = LoopStepMsg::parse(next_reply().packed).value();
+    ASSERT_TRUE(h.ok) << h.error;
+    EXPECT_GE(h.fold_ms, 20.0);
+    EXPECT_LE(h.fold_ms, h.ms);
+  }
+  s->post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));
+}
+
 TEST_F(RunSessionTest, ALoopStopsAtMaxIterationsAndWithoutHooksAfterOne) {
   auto s = session({}, hooks_of(/*last=*/100));
   s->post(run_start("r1.0", 2));

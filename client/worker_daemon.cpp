@@ -339,7 +339,7 @@ WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
   impl_->uploads = std::make_unique<UploadCache>(impl_->opts.upload_cache_mb << 20);
   HookProcessOptions hook_options;
   hook_options.call_timeout_ms = impl_->opts.hook_timeout_s * 1000;
-  hook_options.timeout_setting = "--hook-timeout-s";
+  hook_options.timeout_setting = "--hook-timeout";
   impl_->hooks = std::make_unique<WorkerHooks>(impl_->opts.backend.cache_dir + "/hooks",
                                                std::move(hook_options));
 }

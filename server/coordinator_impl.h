@@ -32,7 +32,7 @@ namespace lizard {
 inline HookProcessOptions hook_options(const CoordinatorOptions& opts) {
   HookProcessOptions h;
   h.call_timeout_ms = opts.hook_timeout_s * 1000;
-  h.timeout_setting = "--hook-timeout-s";
+  h.timeout_setting = "--hook-timeout";
   return h;
 }
 

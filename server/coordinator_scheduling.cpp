@@ -7,6 +7,17 @@
 
 namespace lizard {
 
+namespace {
+
+constexpr const char* kListWorkers = "`lizard workers` or GET /clients lists the workers";
+
+std::string unserved_reason(const std::string& program, bool no_workers) {
+  if (no_workers) return "no worker is connected";
+  return "no connected worker has built program " + program.substr(0, 12);
+}
+
+}  // namespace
+
 void Coordinator::Impl::wake_scheduler() {
   {
     std::lock_guard<std::mutex> l(sched_mu);
@@ -68,25 +79,25 @@ void Coordinator::Impl::schedule_once() {
   fail_unservable_waits(pending, cluster);
 }
 
-// A queued run that no connected worker could serve for --worker-wait
-// seconds (none has built its program) fails with that reason.
+// A queued run that no connected worker can serve says why in its record at
+// once, and fails with that reason after --worker-wait seconds.
 void Coordinator::Impl::fail_unservable_waits(const std::vector<PendingRun>& pending,
                                               const std::vector<WorkerView>& cluster) {
   for (const PendingRun& p : pending) {
     bool servable = false;
     for (const auto& w : cluster)
       servable = servable || w.ready.count(p.program) || w.building.count(p.program);
-    if (servable) continue;
     auto run = runs.find(p.id);
     if (!run) continue;
+    const std::string why = servable ? "" : unserved_reason(p.program, cluster.empty());
     const bool expired = runs.update(run, [&](RunRecord& r) {
-      return r.status == RunStatus::kQueued &&
+      r.waiting_for = why;
+      return !servable && r.status == RunStatus::kQueued &&
              SteadyClock::now() - r.queued_since > std::chrono::seconds(opts.worker_wait_s);
     });
     if (expired)
-      runs.finish(run, unavailable("no worker has built program " + p.program.substr(0, 12) +
-                                   " after " + std::to_string(opts.worker_wait_s) +
-                                   " s (GET /clients lists the workers)"));
+      runs.finish(run, unavailable(why + " after " + std::to_string(opts.worker_wait_s) + " s (" +
+                                   kListWorkers + ")"));
   }
 }
 

@@ -132,20 +132,26 @@ void RunBook::note_bypassed(const std::vector<std::string>& ids) {
 
 bool RunBook::start(const std::shared_ptr<RunRecord>& run,
                     const std::vector<ExecutorRef>& executors) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (run->cancel_requested || is_finished(run->status)) return false;
-  run->executors = executors;
-  run->bypassed = 0;
-  if (run->needs_executors) {
-    run->needs_executors = false;
-    return true;
+  double queued_ms = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (run->cancel_requested || is_finished(run->status)) return false;
+    run->executors = executors;
+    run->bypassed = 0;
+    if (run->needs_executors) {
+      run->needs_executors = false;
+      return true;
+    }
+    auto q = std::find(queue_.begin(), queue_.end(), run);
+    if (q != queue_.end()) queue_.erase(q);
+    run->status = RunStatus::kRunning;
+    run->started_at = now_iso();
+    run->running_since = SteadyClock::now();
+    queued_ms = ms_since(run->queued_since);
+    run->phases["queued_ms"] = queued_ms;
+    persist_locked(*run, run->to_json());
   }
-  auto q = std::find(queue_.begin(), queue_.end(), run);
-  if (q != queue_.end()) queue_.erase(q);
-  run->status = RunStatus::kRunning;
-  run->started_at = now_iso();
-  run->phases["queued_ms"] = ms_since(run->queued_since);
-  persist_locked(*run, run->to_json());
+  if (events_.started) events_.started(queued_ms / 1e3);
   return true;
 }
 
@@ -182,12 +188,18 @@ Result<RunBook::CancelOutcome> RunBook::cancel(const std::string& id) {
 void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   std::vector<Responder> waiters;
   json record;
+  double running_s = 0;
+  RunStatus final_status = RunStatus::kFailed;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (is_finished(run->status)) return;
+    if (run->status == RunStatus::kRunning &&
+        run->running_since != std::chrono::steady_clock::time_point{})
+      running_s = ms_since(run->running_since) / 1e3;
     run->status = st.ok()                         ? RunStatus::kDone
                   : st.code() == Code::kCancelled ? RunStatus::kCancelled
                                                   : RunStatus::kFailed;
+    final_status = run->status;
     run->error = st.ok() ? "" : st.message();
     run->finished_at = now_iso();
     run->executors.clear();
@@ -215,6 +227,7 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
                  run->elapsed_ms);
   else
     spdlog::warn("{} {}: {}", run->id, run_status_name(run->status), st.message());
+  if (events_.finished) events_.finished(final_status, running_s);
   for (auto& w : waiters) w(record_response(record));
 }
 

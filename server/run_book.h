@@ -106,6 +106,16 @@ class RunBook {
 
   void progress(const std::string& worker_id, const ProgressMsg& m);
 
+  // Told of each run as it starts (the seconds it was queued) and as it
+  // finishes (its status, and the seconds it ran: 0 when it never did, or
+  // when it started before a restart).  Set before runs are submitted;
+  // called outside the book's lock.
+  struct Events {
+    std::function<void(double queued_s)> started;
+    std::function<void(RunStatus status, double running_s)> finished;
+  };
+  void set_events(Events events) { events_ = std::move(events); }
+
   // GET /runtimes (optionally one status) and GET /runtimes/<id>.
   Result<nlohmann::json> list_json(const std::string& status) const;
   Result<nlohmann::json> get_json(const std::string& id) const;
@@ -129,6 +139,7 @@ class RunBook {
   std::unique_ptr<RunStore> store_;  // null: records do not survive a restart
   // Declared after store_: stopped, with what is pending written, before it.
   std::unique_ptr<CheckpointWriter> checkpoints_;
+  Events events_;
 };
 
 }  // namespace lizard

@@ -144,14 +144,14 @@ extern "C" void aggregate(const global_params_t*, agg_res_t*, const agg_res_t*) 
 TEST_F(RunDriverTest, AHookThatNeverReturnsIsKilledAfterTheTimeLimit) {
   use_program(kSums, host_with_fault("for (volatile long spin = 0;; spin = spin + 1) {}"));
   hook_options_.call_timeout_ms = 300;
-  hook_options_.timeout_setting = "--hook-timeout-s";
+  hook_options_.timeout_setting = "--hook-timeout";
   add_worker();
   start();
   json r = wait();
   EXPECT_EQ(r["status"], "failed");
   EXPECT_EQ(r["error"],
             "host hook update_global_state (iteration 1) did not finish within 300 ms "
-            "(--hook-timeout-s); the hook process was killed");
+            "(--hook-timeout); the hook process was killed");
   EXPECT_EQ(hook_processes(), 0u);
 }
 

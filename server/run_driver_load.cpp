@@ -149,7 +149,7 @@ Status RunDriver::start_worker(const std::string& wire_id, const std::string& wo
   start.params = run_->params_json;
   start.seed = req.seed;
   // A map-style run (one iteration) runs in slices that report progress.
-  start.progress = req.max_iterations == 1 || !run_->program->hooks->has_update();
+  start.progress = run_->reports_rows();
   for (const auto* e : entries) start.parts.push_back({e->executor, e->first_row, e->rows});
   start.first_row = entries.front()->first_row;
   for (const auto* e : entries) start.rows += e->rows;

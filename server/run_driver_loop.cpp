@@ -55,7 +55,7 @@ Status RunDriver::loop_on_worker(const std::string& wire_id, const std::string& 
     if (agg_bytes) std::memcpy(s->agg.bytes.data(), msg.payload.data(), agg_bytes);
     if (state_bytes)
       std::memcpy(s->state.bytes.data(), msg.payload.data() + agg_bytes, state_bytes);
-    record_iteration({*it, step->ms, step->kernel_ms, 0.0, state_scalars(*s)});
+    record_iteration({*it, step->ms, step->kernel_ms, step->fold_ms, state_scalars(*s)});
     ++*it;
     *done = step->last;
     save_checkpoint(*it, *done, *s);

@@ -43,6 +43,7 @@ TEST_F(RunDriverLoopTest, TheWorkerDrivesTheLoopAndTheRecordIsTheSame) {
   EXPECT_EQ(r["timings"][3]["iteration"], 3);
   EXPECT_EQ(r["timings"][3]["kernel_ms"], 2.0);
   EXPECT_EQ(r["timings"][3]["ms"], 3.0);  // as the worker measured it
+  EXPECT_EQ(r["timings"][3]["fold_ms"], 0.5);
   EXPECT_EQ(r["timings"][3]["state"]["total"], 4 * 55.0);
   EXPECT_EQ(w.link()->sent_of(MessageType::kLoop).size(), 1u);
   EXPECT_TRUE(w.link()->sent_of(MessageType::kIterate).empty());

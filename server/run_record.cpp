@@ -27,6 +27,11 @@ std::optional<RunStatus> parse_run_status(const std::string& name) {
   return std::nullopt;
 }
 
+bool RunRecord::reports_rows() const {
+  const bool has_update = program && program->hooks && program->hooks->has_update();
+  return request.max_iterations == 1 || !has_update;
+}
+
 json RunRecord::progress_json() const {
   json executors_json = json::array();
   int64_t done = 0;
@@ -41,6 +46,7 @@ json RunRecord::progress_json() const {
   return {{"iteration", progress_iteration},
           {"rows", request.rows},
           {"rows_done", done},
+          {"rows_reported", reports_rows()},
           {"executors", executors_json}};
 }
 
@@ -77,6 +83,7 @@ json RunRecord::to_json() const {
     for (const auto& e : executors)
       j["executors"].push_back({{"worker", e.worker_id}, {"executor", e.index}});
   }
+  if (status == RunStatus::kQueued && !waiting_for.empty()) j["waiting_for"] = waiting_for;
   if (!started_at.empty()) j["started_at"] = started_at;
   if (!finished_at.empty()) {
     j["finished_at"] = finished_at;

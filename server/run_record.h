@@ -59,6 +59,8 @@ struct RunRecord {
   RunRequest request;
   nlohmann::json params_json;
   std::chrono::steady_clock::time_point queued_since;
+  // When it started running (left at its default for a run resumed after a restart).
+  std::chrono::steady_clock::time_point running_since;
 
   // Guarded by the RunBook's mutex.
   RunStatus status = RunStatus::kQueued;
@@ -75,6 +77,9 @@ struct RunRecord {
   double elapsed_ms = 0;
   bool cancel_requested = false;
   bool needs_executors = false;  // lost every executor: waits for the scheduler again
+  // While queued: why no executor serves it yet ("no worker is connected"); empty when
+  // it merely waits its turn.
+  std::string waiting_for;
   int bypassed = 0;
   nlohmann::json recoveries = nlohmann::json::array();
   nlohmann::json restored;  // the stored record of a finished run from before a restart
@@ -95,6 +100,10 @@ struct RunRecord {
 
   nlohmann::json to_json() const;
   nlohmann::json progress_json() const;
+  // Whether its workers report rows done within an iteration: a run of one
+  // iteration (or of a program with no update hook) runs in reporting slices;
+  // others report only whole iterations.
+  bool reports_rows() const;
 };
 
 }  // namespace lizard

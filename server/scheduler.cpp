@@ -57,7 +57,8 @@ std::string refusal_reason(const PendingRun& run, const std::vector<WorkerView>&
   if (ready == 0 && !errors.empty())
     return prog + " did not build on any connected worker:" + errors;
   if (ready == 0)
-    return "no connected worker has an executor for " + prog + " (GET /clients lists them)";
+    return "no connected worker has an executor for " + prog +
+           " (`lizard workers` or GET /clients lists them)";
   return "the run needs " + demand_text(run) + ", but the workers that built " + prog + " have " +
          std::to_string(capable) + (run.gpus_only || run.min_free_memory ? " such" : "") +
          " between them";

@@ -15,6 +15,9 @@ const std::vector<double> kIterationBounds = {0.0001, 0.00025, 0.0005, 0.001, 0.
                                               0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
                                               1,      2.5,     5,      10,    30,     60};
 const std::vector<double> kCompileBounds = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+// Runs wait and run from milliseconds to days.
+const std::vector<double> kRunBounds = {0.01, 0.1, 0.5,  1,    5,     10,    30,   60,
+                                        300,  600, 1800, 3600, 10800, 43200, 86400};
 
 // Methods outside the usual few share one label value, so that odd requests
 // cannot make new series.
@@ -60,6 +63,17 @@ ServerMetrics::ServerMetrics(const WorkerRegistry* workers, const RunBook* runs)
       iteration_kernel_(iteration_.with({"kernel"})),
       iteration_transfer_(iteration_.with({"transfer"})),
       iteration_fold_(iteration_.with({"fold"})),
+      runs_finished_(reg_.counter("lizard_runs_finished_total",
+                                  "Runs that ended, by status (done, failed, cancelled).",
+                                  {"status"})),
+      run_duration_(reg_.histogram("lizard_run_duration_seconds",
+                                   "Time from a run's start (placed on executors) to its end, by "
+                                   "status; runs cancelled or failed while queued are left out.",
+                                   {"status"}, kRunBounds)),
+      queue_wait_(reg_.histogram("lizard_run_queue_wait_seconds",
+                                 "Time a run waited in the queue before it started.", {},
+                                 kRunBounds)
+                      .with({})),
       compiles_(reg_.counter("lizard_program_compiles_total",
                              "Per-run compiles of a program's kernels (one per worker and run "
                              "whose binaries did not come from a cache).")
@@ -94,6 +108,15 @@ void ServerMetrics::observe_iteration(double total_ms, double kernel_ms, double 
   iteration_kernel_.observe(kernel_ms / 1e3);
   iteration_transfer_.observe(std::max(0.0, total_ms - kernel_ms - fold_ms) / 1e3);
   iteration_fold_.observe(fold_ms / 1e3);
+}
+
+void ServerMetrics::observe_run_started(double queued_s) {
+  queue_wait_.observe(queued_s);
+}
+
+void ServerMetrics::observe_run_finished(const std::string& status, double running_s) {
+  runs_finished_.with({status}).add();
+  if (running_s > 0) run_duration_.with({status}).observe(running_s);
 }
 
 void ServerMetrics::count_run_ready(bool cache_hit, double compile_ms) {

@@ -9,6 +9,7 @@
 //   ServerMetrics m(&workers, &runs);
 //   link = m.metered(std::move(link));         // counts bytes sent to a worker
 //   m.observe_iteration(total_ms, kernel_ms, fold_ms);
+//   m.observe_run_started(queued_s);  m.observe_run_finished("done", running_s);
 //   std::string text = m.render();             // GET /metrics
 #pragma once
 
@@ -38,6 +39,11 @@ class ServerMetrics {
   // A worker's run_ready: whether its binaries came from a cache, else how
   // long the compile took.
   void count_run_ready(bool cache_hit, double compile_ms);
+  // A run that starts running after `queued_s` in the queue.
+  void observe_run_started(double queued_s);
+  // A run that ends with `status` (done, failed, cancelled) after running
+  // `running_s` seconds (0: it never ran here).
+  void observe_run_finished(const std::string& status, double running_s);
   // A worker's program_status after POST /programs or its hello.
   void count_program_build(bool ok);
   // Bytes in frames the workers sent.
@@ -62,6 +68,9 @@ class ServerMetrics {
   Histogram& iteration_kernel_;
   Histogram& iteration_transfer_;
   Histogram& iteration_fold_;
+  CounterFamily& runs_finished_;
+  HistogramFamily& run_duration_;
+  Histogram& queue_wait_;
   Counter& compiles_;
   Counter& compile_cache_hits_;
   Histogram& compile_seconds_;

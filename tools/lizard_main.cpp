@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/help_text.h"
 #include "cli/user_commands.h"
 #include "client/worker_daemon.h"
 #include "common/auth.h"
@@ -128,10 +130,12 @@ int run_server(const ServerFlags& f) {
   return 0;
 }
 
-// `lizard client -a`: a host, or a URI (wss://head:5000) whose scheme and
-// port win over --tls and -p.
+// `lizard client -a` (or $LIZARD_ADDRESS): a host, host:port, or a URI
+// (wss://head:5000) whose scheme and port win over --tls and -p.
 lizard::Status resolve_server_address(lizard::WorkerOptions* opts) {
-  if (opts->host.find("://") == std::string::npos) {  // a host name or address, IPv6 too
+  const bool host_and_port = std::count(opts->host.begin(), opts->host.end(), ':') == 1;
+  if (opts->host.find("://") == std::string::npos &&
+      !host_and_port) {  // a host name or address, IPv6 too
     opts->tls.enabled = opts->tls.enabled || !opts->tls.ca_file.empty();
     return lizard::Status::Ok();
   }
@@ -193,6 +197,7 @@ int main(int argc, char** argv) {
   // the user's code they loaded could crash or hang there.
   if (auto status = lizard::hook_host_command(argc, argv)) end_helper(*status);
   CLI::App app{"lizard: run CUDA programs across a cluster of GPU machines"};
+  app.option_defaults()->always_capture_default();  // help shows every default
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("lizard ") + LIZARD_VERSION);
@@ -205,14 +210,19 @@ int main(int argc, char** argv) {
   server->add_flag("-v,--verbose", verbose, "Debug logging");
   server->add_option("--host", sf.host,
                      "Address to listen on (default: 127.0.0.1 without a token, else 0.0.0.0)");
-  server->add_option("--port", sf.port, "Port for users and workers");
-  server->add_option("--state-dir", sf.state_dir,
-                     "Where programs, run records and compiled hooks are kept");
-  server->add_option("--worker-wait", sf.worker_wait,
-                     "Seconds a run waits for a worker with its program");
+  server->add_option("-p,--port", sf.port, "Port for users and workers")->type_name("PORT");
+  server
+      ->add_option("--state-dir", sf.state_dir,
+                   "Where programs, run records and compiled hooks are kept")
+      ->type_name("DIR");
+  server
+      ->add_option("--worker-wait", sf.worker_wait,
+                   "Seconds a run waits for a worker with its program")
+      ->type_name("SECONDS");
   server
       ->add_option("--resume-wait", sf.resume_wait,
                    "Seconds a run resumed after a restart waits for as many executors as it had")
+      ->type_name("SECONDS")
       ->check(CLI::Range(0, 3600));
   server
       ->add_option("--keep-runs", sf.keep_runs,
@@ -223,44 +233,63 @@ int main(int argc, char** argv) {
       ->add_option("--keep-days", sf.keep_days,
                    "Delete finished runs' records (and fields, and uploads only they named) "
                    "after D days (0: never)")
+      ->type_name("DAYS")
       ->check(CLI::Range(0.0, 1e6));
   server
-      ->add_option("--run-timeout-s", sf.run_timeout,
-                   "Seconds a run may run when its request sets no timeout_s (0: no limit)")
+      ->add_option("--run-timeout,--run-timeout-s", sf.run_timeout,
+                   "Seconds a run may run when its request sets no timeout_s (0: no limit; "
+                   "--run-timeout-s is its former name)")
+      ->type_name("SECONDS")
       ->check(CLI::NonNegativeNumber);
   server
       ->add_option("--heartbeat-timeout", sf.heartbeat,
                    "Seconds of silence after which a worker is dropped")
+      ->type_name("SECONDS")
       ->check(CLI::Range(2, 3600));
   server
       ->add_option("--read-timeout", sf.read_timeout,
                    "Seconds within which a request must arrive whole (408)")
+      ->type_name("SECONDS")
       ->check(CLI::Range(1, 86400));
   server
-      ->add_option("--hook-timeout-s", sf.hook_timeout,
+      ->add_option("--hook-timeout,--hook-timeout-s", sf.hook_timeout,
                    "Seconds one host hook call (or loading a host.cpp) may take before its "
-                   "hook process is killed and the run fails")
+                   "hook process is killed and the run fails (--hook-timeout-s is its former "
+                   "name)")
+      ->type_name("SECONDS")
       ->check(CLI::Range(1, 86400));
-  server->add_option(
-      "--max-body", sf.max_body,
-      "Largest JSON request body in bytes (413; uploads to /datasets are not capped)");
+  server
+      ->add_option("--max-body", sf.max_body,
+                   "Largest JSON request body in bytes (413; uploads to /datasets are not capped)")
+      ->type_name("BYTES");
   server->add_flag("--no-worker-loop", sf.no_worker_loop,
                    "Drive every iteration from the server, also for runs on one worker");
-  server->add_option(
-      "--token", sf.token,
-      "Token required of workers and of POST/DELETE requests (default: $LIZARD_TOKEN)");
-  server->add_option("--read-token", sf.read_token,
-                     "Token required of GET requests too (default: $LIZARD_READ_TOKEN)");
-  server->add_option("--data-root", sf.data_roots,
-                     "Directory dataset paths in run requests must lie in (repeatable; "
-                     "default: any file this user can read)");
-  server->add_option("--max-state-bytes", sf.max_state_bytes,
-                     "Largest state + aggregate of one run, in bytes (413 beyond)");
-  auto* cert = server->add_option(
-      "--tls-cert", sf.tls_cert,
-      "Serve the REST API and the worker hub over TLS (https://, wss://) with this PEM "
-      "certificate chain");
-  auto* key = server->add_option("--tls-key", sf.tls_key, "The PEM private key of --tls-cert");
+  server
+      ->add_option("--token", sf.token,
+                   "Token required of workers and of POST/DELETE requests (default: $LIZARD_TOKEN)")
+      ->type_name("TOKEN");
+  server
+      ->add_option("--read-token", sf.read_token,
+                   "Token required of GET requests too (default: $LIZARD_READ_TOKEN)")
+      ->type_name("TOKEN");
+  server
+      ->add_option("--data-root", sf.data_roots,
+                   "Directory dataset paths in run requests must lie in (repeatable; "
+                   "default: any file this user can read)")
+      ->type_name("DIR");
+  server
+      ->add_option("--max-state-bytes", sf.max_state_bytes,
+                   "Largest state + aggregate of one run, in bytes (413 beyond)")
+      ->type_name("BYTES");
+  auto* cert =
+      server
+          ->add_option(
+              "--tls-cert", sf.tls_cert,
+              "Serve the REST API and the worker hub over TLS (https://, wss://) with this PEM "
+              "certificate chain")
+          ->type_name("FILE");
+  auto* key = server->add_option("--tls-key", sf.tls_key, "The PEM private key of --tls-cert")
+                  ->type_name("FILE");
   cert->needs(key);
   key->needs(cert);
 
@@ -268,8 +297,12 @@ int main(int argc, char** argv) {
   lizard::WorkerOptions wo;
   wo.backend.cache_dir = default_dir("XDG_CACHE_HOME", ".cache");
   client->add_flag("-v,--verbose", verbose, "Debug logging");
-  client->add_option("-a,--address", wo.host, "Server host, or wss://host:port (TLS)")->required();
-  client->add_option("-p,--port", wo.port, "Server port");
+  client
+      ->add_option("-a,--address", wo.host,
+                   "Server host, host:port, or ws(s)://host:port (default: $LIZARD_ADDRESS)")
+      ->envname("LIZARD_ADDRESS")
+      ->required();
+  client->add_option("-p,--port", wo.port, "Server port")->type_name("PORT");
   client->add_flag("--tls", wo.tls.enabled,
                    "The server serves TLS (as a wss:// or https:// address says); its "
                    "certificate is verified");
@@ -290,27 +323,38 @@ int main(int argc, char** argv) {
       ->add_option("--cpu-executors", wo.backend.cpu_executors,
                    "Split the CPU backend into this many executors (default 1)")
       ->check(CLI::Range(1, 64));
-  client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached");
+  client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached")
+      ->type_name("DIR");
   client
-      ->add_option("--hook-timeout-s", wo.hook_timeout_s,
-                   "Longest host hook call in a run this worker drives (seconds)")
+      ->add_option("--hook-timeout,--hook-timeout-s", wo.hook_timeout_s,
+                   "Seconds the longest host hook call in a run this worker drives may take "
+                   "(--hook-timeout-s is its former name)")
+      ->type_name("SECONDS")
       ->check(CLI::Range(1, 86400));
-  client->add_option("--upload-cache-mb", wo.upload_cache_mb,
-                     "Uploaded rows kept in memory for later runs over them (MiB; 0: none)");
+  client
+      ->add_option("--upload-cache-mb", wo.upload_cache_mb,
+                   "Uploaded rows kept in memory for later runs over them (MiB; 0: none)")
+      ->type_name("MIB");
   wo.backend.kept_rows_mb = 2048;
-  client->add_option("--kept-rows-mb", wo.backend.kept_rows_mb,
-                     "Uploaded rows each executor keeps (on its GPU, or in the CPU backend's "
-                     "memory) for later runs over them, so that they are not sent again (MiB; "
-                     "0: none; GPU memory a run needs is freed from them first)");
+  client
+      ->add_option("--kept-rows-mb", wo.backend.kept_rows_mb,
+                   "Uploaded rows each executor keeps (on its GPU, or in the CPU backend's "
+                   "memory) for later runs over them, so that they are not sent again (MiB; "
+                   "0: none; GPU memory a run needs is freed from them first)")
+      ->type_name("MIB");
   client->add_option("--weight", wo.weight,
                      "Report this capability weight (testing, uneven nodes)");
-  client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)");
-  client->add_option("--data-root", wo.data_roots,
-                     "Directory dataset paths a run names must lie in (repeatable; "
-                     "default: any file this user can read)");
+  client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)")
+      ->type_name("TOKEN");
+  client
+      ->add_option("--data-root", wo.data_roots,
+                   "Directory dataset paths a run names must lie in (repeatable; "
+                   "default: any file this user can read)")
+      ->type_name("DIR");
   client
       ->add_option("--server-timeout", wo.server_timeout_s,
                    "Seconds of silence after which the server counts as gone (reconnect)")
+      ->type_name("SECONDS")
       ->check(CLI::Range(2, 3600));
 
   client
@@ -319,7 +363,9 @@ int main(int argc, char** argv) {
                    "that a kernel that crashes or never ends costs that process, not the worker; "
                    "off: in the worker itself (debugging)")
       ->transform(
-          CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}));
+          CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+      ->type_name("on|off")
+      ->default_str(wo.executor_processes ? "on" : "off");
 
   // The process a worker starts for each executor (exec/process/executor_host.h); not for users.
   auto* host = app.add_subcommand("executor-host", "");
@@ -337,10 +383,15 @@ int main(int argc, char** argv) {
   host->add_flag("--probe", probe);
 
   lizard::UserCommands user(&app);
+  lizard::tidy_help(&app);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (auto hint = lizard::unknown_command_hint(app, argc, argv)) {
+      std::fputs(hint->c_str(), stderr);
+      return 2;
+    }
     return app.exit(e) == 0 ? 0 : 2;  // help is not an error; a bad command line is 2
   }
   if (auto status = user.run()) return *status;

@@ -17,6 +17,7 @@ numbers.
 import io
 import json
 import os
+import re
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from ._http import Connection
 from ._program import is_checksum, read_bundle
 from .errors import LizardError
 from .run import FINISHED, Poller, Run, wait_for_runs
+
+_HEX_DIGITS = re.compile(r"^[0-9a-fA-F]+$")
 
 
 def _plain(value):
@@ -125,11 +128,7 @@ class Client:
             raise
         if not wait:
             return run
-        try:
-            return run.wait(timeout)
-        except KeyboardInterrupt:
-            _cancel_quietly(self, [run])
-            raise
+        return run.wait(timeout)  # Ctrl-C cancels the run
 
     def map(self, program, params_list, dataset=None, state=None, executors=1,
             max_iterations=None, outputs=None, timeout=None):
@@ -190,11 +189,24 @@ class Client:
     # --- helpers --------------------------------------------------------------
 
     def _checksum_of(self, program):
+        """A program directory (registered now), a checksum, or the start of
+        one, as `lizard run` takes them, with its messages."""
         if is_checksum(program):
             return program
         if isinstance(program, (str, os.PathLike)) and os.path.isdir(program):
             return self.load_program(program)
-        raise LizardError(f"{program!r} is neither a program directory nor a checksum")
+        if isinstance(program, str) and 0 < len(program) < 64 and _HEX_DIGITS.match(program):
+            matches = [p["hash"] for p in self._conn.json("GET", "/programs")
+                       if p.get("hash", "").startswith(program.lower())]
+            if len(matches) == 1:
+                return matches[0]
+            if not matches:
+                raise LizardError(f"no registered program has a checksum starting {program} "
+                                  "(Client.load_program(DIR) registers the program in DIR)")
+            raise LizardError(f"checksum prefix {program} matches {len(matches)} programs; "
+                              "give more digits")
+        raise LizardError(f"PROGRAM {os.fspath(program)!r} is neither a program directory nor "
+                          "a checksum")
 
     def _dataset_sources(self, dataset, uploads):
         if dataset is None:
@@ -234,7 +246,7 @@ class Client:
         if outputs is not None:
             body["outputs"] = list(outputs)
         answer = self._conn.json("POST", "/runtime/" + checksum, body, timeout=600)
-        return Run(self, answer["runtime_id"], checksum, uploads)
+        return Run(self, answer["runtime_id"], checksum, uploads, status=answer.get("status"))
 
     def _start_many(self, program, params_list, dataset, state, executors, max_iterations,
                     outputs):

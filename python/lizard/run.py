@@ -42,16 +42,20 @@ class _Fields(Mapping):
 class Run:
     """A run on the server. Made by Client.run, Client.map, Client.get_run."""
 
-    def __init__(self, client, run_id, program=None, uploads=()):
+    def __init__(self, client, run_id, program=None, uploads=(), status=None):
         self.id = run_id
         self.program = program
         self._client = client
         self._record = None
+        self._submitted_status = status  # what the server said when it took the run
         self._uploads = list(uploads)  # dataset ids made for this run alone
         self._arrays = {}
 
     def __repr__(self):
-        status = self._record.get("status", "?") if self._record else "?"
+        if self._record:
+            status = self._record.get("status", "?")
+        else:
+            status = (self._submitted_status or "not read yet") + "; .status reads it afresh"
         return f"<lizard.Run {self.id} {status}>"
 
     # --- the record ---------------------------------------------------------
@@ -114,8 +118,16 @@ class Run:
 
     def wait(self, timeout=None):
         """Waits until the run has finished; returns self when it is done and
-        raises LizardError (with the record) when it failed or was cancelled."""
-        self._client._wait_for([self], timeout)
+        raises LizardError (with the record) when it failed or was cancelled.
+        Ctrl-C (KeyboardInterrupt) while waiting cancels the run."""
+        try:
+            self._client._wait_for([self], timeout)
+        except KeyboardInterrupt:
+            try:
+                self.cancel()
+            except LizardError:
+                pass  # it had finished, or the server is gone
+            raise
         return self._check()
 
     def cancel(self):

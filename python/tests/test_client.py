@@ -228,3 +228,46 @@ def test_server_gone_mid_run_raises_instead_of_waiting_forever():
             run.wait()
         assert e.value.unreachable
         assert time.monotonic() - t0 < 20
+
+
+def test_ctrl_c_in_wait_cancels_the_run(cluster):
+    c = lizard.Client(cluster.uri)
+    pts = blobs(100000, seed=6)
+    run = c.run(KMEANS, params={"k": 3, "dims": 2, "max_iterations": 1000000, "threshold": -1},
+                dataset={"points": pts}, state={"centroids": pts[:3]}, executors=1, wait=False)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
+        with pytest.raises(KeyboardInterrupt):
+            run.wait()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert wait_until(lambda: c.get_run(run.id).status == "cancelled")
+
+
+def test_a_fresh_run_prints_what_the_server_said(cluster):
+    c = lizard.Client(cluster.uri)
+    run = c.run(SUM, params={"dims": 3}, dataset={"values": os.path.join(DATA, "lizard-demo-n16-d3.csv")},
+                wait=False)
+    assert repr(run) == f"<lizard.Run {run.id} queued; .status reads it afresh>"
+    run.wait(timeout=60)
+    assert repr(run) == f"<lizard.Run {run.id} done>"
+
+
+def test_checksums_are_taken_as_the_command_line_takes_them(cluster):
+    c = lizard.Client(cluster.uri)
+    checksum = c.load_program(SUM)
+    with pytest.raises(lizard.LizardError,
+                       match="no registered program has a checksum starting deadbeef1234"):
+        c.run("deadbeef1234")
+    with pytest.raises(lizard.LizardError,
+                       match="PROGRAM 'no/such/dir' is neither a program directory nor a checksum"):
+        c.run("no/such/dir")
+    run = c.run(checksum[:12], params={"dims": 3},
+                dataset={"values": os.path.join(DATA, "lizard-demo-n16-d3.csv")})
+    assert run.status == "done" and run.program == checksum

@@ -74,7 +74,19 @@
     return a >= 1e5 || a < 1e-3 ? v.toExponential(3) : String(Number(v.toPrecision(5)));
   }
 
+  // Every time on the page is UTC, as the server's records give them.
   function fmtTime(iso) { return iso ? iso.replace('T', ' ').replace('Z', ' UTC') : '–'; }
+
+  // 1234567 -> "1,234,567"
+  function fmtCount(n) { return typeof n === 'number' ? n.toLocaleString('en-US') : '–'; }
+
+  // A finished run's elapsed time; a running one's time since it started (live).
+  function elapsedMs(run) {
+    if (typeof run.elapsed_ms === 'number') return run.elapsed_ms;
+    if (run.status !== 'running' || !run.started_at) return undefined;
+    var started = Date.parse(run.started_at);
+    return isFinite(started) ? Math.max(0, Date.now() - started) : undefined;
+  }
 
   function relative(path) { return path.charAt(0) === '/' ? path.slice(1) : path; }
 
@@ -119,12 +131,17 @@
     return 0;
   }
 
+  // "1 iteration", "2 iterations".
+  function iterationsText(n) {
+    return n + (n === 1 ? ' iteration' : ' iterations');
+  }
+
   function progressBar(run) {
     var f = fractionDone(run);
     var label = run.max_iterations === 1 && run.progress
-      ? run.progress.rows_done + ' / ' + run.progress.rows + ' rows'
-      : (run.iterations || 0) + ' / ' + run.max_iterations + ' iterations';
-    if (run.status === 'done' && run.iterations < run.max_iterations) label = run.iterations + ' iterations (ended before the cap of ' + run.max_iterations + ')';
+      ? fmtCount(run.progress.rows_done) + ' / ' + fmtCount(run.progress.rows) + ' rows'
+      : fmtCount(run.iterations || 0) + ' / ' + fmtCount(run.max_iterations) + ' iterations';
+    if (run.status === 'done' && run.iterations < run.max_iterations) label = iterationsText(run.iterations) + ' (ended before the cap of ' + run.max_iterations + ')';
     return el('div', { class: 'progress', title: label, 'data-fraction': f.toFixed(4) },
       el('div', { class: 'progress-fill status-' + run.status, style: 'width:' + (f * 100).toFixed(1) + '%' }),
       el('span', { class: 'progress-label', text: label }));
@@ -133,6 +150,10 @@
   function meanIterationMs(run) {
     var ph = run.phases || {};
     if (typeof ph.iterations_ms === 'number' && run.iterations > 0) return ph.iterations_ms / run.iterations;
+    // Running: its time so far, less planning and loading, over the iterations done.
+    var elapsed = elapsedMs(run);
+    if (run.status === 'running' && elapsed !== undefined && run.iterations > 0)
+      return Math.max(0, elapsed - (ph.planning_ms || 0) - (ph.loading_ms || 0)) / run.iterations;
     return undefined;
   }
 
@@ -192,9 +213,10 @@
       el('td', {}, el('a', { href: '#/runs/' + run.runtime_id, text: run.runtime_id })),
       el('td', { text: run.program_name || run.program.slice(0, 12) }),
       el('td', {}, statusBadge(run.status)),
-      el('td', { class: 'wide' }, progressBar(run)),
+      el('td', { class: 'wide' }, progressBar(run),
+        run.error ? el('div', { class: 'error small', 'data-error': run.runtime_id, text: run.error }) : null),
       el('td', { class: 'small', text: fmtTime(run.created_at) }),
-      el('td', { class: 'num', text: run.elapsed_ms === undefined ? '–' : fmtMs(run.elapsed_ms) }),
+      el('td', { class: 'num', 'data-elapsed': run.runtime_id, text: fmtMs(elapsedMs(run)) }),
       el('td', { class: 'num', text: mean === undefined ? '–' : fmtMs(mean) }),
       el('td', {}, cancelButton(run, after)));
   }
@@ -379,13 +401,14 @@
       run.error ? el('p', { class: 'error', text: run.error }) : null,
       facts([
         ['program', el('code', { text: run.program })],
-        ['rows', String(run.rows)],
+        ['rows', fmtCount(run.rows)],
         ['iterations', run.iterations + ' of at most ' + run.max_iterations],
         ['params', el('code', { text: JSON.stringify(run.params) })],
         ['executors', executorList(run)],
         ['created', fmtTime(run.created_at)],
         run.started_at ? ['started', fmtTime(run.started_at)] : null,
         run.finished_at ? ['finished', fmtTime(run.finished_at) + ' (' + fmtMs(run.elapsed_ms) + ')'] : null,
+        !run.finished_at && run.started_at ? ['running for', fmtMs(elapsedMs(run))] : null,
         ['phases', phaseText(run.phases || {})],
         mean !== undefined ? ['per iteration', fmtMs(mean) + ' (mean)'] : null,
         run.recoveries ? ['recoveries', run.recoveries.map(function (r) { return r.reason + ' (resumed at ' + r.resumed_at_iteration + ')'; }).join('; ')] : null
@@ -431,7 +454,7 @@
       var content = render(refresh);
       view.replaceChildren ? view.replaceChildren() : (view.innerHTML = '');
       append(view, content);
-      document.getElementById('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+      document.getElementById('updated').textContent = 'updated ' + new Date().toISOString().slice(11, 19) + ' UTC';
       notice('');
     }).catch(function (e) {
       if (mine !== generation) return;

@@ -193,6 +193,7 @@ void FakeWorker::drive_loop(const Message& m) {
     step.iteration = it;
     step.kernel_ms = 2.0;
     step.ms = 3.0;
+    step.fold_ms = 0.5;
     std::string payload = loop_step(run->second, state, it, &step.last);
     step.last = step.last || it + 1 >= l->max_iterations;
     if (payload.size() >= state.size()) state = payload.substr(payload.size() - state.size());

@@ -121,7 +121,32 @@ std::string duration_text(double ms) {
   return buf;
 }
 
-std::string runs_table(const json& runs) {
+std::optional<std::time_t> parse_utc(const std::string& iso) {
+  std::tm t{};
+  int consumed = 0;
+  if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &t.tm_year, &t.tm_mon, &t.tm_mday,
+                  &t.tm_hour, &t.tm_min, &t.tm_sec, &consumed) != 6 ||
+      consumed == 0)
+    return std::nullopt;
+  t.tm_year -= 1900;
+  t.tm_mon -= 1;
+  return timegm(&t);
+}
+
+namespace {
+
+// A finished run's elapsed time, or a running one's time so far.
+std::string elapsed_cell(const json& r, std::time_t now) {
+  if (r.contains("elapsed_ms")) return duration_text(r["elapsed_ms"].get<double>());
+  if (str(r, "status") != "running") return "-";
+  auto started = parse_utc(str(r, "started_at"));
+  if (!started || now < *started) return "-";
+  return duration_text(1000.0 * static_cast<double>(now - *started));
+}
+
+}  // namespace
+
+std::string runs_table(const json& runs, std::time_t now) {
   if (!runs.is_array() || runs.empty()) return "no runs\n";
   std::vector<std::vector<std::string>> rows = {
       {"ID", "STATUS", "PROGRAM", "ITERATIONS", "ROWS", "CREATED", "ELAPSED"}};
@@ -130,7 +155,7 @@ std::string runs_table(const json& runs) {
                     std::to_string(r.value("iterations", int64_t{0})) + "/" +
                         std::to_string(r.value("max_iterations", int64_t{0})),
                     with_thousands(r.value("rows", int64_t{0})), str(r, "created_at"),
-                    r.contains("elapsed_ms") ? duration_text(r["elapsed_ms"].get<double>()) : "-"});
+                    elapsed_cell(r, now)});
   return table(rows);
 }
 

@@ -8,12 +8,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctime>
+#include <optional>
 #include <string>
 
 namespace lizard {
 
-// One line per run: id, status, program, iterations, rows, created, elapsed.
-std::string runs_table(const nlohmann::json& runs);
+// One line per run: id, status, program, iterations, rows, created, elapsed
+// (for a running run, the time since it started, as of `now`).
+std::string runs_table(const nlohmann::json& runs, std::time_t now = std::time(nullptr));
+
+// Seconds since the epoch of a record's UTC time ("2026-11-22T03:30:01Z");
+// nullopt when it is not one.
+std::optional<std::time_t> parse_utc(const std::string& iso);
 
 // A run record as labelled lines: program, times, iterations, rows, where it
 // ran, the error or the result, and the fields it has for download.

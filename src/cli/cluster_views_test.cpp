@@ -20,6 +20,20 @@ TEST(ClusterViews, RunsTableLinesUpColumns) {
   EXPECT_EQ(runs_table(json::array()), "no runs\n");
 }
 
+// A running run shows the time since it started, not "-".
+TEST(ClusterViews, RunsTableShowsARunningRunsTimeSoFar) {
+  json runs = json::parse(R"([
+    {"runtime_id": "r12", "status": "running", "program_name": "K-Means", "iterations": 4,
+     "max_iterations": 50, "rows": 10, "created_at": "2026-11-22T03:30:00Z",
+     "started_at": "2026-11-22T03:30:01Z"}])");
+  const std::time_t now = *parse_utc("2026-11-22T03:30:13Z");
+  EXPECT_EQ(runs_table(runs, now),
+            "ID   STATUS   PROGRAM  ITERATIONS  ROWS  CREATED               ELAPSED\n"
+            "r12  running  K-Means  4/50        10    2026-11-22T03:30:00Z  12.00 s\n");
+  EXPECT_EQ(*parse_utc("1970-01-01T00:01:00Z"), 60);
+  EXPECT_FALSE(parse_utc("yesterday"));
+}
+
 TEST(ClusterViews, RunSummaryShowsErrorOrResult) {
   json failed = json::parse(R"({
     "runtime_id": "r4", "status": "failed", "program": "aee2cfd263b46557730810704a36ebae",

@@ -111,6 +111,10 @@ Result<StagedDatasets> stage_datasets(const ServerApi& api, const Manifest& m, c
   for (const DatasetArg& arg : spec.datasets) {
     auto name = dataset_field_of(m, arg);
     if (!name.ok()) return fail(name.status());
+    if (!arg.generator.empty()) {  // the workers run the manifest's generator
+      out.dataset[*name] = arg.generate_source();
+      continue;
+    }
     auto format = resolve_file_format(arg.format, arg.file);
     if (!format.ok()) return fail(format.status().with_context("--dataset " + *name));
     std::error_code ec;

@@ -63,7 +63,7 @@ int report(const ServerApi& api, const json& record, const FollowOptions& o, con
   if (o.json) {
     *c.out << record.dump(2) << "\n";
   } else if (status == "done") {
-    *c.out << id << " done: " << record.value("iterations", 0) << " iteration(s) in "
+    *c.out << id << " done: " << iterations_text(record.value("iterations", int64_t{0})) << " in "
            << duration_text(record.value("elapsed_ms", 0.0)) << "\n"
            << result_lines(record, o.out_dir);
   }

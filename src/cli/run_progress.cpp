@@ -27,20 +27,25 @@ RunProgress progress_of(const json& record, double running_for_s) {
   RunProgress p;
   p.id = record.value("runtime_id", "");
   p.status = record.value("status", "");
+  p.waiting_for = record.value("waiting_for", "");
   p.iterations = record.value("iterations", int64_t{0});
   p.max_iterations = record.value("max_iterations", int64_t{0});
   p.rows = record.value("rows", int64_t{0});
   p.elapsed_s = running_for_s;
-  if (p.status == "done") {
-    p.rows_done = p.rows;
-  } else if (record.contains("progress") && record["progress"].is_object()) {
+  if (record.contains("progress") && record["progress"].is_object()) {
     const json& pr = record["progress"];
+    p.rows_reported = pr.value("rows_reported", false);
     // Rows done belong to the iteration under way; once it has completed,
     // `iterations` counts it.
-    if (pr.value("iteration", int64_t{-1}) == p.iterations)
+    if (p.rows_reported && pr.value("iteration", int64_t{-1}) == p.iterations)
       p.rows_done = pr.value("rows_done", int64_t{0});
   }
+  if (p.status == "done") p.rows_done = p.rows;
   return p;
+}
+
+std::string iterations_text(int64_t n) {
+  return std::to_string(n) + (n == 1 ? " iteration" : " iterations");
 }
 
 std::string with_thousands(int64_t n) {
@@ -67,23 +72,22 @@ std::string clock_text(double seconds) {
 
 namespace {
 
-// The iteration under way, 1-based, capped at the maximum.
-int64_t iteration_shown(const RunProgress& p) {
-  return std::min(p.iterations + (p.status == "done" ? 0 : 1),
-                  std::max<int64_t>(p.max_iterations, 1));
+std::string waiting_text(const RunProgress& p) {
+  if (p.waiting_for.empty()) return "waiting for executors";
+  return p.waiting_for + "; `lizard workers` lists the workers";
 }
 
 }  // namespace
 
 std::string progress_bar_line(const RunProgress& p, int bar_width) {
   std::string line = p.id + " " + p.status;
-  if (p.status == "queued") return line + "  (waiting for executors)";
+  if (p.status == "queued") return line + "  (" + waiting_text(p) + ")";
   const int filled = static_cast<int>(std::floor(p.fraction() * bar_width));
   line += "  [" + std::string(static_cast<size_t>(filled), '#') +
           std::string(static_cast<size_t>(bar_width - filled), '.') + "]";
-  line +=
-      "  iteration " + std::to_string(iteration_shown(p)) + "/" + std::to_string(p.max_iterations);
-  line += "  rows " + with_thousands(p.rows_done) + "/" + with_thousands(p.rows);
+  line += "  iterations " + std::to_string(p.iterations) + "/" + std::to_string(p.max_iterations);
+  if (p.rows_reported)
+    line += "  rows " + with_thousands(p.rows_done) + "/" + with_thousands(p.rows);
   line += "  " + clock_text(p.elapsed_s);
   if (auto eta = p.eta_s())
     line += std::string("  ETA ") + (p.max_iterations > 1 ? "<= " : "") + clock_text(*eta);
@@ -92,12 +96,14 @@ std::string progress_bar_line(const RunProgress& p, int bar_width) {
 
 std::string progress_plain_line(const RunProgress& p) {
   std::string line = p.id + ": " + p.status;
-  if (p.status == "queued") return line;
+  if (p.status == "queued")
+    return p.waiting_for.empty() ? line : line + " (" + waiting_text(p) + ")";
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, "%.1f s", p.elapsed_s);
-  return line + ", iteration " + std::to_string(iteration_shown(p)) + "/" +
-         std::to_string(p.max_iterations) + ", rows " + std::to_string(p.rows_done) + "/" +
-         std::to_string(p.rows) + ", " + elapsed;
+  line += ", iterations " + std::to_string(p.iterations) + "/" + std::to_string(p.max_iterations);
+  if (p.rows_reported)
+    line += ", rows " + std::to_string(p.rows_done) + "/" + std::to_string(p.rows);
+  return line + ", " + elapsed;
 }
 
 void ProgressPrinter::update(const json& record, double now_s) {
@@ -113,9 +119,12 @@ void ProgressPrinter::update(const json& record, double now_s) {
     return;
   }
   const bool changed = status != last_status_ || p.iterations != last_iteration_;
-  if (!changed || (status == last_status_ && now_s - last_plain_s_ < 1)) return;
+  const bool news = status != last_status_ || p.waiting_for != last_waiting_for_;
+  if (!changed && !news) return;
+  if (!news && now_s - last_plain_s_ < 1) return;
   *out_ << progress_plain_line(p) << "\n" << std::flush;
   last_status_ = status;
+  last_waiting_for_ = p.waiting_for;
   last_iteration_ = p.iterations;
   last_plain_s_ = now_s;
 }

@@ -1,7 +1,9 @@
 // How `lizard run` shows a run while it goes, from the run records it polls
 // (GET /runtimes/<id>): on a terminal one line redrawn in place, with a bar,
-// the iteration, rows done and the time left; into a pipe or file, a plain
-// line whenever the status or the iteration changes (at most one a second).
+// the iterations completed (the record's `iterations`), the rows done of the
+// iteration under way where the run reports them, and the time left; into a
+// pipe or file, a plain line whenever the status or the iteration changes (at
+// most one a second).
 //
 //   ProgressPrinter p(&std::cerr, isatty(2));
 //   while (...) p.update(record, seconds_since_submit);
@@ -21,11 +23,13 @@ namespace lizard {
 struct RunProgress {
   std::string id;
   std::string status;
-  int64_t iterations = 0;  // completed
+  std::string waiting_for;  // while queued: why no executor serves it yet
+  int64_t iterations = 0;   // completed
   int64_t max_iterations = 0;
   int64_t rows = 0;
-  int64_t rows_done = 0;  // of the current iteration
-  double elapsed_s = 0;   // since it started running (0 while queued)
+  int64_t rows_done = 0;       // of the current iteration
+  bool rows_reported = false;  // the run reports rows within an iteration
+  double elapsed_s = 0;        // since it started running (0 while queued)
 
   // The share of the work done, 0 … 1, counting max_iterations as the whole.
   double fraction() const;
@@ -37,11 +41,14 @@ struct RunProgress {
 // `running_for_s`: seconds since the client saw the run start running.
 RunProgress progress_of(const nlohmann::json& record, double running_for_s);
 
-// "r3 running  [#######.....]  iteration 4/50  rows 1,024/2,048  0:03  ETA <= 0:07"
+// "r3 running  [#######.....]  iterations 4/50  rows 1,024/2,048  0:03  ETA <= 0:07"
+// (no rows where the run does not report them)
 std::string progress_bar_line(const RunProgress& p, int bar_width = 24);
-// "r3: running, iteration 4/50, rows 1024/2048, 2.5 s"
+// "r3: running, iterations 4/50, rows 1024/2048, 2.5 s"
 std::string progress_plain_line(const RunProgress& p);
 
+// "1 iteration", "2 iterations"
+std::string iterations_text(int64_t n);
 // "1,234,567"
 std::string with_thousands(int64_t n);
 // "0:07", "12:34", "1:02:03"
@@ -58,7 +65,7 @@ class ProgressPrinter {
   std::ostream* out_;
   bool terminal_;
   std::optional<double> started_at_;  // when the run was first seen running
-  std::string last_status_;
+  std::string last_status_, last_waiting_for_;
   int64_t last_iteration_ = -1;
   double last_plain_s_ = -1;
   size_t drawn_ = 0;  // characters of the line on screen

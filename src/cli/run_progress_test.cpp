@@ -10,13 +10,23 @@ namespace {
 using nlohmann::json;
 
 json running(int iterations, int progress_iteration, int rows_done) {
-  return {
-      {"runtime_id", "r3"},
-      {"status", "running"},
-      {"iterations", iterations},
-      {"max_iterations", 10},
-      {"rows", 2000},
-      {"progress", {{"iteration", progress_iteration}, {"rows", 2000}, {"rows_done", rows_done}}}};
+  return {{"runtime_id", "r3"},
+          {"status", "running"},
+          {"iterations", iterations},
+          {"max_iterations", 10},
+          {"rows", 2000},
+          {"progress",
+           {{"iteration", progress_iteration},
+            {"rows", 2000},
+            {"rows_done", rows_done},
+            {"rows_reported", true}}}};
+}
+
+// An iterative run: its workers report whole iterations, not rows.
+json iterating(int iterations) {
+  json r = running(iterations, iterations, 0);
+  r["progress"]["rows_reported"] = false;
+  return r;
 }
 
 TEST(RunProgress, FractionCountsIterationsAndRowsOfTheCurrentOne) {
@@ -37,19 +47,19 @@ TEST(RunProgress, FractionCountsIterationsAndRowsOfTheCurrentOne) {
 
 TEST(RunProgress, BarLineShowsIterationRowsTimeAndAnUpperBoundEta) {
   EXPECT_EQ(progress_bar_line(progress_of(running(4, 4, 1000), 9.0), 20),
-            "r3 running  [#########...........]  iteration 5/10  rows 1,000/2,000  0:09  ETA <= "
+            "r3 running  [#########...........]  iterations 4/10  rows 1,000/2,000  0:09  ETA <= "
             "0:11");
   json one = running(0, 0, 500);
   one["max_iterations"] = 1;
   EXPECT_EQ(progress_bar_line(progress_of(one, 3.0), 4),
-            "r3 running  [#...]  iteration 1/1  rows 500/2,000  0:03  ETA 0:09");
+            "r3 running  [#...]  iterations 0/1  rows 500/2,000  0:03  ETA 0:09");
   json queued = {{"runtime_id", "r3"}, {"status", "queued"}};
   EXPECT_EQ(progress_bar_line(progress_of(queued, 0)), "r3 queued  (waiting for executors)");
 }
 
 TEST(RunProgress, PlainLines) {
   EXPECT_EQ(progress_plain_line(progress_of(running(4, 4, 1000), 2.5)),
-            "r3: running, iteration 5/10, rows 1000/2000, 2.5 s");
+            "r3: running, iterations 4/10, rows 1000/2000, 2.5 s");
   json queued = {{"runtime_id", "r3"}, {"status", "queued"}};
   EXPECT_EQ(progress_plain_line(progress_of(queued, 0)), "r3: queued");
 }
@@ -79,8 +89,8 @@ TEST(RunProgress, PipedOutputGetsALineWhenStatusOrIterationChanges) {
   p.finish();
   EXPECT_EQ(out.str(),
             "r3: queued\n"
-            "r3: running, iteration 1/10, rows 0/2000, 0.0 s\n"
-            "r3: running, iteration 2/10, rows 100/2000, 1.1 s\n");
+            "r3: running, iterations 0/10, rows 0/2000, 0.0 s\n"
+            "r3: running, iterations 1/10, rows 100/2000, 1.1 s\n");
 }
 
 TEST(RunProgress, TerminalOutputRedrawsOneLine) {
@@ -94,7 +104,59 @@ TEST(RunProgress, TerminalOutputRedrawsOneLine) {
   EXPECT_EQ(s.back(), '\n');
   EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1);
   EXPECT_EQ(std::count(s.begin(), s.end(), '\r'), 2);
-  EXPECT_NE(s.find("iteration 1/10  rows 1,000/2,000"), std::string::npos) << s;
+  EXPECT_NE(s.find("iterations 0/10  rows 1,000/2,000"), std::string::npos) << s;
+}
+
+// The bar counts the iterations the record counts, so that the last line
+// drawn and the final record name the same number.
+TEST(RunProgress, IterationsShownAreTheRecordsCompletedOnes) {
+  json r = iterating(251);
+  r["max_iterations"] = 300;
+  EXPECT_EQ(progress_bar_line(progress_of(r, 40.0), 4),
+            "r3 running  [###.]  iterations 251/300  0:40  ETA <= 0:08");
+  json done = iterating(2);
+  done["status"] = "done";
+  EXPECT_EQ(progress_plain_line(progress_of(done, 1.0)), "r3: done, iterations 2/10, 1.0 s");
+  json cancelled = iterating(3);
+  cancelled["status"] = "cancelled";
+  EXPECT_EQ(progress_plain_line(progress_of(cancelled, 1.0)),
+            "r3: cancelled, iterations 3/10, 1.0 s");
+}
+
+// An iterative run shows no rows: they would stay at 0 for the whole run.
+TEST(RunProgress, IterativeRunsShowNoRows) {
+  const RunProgress p = progress_of(iterating(4), 8.0);
+  EXPECT_FALSE(p.rows_reported);
+  EXPECT_EQ(progress_bar_line(p, 10),
+            "r3 running  [####......]  iterations 4/10  0:08  ETA <= 0:12");
+  EXPECT_EQ(progress_plain_line(p), "r3: running, iterations 4/10, 8.0 s");
+  json old = running(4, 4, 100);
+  old["progress"].erase("rows_reported");
+  EXPECT_FALSE(progress_of(old, 1).rows_reported);
+}
+
+// A queued run that no worker can serve says why at once, on a terminal and
+// into a pipe, and names the command that lists the workers.
+TEST(RunProgress, QueuedRunsSayWhatTheyWaitFor) {
+  json q = {{"runtime_id", "r3"}, {"status", "queued"}, {"waiting_for", "no worker is connected"}};
+  EXPECT_EQ(progress_bar_line(progress_of(q, 0)),
+            "r3 queued  (no worker is connected; `lizard workers` lists the workers)");
+  std::ostringstream out;
+  ProgressPrinter p(&out, /*terminal=*/false);
+  json plain = {{"runtime_id", "r3"}, {"status", "queued"}};
+  p.update(plain, 0.0);
+  p.update(q, 0.1);  // the reason arrived: shown at once
+  p.update(q, 0.2);
+  p.finish();
+  EXPECT_EQ(out.str(),
+            "r3: queued\n"
+            "r3: queued (no worker is connected; `lizard workers` lists the workers)\n");
+}
+
+TEST(RunProgress, IterationsTextCountsOneInTheSingular) {
+  EXPECT_EQ(iterations_text(0), "0 iterations");
+  EXPECT_EQ(iterations_text(1), "1 iteration");
+  EXPECT_EQ(iterations_text(2), "2 iterations");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "cli/run_spec.h"
 
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -82,6 +83,44 @@ Status add_param(RunSpec* spec, const std::string& arg) {
   return Status::Ok();
 }
 
+json DatasetArg::generate_source() const {
+  json source = generate_options;
+  source["generate"] = generator;
+  return source;
+}
+
+namespace {
+
+constexpr const char* kGenerate = "generate:";
+
+// "blobs,rows=5000,seed=2" after generate:, into `d`.
+Status parse_generator(const std::string& arg, const std::string& spec, DatasetArg* d) {
+  std::stringstream parts(spec);
+  std::string part;
+  std::getline(parts, d->generator, ',');
+  if (d->generator.empty())
+    return invalid_argument("--dataset '" + arg + "': expected generate:KERNEL[,rows=N][,seed=S]");
+  while (std::getline(parts, part, ',')) {
+    const size_t eq = part.find('=');
+    const std::string key = part.substr(0, eq);
+    int64_t value = -1;
+    try {
+      size_t used = 0;
+      if (eq != std::string::npos) value = std::stoll(part.substr(eq + 1), &used);
+      if (used != part.size() - eq - 1) value = -1;
+    } catch (const std::exception&) {
+      value = -1;
+    }
+    if ((key != "rows" && key != "seed") || value < 0)
+      return invalid_argument("--dataset '" + arg + "': '" + part +
+                              "' is not rows=N or seed=S (whole numbers, 0 or more)");
+    d->generate_options[key] = value;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status add_dataset(RunSpec* spec, const std::string& arg) {
   DatasetArg d;
   d.file = arg;
@@ -92,12 +131,17 @@ Status add_dataset(RunSpec* spec, const std::string& arg) {
     if (d.field.empty())
       return invalid_argument("--dataset '" + arg + "': expected NAME=FILE (or FILE)");
   }
-  const size_t colon = d.file.find(':');
-  if (colon != std::string::npos && is_file_format(d.file.substr(0, colon))) {
-    d.format = d.file.substr(0, colon);
-    d.file = d.file.substr(colon + 1);
+  if (d.file.rfind(kGenerate, 0) == 0) {
+    LIZARD_RETURN_IF_ERROR(parse_generator(arg, d.file.substr(std::strlen(kGenerate)), &d));
+    d.file.clear();
+  } else {
+    const size_t colon = d.file.find(':');
+    if (colon != std::string::npos && is_file_format(d.file.substr(0, colon))) {
+      d.format = d.file.substr(0, colon);
+      d.file = d.file.substr(colon + 1);
+    }
+    if (d.file.empty()) return invalid_argument("--dataset '" + arg + "': no file named");
   }
-  if (d.file.empty()) return invalid_argument("--dataset '" + arg + "': no file named");
   for (const DatasetArg& other : spec->datasets)
     if (other.field == d.field)
       return invalid_argument("--dataset: field '" + d.field + "' is given twice");

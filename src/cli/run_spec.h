@@ -21,11 +21,17 @@
 namespace lizard {
 
 // One --dataset argument: NAME=[FORMAT:]FILE, or FILE alone for a program
-// with a single input field (`field` is then empty).
+// with a single input field (`field` is then empty); or
+// NAME=generate:KERNEL[,rows=N][,seed=S], a generator of the manifest.
 struct DatasetArg {
   std::string field;
   std::string file;
-  std::string format;  // npy, raw, csv, text or lizard; empty: from the extension
+  std::string format;     // npy, raw, csv, text or lizard; empty: from the extension
+  std::string generator;  // set: the workers generate the field; no file
+  nlohmann::json generate_options = nlohmann::json::object();  // rows, seed
+
+  // The run request's source for a generated field.
+  nlohmann::json generate_source() const;
 };
 
 struct RunSpec {
@@ -42,7 +48,7 @@ struct RunSpec {
 // --param NAME=VALUE: VALUE is read as JSON (4, 0.5, true), else kept as text.
 Status add_param(RunSpec* spec, const std::string& arg);
 
-// --dataset NAME=FILE, NAME=FORMAT:FILE or FILE.
+// --dataset NAME=FILE, NAME=FORMAT:FILE, FILE or NAME=generate:KERNEL[,rows=N][,seed=S].
 Status add_dataset(RunSpec* spec, const std::string& arg);
 
 // --state NAME=VALUES: a file (.npy, or numbers separated by commas, spaces or

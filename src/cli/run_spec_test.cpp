@@ -53,6 +53,25 @@ TEST(RunSpec, DatasetsNameAFieldAFormatAndAFile) {
   EXPECT_EQ(error_of(add_dataset(&other, "y=csv:")), "--dataset 'y=csv:': no file named");
 }
 
+// NAME=generate:KERNEL[,rows=N][,seed=S] names a generator of the manifest.
+TEST(RunSpec, DatasetsFromAGenerator) {
+  RunSpec spec;
+  ASSERT_TRUE(add_dataset(&spec, "points=generate:blobs,rows=5000,seed=2").ok());
+  ASSERT_TRUE(add_dataset(&spec, "other=generate:uniform").ok());
+  ASSERT_EQ(spec.datasets.size(), 2u);
+  EXPECT_EQ(spec.datasets[0].field, "points");
+  EXPECT_EQ(spec.datasets[0].file, "");
+  EXPECT_EQ(spec.datasets[0].generate_source(),
+            (nlohmann::json{{"generate", "blobs"}, {"rows", 5000}, {"seed", 2}}));
+  EXPECT_EQ(spec.datasets[1].generate_source(), (nlohmann::json{{"generate", "uniform"}}));
+  for (const char* bad : {"p=generate:", "p=generate:blobs,rows=x", "p=generate:blobs,size=3",
+                          "p=generate:blobs,rows=-1"}) {
+    Status st = add_dataset(&spec, bad);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find(bad), std::string::npos) << st.message();
+  }
+}
+
 TEST(RunSpec, StateFromJsonNumberListsAndFiles) {
   RunSpec spec;
   ASSERT_TRUE(add_state(&spec, "centroids=[[0,0],[1,1]]").ok());

@@ -27,8 +27,9 @@ void add_server_flags(CLI::App* sub, ServerFlags* f) {
                   "Server host, host:port, http://host:port or https://host:port (default: "
                   "$LIZARD_ADDRESS, else 127.0.0.1)")
       ->envname("LIZARD_ADDRESS");
-  sub->add_option("-p,--port", f->port, "Server port (default 5000)");
-  sub->add_option("--token", f->token, "The server's token (default: $LIZARD_TOKEN)");
+  sub->add_option("-p,--port", f->port, "Server port (default 5000)")->type_name("PORT");
+  sub->add_option("--token", f->token, "The server's token (default: $LIZARD_TOKEN)")
+      ->type_name("TOKEN");
   sub->add_flag("--tls", f->tls.enabled,
                 "The server serves TLS (as an https:// address says); its certificate is "
                 "verified");
@@ -109,7 +110,8 @@ void UserCommands::Impl::add_run(CLI::App* app) {
   run->add_flag("--shared-path", run_options.shared_paths,
                 "Pass dataset files by path (every node must see them there) instead of "
                 "uploading them");
-  run->add_option("--max-iterations", max_iterations, "Stop after this many iterations")
+  run->add_option("--max-iterations", max_iterations,
+                  "Stop after this many iterations (default: the program's own cap)")
       ->check(CLI::PositiveNumber);
   run->add_option("--executors", executors,
                   "Executors for the run: N, MIN:MAX or MIN: (default: every free one)");
@@ -121,7 +123,8 @@ void UserCommands::Impl::add_run(CLI::App* app) {
   run->add_flag("--keep-uploads", run_options.keep_uploads,
                 "Leave uploaded datasets on the server after the run");
   run->add_option("--build-timeout", run_options.build_timeout_s,
-                  "Seconds to wait for the workers to build a program directory");
+                  "Seconds to wait for the workers to build a program directory")
+      ->type_name("SECONDS");
   add_server_flags(run, &server);
 }
 

@@ -103,6 +103,7 @@ void LoopStepMsg::write(ByteWriter* w) const {
   w->u8(last ? 1 : 0);
   w->f64(kernel_ms);
   w->f64(ms);
+  w->f64(fold_ms);
   w->bytes(error);
 }
 Status LoopStepMsg::read(std::string_view packed) {
@@ -114,6 +115,7 @@ Status LoopStepMsg::read(std::string_view packed) {
   last = r.flag();
   kernel_ms = r.f64();
   ms = r.f64();
+  fold_ms = r.f64();
   r.str(&error);
   return r.finish("loop_step");
 }

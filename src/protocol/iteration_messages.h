@@ -66,6 +66,7 @@ struct LoopStepMsg {
   std::string error;
   double kernel_ms = 0;  // the slowest executor's kernels
   double ms = 0;         // the whole iteration on the worker, update hook included
+  double fold_ms = 0;    // folding the executors' aggregates and the update hook
   bool last = false;     // the last iteration of the loop
   Message to_message(std::string payload = {}) const;
   void encode_into(std::string* frame, const std::string_view* payload, size_t parts) const;

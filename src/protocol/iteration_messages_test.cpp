@@ -57,6 +57,7 @@ TEST(LoopStepMsg, CarriesTimingsDoneAndErrors) {
   m.iteration = 9;
   m.kernel_ms = 0.25;
   m.ms = 0.5;
+  m.fold_ms = 0.125;
   m.last = true;
   auto back = decode(encode(m.to_message("agg+state")));
   ASSERT_TRUE(back.ok());
@@ -70,6 +71,7 @@ TEST(LoopStepMsg, CarriesTimingsDoneAndErrors) {
   EXPECT_FALSE(h->unsupported);
   EXPECT_DOUBLE_EQ(h->kernel_ms, 0.25);
   EXPECT_DOUBLE_EQ(h->ms, 0.5);
+  EXPECT_DOUBLE_EQ(h->fold_ms, 0.125);
   EXPECT_TRUE(h->last);
 
   LoopStepMsg failed;

@@ -1,6 +1,8 @@
 #include "cli_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -41,6 +43,36 @@ std::vector<std::string> environment(const std::map<std::string, std::string>& e
 
 int counter = 0;
 
+// The lizard command line for `args` against `c`: -a/-p of the cluster
+// unless `args` has -a or `env` has LIZARD_ADDRESS.
+std::vector<std::string> command_line(const LocalCluster& c, const std::vector<std::string>& args,
+                                      const std::map<std::string, std::string>& env) {
+  std::vector<std::string> argv = {LIZARD_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (std::find(args.begin(), args.end(), "-a") == args.end() && !env.count("LIZARD_ADDRESS"))
+    argv.insert(argv.end(), {"-a", "127.0.0.1", "-p", std::to_string(c.port())});
+  return argv;
+}
+
+std::vector<char*> c_strings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Appends what the terminal's master side has to `out`; false once the
+// slave side is closed everywhere (EIO) or on an error.
+bool drain(int master, std::string* out, int wait_ms) {
+  pollfd p{master, POLLIN, 0};
+  if (poll(&p, 1, wait_ms) <= 0) return true;
+  char buf[4096];
+  const ssize_t n = read(master, buf, sizeof buf);
+  if (n <= 0) return false;
+  out->append(buf, static_cast<size_t>(n));
+  return true;
+}
+
 }  // namespace
 
 CliProcess::CliProcess(const LocalCluster& c, const std::vector<std::string>& args,
@@ -48,16 +80,9 @@ CliProcess::CliProcess(const LocalCluster& c, const std::vector<std::string>& ar
   const std::string base = c.dir() + "/cli" + std::to_string(++counter);
   out_path_ = base + ".out";
   err_path_ = base + ".err";
-  std::vector<std::string> argv = {LIZARD_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
-  if (std::find(args.begin(), args.end(), "-a") == args.end())
-    argv.insert(argv.end(), {"-a", "127.0.0.1", "-p", std::to_string(c.port())});
+  const std::vector<std::string> argv = command_line(c, args, env);
   const std::vector<std::string> envs = environment(env);
-  std::vector<char*> a, e;
-  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  for (const auto& s : envs) e.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  e.push_back(nullptr);
+  std::vector<char*> a = c_strings(argv), e = c_strings(envs);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -108,6 +133,56 @@ CliResult run_cli(const LocalCluster& c, const std::vector<std::string>& args,
                   const std::map<std::string, std::string>& env, int timeout_s) {
   CliProcess p(c, args, env);
   return p.wait(timeout_s);
+}
+
+CliResult run_cli_in_terminal(const LocalCluster& c, const std::vector<std::string>& args,
+                              int timeout_s) {
+  CliResult r;
+  int master = -1, slave = -1;
+  winsize size{};
+  size.ws_col = 200;
+  size.ws_row = 50;
+  if (openpty(&master, &slave, nullptr, nullptr, &size) != 0) {
+    r.err = "no pseudo-terminal";
+    return r;
+  }
+  const std::vector<std::string> argv = command_line(c, args, {});
+  const std::vector<std::string> envs = environment({{"TERM", "xterm"}});
+  std::vector<char*> a = c_strings(argv), e = c_strings(envs);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, slave, 1);
+  posix_spawn_file_actions_adddup2(&fa, slave, 2);
+  posix_spawn_file_actions_addclose(&fa, master);
+  posix_spawn_file_actions_addclose(&fa, slave);
+  posix_spawn_file_actions_addchdir_np(&fa, LIZARD_SOURCE_DIR);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, a[0], &fa, nullptr, a.data(), e.data()) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  close(slave);
+  if (pid <= 0) {
+    close(master);
+    r.err = "cannot start " LIZARD_BIN;
+    return r;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    drain(master, &r.out, 10);
+  if (done == pid) {
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    for (int i = 0; i < 1000 && drain(master, &r.out, 100); ++i) {
+    }
+  } else {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    r.out += "\n[killed after " + std::to_string(timeout_s) + " s]";
+  }
+  close(master);
+  return r;
 }
 
 }  // namespace lizard

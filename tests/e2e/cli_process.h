@@ -7,6 +7,9 @@
 //   CliProcess p(cluster, {"run", ...});      // started, not waited for
 //   p.signal(SIGINT);
 //   CliResult r = p.wait(30);
+//
+//   CliResult t = run_cli_in_terminal(cluster, {"run", ...});   // on a pseudo-terminal:
+//   t.out holds stdout and stderr as the terminal got them ('\r' and all)
 #pragma once
 
 #include <sys/types.h>
@@ -28,7 +31,7 @@ struct CliResult {
 class CliProcess {
  public:
   // Runs LIZARD_BIN with `args`, then -a/-p of the cluster unless `args`
-  // has -a.  The environment is the test's without LIZARD_TOKEN,
+  // has -a or `env` has LIZARD_ADDRESS.  The environment is the test's without LIZARD_TOKEN,
   // LIZARD_ADDRESS and LIZARD_TLS_CA, plus `env`.
   CliProcess(const LocalCluster& c, const std::vector<std::string>& args,
              const std::map<std::string, std::string>& env = {});
@@ -47,5 +50,10 @@ class CliProcess {
 
 CliResult run_cli(const LocalCluster& c, const std::vector<std::string>& args,
                   const std::map<std::string, std::string>& env = {}, int timeout_s = 180);
+
+// Runs the command with stdout and stderr on a pseudo-terminal, as in a
+// person's shell; `out` is what the terminal received, `err` stays empty.
+CliResult run_cli_in_terminal(const LocalCluster& c, const std::vector<std::string>& args,
+                              int timeout_s = 180);
 
 }  // namespace lizard

@@ -150,7 +150,7 @@ TEST_F(CommandLine, ChecksumPrefixNpyUploadAndProgressLines) {
                   blobs, "--state", "centroids=-4,-4,4,-4,-4,4,4,4", "--executors", "1:2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Piped, progress comes as plain lines on stderr; the result on stdout.
-  EXPECT_NE(r.err.find(": done, iteration "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(": done, iterations "), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("counts = [1000,1000,1000,1000]"), std::string::npos) << r.out;
 }

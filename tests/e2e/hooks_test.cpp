@@ -143,7 +143,7 @@ TEST_F(HookFaults, EachFaultFailsOnlyItsRun) {
       {2, "ended the hook process: killed by signal 6 (SIGABRT, abort())"},
       {3, "ended the hook process: exited with status 0"},
       {4, "did not finish within " + std::to_string(kHookTimeoutS) +
-              " s (--hook-timeout-s); the hook process was killed"}};
+              " s (--hook-timeout); the hook process was killed"}};
   bool beside_ran_meanwhile = false;
   for (const auto& [fault, ending] : faults) {
     const auto t0 = Clock::now();

@@ -97,6 +97,47 @@ TEST(MetricsE2e, ValuesMoveWhenARunHappens) {
             1.0);  // the first scrape
 }
 
+// A run on one worker folds and calls its update hook there: its record's
+// fold_ms and the fold series are that time, not 0.  Finished runs are
+// counted by status, with their running and queued times.
+TEST(MetricsE2e, WorkerLoopFoldTimeAndFinishedRuns) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/kmeans");
+  ASSERT_FALSE(hash.empty());
+  auto r = c.post("/runtime/" + hash + "?wait=1", kmeans_body(8, -1).dump());
+  ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().message());
+  const json rec = json::parse(r->body);
+  ASSERT_EQ(rec["status"], "done") << rec.dump(2);
+  ASSERT_EQ(rec["phases"].value("worker_loop", false), true) << rec.dump(2);
+  double fold_ms = 0;
+  for (const auto& t : rec["timings"]) {
+    EXPECT_GT(t["fold_ms"].get<double>(), 0.0) << t.dump();
+    EXPECT_LE(t["fold_ms"].get<double>(), t["ms"].get<double>()) << t.dump();
+    fold_ms += t["fold_ms"].get<double>();
+  }
+  const std::string h = "lizard_iteration_duration_seconds";
+  const ParsedMetrics after_done = scrape(c);
+  EXPECT_NEAR(after_done.value(h + "_sum", {{"part", "fold"}}).value_or(0), fold_ms / 1e3, 1e-6);
+  EXPECT_GT(after_done.value(h + "_sum", {{"part", "fold"}}).value_or(0), 0.0);
+
+  const std::string cancelled = submit_run(c, hash, kmeans_body(10000000, -1));
+  ASSERT_FALSE(cancelled.empty());
+  for (int i = 0; i < 500 && get_json(c, "/runtimes/" + cancelled)["iterations"] < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(http_request("DELETE", c.uri() + "/runtimes/" + cancelled).ok());
+  EXPECT_EQ(wait_until_finished(c, cancelled, 30)["status"], "cancelled");
+
+  ParsedMetrics m = scrape(c);
+  EXPECT_EQ(m.value("lizard_runs_finished_total", {{"status", "done"}}), 1.0);
+  EXPECT_EQ(m.value("lizard_runs_finished_total", {{"status", "cancelled"}}), 1.0);
+  EXPECT_EQ(m.value("lizard_run_duration_seconds_count", {{"status", "done"}}), 1.0);
+  EXPECT_EQ(m.value("lizard_run_duration_seconds_count", {{"status", "cancelled"}}), 1.0);
+  EXPECT_NEAR(m.value("lizard_run_duration_seconds_sum", {{"status", "done"}}).value_or(-1),
+              rec["elapsed_ms"].get<double>() / 1e3, 1.0);
+  EXPECT_EQ(m.value("lizard_run_queue_wait_seconds_count"), 2.0);
+}
+
 TEST(MetricsE2e, TheReadTokenGuardsThem) {
   LocalCluster c;
   c.set_token("reader");
@@ -263,6 +304,43 @@ TEST_F(DashboardInBrowser, ShowsTheWorkersTheFinishedRunAndItsPlot) {
     auto cancelled = http_request("DELETE", c_.uri() + "/runtimes/" + run);
     EXPECT_TRUE(cancelled.ok() && cancelled->status == 202);
   }
+}
+
+// A running run's elapsed time is live, not "–"; a failed run says why in
+// the list; counts are grouped by thousands.
+TEST_F(DashboardInBrowser, RunningTimesFailureReasonsAndReadableCounts) {
+  ASSERT_TRUE(c_.start(1).ok());
+  const std::string hash = register_program(c_, LIZARD_SOURCE_DIR "/examples/kmeans");
+  ASSERT_FALSE(hash.empty());
+  const std::string failed = submit_run(c_, hash, kmeans_body(10, -1, 9));
+  ASSERT_FALSE(failed.empty());
+  const json failed_rec = wait_until_finished(c_, failed, 30);
+  ASSERT_EQ(failed_rec["status"], "failed") << failed_rec.dump(2);
+  const std::string running = submit_run(c_, hash, kmeans_body(10000000, -1, 1));
+  ASSERT_FALSE(running.empty());
+  for (int i = 0; i < 500 && get_json(c_, "/runtimes/" + running)["iterations"] < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+
+  const std::string overview = dom("");
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(overview, m, std::regex("data-elapsed=\"" + running + "\"[^>]*>([^<]*)<")))
+      << overview;
+  EXPECT_TRUE(std::regex_match(m[1].str(), std::regex("[0-9.]+ (ms|s|min)"))) << m[1];
+  ASSERT_TRUE(
+      std::regex_search(overview, m, std::regex("data-error=\"" + failed + "\"[^>]*>([^<]*)<")))
+      << overview;
+  EXPECT_EQ(m[1].str(), failed_rec["error"].get<std::string>());
+  EXPECT_NE(m[1].str().find("needs 9 executor(s)"), std::string::npos) << m[1];
+  EXPECT_NE(overview.find("updated "), std::string::npos);
+  EXPECT_TRUE(std::regex_search(overview, std::regex("updated [0-9]{2}:[0-9]{2}:[0-9]{2} UTC")))
+      << "the header's time is not UTC";
+
+  const std::string page = dom("#/runs/" + running);
+  EXPECT_NE(page.find("50,000"), std::string::npos) << "rows are not grouped:\n" << page;
+  EXPECT_NE(page.find("running for"), std::string::npos) << page;
+  auto cancelled = http_request("DELETE", c_.uri() + "/runtimes/" + running);
+  EXPECT_TRUE(cancelled.ok() && cancelled->status == 202);
 }
 
 // With a write token on the server and none in the browser, the page reads

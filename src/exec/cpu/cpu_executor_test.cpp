@@ -259,6 +259,17 @@ TEST(CpuExecutor, SyntaxErrorShowsTheCompilerLog) {
   EXPECT_NE(s.message().find("error"), std::string::npos) << s.message();
 }
 
+// The log is the kernel's own diagnostics: nothing from lizard's headers
+// comes before (or after) the user's error.
+TEST(CpuExecutor, CompileErrorHoldsOnlyTheKernelsDiagnostics) {
+  Status s = build_error(
+      "extern \"C\" __global__ void k(global_params_t, dataset_t d, global_state_t, agg_res_t) {\n"
+      "  int x = ;\n}\n");
+  ASSERT_EQ(s.code(), Code::kCompileError);
+  EXPECT_EQ(s.message().find("warning"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("cuda_cpu_"), std::string::npos) << s.message();
+}
+
 TEST(CpuExecutor, UnsupportedFeatureIsNamedAtBuildTime) {
   Status s = build_error(
       "extern \"C\" __global__ void k(global_params_t, dataset_t d, global_state_t, agg_res_t) {\n"

@@ -152,7 +152,9 @@ inline void set_error(char* err, size_t err_len, const char* text) {
 
 namespace lizard_cpu {
 // Fails the running block with `what` (defined in cuda_cpu_scheduler.h).
-[[noreturn]] inline void trap(const char* what);
+// Declared without `inline` here: the definition adds it with `noinline`,
+// which GCC accepts after a plain declaration but warns about after an inline one.
+[[noreturn]] void trap(const char* what);
 }  // namespace lizard_cpu
 
 [[noreturn]] inline void __trap() {
