@@ -24,7 +24,10 @@ namespace bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using lizard::cuda::CUcontext;
 using lizard::cuda::CudaDriver;
+using lizard::cuda::CUdevice;
+using lizard::cuda::CUdeviceptr;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -184,8 +187,8 @@ nlohmann::json measure_stages(const std::string& path, int64_t rows, bool gpu) {
   const uint64_t bytes = static_cast<uint64_t>(rows) * 4;
   const double gb = bytes / 1e9;
   const lizard::ProgramImage p = touch_program();
-  auto where = lizard::locate_file_rows(path, lizard::FileFormat::kNpy, lizard::DType::kFloat32, 1,
-                                        0, rows);
+  auto where =
+      lizard::locate_file_rows(path, lizard::FileFormat::kNpy, lizard::DType::kFloat32, 1, 0, rows);
   if (!where.ok()) return {{"error", where.status().message()}};
   nlohmann::json out;
   // The worker's read as it was: one thread into fresh memory.
@@ -198,12 +201,12 @@ nlohmann::json measure_stages(const std::string& path, int64_t rows, bool gpu) {
     std::string note;
     auto made = lizard::make_executors(o, &note);
     if (made.ok() && !made->empty()) {
-    lizard::Executor* e = made->front().get();
-    (void)e->build(p);
-    const double sent = load_once(e, p, sent_rows(rows_read, rows));
-    const double read = load_once(e, p, file_rows(*where, rows));
-    out["executor_copy_from_memory_gbs"] = sent > 0 ? gb / sent : 0;
-    out["executor_reads_file_gbs"] = read > 0 ? gb / read : 0;
+      lizard::Executor* e = made->front().get();
+      (void)e->build(p);
+      const double sent = load_once(e, p, sent_rows(rows_read, rows));
+      const double read = load_once(e, p, file_rows(*where, rows));
+      out["executor_copy_from_memory_gbs"] = sent > 0 ? gb / sent : 0;
+      out["executor_reads_file_gbs"] = read > 0 ? gb / read : 0;
     }
   }
   lizard::ExecutorProcessSpec spec;

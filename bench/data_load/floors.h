@@ -19,10 +19,10 @@ struct Floors {
   int gpus = 0;  // CUDA devices found (0: the CPU backend's figures only)
   bool pinned = false;
   int threads = 1;
-  double read_one_thread_gbs = 0;    // page cache -> pinned (or plain) memory
-  double read_threads_gbs = 0;       // the same with `threads` threads
-  double h2d_pinned_gbs = -1;        // pinned host -> GPU 0 (< 0: no GPU)
-  double h2d_pageable_gbs = -1;      // pageable host -> GPU 0
+  double read_one_thread_gbs = 0;  // page cache -> pinned (or plain) memory
+  double read_threads_gbs = 0;     // the same with `threads` threads
+  double h2d_pinned_gbs = -1;      // pinned host -> GPU 0 (< 0: no GPU)
+  double h2d_pageable_gbs = -1;    // pageable host -> GPU 0
   nlohmann::json to_json() const;
 };
 

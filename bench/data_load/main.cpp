@@ -17,7 +17,9 @@
 // The figures also go to data_load.json in --out=DIR, or in $OUT.
 //
 //   data_load [--mib=1024] [--reps=3] [--out=DIR]
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -84,9 +86,15 @@ std::vector<Series> measure_lizard(const std::string& path, int executors, bool 
   else
     args = {"--backend", "cpu", "--cpu-executors", std::to_string(executors)};
   lizard::LocalCluster cluster;
-  if (auto st = cluster.start(1, args); !st.ok()) return *error = st.message(), {};
+  if (auto st = cluster.start(1, args); !st.ok()) {
+    *error = st.message();
+    return {};
+  }
   auto loaded = cluster.load_program(LIZARD_BENCH_DIR "/iteration_overhead/program");
-  if (loaded.exit_code != 0) return *error = "load_program: " + loaded.output, {};
+  if (loaded.exit_code != 0) {
+    *error = "load_program: " + loaded.output;
+    return {};
+  }
   const std::string hash = lizard::printed_checksum(loaded);
   auto run = [&](const json& source) -> double {
     json body = {{"params", {{"iterations", 1}}}, {"dataset", {{"x", source}}}};
@@ -98,8 +106,8 @@ std::vector<Series> measure_lizard(const std::string& path, int executors, bool 
     }
     return load_seconds(rec);
   };
-  Series path_first{"path_first"}, path_later{"path_later"}, up_first{"upload_first"},
-      up_later{"upload_later"}, upload_post{"upload_post"};
+  Series path_first{"path_first", {}}, path_later{"path_later", {}}, up_first{"upload_first", {}},
+      up_later{"upload_later", {}}, upload_post{"upload_post", {}};
   run({{"path", path}});  // compiles the program on every executor
   for (int rep = 0; rep < reps && error->empty(); ++rep) {
     touch(path);
@@ -109,7 +117,10 @@ std::vector<Series> measure_lizard(const std::string& path, int executors, bool 
   for (int rep = 0; rep < reps && error->empty(); ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     auto up = lizard::http_upload_file("POST", cluster.uri() + "/datasets", path);
-    if (!up.ok() || up->status != 201) return *error = "upload failed", {};
+    if (!up.ok() || up->status != 201) {
+      *error = "upload failed";
+      return {};
+    }
     upload_post.seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     const std::string id = json::parse(up->body)["id"];
@@ -154,8 +165,8 @@ int main(int argc, char** argv) {
               floors.pinned ? "pinned" : "plain", floors.read_one_thread_gbs,
               floors.read_threads_gbs, floors.threads);
   if (gpu)
-    std::printf("floors: host -> GPU %.2f GB/s pinned, %.2f GB/s pageable\n",
-                floors.h2d_pinned_gbs, floors.h2d_pageable_gbs);
+    std::printf("floors: host -> GPU %.2f GB/s pinned, %.2f GB/s pageable\n", floors.h2d_pinned_gbs,
+                floors.h2d_pageable_gbs);
 
   result["stages"] = bench::measure_stages(path, rows, gpu);
   std::printf("stages (GB/s): %s\n", result["stages"].dump().c_str());
