@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/parallel.h"
 #include "dataset/dataset_file.h"
+#include "exec/file_rows.h"
 #include "program/reducers.h"
 
 namespace lizard {
@@ -218,11 +219,19 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
         if (ctx_.data_roots)
           LIZARD_RETURN_IF_ERROR(
               ctx_.data_roots->check(src.path).with_context("dataset field '" + f.name + "'"));
-        buf.resize(n);
         LIZARD_ASSIGN_OR_RETURN(FileFormat fmt, parse_file_format(src.format));
-        LIZARD_RETURN_IF_ERROR(
-            read_rows(src.path, fmt, f.type, width, d.first_row, d.rows, buf.data())
-                .with_context("dataset field '" + f.name + "'"));
+        if (fmt == FileFormat::kNpy || fmt == FileFormat::kRaw) {
+          // One byte range of the file: the executor reads it itself.
+          auto rows = locate_file_rows(src.path, fmt, f.type, width, d.first_row, d.rows);
+          if (!rows.ok()) return rows.status().with_context("dataset field '" + f.name + "'");
+          d.file_rows.resize(man.dataset.size());
+          d.file_rows[k] = std::move(rows).value();
+        } else {
+          buf.resize(n);
+          LIZARD_RETURN_IF_ERROR(
+              read_rows(src.path, fmt, f.type, width, d.first_row, d.rows, buf.data())
+                  .with_context("dataset field '" + f.name + "'"));
+        }
       }
       d.fields.push_back(std::move(buf));
     }

@@ -56,6 +56,8 @@ class FakeExecutor : public Executor {
   Status begin_run(const ProgramImage& p, const ParamValues&, PartitionData data) override {
     ++begun;
     if (!fail_begin.empty()) return runtime_error(fail_begin);
+    // Rows from a file, read as a host-memory executor reads them.
+    LIZARD_RETURN_IF_ERROR(read_file_fields(&data, 1));
     manifest_ = p.manifest;
     first_row = data.first_row;
     x = as_doubles(data.fields[0].data(), data.fields[0].size());

@@ -13,6 +13,18 @@ CompileStats combine_compile_stats(const std::vector<CompileStats>& each) {
   return out;
 }
 
+Status read_file_fields(PartitionData* data, int threads) {
+  for (size_t k = 0; k < data->file_rows.size() && k < data->fields.size(); ++k) {
+    if (!data->from_file(k)) continue;
+    FileRows& rows = data->file_rows[k];
+    std::vector<uint8_t>& field = data->fields[k];
+    field.resize(static_cast<size_t>(rows.size));
+    LIZARD_RETURN_IF_ERROR(read_file_rows(rows, field.data(), threads));
+    rows = FileRows{};  // the rows are in `fields` now
+  }
+  return Status::Ok();
+}
+
 nlohmann::json ExecutorInfo::to_json() const {
   nlohmann::json j = {{"kind", kind},
                       {"name", name},

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "exec/file_rows.h"
 #include "program/layout.h"
 #include "program/manifest.h"
 
@@ -77,6 +78,11 @@ struct PartitionData {
     std::string key;
   };
   std::vector<SharedRows> shared;  // empty, or one per field
+  // Rows the executor reads from a file itself: where file_rows[k] is set,
+  // fields[k] is empty and the executor checks the file's identity, then
+  // reads the byte range into its buffer (a GPU's through pinned staging).
+  std::vector<FileRows> file_rows;  // empty, or one per field
+  bool from_file(size_t k) const { return k < file_rows.size() && !file_rows[k].empty(); }
   // Field k's rows, from `fields` or `shared` (empty when named by key alone).
   std::string_view field_rows(size_t k) const {
     if (k < shared.size() && shared[k].owner)
@@ -97,6 +103,7 @@ struct PartitionData {
   }
   // Field k's bytes, wherever they are.
   size_t field_size(size_t k) const {
+    if (from_file(k)) return static_cast<size_t>(file_rows[k].size);
     return named_only(k) ? shared[k].size : field_rows(k).size();
   }
   // Generator kernels (names from manifest.generate) that fill fields once,
@@ -104,6 +111,12 @@ struct PartitionData {
   std::vector<std::string> generators;
   uint64_t seed = 0;
 };
+
+// Reads the rows of every field that comes from a file (file_rows) into
+// its `fields` entry with `threads` threads, for executors that hold rows in
+// host memory; an error, and nothing read stale, when a file changed since
+// the worker located its rows.
+Status read_file_fields(PartitionData* data, int threads);
 
 // How begin_run obtained the binary it runs: compiled it for the run's
 // specialised param values, or found it in a cache.

@@ -147,6 +147,7 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
   LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<Module> module,
                           module_for(variant_for_run(program, params), &compile_stats_));
   const Manifest& m = program.manifest;
+  LIZARD_RETURN_IF_ERROR(read_file_fields(&data, file_read_threads()));
   LIZARD_RETURN_IF_ERROR(use_kept_rows(&data));
   LIZARD_ASSIGN_OR_RETURN(PartitionLayout layout, check_partition(m, params, data));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, params));

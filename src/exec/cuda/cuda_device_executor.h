@@ -19,6 +19,7 @@
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/gpu_load.h"
 #include "exec/cuda/nvrtc_compiler.h"
+#include "exec/cuda/pinned_staging.h"
 #include "exec/kept_rows.h"
 #include "exec/launch.h"
 #include "exec/partition.h"
@@ -164,6 +165,9 @@ class CudaExecutor final : public Executor {
   // Keeps a copy of a run's freshly uploaded field k, if the budget allows.
   void keep_rows(const std::string& key, CUdeviceptr from, uint64_t bytes,
                  const std::set<std::string>& protect);
+  // Field `name`'s rows read from their file into `to`, through the
+  // staging buffers, on the run's stream.
+  Status load_file_rows(const FileRows& rows, CUdeviceptr to, const std::string& name);
   Status run_generators(const Module& m, const std::vector<std::string>& names,
                         const SectionBuffer& zero_state);
   Status allocate_run(Run* run, PartitionData* data, const std::set<std::string>& protect);
@@ -215,6 +219,7 @@ class CudaExecutor final : public Executor {
   std::unique_ptr<Run> run_;
   KeptBuffers kept_;  // from the last run, with the context current
   KeptRows<DeviceRows> kept_rows_;
+  std::unique_ptr<PinnedStaging> staging_;  // made at the first load from a file
   CompileStats compile_stats_;
   Status lost_;  // set when the device cannot be used again in this process
 };

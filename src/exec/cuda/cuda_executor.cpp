@@ -44,6 +44,8 @@ CudaExecutor::~CudaExecutor() {
   release_run();
   if (lost_.ok()) free_kept();
   drop_kept_rows(!lost_.ok());
+  if (staging_ && !lost_.ok()) staging_->forget();
+  staging_.reset();
   for (auto& [hash, m] : modules_)
     if (m.module) cu_->cuModuleUnload(m.module);
   if (meter_) meter_->unload();

@@ -1,6 +1,9 @@
 // CudaExecutor's runs: rows and generators in, iterations, outputs out
 // (the class is declared in cuda_device_executor.h).
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -167,6 +170,9 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data,
     const std::string& key = data->row_key(k);
     if (run->field_init[k] == FieldInit::kUpload && data->named_only(k)) {
       LIZARD_RETURN_IF_ERROR(copy_kept_rows(key, run->fields[k], bytes, f.name));
+    } else if (run->field_init[k] == FieldInit::kUpload && data->from_file(k)) {
+      LIZARD_RETURN_IF_ERROR(load_file_rows(data->file_rows[k], run->fields[k], f.name));
+      if (!key.empty() && kept_rows_.budget() > 0) keep_rows(key, run->fields[k], bytes, protect);
     } else if (run->field_init[k] == FieldInit::kUpload) {
       // On the run's stream, which the kernels and a kept copy follow; from
       // pageable memory the call returns once the rows are staged, so the
@@ -206,6 +212,25 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data,
   run->pinned = static_cast<uint8_t*>(host);
   run->pinned_bytes = pinned;
   return Status::Ok();
+}
+
+Status CudaExecutor::load_file_rows(const FileRows& rows, CUdeviceptr to, const std::string& name) {
+  if (!staging_) {
+    auto made = PinnedStaging::create(cu_);
+    if (!made.ok()) return made.status().with_context("GPU " + std::to_string(info_.ordinal));
+    staging_ = std::move(made).value();
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  LoadTimes times;
+  Status st = staging_->load(rows, to, stream_, file_read_threads(), &times);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::debug(
+      "GPU {}: {} bytes of '{}' from {} in {:.1f} ms ({:.2f} GB/s): read {:.1f} ms, "
+      "waiting for a buffer {:.1f} ms, queueing copies {:.1f} ms",
+      info_.ordinal, rows.size, name, rows.path, ms, rows.size / (ms * 1e6), times.read_ms,
+      times.wait_ms, times.send_ms);
+  return st.with_context("dataset field '" + name + "'");
 }
 
 CUresult CudaExecutor::take_or_allocate(CUdeviceptr* out, uint64_t bytes) {
@@ -367,6 +392,8 @@ Status CudaExecutor::reset_device() {
     run_->pinned = nullptr;
   }
   kept_ = KeptBuffers{};  // the reset frees them with the context
+  if (staging_) staging_->forget();
+  staging_.reset();
   drop_kept_rows(/*freed=*/true);
   for (auto& [hash, m] : modules_) m.module = nullptr;
   if (meter_) meter_->forget_module();

@@ -69,8 +69,8 @@ Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
   PartitionData d;
   std::vector<FieldRowsHead> heads = read_partition_head(r, &d);
   LIZARD_RETURN_IF_ERROR(r->status("begin_run"));
-  // Each field's rows, unless named by key, follow as a frame of their own,
-  // read into place.
+  // Each field's rows, unless named by key or read from a file by the
+  // executor, follow as a frame of their own, read into place.
   d.fields.resize(heads.size());
   d.shared.resize(heads.size());
   bool missing = false;
@@ -80,6 +80,9 @@ Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
     if (heads[k].how == FieldRows::kKept) {
       d.shared[k].size = heads[k].size;
       missing = missing || std::find(kept.begin(), kept.end(), heads[k].key) == kept.end();
+    } else if (heads[k].how == FieldRows::kFile) {
+      if (d.file_rows.empty()) d.file_rows.resize(heads.size());
+      d.file_rows[k] = std::move(heads[k].file);
     } else if (Status st = channel->receive_into(&d.fields[k], -1); !st.ok()) {
       return st;
     }

@@ -75,6 +75,32 @@ ParamValues read_params(ByteReader* r) {
   return p;
 }
 
+namespace {
+
+void write_file_rows(ByteWriter* w, const FileRows& f) {
+  w->bytes(f.path);
+  w->u64(f.identity.device);
+  w->u64(f.identity.inode);
+  w->u64(f.identity.size);
+  w->i64(f.identity.mtime_ns);
+  w->u64(f.offset);
+  w->u64(f.size);
+}
+
+FileRows read_file_rows_head(ByteReader* r) {
+  FileRows f;
+  f.path = r->str();
+  f.identity.device = r->u64();
+  f.identity.inode = r->u64();
+  f.identity.size = r->u64();
+  f.identity.mtime_ns = r->i64();
+  f.offset = r->u64();
+  f.size = r->u64();
+  return f;
+}
+
+}  // namespace
+
 void write_partition_head(ByteWriter* w, const PartitionData& d,
                           const std::vector<FieldRowsHead>& heads) {
   w->i64(d.first_row);
@@ -87,6 +113,7 @@ void write_partition_head(ByteWriter* w, const PartitionData& d,
     w->u8(static_cast<uint8_t>(h.how));
     w->bytes(h.key);
     w->u64(h.size);
+    if (h.how == FieldRows::kFile) write_file_rows(w, h.file);
   }
 }
 
@@ -100,9 +127,13 @@ std::vector<FieldRowsHead> read_partition_head(ByteReader* r, PartitionData* d) 
   const uint64_t n = r->u64();
   for (uint64_t k = 0; k < n && r->ok(); ++k) {
     FieldRowsHead h;
-    h.how = r->u8() == static_cast<uint8_t>(FieldRows::kKept) ? FieldRows::kKept : FieldRows::kSent;
+    const uint8_t how = r->u8();
+    h.how = how == static_cast<uint8_t>(FieldRows::kKept)   ? FieldRows::kKept
+            : how == static_cast<uint8_t>(FieldRows::kFile) ? FieldRows::kFile
+                                                            : FieldRows::kSent;
     h.key = r->str();
     h.size = r->u64();
+    if (h.how == FieldRows::kFile) h.file = read_file_rows_head(r);
     heads.push_back(std::move(h));
   }
   return heads;

@@ -52,14 +52,16 @@ Result<ProgramImage> read_program(ByteReader* r);
 void write_params(ByteWriter* w, const ParamValues& p);
 ParamValues read_params(ByteReader* r);
 
-// How a begin_run field's rows travel: as a frame after the request, or
-// named by the key the executor process keeps them under (Executor::kept_rows).
-// A sent field with a key may be kept under it for later runs.
-enum class FieldRows : uint8_t { kSent = 0, kKept = 1 };
+// How a begin_run field's rows travel: as a frame after the request, named
+// by the key the executor process keeps them under (Executor::kept_rows), or
+// as the place in a file the process reads them from itself (FileRows).
+// Sent or read rows with a key may be kept under it for later runs.
+enum class FieldRows : uint8_t { kSent = 0, kKept = 1, kFile = 2 };
 struct FieldRowsHead {
   FieldRows how = FieldRows::kSent;
   std::string key;    // "" when the rows have none
   uint64_t size = 0;  // kKept: the rows' bytes
+  FileRows file;      // kFile: where they lie
 };
 
 // begin_run's partition after its program and params: the rows' place,

@@ -198,7 +198,8 @@ TEST(KeptRowsProcess, AHostAsksForRowsItDoesNotKeep) {
   write_params(&w, ParamValues{});
   PartitionData d;
   d.rows = kRows;
-  write_partition_head(&w, d, {{FieldRows::kKept, "never-sent", kRows * sizeof(float)}});
+  write_partition_head(&w, d,
+                       {{FieldRows::kKept, "never-sent", kRows * sizeof(float), FileRows{}}});
   ASSERT_TRUE(channel.send(w.out()).ok());
   auto frame = channel.receive(60000);
   ASSERT_TRUE(frame.ok()) << frame.status().message();

@@ -214,10 +214,13 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
   std::vector<FieldRowsHead> heads(data.fields.size());
   for (size_t k = 0; k < heads.size(); ++k) {
     heads[k].key = data.row_key(k);
-    const size_t size = data.field_rows(k).size();
+    const size_t size = data.field_size(k);
     if (name_kept && size > 0 && kept_rows_.count(heads[k].key)) {
       heads[k].how = FieldRows::kKept;
       heads[k].size = size;
+    } else if (data.from_file(k)) {  // the process reads them itself
+      heads[k].how = FieldRows::kFile;
+      heads[k].file = data.file_rows[k];
     }
   }
   write_partition_head(&w, data, heads);
@@ -226,7 +229,7 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
   // Each field's rows not named by key as a frame of their own, sent from
   // where they lie and read straight into the host's buffer.
   for (size_t k = 0; k < data.fields.size(); ++k) {
-    if (heads[k].how == FieldRows::kKept) continue;
+    if (heads[k].how != FieldRows::kSent) continue;
     if (!child_->channel().send(data.field_rows(k)).ok())
       return ended_during(ExecutorOp::kBeginRun);
   }
