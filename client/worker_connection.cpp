@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/close_on_exec.h"
 #include "net/io_runner.h"
 #include "net/tls_context.h"
 #include "net/ws_channel_open.h"
@@ -81,6 +82,7 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
     if (ec) return retry("connect to " + where() + ": " + ec.message());
     tcp::socket socket = dialing->release_socket();
     dialing.reset();
+    set_close_on_exec(socket.native_handle());
     socket.set_option(tcp::no_delay(true), ec);
     if (!tls.enabled) return upgrade(MaybeTlsStream(std::move(socket)));
     if (!tls_context) {

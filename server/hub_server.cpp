@@ -13,10 +13,12 @@
 #include <thread>
 #include <variant>
 
+#include "common/close_on_exec.h"
 #include "net/io_runner.h"
 #include "net/maybe_tls_stream.h"
 #include "net/tls_context.h"
 #include "net/ws_channel_open.h"
+#include "server/accept_backoff.h"
 #include "server/upload_body.h"
 
 namespace lizard {
@@ -417,20 +419,34 @@ struct HubServer::Impl {
   tcp::acceptor acceptor{ioc};
   std::thread thread;
 
+  net::steady_timer accept_timer{ioc};
+  AcceptBackoff accept_backoff;
+
   void do_accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
-      if (ec) {
-        if (ec != net::error::operation_aborted) {
-          spdlog::warn("accept failed: {}", ec.message());
-          do_accept();
-        }
-        return;
-      }
+      if (ec == net::error::operation_aborted) return;
+      if (ec) return accept_failed(ec);
+      if (auto note = accept_backoff.accepted(AcceptBackoff::Clock::now()); !note.empty())
+        spdlog::info("{}", note);
+      set_close_on_exec(socket.native_handle());
       socket.set_option(tcp::no_delay(true), ec);
       auto stream =
           tls ? MaybeTlsStream(std::move(socket), *tls) : MaybeTlsStream(std::move(socket));
       std::make_shared<HttpSession>(std::move(stream), handler, opts)->run();
       do_accept();
+    });
+  }
+
+  // Out of descriptors, accepting again at once would fail at once, for as
+  // long as the connection waits in the backlog: wait, and log once a second.
+  void accept_failed(const beast::error_code& ec) {
+    const int err = ec.category() == boost::system::system_category() ? ec.value() : 0;
+    auto step = accept_backoff.failed(err, ec.message(), AcceptBackoff::Clock::now());
+    if (!step.warning.empty()) spdlog::warn("{}", step.warning);
+    if (step.delay.count() == 0) return do_accept();
+    accept_timer.expires_after(step.delay);
+    accept_timer.async_wait([this](beast::error_code waited) {
+      if (!waited && acceptor.is_open()) do_accept();
     });
   }
 };
@@ -456,6 +472,7 @@ Status HubServer::start() {
   tcp::endpoint ep(addr, impl_->opts.port);
   auto& a = impl_->acceptor;
   a.open(ep.protocol(), ec);
+  if (!ec) set_close_on_exec(a.native_handle());
   if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
@@ -472,6 +489,7 @@ void HubServer::stop() {
   net::post(impl_->ioc, [this] {
     beast::error_code ec;
     impl_->acceptor.close(ec);
+    impl_->accept_timer.cancel();
   });
   impl_->ioc.stop();
   impl_->thread.join();

@@ -23,7 +23,32 @@ namespace lizard {
 namespace {
 
 constexpr int kChannelFd = 3;
-constexpr int kMailboxFd = 4;  // the channel's mailboxes, where it has them
+constexpr int kMailboxFd = 4;      // the channel's mailboxes, where it has them
+constexpr int kFirstClosedFd = 5;  // the helper starts with no descriptor from here on
+// How often a helper reaps what its user code left behind: after a request,
+// at most this often, and while it waits for one, at least this often.
+constexpr auto kReapAfterRequest = std::chrono::milliseconds(100);
+constexpr int kReapWhileIdleMs = 1000;
+
+// A descriptor to dup2 onto fd 3 or 4 in the child: one of the daemon's
+// above them, so that one dup2 cannot overwrite the source of the other.
+class SpawnSource {
+ public:
+  explicit SpawnSource(int fd) : fd_(fd) {
+    if (fd_ >= 0 && fd_ < kFirstClosedFd)
+      fd_ = owned_ = ::fcntl(fd, F_DUPFD_CLOEXEC, kFirstClosedFd);
+  }
+  ~SpawnSource() {
+    if (owned_ >= 0) ::close(owned_);
+  }
+  SpawnSource(const SpawnSource&) = delete;
+  SpawnSource& operator=(const SpawnSource&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+  int owned_ = -1;
+};
 
 // Children are started from one thread that lives as long as the process:
 // PR_SET_PDEATHSIG fires when the *thread* that started a child ends, so a
@@ -111,13 +136,17 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
     exe.assign(buf, static_cast<size_t>(n));
   }
   LIZARD_ASSIGN_OR_RETURN(auto ends, FrameChannel::pair());
+  const SpawnSource channel_fd(ends.second.fd());
+  const SpawnSource mailbox_fd(ends.second.mailbox_fd());
+  if (channel_fd.fd() < 0 || (ends.second.mailbox_fd() >= 0 && mailbox_fd.fd() < 0))
+    return internal_error(std::string("cannot start a helper: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  // dup2 onto fd 3 clears close-on-exec there; every other descriptor of the
-  // daemon that is close-on-exec stays behind.
-  posix_spawn_file_actions_adddup2(&actions, ends.second.fd(), kChannelFd);
-  if (ends.second.mailbox_fd() >= 0)
-    posix_spawn_file_actions_adddup2(&actions, ends.second.mailbox_fd(), kMailboxFd);
+  // dup2 onto fd 3 (and 4) clears close-on-exec there; every other
+  // descriptor of the daemon is closed in the child, close-on-exec or not.
+  posix_spawn_file_actions_adddup2(&actions, channel_fd.fd(), kChannelFd);
+  if (mailbox_fd.fd() >= 0) posix_spawn_file_actions_adddup2(&actions, mailbox_fd.fd(), kMailboxFd);
+  posix_spawn_file_actions_addclosefrom_np(&actions, kFirstClosedFd);
   std::vector<std::string> all{exe};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -132,7 +161,11 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
   sigfillset(&every);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &every);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  // Its own process group, which kill() ends whole: the helper and whatever
+  // its user code started.
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   pid_t pid = -1;
   int rc = Spawner::instance().run(
       [&] { return ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ); });
@@ -144,6 +177,9 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
 
 Result<FrameChannel> ChildProcess::parent_channel() {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // What user code forks and then orphans comes back to the helper, which
+  // reaps it (receive_request()).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (::getppid() == 1) return unavailable("the parent process is gone");
   if (::fcntl(kChannelFd, F_GETFD) < 0) return invalid_argument("no channel on fd 3");
   ::fcntl(kChannelFd, F_SETFD, FD_CLOEXEC);
@@ -161,17 +197,56 @@ Result<FrameChannel> ChildProcess::parent_channel() {
   return channel;
 }
 
+int ChildProcess::reap_exited_children() {
+  int reaped = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(-1, nullptr, WNOHANG);
+    if (r > 0) {
+      ++reaped;
+    } else if (r == 0 || errno != EINTR) {
+      return reaped;
+    }
+  }
+}
+
+Status ChildProcess::receive_request(FrameChannel* channel, std::string* frame) {
+  using Clock = std::chrono::steady_clock;
+  static Clock::time_point last_reap;
+  if (Clock::now() - last_reap >= kReapAfterRequest) {
+    reap_exited_children();
+    last_reap = Clock::now();
+  }
+  for (;;) {
+    Status st = channel->receive_into(frame, kReapWhileIdleMs);
+    if (st.code() != Code::kCancelled) return st;
+    reap_exited_children();
+    last_reap = Clock::now();
+  }
+}
+
 void ChildProcess::reap(bool block) {
   if (reaped_ || pid_ < 0) return;
-  int status = 0;
-  pid_t r;
+  // Waits without reaping first: until it is reaped the helper's pid, and so
+  // its process group's id, cannot be reused, so that killing the group
+  // ends only what the helper left running.
+  siginfo_t info{};
+  int r;
   do {
-    r = ::waitpid(pid_, &status, block ? 0 : WNOHANG);
+    r = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG));
   } while (r < 0 && errno == EINTR);
-  if (r == pid_ || (r < 0 && errno == ECHILD)) {
-    reaped_ = true;
-    wait_status_ = r == pid_ ? status : 0;
+  if (r < 0) {
+    if (errno == ECHILD) reaped_ = true;
+    return;
   }
+  if (info.si_pid != pid_) return;  // still running
+  ::kill(-pid_, SIGKILL);
+  int status = 0;
+  pid_t w;
+  do {
+    w = ::waitpid(pid_, &status, 0);
+  } while (w < 0 && errno == EINTR);
+  reaped_ = true;
+  wait_status_ = w == pid_ ? status : 0;
 }
 
 bool ChildProcess::running() {
@@ -193,7 +268,8 @@ void ChildProcess::kill() {
   if (pid_ < 0 || reaped_) return;
   reap(false);
   if (reaped_) return;
-  ::kill(pid_, SIGKILL);
+  ::kill(-pid_, SIGKILL);  // the helper and what it started
+  ::kill(pid_, SIGKILL);   // should it have left its group
   reap(true);
 }
 

@@ -7,11 +7,28 @@
 // thread that lives as long as the daemon (PR_SET_PDEATHSIG follows the thread that started a
 // child), so any thread may spawn one.  It starts with no signal blocked or ignored.
 //
+// What user code in a helper can reach is only what the helper was given:
+//  - Descriptors: 0, 1 and 2 (the daemon's), the channel on fd 3 and its
+//    mailboxes on fd 4; every other descriptor of the daemon (its listening
+//    socket, its connections, its database) is closed in the child, whether
+//    or not it was close-on-exec.
+//  - Processes: the helper leads a process group of its own.  A helper that
+//    waits for its next request with receive_request() reaps, between
+//    requests, the children its user code left behind (also those orphaned
+//    by them: it is their subreaper), so that none stays a zombie; user code
+//    that waits for a child of its own must do so within the request that
+//    started it.  kill(), and the reaping of a helper that ended by itself,
+//    kill the whole group: what user code left running ends with its helper.
+//
 //   auto child = ChildProcess::spawn({"hook-host", so_path});
 //   (*child)->channel().send(request);
 //   Result<std::string> r = (*child)->channel().receive(5000);
 //   if (!r.ok() && !(*child)->running()) log((*child)->exit_description());
-//   (*child)->kill();                       // SIGKILL and reap; idempotent
+//   (*child)->kill();                       // SIGKILL to its group and reap; idempotent
+//
+//   // In the helper:
+//   auto channel = ChildProcess::parent_channel();
+//   while (ChildProcess::receive_request(&*channel, &frame).ok()) serve(frame);
 //
 // Not thread-safe; the owner serialises calls.
 #pragma once
@@ -40,10 +57,18 @@ class ChildProcess {
   // In the helper: its end of the channel (fd 3).  Also arranges for the
   // helper to be killed when its parent dies.
   static Result<FrameChannel> parent_channel();
+  // In the helper: waits for ever for the next frame on `channel`, reaping
+  // meanwhile (at least once a second, and first unless it did so within the
+  // last 100 ms) the children its user code left that have exited.  Called
+  // from one thread.
+  static Status receive_request(FrameChannel* channel, std::string* frame);
+  // Reaps every exited child of this process without waiting; how many.
+  static int reap_exited_children();
 
   FrameChannel& channel() { return channel_; }
   pid_t pid() const { return pid_; }
-  // False once the child has exited or been killed (reaps it without waiting).
+  // False once the child has exited or been killed (reaps it without
+  // waiting, and kills what it left running in its process group).
   bool running();
   // Waits up to `timeout_ms` for the child to exit by itself; true if it did.
   bool wait_exit(int timeout_ms);

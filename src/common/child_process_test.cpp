@@ -1,13 +1,21 @@
 #include "common/child_process.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "dataset/test_files.h"
 
 namespace lizard {
 namespace {
@@ -123,6 +131,101 @@ TEST(ChildProcess, AMissingProgramIsAnError) {
     ASSERT_TRUE((*c)->wait_exit(5000));
     EXPECT_EQ((*c)->exit_description(), "exited with status 127");
   }
+}
+
+// The state letter of process `pid` in /proc (R, S, Z, ...); 0 once it is gone.
+char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() ? 0 : stat[paren + 2];
+}
+
+// Dead: gone, or a zombie that its new parent has not reaped yet.
+bool dead(pid_t pid) {
+  const char state = process_state(pid);
+  return state == 0 || state == 'Z';
+}
+
+// The number a helper wrote to `path`, once it has (0 after 5 s).
+pid_t read_pid(const std::string& path) {
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream in(path);
+    pid_t pid = 0;
+    if (in >> pid && pid > 0) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
+}
+
+// A descriptor of the daemon that is not close-on-exec (as Asio's sockets
+// are not) stays behind: the helper has 0, 1, 2, its channel and mailboxes.
+TEST(ChildProcess, AHelperGetsOnlyItsChannelOfTheDaemonsDescriptors) {
+  TempDir dir;
+  const int inheritable = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(inheritable, 0);
+  ASSERT_GE(::dup2(inheritable, 57), 0);
+  const std::string list = dir.path("fds");
+  auto c = ChildProcess::spawn({"-c", "ls /proc/$$/fd > " + list + "; exit 0"}, "/bin/sh");
+  ::close(57);
+  ::close(inheritable);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->wait_exit(5000));
+  std::ifstream in(list);
+  std::set<int> fds;
+  for (int fd; in >> fd;) fds.insert(fd);
+  EXPECT_EQ(fds.count(57), 0u);
+  EXPECT_EQ(fds.count(inheritable), 0u);
+  EXPECT_EQ(fds.count(3), 1u);
+  for (int fd : fds) EXPECT_LE(fd, 4) << "the helper holds descriptor " << fd;
+}
+
+TEST(ChildProcess, KillEndsWhatTheHelperStarted) {
+  TempDir dir;
+  const std::string pid_file = dir.path("pid");
+  auto c = ChildProcess::spawn({"-c", "sleep 30 & echo $! > " + pid_file + "; wait"}, "/bin/sh");
+  ASSERT_TRUE(c.ok());
+  const pid_t sleeper = read_pid(pid_file);
+  ASSERT_GT(sleeper, 0);
+  EXPECT_FALSE(dead(sleeper));
+  (*c)->kill();
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = dead(sleeper);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "the helper's child " << sleeper << " outlived it";
+  if (!gone) ::kill(sleeper, SIGKILL);
+}
+
+TEST(ChildProcess, AHelperThatEndsByItselfTakesWhatItLeftRunning) {
+  TempDir dir;
+  const std::string pid_file = dir.path("pid");
+  auto c = ChildProcess::spawn({"-c", "sleep 30 & echo $! > " + pid_file + "; exit 0"}, "/bin/sh");
+  ASSERT_TRUE(c.ok());
+  const pid_t sleeper = read_pid(pid_file);
+  ASSERT_GT(sleeper, 0);
+  ASSERT_TRUE((*c)->wait_exit(5000));
+  EXPECT_EQ((*c)->exit_description(), "exited with status 0");
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = dead(sleeper);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "the helper's child " << sleeper << " outlived it";
+  if (!gone) ::kill(sleeper, SIGKILL);
+}
+
+TEST(ChildProcess, ReapExitedChildrenLeavesNoZombie) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  for (int i = 0; i < 500 && process_state(child) != 'Z'; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(process_state(child), 'Z');
+  EXPECT_GE(ChildProcess::reap_exited_children(), 1);
+  EXPECT_EQ(process_state(child), 0);
+  EXPECT_EQ(ChildProcess::reap_exited_children(), 0);
 }
 
 }  // namespace

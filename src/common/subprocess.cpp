@@ -21,6 +21,9 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv, const st
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  // The program gets stdin, stdout and stderr, and none of our other
+  // descriptors, whether or not they are close-on-exec.
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

@@ -1,4 +1,5 @@
-// run_command: runs a program (no shell), capturing its stdout+stderr.
+// run_command: runs a program (no shell), capturing its stdout+stderr.  It
+// starts with /dev/null as stdin and no other descriptor of ours.
 //
 //   Result<CommandOutput> r = run_command({"c++", "-shared", ...}, "/tmp/dir");
 //   if (r.ok() && r->exit_code != 0) show(r->output);

@@ -191,7 +191,8 @@ int serve_hooks(const std::string& library) {
   HookServer server(&channel.value(), init, aggregate, update);
   std::string frame;  // every call's, its capacity reused
   for (;;) {
-    if (!channel->receive_into(&frame, -1).ok()) return 0;  // the parent closed the channel
+    if (!ChildProcess::receive_request(&channel.value(), &frame).ok())
+      return 0;  // the parent closed the channel
     if (!server.handle(frame).ok()) return 0;
   }
 }

@@ -221,7 +221,8 @@ int run_executor_host(const BackendOptions& options, bool probe_only) {
   Host host(std::move(executor), unusable);
   std::string frame;  // every request's, its capacity reused
   for (;;) {
-    if (!channel->receive_into(&frame, -1).ok()) return 0;  // the worker closed it, or is gone
+    if (!ChildProcess::receive_request(&channel.value(), &frame).ok())
+      return 0;  // the worker closed it, or is gone
     if (!host.serve(frame, &channel.value())) return 3;
   }
 }
