@@ -74,6 +74,8 @@ struct RunRecord {
   std::vector<Responder> waiters;
   double elapsed_ms = 0;
   bool cancel_requested = false;
+  // Ended, its finished record being stored: its status changes once stored.
+  bool finishing = false;
   bool needs_executors = false;  // lost every executor: waits for the scheduler again
   int bypassed = 0;
   nlohmann::json recoveries = nlohmann::json::array();
