@@ -120,6 +120,8 @@ DatasetStore::DatasetStore(std::string state_dir)
     : dir_((fs::path(state_dir) / "datasets").string()) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
+  if (auto id = StateDirIdentity::take(state_dir, "the state directory"); id.ok())
+    state_dir_identity_ = std::move(id).value();
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
     if (e.path().extension() == ".part") fs::remove(e.path(), ec);  // an upload cut short
     if (e.path().string().find(".json.tmp.") != std::string::npos) fs::remove(e.path(), ec);
@@ -142,6 +144,7 @@ std::string DatasetStore::reserve(std::string* id) {
 }
 
 Result<std::unique_ptr<UploadSink>> DatasetStore::open_upload(std::string* id) {
+  LIZARD_RETURN_IF_ERROR(state_dir_identity_.check());
   const std::string path = reserve(id);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -171,6 +174,7 @@ Result<json> DatasetStore::commit(const std::string& id, const std::string& part
   } else {
     meta = {{"format", "raw"}};
   }
+  if (Status gone = state_dir_identity_.check(); !gone.ok()) return fail(gone);
   const std::string ext = meta["format"] == "npy" ? ".npy" : ".raw";
   const fs::path final_path = fs::path(dir_) / (id + ext);
   fs::rename(part, final_path, ec);

@@ -22,6 +22,7 @@
 
 #include "common/status.h"
 #include "dataset/file_format.h"
+#include "server/state_dir_identity.h"
 #include "server/transport.h"
 
 namespace lizard {
@@ -46,6 +47,7 @@ class DatasetStore {
 
  private:
   std::string dir_;
+  StateDirIdentity state_dir_identity_;  // uploads are stored only while it holds
   mutable std::mutex mu_;
   std::map<std::string, nlohmann::json> datasets_;  // GUARDED_BY(mu_): id → description
 };

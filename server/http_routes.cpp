@@ -151,8 +151,11 @@ const std::vector<HttpRoutes::Route>& HttpRoutes::table() {
   static const std::vector<Route> routes = {
       {{"GET", "/"}, [](HttpRoutes* h, C& c, R& r) { h->get_root(c, r); }},
       {{"GET", "/ruok"},
-       [](HttpRoutes*, C&, R& r) {
-         r({200, "text/plain", "imok"});
+       [](HttpRoutes* h, C&, R& r) {
+         // A stat or two: the run store's directory is still the one opened.
+         Status store = h->s_.runs ? h->s_.runs->store_health() : Status::Ok();
+         if (store.ok()) return r({200, "text/plain", "imok"});
+         r({503, "text/plain", "the server cannot store anything: " + store.message() + "\n"});
        }},
       {{"GET", "/metrics"}, [](HttpRoutes* h, C& c, R& r) { h->get_metrics(c, r); }},
       {{"GET", "/ui/{file}"}, [](HttpRoutes* h, C& c, R& r) { h->get_dashboard_file(c, r); }},

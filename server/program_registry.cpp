@@ -18,7 +18,11 @@ ProgramRegistry::ProgramRegistry(std::string state_dir, const HostCompiler* comp
     : state_dir_(std::move(state_dir)),
       compiler_(compiler),
       hook_options_(std::move(hook_options)),
-      max_state_bytes_(max_state_bytes) {}
+      max_state_bytes_(max_state_bytes) {
+  // Where it exists already; programs stored later check it is still there.
+  if (auto id = StateDirIdentity::take(state_dir_, "the state directory"); id.ok())
+    state_dir_identity_ = std::move(id).value();
+}
 
 namespace {
 
@@ -97,12 +101,16 @@ std::vector<std::shared_ptr<const ProgramEntry>> ProgramRegistry::list() const {
 // Written to a temporary file, flushed and renamed, so a crash leaves the old
 // file or the new.
 Status ProgramRegistry::store(const ProgramEntry& p) const {
+  if (Status gone = state_dir_identity_.check(); !gone.ok()) {
+    spdlog::error("cannot save program {}: {}", p.image.hash.substr(0, 12), gone.message());
+    return gone;
+  }
   std::error_code ec;
   fs::create_directories(dir(), ec);
   const auto path = fs::path(dir()) / (p.image.hash + ".json");
   const std::string what = "program " + p.image.hash.substr(0, 12);
   Status st = write_file_durably(path, p.bundle.to_json().dump(), what);
-  if (!st.ok()) spdlog::warn("cannot save {} in {}: {}", what, dir(), st.message());
+  if (!st.ok()) spdlog::error("cannot save {} in {}: {}", what, dir(), st.message());
   return st;
 }
 

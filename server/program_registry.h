@@ -27,6 +27,7 @@
 #include "exec/host_compiler.h"
 #include "hooks/host_hooks.h"
 #include "program/bundle.h"
+#include "server/state_dir_identity.h"
 
 namespace lizard {
 
@@ -67,6 +68,7 @@ class ProgramRegistry {
   Status store(const ProgramEntry& p) const;
 
   const std::string state_dir_;
+  StateDirIdentity state_dir_identity_;
   const HostCompiler* compiler_;
   const HookProcessOptions hook_options_;
   const uint64_t max_state_bytes_;

@@ -67,7 +67,7 @@ Result<std::shared_ptr<RunRecord>> RunBook::enqueue(std::shared_ptr<const Progra
     if (st.ok()) st = store_->save(run->id, run->seq, "queued", run->to_json());
     if (!st.ok()) {
       (void)store_->remove(run->id);
-      spdlog::warn("run refused: {}", st.message());
+      spdlog::error("run refused: {}", st.message());
       return st;
     }
   }
@@ -135,7 +135,7 @@ bool RunBook::start(const std::shared_ptr<RunRecord>& run,
   double queued_ms = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (run->cancel_requested || is_finished(run->status)) return false;
+    if (run->cancel_requested || run->finishing || is_finished(run->status)) return false;
     run->executors = executors;
     run->bypassed = 0;
     if (run->needs_executors) {
@@ -163,7 +163,7 @@ void RunBook::persist(const std::shared_ptr<RunRecord>& run) {
 void RunBook::persist_locked(const RunRecord& run, const json& record) {
   if (!store_) return;
   Status st = store_->save(run.id, run.seq, run_status_name(run.status), record);
-  if (!st.ok()) spdlog::warn("run {} not saved: {}", run.id, st.message());
+  if (!st.ok()) spdlog::error("run {} not saved: {}", run.id, st.message());
 }
 
 Result<RunBook::CancelOutcome> RunBook::cancel(const std::string& id) {
@@ -185,50 +185,99 @@ Result<RunBook::CancelOutcome> RunBook::cancel(const std::string& id) {
   return CancelOutcome::kCancelled;
 }
 
+namespace {
+RunStatus status_of_end(const Status& st) {
+  return st.ok()                         ? RunStatus::kDone
+         : st.code() == Code::kCancelled ? RunStatus::kCancelled
+                                         : RunStatus::kFailed;
+}
+}  // namespace
+
+// The run is listed with its final status (and its waiters answered) only
+// once its finished record is stored, or, where it cannot be, as failed with
+// the reason.
 void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
-  std::vector<Responder> waiters;
-  json record;
+  RunStatus final_status = status_of_end(st);
+  bool store_it = false;
   double running_s = 0;
-  RunStatus final_status = RunStatus::kFailed;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (is_finished(run->status)) return;
+    if (is_finished(run->status) || run->finishing) return;
+    run->finishing = true;
     if (run->status == RunStatus::kRunning &&
         run->running_since != std::chrono::steady_clock::time_point{})
       running_s = ms_since(run->running_since) / 1e3;
-    run->status = st.ok()                         ? RunStatus::kDone
-                  : st.code() == Code::kCancelled ? RunStatus::kCancelled
-                                                  : RunStatus::kFailed;
-    final_status = run->status;
     run->error = st.ok() ? "" : st.message();
     run->finished_at = now_iso();
     run->executors.clear();
     run->needs_executors = false;
-    waiters.swap(run->waiters);
-    record = run->to_json();
     auto q = std::find(queue_.begin(), queue_.end(), run);
     if (q != queue_.end()) queue_.erase(q);
+    // A server shutting down leaves unfinished runs stored as they were, to
+    // resume at its next start.
+    store_it = store_ && (st.ok() || !suspended_);
   }
-  // A finished run no longer changes: stored outside the lock (large fields
-  // are files, written and synced).
-  // A server shutting down leaves unfinished runs stored as they were, to
-  // resume at its next start.
-  if (store_ && (st.ok() || !update(run, [this](RunRecord&) { return suspended_; }))) {
-    if (checkpoints_) checkpoints_->forget(run->id);  // the finished record drops it
-    std::vector<RunStore::NamedBytes> fields;
-    for (const auto& [name, f] : run->outputs)
-      fields.emplace_back(name, npy_bytes(f.type, f.dims, f.bytes.data()));
-    Status s =
-        store_->save_finished(run->id, run->seq, run_status_name(run->status), record, fields);
-    if (!s.ok()) spdlog::warn("run {}: not saved as finished: {}", run->id, s.message());
+  if (store_it) final_status = store_finished(run, final_status);
+  std::vector<Responder> waiters;
+  json record;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    run->status = final_status;
+    run->finishing = false;
+    waiters.swap(run->waiters);
+    record = run->to_json();
   }
-  if (st.ok())
+  if (final_status == RunStatus::kDone)
     spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations,
                  run->elapsed_ms);
   else
-    spdlog::warn("{} {}: {}", run->id, run_status_name(run->status), st.message());
+    spdlog::warn("{} {}: {}", run->id, run_status_name(final_status), run->error);
   if (events_.finished) events_.finished(final_status, running_s);
   for (auto& w : waiters) w(record_response(record));
+}
+
+// Stores the ended run's record and fields (large ones are files, written and
+// synced, so outside the lock).  Where that fails, the run is failed instead
+// (a run whose result is not stored is never reported done) and its failure
+// stored, on the disk space the store keeps in reserve when the disk is full;
+// where even that fails, a restarted server resumes the run from its last
+// checkpoint.  Returns the status the run ends with.
+RunStatus RunBook::store_finished(const std::shared_ptr<RunRecord>& run, RunStatus status) {
+  if (checkpoints_) checkpoints_->forget(run->id);  // the finished record drops it
+  std::vector<RunStore::NamedBytes> fields;
+  for (const auto& [name, f] : run->outputs)
+    fields.emplace_back(name, npy_bytes(f.type, f.dims, f.bytes.data()));
+  auto record_as = [&](RunStatus s) {
+    std::lock_guard<std::mutex> l(mu_);
+    json j = run->to_json();
+    j["status"] = run_status_name(s);
+    return j;
+  };
+  Status saved =
+      store_->save_finished(run->id, run->seq, run_status_name(status), record_as(status), fields);
+  if (saved.ok()) return status;
+  spdlog::error("{}: its {} record could not be stored: {}", run->id, run_status_name(status),
+                saved.message());
+  if (status == RunStatus::kDone) {
+    status = RunStatus::kFailed;
+    update(run, [&](RunRecord& r) {
+      r.error = "the run ended, but the server could not store its result: " + saved.message();
+      r.outputs.clear();
+      r.result = nullptr;
+    });
+  }
+  if (saved.code() == Code::kStorageFull && store_->release_reserved_space())
+    spdlog::error(
+        "the disk of the state directory is full: its reserved space is freed to "
+        "store the failure of {}; free space, then restart the server",
+        run->id);
+  saved = store_->save_finished(run->id, run->seq, run_status_name(status), record_as(status), {});
+  if (!saved.ok())
+    spdlog::error(
+        "{}: its failure could not be stored either ({}): a restarted server resumes "
+        "it from its last stored checkpoint",
+        run->id, saved.message());
+  return status;
 }
 
 void RunBook::fail_queued(const std::string& reason) {
@@ -297,6 +346,10 @@ Result<std::string> RunBook::field_npy(const std::string& id, const std::string&
     if (blob.ok()) return blob;
   }
   return not_found("runtime " + run->id + " has no field '" + name + "'");
+}
+
+Status RunBook::store_health() const {
+  return store_ ? store_->health() : Status::Ok();
 }
 
 std::map<RunStatus, int64_t> RunBook::count_by_status() const {

@@ -99,7 +99,9 @@ class RunBook {
   enum class CancelOutcome { kCancelled, kCancelling };
   // kNotFound, or kConflict when the run has finished.
   Result<CancelOutcome> cancel(const std::string& id);
-  // Ends the run: status from `st`, record and fields stored, waiters answered.
+  // Ends the run: status from `st`, record and fields stored, waiters
+  // answered.  The run shows its final status only once its record is
+  // stored; a run whose result cannot be stored ends failed with the reason.
   void finish(const std::shared_ptr<RunRecord>& run, const Status& st);
   // Fails every queued run (at shutdown).
   void fail_queued(const std::string& reason);
@@ -122,8 +124,12 @@ class RunBook {
   // A finished run's field as .npy bytes.
   Result<std::string> field_npy(const std::string& id, const std::string& name) const;
   std::map<RunStatus, int64_t> count_by_status() const;
+  // Ok while the run store's state directory and database are in place (or
+  // when there is no store); otherwise why not.
+  Status store_health() const;
 
  private:
+  RunStatus store_finished(const std::shared_ptr<RunRecord>& run, RunStatus status);
   void persist_locked(const RunRecord& run, const nlohmann::json& record);
   void restore(const std::string& state_dir);
   std::shared_ptr<RunRecord> resume_one(const StoredRun& s, const ProgramLookup& programs,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -39,11 +40,20 @@ std::optional<std::time_t> parse_iso(const std::string& text) {
 // ones with a stored request wait for resume(); those without (stored by an
 // older server) fail, since they cannot be run again.
 void RunBook::restore(const std::string& state_dir) {
+  std::error_code ec;
+  const bool fresh = !std::filesystem::exists(std::filesystem::path(state_dir) / "runs", ec);
   auto opened = RunStore::open(state_dir);
   if (!opened.ok()) {
-    spdlog::warn("run records will not survive a restart: {}", opened.status().message());
+    spdlog::error("run records will not survive a restart: {}", opened.status().message());
     return;
   }
+  // A state directory lost between two starts is otherwise only seen as runs
+  // numbered from r1 again.
+  if (fresh)
+    spdlog::warn(
+        "{} is a new state directory: it holds no earlier runs, programs or uploads, "
+        "and run ids start at r1",
+        state_dir);
   store_ = std::move(opened).value();
   checkpoints_ = std::make_unique<CheckpointWriter>(store_.get());
   auto stored = store_->load_all();

@@ -4,6 +4,8 @@
 // finished runs go with the uploads only they named.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "server/durable_write.h"
 #include "server/run_book.h"
 #include "server/testing/fakes.h"
@@ -139,6 +141,63 @@ TEST_F(RunBookDurabilityTest, AFullDiskRefusesTheRunAndListsNothing) {
   ASSERT_TRUE(enqueue(book, body_of()).ok());
   RunBook again(dir_.path());
   EXPECT_EQ(again.list_json("").value().size(), 1u);
+}
+
+// A run whose result the store cannot take (a full disk) is never reported
+// done: it ends failed with the reason, stored on the space the store keeps
+// in reserve, and a restarted server does not run it again.
+TEST_F(RunBookDurabilityTest, AResultThatCannotBeStoredEndsFailedAndDoesNotRunAgain) {
+  {
+    RunBook book(dir_.path());
+    auto r1 = enqueue(book, body_of()).value();
+    ASSERT_TRUE(book.start(r1, {{"w1", 0}}));
+    book.checkpoint(r1, {3, false, std::string(8, 'S'), std::string(8, 'A')});
+    book.update(r1, [](RunRecord& r) {
+      r.iterations = 7;
+      r.outputs["x"] = OutputField{DType::kFloat64, {3}, std::string(24, '\0')};
+    });
+    json answered;
+    book.add_waiter(r1, [&](HttpResponse r) { answered = json::parse(r.body); });
+    fail_next_storage_writes(1);  // the finished record meets a full disk
+    book.finish(r1, Status::Ok());
+    json r = book.get_json("r1").value();
+    EXPECT_EQ(r["status"], "failed") << r.dump(2);
+    EXPECT_NE(r.value("error", "").find("could not store its result: the server's disk is full"),
+              std::string::npos)
+        << r.dump(2);
+    EXPECT_FALSE(r.contains("fields")) << r.dump(2);
+    EXPECT_EQ(answered["status"], "failed");
+    EXPECT_FALSE(book.field_npy("r1", "x").ok());
+  }
+  for (int restart = 0; restart < 3; ++restart) {
+    RunBook book(dir_.path());
+    EXPECT_EQ(status_of(book, "r1"), "failed") << "restart " << restart;
+    EXPECT_TRUE(book.resume(programs(), uploads(), 15).empty()) << "restart " << restart;
+    EXPECT_TRUE(book.pending().empty());
+  }
+}
+
+// The state directory removed under a running server: runs are refused with
+// the reason (500), none is reported done, and the book says the store is
+// broken.
+TEST_F(RunBookDurabilityTest, ARemovedStateDirectoryRefusesRunsAndSaysWhy) {
+  const std::string state = dir_.path() + "/state";
+  RunBook book(state);
+  auto r1 = enqueue(book, body_of()).value();
+  ASSERT_TRUE(book.start(r1, {{"w1", 0}}));
+  EXPECT_TRUE(book.store_health().ok());
+  std::filesystem::remove_all(state);
+  auto refused = enqueue(book, body_of());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kInternal);
+  EXPECT_NE(refused.status().message().find("the state directory " + state + " was removed"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(book.list_json("").value().size(), 1u);
+  EXPECT_FALSE(book.store_health().ok());
+  book.finish(r1, Status::Ok());
+  EXPECT_EQ(status_of(book, "r1"), "failed");
+  EXPECT_FALSE(std::filesystem::exists(state));
 }
 
 TEST_F(RunBookDurabilityTest, AShutdownLeavesUnfinishedRunsToResume) {

@@ -76,6 +76,8 @@ struct RunRecord {
   std::vector<Responder> waiters;
   double elapsed_ms = 0;
   bool cancel_requested = false;
+  // Ended, its finished record being stored: its status changes once stored.
+  bool finishing = false;
   bool needs_executors = false;  // lost every executor: waits for the scheduler again
   // While queued: why no executor serves it yet ("no worker is connected"); empty when
   // it merely waits its turn.

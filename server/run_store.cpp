@@ -1,5 +1,7 @@
 #include "server/run_store.h"
 
+#include <spdlog/spdlog.h>
+
 #include "common/clock.h"
 #include "server/durable_write.h"
 #include "server/run_store_detail.h"
@@ -89,6 +91,7 @@ class FileRunStore : public RunStore {
   Status save(const std::string& run_id, uint64_t seq, const std::string& status,
               const json& record) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(health());
     json j = {{"schema", kSchemaVersion}, {"id", run_id},    {"seq", seq}, {"status", status},
               {"updated_at", now_iso()},  {"record", record}};
     std::lock_guard<std::mutex> l(mu_);
@@ -133,6 +136,7 @@ class FileRunStore : public RunStore {
 
   Status remove(const std::string& run_id) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(health());
     std::lock_guard<std::mutex> l(mu_);
     std::error_code ec;
     fs::remove(record_path(run_id), ec);
@@ -144,6 +148,7 @@ class FileRunStore : public RunStore {
 
   Status save_request(const std::string& run_id, const json& body) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(health());
     std::lock_guard<std::mutex> l(mu_);
     return write_file_atomically(extra_path(run_id, ".request"), to_text(body))
         .with_context("saving the request of run " + run_id);
@@ -152,6 +157,7 @@ class FileRunStore : public RunStore {
   // One line of JSON (iteration, done, section sizes), then the sections' bytes.
   Status save_checkpoint(const std::string& run_id, const RunCheckpoint& cp) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(health());
     json head = {{"iteration", cp.iteration},
                  {"done", cp.done},
                  {"state_bytes", cp.state.size()},
@@ -164,6 +170,7 @@ class FileRunStore : public RunStore {
 
   Status drop_checkpoint(const std::string& run_id) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(health());
     std::lock_guard<std::mutex> l(mu_);
     std::error_code ec;
     fs::remove(extra_path(run_id, ".checkpoint"), ec);
@@ -223,7 +230,40 @@ Result<std::unique_ptr<RunStore>> RunStore::open_sqlite(const std::string& state
 
 Result<std::unique_ptr<RunStore>> RunStore::open_files(const std::string& state_dir) {
   LIZARD_RETURN_IF_ERROR(prepare_state_dir(state_dir).with_context("run store"));
-  return std::unique_ptr<RunStore>(std::make_unique<FileRunStore>(state_dir));
+  auto store = std::make_unique<FileRunStore>(state_dir);
+  LIZARD_RETURN_IF_ERROR(
+      static_cast<RunStore*>(store.get())->finish_opening().with_context("run store"));
+  return std::unique_ptr<RunStore>(std::move(store));
+}
+
+Status RunStore::health() const {
+  return dir_identity_.check();
+}
+
+namespace {
+fs::path reserved_space_path(const std::string& state_dir) {
+  return fs::path(state_dir) / "reserved-space";
+}
+}  // namespace
+
+bool RunStore::release_reserved_space() {
+  return ::unlink(reserved_space_path(state_dir_).c_str()) == 0;
+}
+
+Status RunStore::finish_opening() {
+  LIZARD_ASSIGN_OR_RETURN(dir_identity_, StateDirIdentity::take(state_dir_, "the state directory"));
+  const fs::path path = reserved_space_path(state_dir_);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  const int err = fd < 0 ? errno : ::posix_fallocate(fd, 0, static_cast<off_t>(kReservedBytes));
+  if (fd >= 0) ::close(fd);
+  if (err != 0) {
+    ::unlink(path.c_str());
+    spdlog::warn(
+        "cannot reserve {} KiB in {} ({}): a run that meets a full disk may not be able "
+        "to store its failure",
+        kReservedBytes >> 10, state_dir_, std::strerror(err));
+  }
+  return Status::Ok();
 }
 
 Status RunStore::save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
@@ -238,6 +278,7 @@ Status RunStore::save_blob(const std::string& run_id, const std::string& field,
                            const std::string& bytes) {
   LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
   LIZARD_RETURN_IF_ERROR(check_name("field name", field));
+  LIZARD_RETURN_IF_ERROR(health());
   const fs::path dir = runs_dir(state_dir_) / run_id;
   LIZARD_RETURN_IF_ERROR(create_dirs(dir));
   return write_file_atomically(dir / (field + ".npy"), bytes)

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "server/state_dir_identity.h"
 
 namespace lizard {
 
@@ -58,6 +59,8 @@ class RunStore {
  public:
   // Fields up to this size may be kept in the database rather than in files.
   static constexpr size_t kInlineFieldBytes = 1 << 20;
+  // Disk kept back for the records written after a write met a full disk.
+  static constexpr size_t kReservedBytes = 1 << 20;
 
   virtual ~RunStore() = default;
 
@@ -96,11 +99,24 @@ class RunStore {
   // Forgets the run, its request, checkpoint and fields; ok when there was no such run.
   virtual Status remove(const std::string& run_id) = 0;
 
+  // Ok while the state directory (and database) are the ones opened; every
+  // write checks it first.
+  virtual Status health() const;
+  // Frees the reserved disk space; false when there was none left to free.
+  // It is reserved again when the store is next opened.
+  bool release_reserved_space();
+
  protected:
   explicit RunStore(std::string state_dir) : state_dir_(std::move(state_dir)) {}
   Status remove_blobs(const std::string& run_id);
+  // Takes the state directory's identity and reserves kReservedBytes: once
+  // the backend has opened it.
+  Status finish_opening();
 
   const std::string state_dir_;
+
+ private:
+  StateDirIdentity dir_identity_;
 };
 
 }  // namespace lizard

@@ -238,6 +238,77 @@ TEST_P(RunStoreDurabilityTest, KillMidWriteLeavesAStoreThatOpens) {
   }
 }
 
+// The state directory removed (or removed and made again, empty) under an
+// open store: every write fails, saying so, rather than going into a
+// deleted database or a new directory unseen.
+TEST_P(RunStoreDurabilityTest, ARemovedStateDirectoryFailsEveryWriteAndSaysSo) {
+  for (bool made_again : {false, true}) {
+    auto store = open();
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->save("r1", 1, "running", {{"n", 1}}).ok());
+    EXPECT_TRUE(store->health().ok());
+    fs::remove_all(dir_);
+    if (made_again) fs::create_directories(dir_);
+    const Status writes[] = {
+        store->save("r1", 1, "done", {{"n", 2}}),
+        store->save_request("r2", kBody),
+        store->save_checkpoint("r1", {2, false, "s2", "a2"}),
+        store->drop_checkpoint("r1"),
+        store->save_blob("r1", "out", "bytes"),
+        store->save_finished("r1", 1, "done", {{"n", 2}}, {{"small", "abc"}}),
+        store->remove("r1"),
+        store->health(),
+    };
+    for (const Status& st : writes) {
+      EXPECT_EQ(st.code(), Code::kInternal) << made_again << ": " << st.message();
+      EXPECT_NE(st.message().find("the state directory " + dir_ + " was removed or replaced"),
+                std::string::npos)
+          << st.message();
+    }
+    EXPECT_FALSE(fs::exists(fs::path(dir_) / "runs" / "r1"));  // nothing made anew
+    store.reset();
+    fs::create_directories(dir_);
+  }
+}
+
+// A little disk is kept back, to be freed when a write meets a full disk.
+TEST_P(RunStoreDurabilityTest, ReservedSpaceIsKeptAndFreedOnRequest) {
+  const fs::path reserve = fs::path(dir_) / "reserved-space";
+  auto store = open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(fs::exists(reserve));
+  EXPECT_EQ(fs::file_size(reserve), RunStore::kReservedBytes);
+  EXPECT_TRUE(store->release_reserved_space());
+  EXPECT_FALSE(fs::exists(reserve));
+  EXPECT_FALSE(store->release_reserved_space());
+  store.reset();
+  store = open();  // reserved again
+  EXPECT_EQ(fs::file_size(reserve), RunStore::kReservedBytes);
+}
+
+#ifdef LIZARD_HAVE_SQLITE
+// The database file alone unlinked: the store's open connection would go on
+// writing into it, acknowledged and lost.
+TEST(SqliteRunStoreGone, AnUnlinkedDatabaseFailsWrites) {
+  std::string tmpl = (fs::temp_directory_path() / "lizard-run-store-g-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const std::string dir = tmpl;
+  auto store = RunStore::open_sqlite(dir);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  ASSERT_TRUE((*store)->save("r1", 1, "running", {{"n", 1}}).ok());
+  fs::remove(fs::path(dir) / "runs.sqlite3");
+  const Status st = (*store)->save("r1", 1, "done", {{"n", 2}});
+  EXPECT_EQ(st.code(), Code::kInternal) << st.message();
+  EXPECT_NE(st.message().find("the run database " + dir + "/runs.sqlite3 was removed"),
+            std::string::npos)
+      << st.message();
+  EXPECT_FALSE((*store)->health().ok());
+  store->reset();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+#endif
+
 #ifdef LIZARD_HAVE_SQLITE
 // Not an injected failure: SQLite itself runs out of room (max_page_count on
 // the store's connection) in the middle of a write.

@@ -149,6 +149,8 @@ class SqliteRunStore : public RunStore {
     LIZARD_RETURN_IF_ERROR(
         prepare("DELETE FROM run_fields WHERE id = ? AND name = ?", &delete_field_));
     LIZARD_RETURN_IF_ERROR(prepare("DELETE FROM run_fields WHERE id = ?", &delete_fields_));
+    LIZARD_ASSIGN_OR_RETURN(db_identity_, StateDirIdentity::take(path_, "the run database"));
+    LIZARD_RETURN_IF_ERROR(finish_opening());
     checkpointer_ = std::thread([this] { copy_log_into_database(); });
     return Status::Ok();
   }
@@ -158,6 +160,7 @@ class SqliteRunStore : public RunStore {
                    const std::string& bytes) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
     LIZARD_RETURN_IF_ERROR(check_name("field name", field));
+    LIZARD_RETURN_IF_ERROR(health());
     std::lock_guard<std::mutex> l(mu_);
     return put_field_locked(run_id, field, bytes);
   }
@@ -167,6 +170,7 @@ class SqliteRunStore : public RunStore {
                        const json& record, const std::vector<NamedBytes>& fields) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
     for (const auto& [name, bytes] : fields) LIZARD_RETURN_IF_ERROR(check_name("field name", name));
+    LIZARD_RETURN_IF_ERROR(health());
     const std::string text = to_text(record);
     std::lock_guard<std::mutex> l(mu_);
     LIZARD_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
@@ -204,6 +208,7 @@ class SqliteRunStore : public RunStore {
   Status save(const std::string& run_id, uint64_t seq, const std::string& status,
               const json& record) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(health());
     const std::string text = to_text(record);
     std::lock_guard<std::mutex> l(mu_);
     return put_record_locked(run_id, seq, status, text);
@@ -211,6 +216,7 @@ class SqliteRunStore : public RunStore {
 
   Status save_request(const std::string& run_id, const json& body) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(health());
     const std::string text = to_text(body);
     std::lock_guard<std::mutex> l(mu_);
     if (storage_write_fails()) return disk_full_error("the request of run " + run_id);
@@ -223,6 +229,7 @@ class SqliteRunStore : public RunStore {
 
   Status save_checkpoint(const std::string& run_id, const RunCheckpoint& cp) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(health());
     const std::string updated_at = now_iso();
     std::lock_guard<std::mutex> l(mu_);
     if (storage_write_fails()) return disk_full_error("the checkpoint of run " + run_id);
@@ -239,6 +246,7 @@ class SqliteRunStore : public RunStore {
 
   Status drop_checkpoint(const std::string& run_id) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(health());
     std::lock_guard<std::mutex> l(mu_);
     return drop_checkpoint_locked(run_id);
   }
@@ -290,6 +298,12 @@ class SqliteRunStore : public RunStore {
     return out;
   }
 
+  // The state directory, and the database file in it, are the ones opened.
+  Status health() const override {
+    LIZARD_RETURN_IF_ERROR(RunStore::health());
+    return db_identity_.check();
+  }
+
   // See run_store_sqlite_testing.h.
   Status limit_pages(uint64_t max_pages) {
     // The largest page count SQLite accepts, and its default.
@@ -302,6 +316,7 @@ class SqliteRunStore : public RunStore {
   // The run's rows go in one transaction.
   Status remove(const std::string& run_id) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(health());
     std::lock_guard<std::mutex> l(mu_);
     LIZARD_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
     Status st = [&]() -> Status {
@@ -446,6 +461,7 @@ class SqliteRunStore : public RunStore {
   }
 
   std::string path_;
+  StateDirIdentity db_identity_;
   sqlite3* db_ = nullptr;
   Statement upsert_, select_all_, delete_, upsert_request_, upsert_checkpoint_, delete_checkpoint_,
       delete_request_, select_requests_, select_checkpoints_, upsert_field_, select_field_,

@@ -1,0 +1,32 @@
+#include "server/state_dir_identity.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace lizard {
+
+Result<StateDirIdentity> StateDirIdentity::take(const std::string& path, const std::string& what) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return internal_error("cannot stat " + what + " " + path + ": " + std::strerror(errno));
+  StateDirIdentity id;
+  id.path_ = path;
+  id.what_ = what;
+  id.dev_ = st.st_dev;
+  id.ino_ = st.st_ino;
+  return id;
+}
+
+Status StateDirIdentity::check() const {
+  if (path_.empty()) return Status::Ok();
+  struct stat st;
+  const bool same = ::stat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
+  if (same) return Status::Ok();
+  return internal_error(what_ + " " + path_ +
+                        " was removed or replaced while the server was running: nothing can be "
+                        "stored until the server is restarted with its state directory in place");
+}
+
+}  // namespace lizard
