@@ -214,10 +214,13 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
   std::vector<FieldRowsHead> heads(data.fields.size());
   for (size_t k = 0; k < heads.size(); ++k) {
     heads[k].key = data.row_key(k);
-    const size_t size = data.field_rows(k).size();
+    const size_t size = data.field_size(k);
     if (name_kept && size > 0 && kept_rows_.count(heads[k].key)) {
       heads[k].how = FieldRows::kKept;
       heads[k].size = size;
+    } else if (data.named_only(k)) {  // rows named by key alone that it no longer keeps
+      return Status(Code::kNotFound,
+                    "executor " + spec_.label + " no longer keeps the rows " + heads[k].key);
     }
   }
   write_partition_head(&w, data, heads);
