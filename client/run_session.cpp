@@ -97,6 +97,8 @@ void RunSession::handle(const MessageView& m) {
       ready.compile_ms = compile.compile_ms;
       ready.compile_cache_hit = st.ok() && compile.cache_hit;
       ready.missing = missing_;
+      ready.file_bytes_read = file_bytes_read_;
+      ready.file_bytes_kept = file_bytes_kept_;
       return reply(encode(ready.to_message()));
     }
     case MessageType::kIterate:
@@ -164,6 +166,9 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   LIZARD_ASSIGN_OR_RETURN(state_, make_section(man.state, man, params_));
   if (h.fields.size() != man.dataset.size())
     return invalid_argument("run_start: field list does not match the manifest");
+  file_fields_.clear();
+  file_bytes_read_ = 0;
+  file_bytes_kept_ = 0;
   std::map<size_t, CachedRows> cached;
   LIZARD_RETURN_IF_ERROR(use_upload_cache(h, &cached));
   std::vector<PartitionData> parts;
@@ -193,6 +198,12 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
           d.shared.resize(man.dataset.size());
           d.shared[k] = {all, off, n,
                          held->second.key + "@" + std::to_string(off) + "+" + std::to_string(n)};
+          if (ctx_.kept_catalog)
+            ctx_.kept_catalog->note(d.shared[k].key,
+                                    "upload " + src.upload + " rows " +
+                                        std::to_string(d.first_row) + ".." +
+                                        std::to_string(d.first_row + d.rows),
+                                    n);
         } else {
           buf.assign(all->begin() + static_cast<long>(off),
                      all->begin() + static_cast<long>(off + n));
@@ -215,23 +226,8 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
         if (std::find(d.generators.begin(), d.generators.end(), src.kernel) == d.generators.end())
           d.generators.push_back(src.kernel);
         d.seed = h.seed;
-      } else if (src.source == "path") {
-        if (ctx_.data_roots)
-          LIZARD_RETURN_IF_ERROR(
-              ctx_.data_roots->check(src.path).with_context("dataset field '" + f.name + "'"));
-        LIZARD_ASSIGN_OR_RETURN(FileFormat fmt, parse_file_format(src.format));
-        if (fmt == FileFormat::kNpy || fmt == FileFormat::kRaw) {
-          // One byte range of the file: the executor reads it itself.
-          auto rows = locate_file_rows(src.path, fmt, f.type, width, d.first_row, d.rows);
-          if (!rows.ok()) return rows.status().with_context("dataset field '" + f.name + "'");
-          d.file_rows.resize(man.dataset.size());
-          d.file_rows[k] = std::move(rows).value();
-        } else {
-          buf.resize(n);
-          LIZARD_RETURN_IF_ERROR(
-              read_rows(src.path, fmt, f.type, width, d.first_row, d.rows, buf.data())
-                  .with_context("dataset field '" + f.name + "'"));
-        }
+      } else if (src.source == "path" && parts.empty()) {  // read on its executor's turn
+        LIZARD_RETURN_IF_ERROR(add_file_field(k, src, width));
       }
       d.fields.push_back(std::move(buf));
     }
@@ -246,6 +242,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   std::vector<CompileStats> compiles(parts.size());
   Status st = first_error(for_each_parallel(parts.size(), [&](size_t i) {
     std::lock_guard<std::mutex> l(lock_of(i));
+    LIZARD_RETURN_IF_ERROR(load_file_rows(i, &parts[i]));
     Status s = executor(i).begin_run(*program_, params_, std::move(parts[i]));
     compiles[i] = executor(i).run_compile_stats();
     return s;

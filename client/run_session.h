@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/kept_rows_catalog.h"
 #include "client/loop_hooks.h"
 #include "client/upload_cache.h"
 #include "common/fan_out.h"
@@ -33,6 +34,7 @@
 #include "common/mailbox.h"
 #include "common/status.h"
 #include "dataset/data_roots.h"
+#include "dataset/file_format.h"
 #include "exec/executor.h"
 #include "exec/process/process_executor.h"
 #include "protocol/messages.h"
@@ -65,6 +67,8 @@ struct SessionContext {
   // The update hook for loops this worker drives; unset: the server drives them.
   OpenLoopHooks open_hooks;
   const DataRoots* data_roots = nullptr;  // dataset paths must lie in these; null: any
+  // What the rows executors keep are (for the server's listing); null: not noted.
+  KeptRowsCatalog* kept_catalog = nullptr;
 };
 
 class RunSession {
@@ -115,6 +119,11 @@ class RunSession {
     UploadCache::Rows rows;
   };
   Status use_upload_cache(const RunStartMsg& h, std::map<size_t, CachedRows>* cached);
+  // Dataset fields read from files (run_session_files.cpp): noted once per
+  // run, then read for each executor under its lock, unless the executor
+  // keeps those rows from an earlier run: they are then named by key alone.
+  Status add_file_field(size_t k, const FieldSource& src, int64_t width);
+  Status load_file_rows(size_t i, PartitionData* d);
   Status acquire_executors();
   void release();
   void reply(std::string frame);
@@ -131,7 +140,17 @@ class RunSession {
   std::vector<size_t> executors_;  // indices into the worker's executors, in row order
   std::vector<int64_t> rows_;      // each executor's rows
   std::vector<int64_t> missing_;   // fields of the run_start whose cached rows are gone
-  bool report_progress_ = false;   // run iterations in slices, reporting each
+  struct FileField {
+    size_t k = 0;  // index in manifest.dataset
+    std::string path;
+    FileFormat format = FileFormat::kRaw;
+    DType dtype = DType::kFloat32;
+    int64_t width = 1;
+  };
+  std::vector<FileField> file_fields_;
+  // Bytes of file rows this run read, and named from the executors' kept rows.
+  std::atomic<uint64_t> file_bytes_read_{0}, file_bytes_kept_{0};
+  bool report_progress_ = false;  // run iterations in slices, reporting each
   bool begun_ = false;
   // executors_[0, owned_) are owned by this run; abort() reads them from
   // another thread, so owned_ changes under held_mu_.

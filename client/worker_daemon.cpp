@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "client/run_session.h"
@@ -54,6 +55,7 @@ struct WorkerDaemon::Impl {
   DataRoots data_roots;  // from opts.data_roots, at init
   std::vector<std::unique_ptr<ExecutorHandle>> executors;
   std::unique_ptr<UploadCache> uploads;
+  KeptRowsCatalog kept_catalog;        // what the executors' kept rows are
   std::unique_ptr<WorkerHooks> hooks;  // before `sessions`: their loops hold its processes
   std::string backend_note;
   std::mutex programs_mu;
@@ -79,6 +81,7 @@ struct WorkerDaemon::Impl {
   struct Resources {
     uint64_t free_memory = 0;
     double utilization = -1, launch_delay_us = -1;
+    std::vector<std::string> kept;  // keys of the rows it keeps
   };
   std::vector<Resources> measured, reported;
   std::unique_ptr<WorkerConnection> conn;
@@ -125,6 +128,7 @@ HelloMsg WorkerDaemon::Impl::hello() {
   h.cpu_threads = std::thread::hardware_concurrency();
   if (const char* job = std::getenv("SLURM_JOB_ID")) h.slurm_job_id = job;
   reported = measured;
+  for (auto& r : reported) r.kept.clear();  // reported by the first refresh
   return h;
 }
 
@@ -174,6 +178,7 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     ctx.executors = &executors;
     ctx.uploads = uploads.get();
     ctx.data_roots = &data_roots;
+    ctx.kept_catalog = &kept_catalog;
     ctx.send = [this](std::string f) { conn->send(std::move(f)); };
     ctx.frames = conn->frames();
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
@@ -237,21 +242,23 @@ void WorkerDaemon::Impl::measure(size_t i) {
   executor(i).refresh_free_memory();
   executor(i).refresh_load();
   const ExecutorInfo& info = executor(i).info();
-  measured[i] = {info.free_memory, info.utilization, info.launch_delay_us};
+  measured[i] = {info.free_memory, info.utilization, info.launch_delay_us, executor(i).kept_rows()};
 }
 
 // Measures the free memory and load of every executor that holds no run's
 // rows now (a run's own buffers and kernels would count as load), and tells
 // the server when any of it moved: free memory by 16 MiB or more (other
 // processes on the node allocate and free too, and plans are capped by what
-// is free), utilisation by 5 points, the launch delay by a quarter, or a
-// value came or went.  Executors busy with a run keep their last figures.
+// is free), utilisation by 5 points, the launch delay by a quarter, a
+// value came or went, or the rows an executor keeps changed.  Executors busy
+// with a run keep their last figures.
 void WorkerDaemon::Impl::refresh_resources() {
   constexpr uint64_t kMemoryStep = uint64_t{16} << 20;
   measured.resize(executors.size());
+  size_t idle = 0;
   for (size_t i = 0; i < executors.size(); ++i) {
     std::unique_lock<std::mutex> l(executors[i]->mu, std::try_to_lock);
-    if (l.owns_lock() && executors[i]->owner.empty()) measure(i);
+    if (l.owns_lock() && executors[i]->owner.empty()) measure(i), ++idle;
   }
   auto moved = [](double now, double before, double step) {
     if ((now < 0) != (before < 0)) return true;
@@ -260,9 +267,12 @@ void WorkerDaemon::Impl::refresh_resources() {
   bool changed = reported.size() != measured.size();
   bool telemetry = false;
   ResourcesMsg r;
+  std::set<std::string> kept_now;
   for (size_t i = 0; i < measured.size(); ++i) {
     const Resources& now = measured[i];
     r.free_memory.push_back(now.free_memory);
+    r.kept.push_back(kept_catalog.describe(now.kept));
+    kept_now.insert(now.kept.begin(), now.kept.end());
     r.utilization.push_back(now.utilization);
     r.launch_delay_us.push_back(now.launch_delay_us);
     telemetry = telemetry || now.utilization >= 0 || now.launch_delay_us >= 0;
@@ -270,10 +280,12 @@ void WorkerDaemon::Impl::refresh_resources() {
     const Resources& before = reported[i];
     const uint64_t d = now.free_memory > before.free_memory ? now.free_memory - before.free_memory
                                                             : before.free_memory - now.free_memory;
-    changed = d >= kMemoryStep || moved(now.utilization, before.utilization, 5) ||
+    changed = d >= kMemoryStep || now.kept != before.kept ||
+              moved(now.utilization, before.utilization, 5) ||
               moved(now.launch_delay_us, before.launch_delay_us,
                     std::max(5.0, before.launch_delay_us / 4));
   }
+  if (idle == executors.size()) kept_catalog.retain(kept_now);
   if (!changed) return;
   if (!telemetry) r.utilization.clear(), r.launch_delay_us.clear();
   reported = measured;

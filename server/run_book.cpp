@@ -119,7 +119,8 @@ std::vector<PendingRun> RunBook::pending() const {
   }
   for (const auto& r : queue_) {
     const ExecutorDemand& d = r->request.executors;
-    out.push_back({r->id, r->hash, d.min, d.max, r->bypassed, d.gpus_only, d.min_free_memory});
+    out.push_back({r->id, r->hash, d.min, d.max, r->bypassed, d.gpus_only, d.min_free_memory,
+                   row_sources(r->request)});
   }
   return out;
 }

@@ -98,10 +98,13 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
   }
   double compile_ms = 0;
   bool cache_hit = true;
+  uint64_t file_bytes_read = 0, file_bytes_kept = 0;
   for (const auto& [_, msg] : ready.value()) {
     auto r = RunReadyMsg::parse(msg.header);
     if (!r.ok()) continue;
     compile_ms = std::max(compile_ms, r->compile_ms);
+    file_bytes_read += r->file_bytes_read;
+    file_bytes_kept += r->file_bytes_kept;
     cache_hit = cache_hit && r->compile_cache_hit;
     if (ctx_.metrics) ctx_.metrics->count_run_ready(r->compile_cache_hit, r->compile_ms);
   }
@@ -109,10 +112,16 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
     r.phases["loading_ms"] = ms_since(t_load);
     r.phases["compile_ms"] = compile_ms;
     r.phases["compile_cache_hit"] = cache_hit;
-    bool uploads = false;
-    for (const auto& d : run_->request.dataset)
+    bool uploads = false, files = false;
+    for (const auto& d : run_->request.dataset) {
       uploads = uploads || d.kind == DatasetSource::Kind::kUpload;
+      files = files || d.kind == DatasetSource::Kind::kPath;
+    }
     if (uploads) r.phases["uploads_cached"] = missing.empty();
+    if (files) {  // rows of `path` fields: read from their files, or kept on the executors
+      r.phases["file_bytes_read"] = file_bytes_read;
+      r.phases["file_bytes_kept"] = file_bytes_kept;
+    }
   });
   return participants;
 }

@@ -1,6 +1,9 @@
 #include "server/run_request.h"
 
+#include <filesystem>
+
 #include "dataset/dataset_file.h"
+#include "dataset/file_rows_key.h"
 #include "dataset/json_values.h"
 
 #include <vector>
@@ -121,6 +124,7 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     auto n = count_rows(s.path, s.format, f.type, width);
     if (!n.ok()) return n.status().with_context(what);
     *rows = n.value();
+    if (auto file = FileIdentity::of(s.path); file.ok()) s.row_source = file->key_prefix();
     return s;
   }
   if (spec.contains("generate")) return parse_generate(m, what, spec, std::move(s), rows, seed);
@@ -336,6 +340,16 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
     if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > 1e9)
       return invalid_argument("`timeout_s` must be a positive number of seconds");
     out.timeout_s = v.get<double>();
+  }
+  return out;
+}
+
+std::vector<std::string> row_sources(const RunRequest& r) {
+  std::vector<std::string> out;
+  for (const DatasetSource& s : r.dataset) {
+    if (s.kind == DatasetSource::Kind::kPath && !s.row_source.empty()) out.push_back(s.row_source);
+    if (s.kind == DatasetSource::Kind::kUpload)  // client/upload_cache.h's keys
+      out.push_back(std::filesystem::path(s.path).stem().string() + ":");
   }
   return out;
 }

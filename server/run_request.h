@@ -32,6 +32,8 @@ struct DatasetSource {
   std::string generator;        // kGenerate: a kernel of manifest.generate
   FileFormat format = FileFormat::kRaw;
   int64_t width = 1;  // elements per row
+  // kPath: the file as the server found it; "" when it could not tell.
+  std::string row_source;
 };
 
 // How many executors a run needs (min) and may use (max; 0: every one free
@@ -68,6 +70,11 @@ struct RunRequestLimits {
   uint64_t max_state_bytes = uint64_t{1} << 30;  // state + aggregate of one run
   const DataRoots* data_roots = nullptr;         // dataset paths must lie inside; null: any
 };
+
+// Where a run's rows come from, as the start of the keys executors keep
+// them under (dataset/file_rows_key.h, an upload's id): for the scheduler's
+// preference for executors that keep them.
+std::vector<std::string> row_sources(const RunRequest& r);
 
 // Reads file headers (or scans text files) to count rows; may block on I/O.
 Result<RunRequest> parse_run_request(const ProgramImage& image, const nlohmann::json& body,

@@ -10,7 +10,16 @@ namespace {
 struct Candidate {
   ExecutorRef ref;
   ExecutorLoad load;
+  bool holds_rows = false;  // keeps some of the run's rows
 };
+
+// Whether `e` keeps rows of one of `run`'s sources.
+bool holds_rows_of(const PendingRun& run, const WorkerView::Executor& e) {
+  for (const std::string& key : e.kept)
+    for (const std::string& source : run.row_sources)
+      if (!source.empty() && key.compare(0, source.size(), source) == 0) return true;
+  return false;
+}
 
 // Whether `e` could ever serve `run`: of the kind it asks for, with enough
 // memory in all (or an unknown total).
@@ -85,7 +94,8 @@ SchedulePass Scheduler::schedule(const std::vector<PendingRun>& queue,
       for (size_t i = 0; i < w.executors.size(); ++i) {
         const WorkerView::Executor& e = w.executors[i];
         ExecutorRef ref{w.id, static_cast<int>(i)};
-        if (!e.busy && !taken.count(ref) && can_serve_now(run, e)) free.push_back({ref, e.load()});
+        if (!e.busy && !taken.count(ref) && can_serve_now(run, e))
+          free.push_back({ref, e.load(), holds_rows_of(run, e)});
       }
     }
     if (wait_for_builds || static_cast<int64_t>(free.size()) < run.min) {
@@ -96,8 +106,10 @@ SchedulePass Scheduler::schedule(const std::vector<PendingRun>& queue,
     }
     size_t n = free.size();
     if (run.max > 0) n = std::min<size_t>(n, static_cast<size_t>(run.max));
-    // The least loaded executors first; then grouped by worker for the plan.
+    // Those that keep the run's rows first, then the least loaded; then
+    // grouped by worker for the plan.
     std::stable_sort(free.begin(), free.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.holds_rows != b.holds_rows) return a.holds_rows;
       return less_loaded(a.load, b.load);
     });
     free.resize(n);

@@ -6,8 +6,9 @@
 // one), optionally GPUs only and each with at least `min_free_memory` bytes
 // free.  A pass walks the queue in submission order and places each run on a
 // set of free executors of workers that have built its program, disjoint from
-// every other run's, the least loaded first (plan/executor_load.h).  A run that cannot start yet
-// does not block the ones behind it (backfill), but each pass that places a later run while it
+// every other run's: those that keep some of its rows first (a later run over
+// the same file or upload), then the least loaded (plan/executor_load.h).  A run that cannot start
+// yet does not block the ones behind it (backfill), but each pass that places a later run while it
 // waits counts as a bypass; once a run has been bypassed `max_bypass` times, the executors it could
 // use are held for it, so it cannot starve.  A run that the connected workers can never serve (too
 // few executors with its program, or a program no worker could build, or no GPU or no executor with
@@ -52,6 +53,7 @@ struct WorkerView {
     uint64_t free_memory = 0;   // bytes, as last reported
     double utilization = -1;    // percent; < 0: unknown
     double launch_delay_us = -1;
+    std::vector<std::string> kept{};  // keys of the input rows it keeps (exec/kept_rows.h)
     ExecutorLoad load() const { return {weight, free_memory, utilization, launch_delay_us}; }
   };
   std::vector<Executor> executors;
@@ -69,6 +71,10 @@ struct PendingRun {
   int bypassed = 0;
   bool gpus_only = false;        // only executors of kind "cuda"
   uint64_t min_free_memory = 0;  // bytes each executor must have free
+  // Where its rows come from, as the start of the keys executors keep them
+  // under (an upload's id and ":", a file's identity): executors that keep
+  // some of them are preferred.
+  std::vector<std::string> row_sources{};
 };
 
 struct Placement {

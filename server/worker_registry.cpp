@@ -29,6 +29,11 @@ json WorkerRegistry::Worker::to_json() const {
   for (size_t i = 0; i < hw["executors"].size() && i < serving.size(); ++i) {
     hw["executors"][i]["run"] = serving[i].empty() ? json(nullptr) : json(serving[i]);
     hw["executors"][i]["runs_served"] = runs_served[i];
+    json rows = json::array();
+    if (i < kept.size())
+      for (const auto& k : kept[i])
+        rows.push_back({{"key", k.key}, {"description", k.description}, {"bytes", k.bytes}});
+    hw["executors"][i]["kept_rows"] = std::move(rows);
   }
   json j = {{"id", id},
             {"address", link ? link->peer() : ""},
@@ -191,6 +196,7 @@ void WorkerRegistry::resources(const std::string& id, const ResourcesMsg& m) {
     if (i < m.utilization.size()) ex[i].utilization = m.utilization[i];
     if (i < m.launch_delay_us.size()) ex[i].launch_delay_us = m.launch_delay_us[i];
   }
+  if (!m.kept.empty()) it->second.kept = m.kept;
   it->second.resources_at = now_iso();
 }
 
@@ -252,8 +258,16 @@ std::vector<WorkerView> WorkerRegistry::view() const {
     v.id = id;
     for (size_t i = 0; i < w.hello.executors.size(); ++i) {
       const ExecutorInfo& e = w.hello.executors[i];
-      v.executors.push_back({e.weight, !w.serving[i].empty(), e.kind, e.total_memory, e.free_memory,
-                             e.utilization, e.launch_delay_us});
+      v.executors.push_back({e.weight,
+                             !w.serving[i].empty(),
+                             e.kind,
+                             e.total_memory,
+                             e.free_memory,
+                             e.utilization,
+                             e.launch_delay_us,
+                             {}});
+      if (i < w.kept.size())
+        for (const auto& k : w.kept[i]) v.executors.back().kept.push_back(k.key);
     }
     for (const auto& [h, b] : w.programs) {
       if (b.state == BuildState::kReady) v.ready.insert(h);

@@ -103,8 +103,9 @@ class WorkerRegistry {
     bool joined = false;  // hello received
     HelloMsg hello;
     std::map<std::string, ProgramBuild> programs;
-    std::vector<std::string> serving;   // per executor: run id, or empty
-    std::vector<uint64_t> runs_served;  // per executor
+    std::vector<std::string> serving;              // per executor: run id, or empty
+    std::vector<uint64_t> runs_served;             // per executor
+    std::vector<std::vector<KeptRowsEntry>> kept;  // per executor, as last reported
     std::string connected_at;
     std::string resources_at;  // when its latest resources report arrived
     nlohmann::json to_json() const;

@@ -23,6 +23,7 @@
 #include "cli/user_commands.h"
 #include "client/worker_daemon.h"
 #include "common/auth.h"
+#include "exec/kept_rows_budget.h"
 #include "exec/process/executor_host.h"
 #include "hooks/hook_host.h"
 #include "net/http_client.h"
@@ -335,12 +336,14 @@ int main(int argc, char** argv) {
       ->add_option("--upload-cache-mb", wo.upload_cache_mb,
                    "Uploaded rows kept in memory for later runs over them (MiB; 0: none)")
       ->type_name("MIB");
-  wo.backend.kept_rows_mb = 2048;
+  wo.backend.kept_rows_mb = lizard::kKeptRowsAuto;
   client
       ->add_option("--kept-rows-mb", wo.backend.kept_rows_mb,
-                   "Uploaded rows each executor keeps (on its GPU, or in the CPU backend's "
-                   "memory) for later runs over them, so that they are not sent again (MiB; "
-                   "0: none; GPU memory a run needs is freed from them first)")
+                   "Rows of uploads and dataset files each executor keeps (on its GPU, or in "
+                   "the CPU backend's memory) for later runs over them, so that they are not "
+                   "sent or read again (MiB; 0: none; default: half a GPU's free memory, or a "
+                   "quarter of the host's memory up to 2048; GPU memory a run needs is freed "
+                   "from them first)")
       ->type_name("MIB");
   client->add_option("--weight", wo.weight,
                      "Report this capability weight (testing, uneven nodes)");

@@ -99,7 +99,7 @@ struct PartitionData {
   // from the rows it keeps.
   bool named_only(size_t k) const {
     return k < shared.size() && !shared[k].owner && !shared[k].key.empty() && fields[k].empty() &&
-           shared[k].size > 0;
+           shared[k].size > 0 && !from_file(k);
   }
   // Field k's bytes, wherever they are.
   size_t field_size(size_t k) const {

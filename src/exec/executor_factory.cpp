@@ -1,8 +1,13 @@
 #include "exec/executor_factory.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "exec/cpu/cpu_executor.h"
 #include "exec/cuda/cuda_executor.h"
 #include "exec/gpu_selection.h"
+#include "exec/kept_rows_budget.h"
 
 namespace lizard {
 
@@ -21,7 +26,8 @@ Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptio
     c.cuda_path = o.cuda_path;
     c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + "/cubin";
     c.gpus = selection;
-    c.kept_rows_bytes = o.kept_rows_mb << 20;
+    c.kept_rows_bytes = kept_rows_budget(std::max<int64_t>(0, o.kept_rows_mb), {});
+    c.kept_rows_auto = o.kept_rows_mb < 0;
     auto gpus = make_cuda_executors(c);
     if (gpus.ok()) {
       out = std::move(gpus).value();
@@ -33,11 +39,15 @@ Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptio
   }
   if (!out.empty()) return out;
   if (o.cpu_executors < 1) return invalid_argument("--cpu-executors must be at least 1");
+  ExecutorInfo host;
+  host.kind = "cpu";
+  host.total_memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                      static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
   for (int i = o.cpu_first_ordinal; i < o.cpu_first_ordinal + o.cpu_executors; ++i) {
     CpuExecutorOptions c;
     c.threads = o.cpu_threads;
     c.ordinal = i;
-    c.kept_rows_bytes = o.kept_rows_mb << 20;
+    c.kept_rows_bytes = kept_rows_budget(o.kept_rows_mb, host);
     // Each executor builds into a directory of its own: builds run at once.
     const std::string dir = i == 0 ? "/cpu" : "/cpu-" + std::to_string(i);
     c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + dir;

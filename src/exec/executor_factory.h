@@ -26,8 +26,9 @@ struct BackendOptions {
   int cpu_first_ordinal = 0;  // the first CPU executor's ordinal (an executor process's one)
   std::string cache_dir;      // compiled kernels
   // Input rows each executor keeps for later runs over them (on its GPU, or
-  // in the CPU executor's memory; exec/kept_rows.h), in MiB; 0: none.
-  uint64_t kept_rows_mb = 0;
+  // in the CPU executor's memory; exec/kept_rows.h), in MiB; 0: none;
+  // kKeptRowsAuto: a share of its memory (exec/kept_rows_budget.h).
+  int64_t kept_rows_mb = 0;
 };
 
 Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptions& o,

@@ -17,15 +17,6 @@
 namespace lizard {
 namespace {
 
-FileIdentity identity_of(const struct stat& st) {
-  FileIdentity id;
-  id.device = static_cast<uint64_t>(st.st_dev);
-  id.inode = static_cast<uint64_t>(st.st_ino);
-  id.size = static_cast<uint64_t>(st.st_size);
-  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return id;
-}
-
 Status changed(const std::string& path, const char* when) {
   return invalid_argument(path + " changed " + when +
                           " (rewritten or replaced); its rows are not read stale: run again");
@@ -36,14 +27,14 @@ Status changed(const std::string& path, const char* when) {
 Result<FileIdentity> file_identity(int fd) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return internal_error(std::string("fstat: ") + std::strerror(errno));
-  return identity_of(st);
+  return FileIdentity::of(st);
 }
 
 Result<FileIdentity> file_identity(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     return invalid_argument("cannot open " + path + ": " + std::strerror(errno));
-  return identity_of(st);
+  return FileIdentity::of(st);
 }
 
 Result<FileRows> locate_file_rows(const std::string& path, FileFormat format, DType dtype,

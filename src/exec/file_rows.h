@@ -20,21 +20,12 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "dataset/file_format.h"
+#include "dataset/file_rows_key.h"
 
 namespace lizard {
 
-// What tells one version of a file from another: the file (device, inode)
-// and its size and modification time, in nanoseconds.
-struct FileIdentity {
-  uint64_t device = 0;
-  uint64_t inode = 0;
-  uint64_t size = 0;
-  int64_t mtime_ns = 0;
-  bool operator==(const FileIdentity& o) const {
-    return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns;
-  }
-  bool operator!=(const FileIdentity& o) const { return !(*this == o); }
-};
+// FileIdentity (dataset/file_rows_key.h) tells one version of a file from
+// another: the file (device, inode) and its size and mtime in nanoseconds.
 
 // The identity of the open file `fd`, or of the file at `path`.
 Result<FileIdentity> file_identity(int fd);

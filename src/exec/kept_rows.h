@@ -35,6 +35,13 @@ class KeptRows {
   KeptRows& operator=(const KeptRows&) = delete;
 
   uint64_t budget() const { return budget_; }
+  // A new budget (a GPU's, once its free memory is known): the least
+  // recently used rows beyond it leave.
+  void set_budget(uint64_t budget_bytes) {
+    budget_ = budget_bytes;
+    while (bytes_ > budget_ && evict_one()) {
+    }
+  }
   uint64_t bytes() const { return bytes_; }
   bool empty() const { return lru_.empty(); }
   bool contains(const std::string& key) const { return index_.count(key) != 0; }

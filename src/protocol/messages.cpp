@@ -240,7 +240,9 @@ Message RunReadyMsg::to_message() const {
                   {"error", error},
                   {"compile_ms", compile_ms},
                   {"compile_cache_hit", compile_cache_hit},
-                  {"missing", missing}},
+                  {"missing", missing},
+                  {"file_bytes_read", file_bytes_read},
+                  {"file_bytes_kept", file_bytes_kept}},
                  ""};
 }
 Result<RunReadyMsg> RunReadyMsg::parse(const json& h) {
@@ -251,6 +253,8 @@ Result<RunReadyMsg> RunReadyMsg::parse(const json& h) {
   r.str("error", &m.error);
   r.number("compile_ms", &m.compile_ms);
   r.boolean("compile_cache_hit", &m.compile_cache_hit);
+  r.u64("file_bytes_read", &m.file_bytes_read);
+  r.u64("file_bytes_kept", &m.file_bytes_kept);
   r.array("missing", [&](const json& e) {
     if (!e.is_number_integer() || e.get<int64_t>() < 0)
       return r.fail("a missing field is not an index");
@@ -371,6 +375,16 @@ Message ResourcesMsg::to_message() const {
   json h = {{"free_memory", free_memory}};
   if (!utilization.empty()) h["utilization"] = measured(utilization);
   if (!launch_delay_us.empty()) h["launch_delay_us"] = measured(launch_delay_us);
+  if (!kept.empty()) {
+    json all = json::array();
+    for (const auto& one : kept) {
+      json list = json::array();
+      for (const auto& e : one)
+        list.push_back({{"key", e.key}, {"description", e.description}, {"bytes", e.bytes}});
+      all.push_back(std::move(list));
+    }
+    h["kept"] = std::move(all);
+  }
   return Message{MessageType::kResources, std::move(h), ""};
 }
 Result<ResourcesMsg> ResourcesMsg::parse(const json& h) {
@@ -390,6 +404,20 @@ Result<ResourcesMsg> ResourcesMsg::parse(const json& h) {
   };
   measurements("utilization", &m.utilization);
   measurements("launch_delay_us", &m.launch_delay_us);
+  r.array("kept", [&](const json& one) {
+    if (!one.is_array()) return r.fail("kept holds a non-list");
+    std::vector<KeptRowsEntry> list;
+    for (const auto& e : one) {
+      HeaderReader er(e, "kept rows");
+      KeptRowsEntry k;
+      er.str("key", &k.key);
+      er.str("description", &k.description);
+      er.u64("bytes", &k.bytes);
+      if (!er.status().ok()) return r.fail(er.status().message());
+      list.push_back(std::move(k));
+    }
+    m.kept.push_back(std::move(list));
+  });
   return done(r, std::move(m));
 }
 

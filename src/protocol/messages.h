@@ -101,6 +101,9 @@ struct RunReadyMsg {
   double compile_ms = 0;           // slowest executor's compile for this run's values
   bool compile_cache_hit = false;  // every executor's binary came from a cache
   std::vector<int64_t> missing;    // `cached` fields whose rows this worker no longer holds
+  // Bytes of the rows of `path` fields read from their files for this run,
+  // and taken instead from the rows its executors kept from earlier runs.
+  uint64_t file_bytes_read = 0, file_bytes_kept = 0;
   Message to_message() const;
   static Result<RunReadyMsg> parse(const nlohmann::json& h);
 };
@@ -146,11 +149,23 @@ struct ProgressMsg {
   static Result<ProgressMsg> parse(const nlohmann::json& h);
 };
 
-// worker → server: per executor, free memory and how busy it is
-// (utilisation in percent, launch delay in µs; < 0, null on the wire: not
-// measured), when any of it moved.
+// Rows an executor keeps for later runs (exec/kept_rows.h): their key, what
+// they are for people ("/data/x.npy rows 0..4096 (float32 x 8)"), their bytes.
+struct KeptRowsEntry {
+  std::string key, description;
+  uint64_t bytes = 0;
+  bool operator==(const KeptRowsEntry& o) const {
+    return key == o.key && description == o.description && bytes == o.bytes;
+  }
+};
+
+// worker → server: per executor, free memory, how busy it is (utilisation
+// in percent, launch delay in µs; < 0, null on the wire: not measured) and
+// the rows it keeps, when any of it moved.
 struct ResourcesMsg {
   std::vector<uint64_t> free_memory;
+  // Empty (a worker that does not report them), or one list per executor.
+  std::vector<std::vector<KeptRowsEntry>> kept{};
   std::vector<double> utilization{}, launch_delay_us{};  // empty, or one per executor
   Message to_message() const;
   static Result<ResourcesMsg> parse(const nlohmann::json& h);

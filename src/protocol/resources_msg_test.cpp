@@ -24,6 +24,18 @@ TEST(ResourcesMsg, CarriesLoadWithUnmeasuredValuesAsNull) {
   EXPECT_EQ(back->launch_delay_us, m.launch_delay_us);
 }
 
+TEST(ResourcesMsg, CarriesTheRowsEachExecutorKeeps) {
+  ResourcesMsg m;
+  m.free_memory = {1, 2};
+  m.kept = {{{"file:1:2:3:4:npy:float32x8:0+16", "/d/x.npy rows 0..16 (float32 x 8)", 512}}, {}};
+  auto back = ResourcesMsg::parse(m.to_message().header);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->kept, m.kept);
+  // An older worker reports none; a malformed list is refused.
+  EXPECT_TRUE(ResourcesMsg::parse(json{{"free_memory", {1}}})->kept.empty());
+  EXPECT_FALSE(ResourcesMsg::parse(json{{"free_memory", {1}}, {"kept", {{{{"bytes", -1}}}}}}).ok());
+}
+
 TEST(ResourcesMsg, AWorkerWithoutTelemetrySendsFreeMemoryAlone) {
   ResourcesMsg m;
   m.free_memory = {5};

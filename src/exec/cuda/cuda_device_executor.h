@@ -138,6 +138,7 @@ class CudaExecutor final : public Executor {
     if (meter_ && make_current().ok()) meter_->measure(stream_, ev_end_, &info_);
   }
   std::vector<std::string> kept_rows() const override { return kept_rows_.keys(); }
+  void set_kept_rows_budget(uint64_t bytes) { kept_rows_.set_budget(bytes); }
 
  private:
   Status check(CUresult r, const std::string& what) const {

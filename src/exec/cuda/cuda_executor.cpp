@@ -12,6 +12,7 @@
 #include "exec/cuda/cuda_driver.h"
 #include "exec/cuda/gpu_load.h"
 #include "exec/cuda/nvrtc_compiler.h"
+#include "exec/kept_rows_budget.h"
 #include "exec/launch.h"
 #include "exec/partition.h"
 #include "exec/program_variant.h"
@@ -213,6 +214,8 @@ Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOpt
     for (int g = 0; g < count; ++g) {
       probed[g] = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib, options.kept_rows_bytes);
       LIZARD_RETURN_IF_ERROR(probed[g]->open(g));
+      if (options.kept_rows_auto)
+        probed[g]->set_kept_rows_budget(kept_rows_budget(kKeptRowsAuto, probed[g]->info()));
       probed[g]->refresh_load();
       const ExecutorInfo& i = probed[g]->info();
       loads[g] = {i.weight, i.free_memory, i.utilization, i.launch_delay_us};
@@ -226,6 +229,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOpt
     }
     auto e = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib, options.kept_rows_bytes);
     LIZARD_RETURN_IF_ERROR(e->open(g));
+    if (options.kept_rows_auto) e->set_kept_rows_budget(kept_rows_budget(kKeptRowsAuto, e->info()));
     out.push_back(std::move(e));
   }
   return out;

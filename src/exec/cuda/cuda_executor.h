@@ -25,6 +25,7 @@ struct CudaOptions {
   // Input rows each GPU keeps in its memory for later runs over them (see
   // exec/kept_rows.h); 0: none.  Evicted whenever a run needs the memory.
   uint64_t kept_rows_bytes = 0;
+  bool kept_rows_auto = false;  // instead: half of each GPU's free memory when opened
 };
 
 // One executor per selected GPU.  kUnavailable, with the reason ("libcuda.so.1

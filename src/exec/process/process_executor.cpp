@@ -221,6 +221,9 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
     } else if (data.from_file(k)) {  // the process reads them itself
       heads[k].how = FieldRows::kFile;
       heads[k].file = data.file_rows[k];
+    } else if (data.named_only(k)) {  // rows named by key alone that it no longer keeps
+      return Status(Code::kNotFound,
+                    "executor " + spec_.label + " no longer keeps the rows " + heads[k].key);
     }
   }
   write_partition_head(&w, data, heads);

@@ -1,0 +1,75 @@
+// RunSession's dataset fields read from files: each executor's rows are
+// located under its lock just before its begin_run, unless the executor keeps
+// them from an earlier run under the file's identity and the rows' range
+// (dataset/file_rows_key.h): they are then named by key and not read at all.
+// An executor process reads the byte range of an .npy or raw file itself
+// (exec/file_rows.h) and keeps it under that key; text formats, and
+// executors inside the worker, get rows the worker read.
+#include <algorithm>
+
+#include "client/run_session.h"
+#include "dataset/file_rows_key.h"
+#include "exec/file_rows.h"
+
+namespace lizard {
+
+Status RunSession::add_file_field(size_t k, const FieldSource& src, int64_t width) {
+  const FieldSpec& f = program_->manifest.dataset[k];
+  const std::string what = "dataset field '" + f.name + "'";
+  if (ctx_.data_roots) LIZARD_RETURN_IF_ERROR(ctx_.data_roots->check(src.path).with_context(what));
+  LIZARD_ASSIGN_OR_RETURN(FileFormat format, parse_file_format(src.format));
+  file_fields_.push_back({k, src.path, format, f.type, width});
+  return Status::Ok();
+}
+
+Status RunSession::load_file_rows(size_t i, PartitionData* d) {
+  if (file_fields_.empty()) return Status::Ok();
+  ProcessExecutor* process = (*ctx_.executors)[executors_[i]]->process;
+  std::vector<std::string> kept;
+  if (process) {  // only executor processes keep rows between runs
+    LIZARD_RETURN_IF_ERROR(process->restart_if_ended());  // a new process keeps none
+    kept = process->kept_rows();
+    if (d->shared.size() < d->fields.size()) d->shared.resize(d->fields.size());
+  }
+  for (const FileField& ff : file_fields_) {
+    const std::string what = "dataset field '" + program_->manifest.dataset[ff.k].name + "'";
+    auto file = FileIdentity::of(ff.path);
+    if (!file.ok()) return file.status().with_context(what);
+    const FileRowsKey key{*file, ff.path, ff.format, ff.dtype, ff.width, d->first_row, d->rows};
+    const std::string name = key.key();
+    const uint64_t bytes = key.bytes();
+    if (bytes == 0) continue;
+    if (std::find(kept.begin(), kept.end(), name) != kept.end()) {
+      d->shared[ff.k] = {nullptr, 0, bytes, name};
+      file_bytes_kept_ += bytes;
+      continue;
+    }
+    if (process && (ff.format == FileFormat::kNpy || ff.format == FileFormat::kRaw)) {
+      // One byte range of the file: the executor process reads it itself
+      // and keeps it under the key, which names the identity it checks.
+      auto located = locate_file_rows(ff.path, ff.format, ff.dtype, ff.width, d->first_row, d->rows);
+      if (!located.ok()) return located.status().with_context(what);
+      if (located->identity != key.file)
+        return invalid_argument(ff.path + " changed while its rows were located; run again")
+            .with_context(what);
+      if (d->file_rows.size() < d->fields.size()) d->file_rows.resize(d->fields.size());
+      d->file_rows[ff.k] = std::move(located).value();
+      d->shared[ff.k] = {nullptr, 0, bytes, name};
+      file_bytes_read_ += bytes;
+      if (ctx_.kept_catalog) ctx_.kept_catalog->note(name, key.description(), bytes);
+      continue;
+    }
+    auto rows = std::make_shared<std::vector<uint8_t>>(bytes);
+    LIZARD_RETURN_IF_ERROR(read_rows_unchanged(key, rows->data()).with_context(what));
+    file_bytes_read_ += bytes;
+    if (!process) {
+      d->fields[ff.k] = std::move(*rows);
+      continue;
+    }
+    d->shared[ff.k] = {std::move(rows), 0, bytes, name};
+    if (ctx_.kept_catalog) ctx_.kept_catalog->note(name, key.description(), bytes);
+  }
+  return Status::Ok();
+}
+
+}  // namespace lizard

@@ -1,0 +1,145 @@
+// Rows read from a dataset file stay on the executors that read them, keyed
+// by the file's identity and the rows' range: a later run over the same
+// file names them instead of reading it (the record's file_bytes_read and
+// file_bytes_kept tell which), and a file rewritten in place or replaced by
+// a rename, or a plan that moves the rows, is read afresh: never stale.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "dataset/npy.h"
+#include "local_cluster.h"
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kRows = 4000, kDims = 2;
+constexpr uint64_t kBytes = kRows * kDims * sizeof(double);
+
+// Rows whose column sums are `scale` x (sum of i, sum of 2i): a new scale is new values.
+void write_values(const std::string& path, double scale) {
+  std::vector<double> v(kRows * kDims);
+  for (int64_t i = 0; i < kRows; ++i) v[i * 2] = scale * i, v[i * 2 + 1] = scale * 2 * i;
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << npy_bytes(DType::kFloat64, {kRows, kDims}, v.data());
+}
+
+double first_sum(double scale) {
+  return scale * (kRows - 1) * kRows / 2.0;
+}
+
+// The file's mtime moved on by a second, as a later write would leave it.
+void touch_later(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::last_write_time(path, fs::last_write_time(path) + std::chrono::seconds(1));
+}
+
+// One worker; with one executor, a run has no choice of where to go.
+class KeptFileRows : public ::testing::Test {
+ protected:
+  void start(int executors = 1) {
+    ASSERT_TRUE(c_.start(1, {"--cpu-executors", std::to_string(executors)}).ok());
+    hash_ = register_program(c_, LIZARD_SOURCE_DIR "/examples/sum");
+    ASSERT_FALSE(hash_.empty());
+    path_ = c_.dir() + "/values.npy";
+    write_values(path_, 1);
+  }
+  json run(int executors = 1) {
+    json body = {{"params", {{"dims", kDims}}},
+                 {"dataset", {{"values", {{"path", path_}}}}},
+                 {"executors", executors}};
+    auto r = c_.post("/runtime/" + hash_ + "?wait=1", body.dump());
+    if (!r.ok()) return json();
+    return json::parse(r->body, nullptr, false);
+  }
+  static void expect_sums(const json& rec, double scale) {
+    ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
+    EXPECT_EQ(rec["result"]["aggregate"]["count"], kRows);
+    EXPECT_DOUBLE_EQ(rec["result"]["aggregate"]["sums"][0].get<double>(), first_sum(scale));
+    EXPECT_DOUBLE_EQ(rec["result"]["aggregate"]["sums"][1].get<double>(), 2 * first_sum(scale));
+  }
+  LocalCluster c_;
+  std::string hash_, path_;
+};
+
+TEST_F(KeptFileRows, ASecondRunOverTheFileReadsNothing) {
+  start();
+  json first = run();
+  expect_sums(first, 1);
+  EXPECT_EQ(first["phases"]["file_bytes_read"], kBytes) << first["phases"].dump();
+  EXPECT_EQ(first["phases"]["file_bytes_kept"], 0u);
+  json second = run();
+  expect_sums(second, 1);
+  EXPECT_EQ(second["phases"]["file_bytes_read"], 0u) << second["phases"].dump();
+  EXPECT_EQ(second["phases"]["file_bytes_kept"], kBytes);
+}
+
+TEST_F(KeptFileRows, AFileRewrittenInPlaceIsReadAfresh) {
+  start();
+  expect_sums(run(), 1);
+  write_values(path_, 3);  // same size, same inode, new values
+  touch_later(path_);
+  json rec = run();
+  expect_sums(rec, 3);
+  EXPECT_EQ(rec["phases"]["file_bytes_read"], kBytes) << rec["phases"].dump();
+  EXPECT_EQ(rec["phases"]["file_bytes_kept"], 0u);
+}
+
+TEST_F(KeptFileRows, AFileReplacedByARenameIsReadAfresh) {
+  start();
+  expect_sums(run(), 1);
+  const auto mtime = std::filesystem::last_write_time(path_);
+  const std::string next = c_.dir() + "/values.next.npy";
+  write_values(next, 5);
+  std::filesystem::last_write_time(next, mtime);  // only the inode tells them apart
+  ASSERT_EQ(std::rename(next.c_str(), path_.c_str()), 0);
+  json rec = run();
+  expect_sums(rec, 5);
+  EXPECT_EQ(rec["phases"]["file_bytes_read"], kBytes) << rec["phases"].dump();
+  EXPECT_EQ(rec["phases"]["file_bytes_kept"], 0u);
+}
+
+TEST_F(KeptFileRows, APlanThatMovesTheRowsReadsTheNewRanges) {
+  start(2);
+  expect_sums(run(1), 1);
+  json split = run(2);  // two executors: each a part the first run did not keep as such
+  expect_sums(split, 1);
+  EXPECT_EQ(split["phases"]["file_bytes_read"], kBytes) << split["phases"].dump();
+  EXPECT_EQ(split["phases"]["file_bytes_kept"], 0u);
+  json again = run(2);  // the same plan: the same parts
+  expect_sums(again, 1);
+  EXPECT_EQ(again["phases"]["file_bytes_read"], 0u) << again["phases"].dump();
+  EXPECT_EQ(again["phases"]["file_bytes_kept"], kBytes);
+  json whole = run(1);  // whichever executor it lands on, the answer is the file's
+  expect_sums(whole, 1);
+  EXPECT_EQ(whole["phases"]["file_bytes_read"].get<uint64_t>() +
+                whole["phases"]["file_bytes_kept"].get<uint64_t>(),
+            kBytes)
+      << whole["phases"].dump();
+}
+
+TEST_F(KeptFileRows, WorkersReportTheRowsTheirExecutorsKeep) {
+  start();
+  expect_sums(run(), 1);
+  // Reported with the worker's next resource report (every few seconds).
+  json kept;
+  for (int i = 0; i < 150 && kept.empty(); ++i) {  // 15 s at most
+    json clients = get_json(c_, "/clients");
+    for (const auto& w : clients)
+      for (const auto& e : w["hardware"]["executors"])
+        for (const auto& k : e.value("kept_rows", json::array())) kept.push_back(k);
+    if (kept.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(kept.size(), 1u) << kept.dump();
+  EXPECT_EQ(kept[0]["bytes"], kBytes);
+  EXPECT_EQ(kept[0]["description"], path_ + " rows 0..4000 (float64 x 2)");
+}
+
+}  // namespace
+}  // namespace lizard
