@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <string>
@@ -161,23 +162,35 @@ pid_t read_pid(const std::string& path) {
 // A descriptor of the daemon that is not close-on-exec (as Asio's sockets
 // are not) stays behind: the helper has 0, 1, 2, its channel and mailboxes.
 TEST(ChildProcess, AHelperGetsOnlyItsChannelOfTheDaemonsDescriptors) {
-  TempDir dir;
   const int inheritable = ::open("/dev/null", O_RDONLY);
   ASSERT_GE(inheritable, 0);
   ASSERT_GE(::dup2(inheritable, 57), 0);
-  const std::string list = dir.path("fds");
-  auto c = ChildProcess::spawn({"-c", "ls /proc/$$/fd > " + list + "; exit 0"}, "/bin/sh");
+  // The helper becomes `sleep` (exec), which opens nothing of its own: its
+  // descriptors are exactly those it was started with.
+  auto c = ChildProcess::spawn({"-c", "exec sleep 30"}, "/bin/sh");
   ::close(57);
   ::close(inheritable);
   ASSERT_TRUE(c.ok());
-  ASSERT_TRUE((*c)->wait_exit(5000));
-  std::ifstream in(list);
+  const std::string dir = "/proc/" + std::to_string((*c)->pid()) + "/fd";
   std::set<int> fds;
-  for (int fd; in >> fd;) fds.insert(fd);
+  for (int tries = 0; tries < 500; ++tries) {  // until the exec of sleep is done
+    fds.clear();
+    char exe[256] = {};
+    const std::string link = "/proc/" + std::to_string((*c)->pid()) + "/exe";
+    const ssize_t n = ::readlink(link.c_str(), exe, sizeof exe - 1);
+    if (n > 0 && std::string(exe).find("sleep") != std::string::npos) {
+      for (const auto& e : std::filesystem::directory_iterator(dir))
+        fds.insert(std::stoi(e.path().filename().string()));
+      break;
+    }
+    ::usleep(10000);
+  }
+  ASSERT_FALSE(fds.empty()) << "the helper never became sleep";
   EXPECT_EQ(fds.count(57), 0u);
   EXPECT_EQ(fds.count(inheritable), 0u);
   EXPECT_EQ(fds.count(3), 1u);
   for (int fd : fds) EXPECT_LE(fd, 4) << "the helper holds descriptor " << fd;
+  (*c)->kill();
 }
 
 TEST(ChildProcess, KillEndsWhatTheHelperStarted) {
