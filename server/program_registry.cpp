@@ -52,6 +52,8 @@ std::string ProgramRegistry::dir() const {
 }
 
 Result<std::shared_ptr<ProgramEntry>> ProgramRegistry::prepare(const json& bundle) const {
+  // Its host code is compiled into the state directory: not into a new one.
+  LIZARD_RETURN_IF_ERROR(state_dir_identity_.check());
   LIZARD_ASSIGN_OR_RETURN(ProgramBundle b, ProgramBundle::from_json(bundle));
   LIZARD_ASSIGN_OR_RETURN(ProgramImage image, make_program_image(b));
   LIZARD_RETURN_IF_ERROR(check_constant_shapes(image.manifest, max_state_bytes_));

@@ -1,6 +1,8 @@
 #include "server/state_dir_identity.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -8,12 +10,20 @@
 namespace lizard {
 
 Result<StateDirIdentity> StateDirIdentity::take(const std::string& path, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return internal_error("cannot stat " + what + " " + path + ": " + std::strerror(errno));
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    return internal_error("cannot open " + what + " " + path + ": " + std::strerror(err));
+  }
   StateDirIdentity id;
   id.path_ = path;
   id.what_ = what;
+  id.fd_ = std::shared_ptr<const int>(new int(fd), [](const int* p) {
+    ::close(*p);
+    delete p;
+  });
   id.dev_ = st.st_dev;
   id.ino_ = st.st_ino;
   return id;

@@ -8,11 +8,14 @@
 //   if (!id.ok()) return id.status();
 //   LIZARD_RETURN_IF_ERROR(id->check());  // before each write: an error once it is gone
 //
-// A default-constructed identity checks nothing.  Thread-safe (const).
+// It holds the path open, so that its inode cannot be reused by a directory
+// made again in its place.  A default-constructed identity checks nothing.
+// Thread-safe (const).
 #pragma once
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 
 #include "common/status.h"
@@ -32,6 +35,7 @@ class StateDirIdentity {
 
  private:
   std::string path_, what_;
+  std::shared_ptr<const int> fd_;  // closed with the last copy
   dev_t dev_ = 0;
   ino_t ino_ = 0;
 };
