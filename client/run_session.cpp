@@ -25,6 +25,20 @@ int64_t slice_count(int64_t rows) {
   return std::clamp<int64_t>(rows / kMinSliceRows, 1, kMaxSlices);
 }
 
+// A partition's rows of a `path` field, from a file that lies within the
+// server's data roots (sent with the run) and this worker's own, opened
+// there without following a symlink swapped in after the check.
+Status read_path_rows(const FieldSource& src, DType type, int64_t width, const PartitionData& d,
+                      const std::vector<std::string>& server_roots, const DataRoots* own,
+                      void* dst) {
+  auto sent = DataRoots::make(server_roots, "server");
+  if (!sent.ok())
+    return sent.status().with_context("the server's data roots are not all directories here");
+  LIZARD_ASSIGN_OR_RETURN(InputFile file, sent->open(src.path, own));
+  LIZARD_ASSIGN_OR_RETURN(FileFormat fmt, parse_file_format(src.format));
+  return read_rows(&file, fmt, type, width, d.first_row, d.rows, dst);
+}
+
 }  // namespace
 
 RunSession::RunSession(SessionContext ctx, std::map<size_t, std::vector<uint8_t>> uploaded)
@@ -211,13 +225,9 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
           d.generators.push_back(src.kernel);
         d.seed = h.seed;
       } else if (src.source == "path") {
-        if (ctx_.data_roots)
-          LIZARD_RETURN_IF_ERROR(
-              ctx_.data_roots->check(src.path).with_context("dataset field '" + f.name + "'"));
         buf.resize(n);
-        LIZARD_ASSIGN_OR_RETURN(FileFormat fmt, parse_file_format(src.format));
         LIZARD_RETURN_IF_ERROR(
-            read_rows(src.path, fmt, f.type, width, d.first_row, d.rows, buf.data())
+            read_path_rows(src, f.type, width, d, h.data_roots, ctx_.data_roots, buf.data())
                 .with_context("dataset field '" + f.name + "'"));
       }
       d.fields.push_back(std::move(buf));

@@ -53,6 +53,8 @@ Result<DatasetSource> parse_generate(const Manifest& m, const std::string& what,
   return s;
 }
 
+const DataRoots kAnywhere;
+
 Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_t width,
                                    const json& spec, int64_t* rows, uint64_t* seed,
                                    const UploadLookup& uploads, const RunRequestLimits& limits) {
@@ -72,8 +74,9 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     if (!spec["path"].is_string()) return invalid_argument(what + ": `path` must be a string");
     s.kind = DatasetSource::Kind::kPath;
     s.path = spec["path"].get<std::string>();
-    if (limits.data_roots)
-      LIZARD_RETURN_IF_ERROR(limits.data_roots->check(s.path).with_context(what));
+    const DataRoots& roots = limits.data_roots ? *limits.data_roots : kAnywhere;
+    auto at = roots.locate(s.path);
+    if (!at.ok()) return at.status().with_context(what);
     std::string fmt;
     if (spec.contains("format")) {
       if (!spec["format"].is_string())
@@ -83,7 +86,10 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     auto format = resolve_file_format(fmt, s.path);
     if (!format.ok()) return format.status().with_context(what);
     s.format = format.value();
-    auto n = count_rows(s.path, s.format, f.type, width);
+    // Opened without blocking, and only a regular file, before any read.
+    auto file = roots.open(at.value());
+    if (!file.ok()) return file.status().with_context(what);
+    auto n = count_rows(&file.value(), s.format, f.type, width);
     if (!n.ok()) return n.status().with_context(what);
     *rows = n.value();
     return s;
