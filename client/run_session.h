@@ -148,6 +148,7 @@ class RunSession {
     int64_t width = 1;
   };
   std::vector<FileField> file_fields_;
+  DataRoots server_roots_;  // the run's: its files are opened within them (and the worker's own)
   // Bytes of file rows this run read, and named from the executors' kept rows.
   std::atomic<uint64_t> file_bytes_read_{0}, file_bytes_kept_{0};
   bool report_progress_ = false;  // run iterations in slices, reporting each

@@ -5,7 +5,11 @@
 // An executor process reads the byte range of an .npy or raw file itself
 // (exec/file_rows.h) and keeps it under that key; text formats, and
 // executors inside the worker, get rows the worker read.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "client/run_session.h"
 #include "dataset/file_rows_key.h"
@@ -16,7 +20,8 @@ namespace lizard {
 Status RunSession::add_file_field(size_t k, const FieldSource& src, int64_t width) {
   const FieldSpec& f = program_->manifest.dataset[k];
   const std::string what = "dataset field '" + f.name + "'";
-  if (ctx_.data_roots) LIZARD_RETURN_IF_ERROR(ctx_.data_roots->check(src.path).with_context(what));
+  LIZARD_RETURN_IF_ERROR(
+      server_roots_.locate(src.path, ctx_.data_roots).status().with_context(what));
   LIZARD_ASSIGN_OR_RETURN(FileFormat format, parse_file_format(src.format));
   file_fields_.push_back({k, src.path, format, f.type, width});
   return Status::Ok();
@@ -33,9 +38,16 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
   }
   for (const FileField& ff : file_fields_) {
     const std::string what = "dataset field '" + program_->manifest.dataset[ff.k].name + "'";
-    auto file = FileIdentity::of(ff.path);
-    if (!file.ok()) return file.status().with_context(what);
-    const FileRowsKey key{*file, ff.path, ff.format, ff.dtype, ff.width, d->first_row, d->rows};
+    // Opened within the run's data roots and the worker's, without following
+    // a symlink swapped in after the check: the identity of what was opened
+    // then names the rows, and whoever reads them checks it.
+    auto opened = server_roots_.open(ff.path, ctx_.data_roots);
+    if (!opened.ok()) return opened.status().with_context(what);
+    struct stat st {};
+    if (::fstat(opened->fd(), &st) != 0)
+      return internal_error(ff.path + ": fstat: " + std::strerror(errno)).with_context(what);
+    const FileRowsKey key{FileIdentity::of(st), ff.path, ff.format, ff.dtype, ff.width,
+                          d->first_row,         d->rows};
     const std::string name = key.key();
     const uint64_t bytes = key.bytes();
     if (bytes == 0) continue;
@@ -47,7 +59,8 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
     if (process && (ff.format == FileFormat::kNpy || ff.format == FileFormat::kRaw)) {
       // One byte range of the file: the executor process reads it itself
       // and keeps it under the key, which names the identity it checks.
-      auto located = locate_file_rows(ff.path, ff.format, ff.dtype, ff.width, d->first_row, d->rows);
+      auto located =
+          locate_file_rows(ff.path, ff.format, ff.dtype, ff.width, d->first_row, d->rows);
       if (!located.ok()) return located.status().with_context(what);
       if (located->identity != key.file)
         return invalid_argument(ff.path + " changed while its rows were located; run again")

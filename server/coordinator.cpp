@@ -15,6 +15,9 @@ using nlohmann::json;
 
 // Registers the program, pushes it to every worker that lacks it and waits
 // until they have built it; a new program that does not build is not kept.
+// The bundle is checked on the request pool; its host.cpp is compiled and
+// loaded on a pool of its own (host_code_pool), so that static initialisers
+// that never return hold none of the request pool's threads.
 void Coordinator::Impl::register_program(std::string body, Responder respond) {
   boost::asio::post(pool, [this, body = std::move(body), respond = std::move(respond)] {
     answer_guarded(respond, [&](const Responder& respond) { register_now(body, respond); });
@@ -24,9 +27,37 @@ void Coordinator::Impl::register_program(std::string body, Responder respond) {
 void Coordinator::Impl::register_now(const std::string& body, const Responder& respond) {
   auto j = parse_json_bounded(body);
   if (!j.ok()) return respond(error_response(j.status()));
-  auto prepared = programs.prepare(*j);
-  if (!prepared.ok()) return respond(error_response(prepared.status()));
-  auto added = programs.add(std::move(prepared).value());
+  auto checked = programs.check(*j);
+  if (!checked.ok()) return respond(error_response(checked.status()));
+  std::shared_ptr<ProgramEntry> entry = std::move(checked).value();
+  if (!ProgramRegistry::has_host_code(*entry)) {
+    Status st = programs.build_hooks(entry.get());
+    if (!st.ok()) return respond(error_response(st));
+    return finish_registration(std::move(entry), respond);
+  }
+  const auto queued = SteadyClock::now();
+  boost::asio::post(host_code_pool, [this, entry, queued, respond] {
+    answer_guarded(respond, [&](const Responder& respond) {
+      if (stopping) return respond(error_response(unavailable("the server is shutting down")));
+      if (SteadyClock::now() - queued > std::chrono::seconds(opts.hook_timeout_s))
+        return respond(error_response(unavailable(
+            "the server is busy checking other programs' host.cpp: this one waited more than " +
+            std::to_string(opts.hook_timeout_s) +
+            " s (--hook-timeout-s) for its turn; try again")));
+      Status st = programs.build_hooks(entry.get());
+      if (!st.ok()) return respond(error_response(st));
+      if (stopping) return respond(error_response(unavailable("the server is shutting down")));
+      boost::asio::post(pool, [this, entry, respond] {
+        answer_guarded(respond,
+                       [&](const Responder& respond) { finish_registration(entry, respond); });
+      });
+    });
+  });
+}
+
+void Coordinator::Impl::finish_registration(std::shared_ptr<ProgramEntry> prepared,
+                                            const Responder& respond) {
+  auto added = programs.add(std::move(prepared));
   if (!added.ok()) return respond(error_response(added.status()));
   auto [entry, is_new] = std::move(added).value();
   const std::string hash = entry->image.hash;
@@ -251,6 +282,7 @@ void Coordinator::shutdown() {
   }
   drivers.clear();  // each sees `stopping` and finishes its run
   impl_->pool.join();
+  impl_->host_code_pool.join();  // its registrations end at once: the server is stopping
   impl_->runs.fail_queued(
       "the server shut down before the run started (it runs when the server "
       "starts again)");

@@ -46,7 +46,14 @@ struct Coordinator::Impl : RouteActions {
   Scheduler scheduler;
   ServerMetrics metrics{&workers, &runs};
   HttpRoutes routes;
+  // The request pool: POST /programs and /runtime/... work off the io
+  // thread; nothing on it waits on user code.
   boost::asio::thread_pool pool{4};
+  // Compiles and loads programs' host.cpp (each load bounded by
+  // --hook-timeout-s); a registration that waits longer than that for a
+  // thread here is answered 503.
+  static constexpr int kHostCodeThreads = 2;
+  boost::asio::thread_pool host_code_pool{kHostCodeThreads};
   std::atomic<bool> stopping{false};
   // Workers' frames are read into these buffers; each goes back once its
   // message is handled (an iteration result's, by the run's driver).
@@ -80,6 +87,7 @@ struct Coordinator::Impl : RouteActions {
   // ---- RouteActions --------------------------------------------------------
   void register_program(std::string body, Responder respond) override;
   void register_now(const std::string& body, const Responder& respond);
+  void finish_registration(std::shared_ptr<ProgramEntry> prepared, const Responder& respond);
   void submit_run(const std::string& hash, std::string body, bool wait, Responder respond) override;
   void cancel_run(const std::string& id, Responder respond) override;
   void delete_program(const std::string& hash, Responder respond) override;

@@ -111,6 +111,7 @@ void Coordinator::Impl::start_driver(const std::shared_ptr<RunRecord>& run) {
   ctx.hooks = hook_options(opts);
   ctx.metrics = &metrics;
   ctx.frames = frames;
+  ctx.data_roots = opts.data_roots.roots();
   ctx.stopping = [this] { return stopping.load(); };
   ctx.wake_scheduler = [this] { wake_scheduler(); };
   auto driver = std::make_unique<RunDriver>(run, std::move(ctx));

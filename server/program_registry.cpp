@@ -52,6 +52,12 @@ std::string ProgramRegistry::dir() const {
 }
 
 Result<std::shared_ptr<ProgramEntry>> ProgramRegistry::prepare(const json& bundle) const {
+  LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<ProgramEntry> entry, check(bundle));
+  LIZARD_RETURN_IF_ERROR(build_hooks(entry.get()));
+  return entry;
+}
+
+Result<std::shared_ptr<ProgramEntry>> ProgramRegistry::check(const json& bundle) const {
   // Its host code is compiled into the state directory: not into a new one.
   LIZARD_RETURN_IF_ERROR(state_dir_identity_.check());
   LIZARD_ASSIGN_OR_RETURN(ProgramBundle b, ProgramBundle::from_json(bundle));
@@ -61,8 +67,12 @@ Result<std::shared_ptr<ProgramEntry>> ProgramRegistry::prepare(const json& bundl
   entry->bundle = std::move(b);
   entry->image = std::move(image);
   entry->registered_at = now_iso();
-  LIZARD_ASSIGN_OR_RETURN(entry->hooks, HostHooks::build(entry->image, *compiler_, hook_options_));
   return entry;
+}
+
+Status ProgramRegistry::build_hooks(ProgramEntry* entry) const {
+  LIZARD_ASSIGN_OR_RETURN(entry->hooks, HostHooks::build(entry->image, *compiler_, hook_options_));
+  return Status::Ok();
 }
 
 Result<std::pair<std::shared_ptr<const ProgramEntry>, bool>> ProgramRegistry::add(

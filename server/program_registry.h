@@ -10,6 +10,7 @@
 //   ProgramRegistry reg(state_dir, &compiler);
 //   reg.load_stored();
 //   Result<std::shared_ptr<ProgramEntry>> p = reg.prepare(bundle_json);   // may take seconds
+//   // or reg.check(bundle_json), then reg.build_hooks(p->get()) on a pool of its own
 //   auto added = reg.add(*p);        // {entry, is_new}, or the reason it was not stored
 #pragma once
 
@@ -50,6 +51,13 @@ class ProgramRegistry {
   // Checks a bundle, generates its image and builds its host hooks, without
   // registering it.  Errors are the user's (400, 413, 422).
   Result<std::shared_ptr<ProgramEntry>> prepare(const nlohmann::json& bundle) const;
+  // prepare() in two steps: check() is quick (no compiler, no hook process);
+  // build_hooks() compiles host.cpp and loads it in a hook process, which
+  // may take up to the hook time-out (static initialisers that never return).
+  Result<std::shared_ptr<ProgramEntry>> check(const nlohmann::json& bundle) const;
+  Status build_hooks(ProgramEntry* entry) const;
+  // Whether build_hooks() has host code to compile and load.
+  static bool has_host_code(const ProgramEntry& e) { return !e.image.manifest.host_source.empty(); }
   // Registers and stores `entry` unless a program of its checksum is there;
   // returns the registered entry and whether it is new.  Nothing is
   // registered when its bundle cannot be stored (kStorageFull: a full disk).

@@ -82,6 +82,7 @@ struct DriverContext {
   std::function<bool()> stopping;        // the server is shutting down
   std::function<void()> wake_scheduler;  // after asking for executors again
   std::shared_ptr<FramePool> frames;     // where folded results' frames go back; may be null
+  std::vector<std::string> data_roots;   // the server's --data-root, sent with each run_start
 };
 
 class RunDriver {

@@ -157,6 +157,7 @@ Status RunDriver::start_worker(const std::string& wire_id, const std::string& wo
   start.hash = run_->hash;
   start.params = run_->params_json;
   start.seed = req.seed;
+  start.data_roots = ctx_.data_roots;
   // A map-style run (one iteration) runs in slices that report progress.
   start.progress = run_->reports_rows();
   for (const auto* e : entries) start.parts.push_back({e->executor, e->first_row, e->rows});

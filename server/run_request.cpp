@@ -1,5 +1,7 @@
 #include "server/run_request.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include "dataset/dataset_file.h"
@@ -90,6 +92,8 @@ Status check_source_keys(const json& spec, const std::string& what) {
   return Status::Ok();
 }
 
+const DataRoots kAnywhere;
+
 Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_t width,
                                    const json& spec, int64_t* rows, uint64_t* seed,
                                    const UploadLookup& uploads, const RunRequestLimits& limits) {
@@ -110,8 +114,9 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     if (!spec["path"].is_string()) return invalid_argument(what + ": `path` must be a string");
     s.kind = DatasetSource::Kind::kPath;
     s.path = spec["path"].get<std::string>();
-    if (limits.data_roots)
-      LIZARD_RETURN_IF_ERROR(limits.data_roots->check(s.path).with_context(what));
+    const DataRoots& roots = limits.data_roots ? *limits.data_roots : kAnywhere;
+    auto at = roots.locate(s.path);
+    if (!at.ok()) return at.status().with_context(what);
     std::string fmt;
     if (spec.contains("format")) {
       if (!spec["format"].is_string())
@@ -121,10 +126,14 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     auto format = resolve_file_format(fmt, s.path);
     if (!format.ok()) return format.status().with_context(what);
     s.format = format.value();
-    auto n = count_rows(s.path, s.format, f.type, width);
+    // Opened without blocking, and only a regular file, before any read.
+    auto file = roots.open(at.value());
+    if (!file.ok()) return file.status().with_context(what);
+    auto n = count_rows(&file.value(), s.format, f.type, width);
     if (!n.ok()) return n.status().with_context(what);
     *rows = n.value();
-    if (auto file = FileIdentity::of(s.path); file.ok()) s.row_source = file->key_prefix();
+    if (struct stat st {}; ::fstat(file->fd(), &st) == 0)
+      s.row_source = FileIdentity::of(st).key_prefix();
     return s;
   }
   if (spec.contains("generate")) return parse_generate(m, what, spec, std::move(s), rows, seed);

@@ -5,16 +5,25 @@
 // allowed (any file the daemon's user can read).  A refusal is a
 // kPermissionDenied Status whose message says nothing about the file.
 //
-//   Result<DataRoots> roots = DataRoots::make({"/var/lib/lizard/data"}, "server");
-//   Status st = roots->check(path);   // before opening `path`
+// open() checks and opens in one step: the resolved path is opened below its
+// root without following any symlink (dataset/beneath_open.h), so a link
+// swapped in after the check is refused rather than followed.  The server
+// sends its roots with each run, and a worker opens a run's files with them
+// (and its own roots, when it has any).
 //
-// Immutable after make(); check() may run on any thread.
+//   Result<DataRoots> roots = DataRoots::make({"/var/lib/lizard/data"}, "server");
+//   Status st = roots->check(path);            // before accepting a request
+//   Result<InputFile> f = roots->open(path);   // where the file is read
+//
+// Immutable after make(); check() and open() may run on any thread.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "dataset/beneath_open.h"
+#include "dataset/input_file.h"
 
 namespace lizard {
 
@@ -30,7 +39,25 @@ class DataRoots {
   // Ok when unconfined or when the resolved `path` lies under a root.
   Status check(const std::string& path) const;
 
+  // Where a checked path lies: its root and the rest of its resolved path
+  // (both empty when unconfined, `path` then as given).
+  struct Located {
+    std::string path, root, relative;
+    std::string who;  // whose root it is, for refusals
+  };
+  // As check(), and also within `also`'s roots when it is confined.
+  Result<Located> locate(const std::string& path, const DataRoots* also = nullptr) const;
+  // Opens what locate() found, without following a symlink below its root
+  // (a regular file, opened without blocking).
+  Result<InputFile> open(const Located& at, BeneathMethod method = BeneathMethod::kBest) const;
+  // locate() and open() at once.
+  Result<InputFile> open(const std::string& path, const DataRoots* also = nullptr) const;
+
  private:
+  // The root `real` (canonical) lies under, or "" when none.
+  std::string root_of(const std::string& real) const;
+  static Status refusal(const std::string& who);
+
   std::vector<std::string> roots_;  // canonical, absolute
   std::string who_;
 };

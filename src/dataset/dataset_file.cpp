@@ -286,12 +286,17 @@ bool is_binary(FileFormat f) {
 Result<int64_t> count_rows(const std::string& path, FileFormat format, DType dtype, int64_t width) {
   LIZARD_RETURN_IF_ERROR(check_width(width, dtype));
   LIZARD_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
+  return count_rows(&file, format, dtype, width);
+}
+
+Result<int64_t> count_rows(InputFile* file, FileFormat format, DType dtype, int64_t width) {
+  LIZARD_RETURN_IF_ERROR(check_width(width, dtype));
   if (is_binary(format)) {
-    LIZARD_ASSIGN_OR_RETURN(BinaryRows layout, binary_layout(file, format, dtype, width));
+    LIZARD_ASSIGN_OR_RETURN(BinaryRows layout, binary_layout(*file, format, dtype, width));
     return layout.rows;
   }
-  TextFile tf{path, format, dtype, width};
-  return visit_dtype(dtype, [&](auto t) { return count_text_rows<decltype(t)>(&file, tf); });
+  TextFile tf{file->path(), format, dtype, width};
+  return visit_dtype(dtype, [&](auto t) { return count_text_rows<decltype(t)>(file, tf); });
 }
 
 Status read_rows(const std::string& path, FileFormat format, DType dtype, int64_t width,
@@ -299,21 +304,33 @@ Status read_rows(const std::string& path, FileFormat format, DType dtype, int64_
   LIZARD_RETURN_IF_ERROR(check_width(width, dtype));
   LIZARD_RETURN_IF_ERROR(check_range(path, first_row, rows));
   LIZARD_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
-  if (is_binary(format)) return read_binary_rows(file, format, dtype, width, first_row, rows, dst);
-  TextFile tf{path, format, dtype, width};
+  return read_rows(&file, format, dtype, width, first_row, rows, dst);
+}
+
+Status read_rows(InputFile* file, FileFormat format, DType dtype, int64_t width, int64_t first_row,
+                 int64_t rows, void* dst) {
+  LIZARD_RETURN_IF_ERROR(check_width(width, dtype));
+  LIZARD_RETURN_IF_ERROR(check_range(file->path(), first_row, rows));
+  if (is_binary(format)) return read_binary_rows(*file, format, dtype, width, first_row, rows, dst);
+  TextFile tf{file->path(), format, dtype, width};
   return visit_dtype(dtype, [&](auto t) {
     using T = decltype(t);
-    return read_text_rows<T>(&file, tf, first_row, rows, static_cast<T*>(dst));
+    return read_text_rows<T>(file, tf, first_row, rows, static_cast<T*>(dst));
   });
 }
 
 Result<BinaryRows> binary_rows(const std::string& path, FileFormat format, DType dtype,
                                int64_t width) {
+  LIZARD_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
+  return binary_rows(file, format, dtype, width);
+}
+
+Result<BinaryRows> binary_rows(const InputFile& file, FileFormat format, DType dtype,
+                               int64_t width) {
   LIZARD_RETURN_IF_ERROR(check_width(width, dtype));
   if (!is_binary(format))
-    return invalid_argument(path + ": " + file_format_name(format) +
+    return invalid_argument(file.path() + ": " + file_format_name(format) +
                             " rows have no fixed place in the file");
-  LIZARD_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
   return binary_layout(file, format, dtype, width);
 }
 

@@ -21,6 +21,7 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "dataset/file_format.h"
+#include "dataset/input_file.h"
 
 namespace lizard {
 
@@ -29,12 +30,16 @@ namespace lizard {
 // trailing dimensions multiply to `width`; a raw file's size must be a multiple
 // of the row size; every text line must hold `width` numbers of the dtype.
 Result<int64_t> count_rows(const std::string& path, FileFormat format, DType dtype, int64_t width);
+// The same for a file opened already (DataRoots::open), read from its start.
+Result<int64_t> count_rows(InputFile* file, FileFormat format, DType dtype, int64_t width);
 
 // Reads rows [first_row, first_row + rows) into `dst`, which has room for
 // rows * width values of `dtype` (row-major, native little-endian).  The file
 // is expected to have passed count_rows(); rows past its end are an error.
 Status read_rows(const std::string& path, FileFormat format, DType dtype, int64_t width,
                  int64_t first_row, int64_t rows, void* dst);
+Status read_rows(InputFile* file, FileFormat format, DType dtype, int64_t width, int64_t first_row,
+                 int64_t rows, void* dst);
 
 // Where the rows of a binary (npy, raw) file lie, after the same checks as
 // count_rows(): row r occupies [data_offset + r * row_bytes, + row_bytes).
@@ -44,6 +49,8 @@ struct BinaryRows {
   int64_t rows = 0;
 };
 Result<BinaryRows> binary_rows(const std::string& path, FileFormat format, DType dtype,
+                               int64_t width);
+Result<BinaryRows> binary_rows(const InputFile& file, FileFormat format, DType dtype,
                                int64_t width);
 
 }  // namespace lizard

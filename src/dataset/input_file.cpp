@@ -10,12 +10,18 @@
 
 namespace lizard {
 
+// Opened without blocking (a FIFO with no writer would block open() and
+// every read), and refused unless it is a regular file.
 Result<InputFile> InputFile::open(const std::string& path) {
   int fd;
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return invalid_argument("cannot open " + path + ": " + std::strerror(errno));
+  return adopt(path, fd);
+}
+
+Result<InputFile> InputFile::adopt(const std::string& path, int fd) {
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int err = errno;
@@ -27,6 +33,8 @@ Result<InputFile> InputFile::open(const std::string& path) {
     return invalid_argument("cannot open " + path + ": " +
                             (S_ISDIR(st.st_mode) ? std::strerror(EISDIR) : "not a regular file"));
   }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0 && (flags & O_NONBLOCK)) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   return InputFile(path, fd, static_cast<uint64_t>(st.st_size));
 }
 

@@ -1,8 +1,6 @@
 #include "dataset/mapped_rows.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,22 +10,17 @@ namespace lizard {
 Result<std::shared_ptr<const MappedRows>> MappedRows::open(const std::string& path,
                                                            FileFormat format, DType dtype,
                                                            int64_t width) {
-  LIZARD_ASSIGN_OR_RETURN(BinaryRows layout, binary_rows(path, format, dtype, width));
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return not_found("cannot open " + path + ": " + std::strerror(errno));
+  LIZARD_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
+  LIZARD_ASSIGN_OR_RETURN(BinaryRows layout, binary_rows(file, format, dtype, width));
   const size_t length = static_cast<size_t>(layout.data_offset +
                                             layout.row_bytes * static_cast<uint64_t>(layout.rows));
   void* p = nullptr;
   if (length > 0) {
-    p = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return internal_error("cannot map " + path + ": " + std::strerror(err));
-    }
+    p = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, file.fd(), 0);
+    if (p == MAP_FAILED) return internal_error("cannot map " + path + ": " + std::strerror(errno));
     ::madvise(p, length, MADV_SEQUENTIAL);
   }
-  ::close(fd);  // the mapping keeps the file
+  // The mapping keeps the file once `file` closes it.
   return std::shared_ptr<const MappedRows>(
       new MappedRows(path, layout, static_cast<const char*>(p), length));
 }

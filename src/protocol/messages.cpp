@@ -192,6 +192,7 @@ Message RunStartMsg::to_message(std::string payload) const {
                   {"rows", rows},
                   {"parts", p},
                   {"fields", f},
+                  {"data_roots", data_roots},
                   {"progress", progress}},
                  std::move(payload)};
 }
@@ -229,6 +230,10 @@ Result<RunStartMsg> RunStartMsg::parse(const json& h) {
     fr.str("upload", &s.upload);
     if (!fr.status().ok()) return r.fail(fr.status().message());
     m.fields.push_back(std::move(s));
+  });
+  r.array("data_roots", [&](const json& e) {
+    if (!e.is_string()) return r.fail("data_roots holds a non-string");
+    m.data_roots.push_back(e.get<std::string>());
   });
   return done(r, std::move(m));
 }

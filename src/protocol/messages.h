@@ -88,6 +88,9 @@ struct RunStartMsg {
   int64_t first_row = 0, rows = 0;
   std::vector<PartSpec> parts;
   std::vector<FieldSource> fields;
+  // The server's --data-root directories: `path` fields must lie in them,
+  // and the worker opens them there (none: any path the worker may read).
+  std::vector<std::string> data_roots;
   bool progress = false;  // run iterations in slices and report each
   Message to_message(std::string payload = {}) const;
   static Result<RunStartMsg> parse(const nlohmann::json& h);
