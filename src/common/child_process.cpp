@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -29,6 +30,8 @@ constexpr int kFirstClosedFd = 5;  // the helper starts with no descriptor from 
 // at most this often, and while it waits for one, at least this often.
 constexpr auto kReapAfterRequest = std::chrono::milliseconds(100);
 constexpr int kReapWhileIdleMs = 1000;
+// How often a daemon waiting for a helper's reply looks whether it ended.
+constexpr int kEndedPollMs = 50;
 
 // A descriptor to dup2 onto fd 3 or 4 in the child: one of the daemon's
 // above them, so that one dup2 cannot overwrite the source of the other.
@@ -247,6 +250,34 @@ void ChildProcess::reap(bool block) {
   } while (w < 0 && errno == EINTR);
   reaped_ = true;
   wait_status_ = w == pid_ ? status : 0;
+}
+
+Status ChildProcess::receive_into(std::string* frame, int timeout_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    int slice = kEndedPollMs;
+    if (timeout_ms >= 0) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      slice = static_cast<int>(std::clamp<int64_t>(left, 0, kEndedPollMs));
+    }
+    Status st = channel_.receive_into(frame, slice);
+    if (st.code() != Code::kCancelled) return st;
+    if (has_ended()) {
+      // What it sent before it ended is there to read by now.
+      st = channel_.receive_into(frame, 0);
+      return st.code() == Code::kCancelled ? unavailable("the helper process ended") : st;
+    }
+    if (timeout_ms >= 0 && Clock::now() >= deadline) return st;
+  }
+}
+
+bool ChildProcess::has_ended() const {
+  if (reaped_ || pid_ < 0) return true;
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid_;
 }
 
 bool ChildProcess::running() {

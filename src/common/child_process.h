@@ -66,6 +66,11 @@ class ChildProcess {
   static int reap_exited_children();
 
   FrameChannel& channel() { return channel_; }
+  // As channel().receive_into(), but a helper that ended reads as closed
+  // (kUnavailable) within 50 ms, also while a process it started still holds
+  // its end of the channel (a fork inherits it).  It does not reap the
+  // helper: its pid stays its own until running(), wait_exit() or kill().
+  Status receive_into(std::string* frame, int timeout_ms);
   pid_t pid() const { return pid_; }
   // False once the child has exited or been killed (reaps it without
   // waiting, and kills what it left running in its process group).
@@ -80,6 +85,8 @@ class ChildProcess {
  private:
   ChildProcess(pid_t pid, FrameChannel channel) : pid_(pid), channel_(std::move(channel)) {}
   void reap(bool block);
+  // Whether the helper has exited, without reaping it.
+  bool has_ended() const;
 
   pid_t pid_ = -1;
   bool reaped_ = false;

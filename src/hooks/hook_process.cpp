@@ -81,7 +81,7 @@ Status HookProcess::await_reply(const CallLabel& what, std::string* reply) {
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     int slice = static_cast<int>(std::max<int64_t>(0, left));
     if (options_.interrupted) slice = std::min(slice, kPollMs);
-    const Status got = child_->channel().receive_into(reply, slice);
+    const Status got = child_->receive_into(reply, slice);
     if (got.ok()) return got;
     if (got.code() == Code::kCancelled) {  // this slice ran out
       if (options_.interrupted) {

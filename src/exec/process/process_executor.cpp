@@ -152,7 +152,7 @@ Status ProcessExecutor::send_request(ExecutorOp op, const std::string_view* part
 // Waits for the reply to the request sent last, into *frame (its capacity reused).
 Status ProcessExecutor::receive_reply(ExecutorOp op, std::string* frame) {
   if (!child_) return no_process(op);
-  if (!child_->channel().receive_into(frame, -1).ok()) return ended_during(op);
+  if (!child_->receive_into(frame, -1).ok()) return ended_during(op);
   return Status::Ok();
 }
 
