@@ -209,6 +209,7 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
     return frames->give(std::move(frame));
   }
   if (v->type == MessageType::kIterationResult) {
+    workers.answered(worker_id);
     // The message of every iteration goes to its run's driver as it came:
     // the driver decodes it where it lies and gives its buffer back.
     const std::string_view run_id = run_of_wire_id(packed_run_id(v->packed));
@@ -228,15 +229,23 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
       return wake_scheduler();
     case MessageType::kHeartbeat:
       return;
-    case MessageType::kProgress:
-      if (auto p = ProgressMsg::parse(m.header); p.ok()) runs.progress(worker_id, *p);
-      return;
+    case MessageType::kProgress: {
+      auto p = ProgressMsg::parse(m.header);
+      if (!p.ok()) return;
+      runs.progress(worker_id, *p);
+      // A sign of work: the run's driver restarts this worker's deadline.
+      const std::string_view run_id = run_of_wire_id(p->run_id);
+      return to_driver(run_id,
+                       DriverEvent{DriverEvent::Kind::kMessage, worker_id, std::move(m), {}});
+    }
     case MessageType::kResources:
+      workers.answered(worker_id);  // sent between runs
       if (auto r = ResourcesMsg::parse(m.header); r.ok()) workers.resources(worker_id, *r);
       return;
     case MessageType::kRunReady:
     case MessageType::kLoopStep:
     case MessageType::kRunOutputs: {
+      workers.answered(worker_id);
       const std::string wire_id = wire_run_id_of(m);
       if (wire_id.empty()) return;
       const std::string_view run_id = run_of_wire_id(wire_id);
@@ -340,16 +349,16 @@ void Coordinator::on_worker_frame(const std::string& worker_id, std::string fram
   impl_->on_frame(worker_id, std::move(frame));
 }
 
-void Coordinator::on_worker_close(const std::string& worker_id) {
+void Coordinator::on_worker_close(const std::string& worker_id, const std::string& why) {
   auto info = impl_->workers.to_json(worker_id);
   const std::string name =
       info.ok() ? info->value("hardware", json::object()).value("hostname", "") : "";
   impl_->workers.remove(worker_id);
-  spdlog::info("worker {} left", worker_id);
+  spdlog::info("worker {} left: {}", worker_id, why);
   {
     std::lock_guard<std::mutex> l(impl_->drivers_mu);
     for (auto& [_, d] : impl_->drivers)
-      d->deliver(DriverEvent{DriverEvent::Kind::kWorkerLost, worker_id, {}, {}, name});
+      d->deliver(DriverEvent{DriverEvent::Kind::kWorkerLost, worker_id, {}, {}, name, why});
   }
   impl_->wake_scheduler();
 }

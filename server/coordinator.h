@@ -35,7 +35,11 @@ struct CoordinatorOptions {
   int worker_wait_s = 60;             // how long a run waits for a worker with its program
   double run_timeout_s = 0;           // a run's time limit when its request sets none (0: none)
   int hook_timeout_s = 60;            // longest a host hook call (or loading host.cpp) may take
-  std::string token;                  // required of workers and of POST/DELETE requests, when set
+  // Deadlines for a worker's answers in a run (0: none); a worker that
+  // misses one is dropped from the run (DriverContext says how they scale).
+  double load_timeout_s = 60;        // run_start, plus the rows' bytes at 50 MB/s
+  double iteration_timeout_s = 300;  // an iteration, plus 10x the run's slowest so far
+  std::string token;                 // required of workers and of POST/DELETE requests, when set
   std::string read_token;   // required of GET requests too, when set (the token also works)
   int max_bypass = 16;      // later runs that may start ahead of a waiting one
   bool worker_loop = true;  // a run on one worker: that worker drives its iterations
@@ -63,7 +67,7 @@ class Coordinator : public ServerHandler {
   std::string on_worker_connect(std::shared_ptr<WorkerLink> link) override;
   std::shared_ptr<FramePool> received_frames() override;
   void on_worker_frame(const std::string& worker_id, std::string frame) override;
-  void on_worker_close(const std::string& worker_id) override;
+  void on_worker_close(const std::string& worker_id, const std::string& why) override;
 
   // Stops the scheduler, the drivers and the pool, fails queued runs and lets
   // the worker links go.  Call it after stopping the network layer, before

@@ -107,6 +107,8 @@ void Coordinator::Impl::start_driver(const std::shared_ptr<RunRecord>& run) {
   ctx.workers = &workers;
   ctx.worker_wait_s = opts.worker_wait_s;
   ctx.run_timeout_s = opts.run_timeout_s;
+  ctx.load_timeout_s = opts.load_timeout_s;
+  ctx.iteration_timeout_s = opts.iteration_timeout_s;
   ctx.worker_loop = opts.worker_loop;
   ctx.hooks = hook_options(opts);
   ctx.metrics = &metrics;

@@ -217,7 +217,7 @@ TEST_F(CoordinatorTest, ALostWorkersRunMovesToTheOthers) {
   w1.intercept = [&](const Message& m) {
     if (m.type != MessageType::kIterate) return false;
     w1.go_silent();
-    coord_->on_worker_close("w1");
+    coord_->on_worker_close("w1", "its connection closed: End of file");
     return true;
   };
   auto r = call("POST", "/runtime/" + hash + "?wait=1", run_body(8).dump());

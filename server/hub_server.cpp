@@ -85,7 +85,7 @@ void open_worker_channel(MaybeTlsStream stream, http::request<http::string_body>
     const std::string id = handler->on_worker_connect(std::make_shared<ChannelLink>(channel));
     return WsChannelCallbacks{
         [handler, id](std::string frame) { handler->on_worker_frame(id, std::move(frame)); },
-        [handler, id](const std::string&) { handler->on_worker_close(id); }};
+        [handler, id](const std::string& why) { handler->on_worker_close(id, why); }};
   };
   beast::error_code ec;
   const auto ep = stream.socket().remote_endpoint(ec);

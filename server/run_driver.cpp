@@ -222,10 +222,17 @@ Result<std::optional<DriverEvent>> RunDriver::next_event_from(
     return std::optional<DriverEvent>();
   if (ev->kind == DriverEvent::Kind::kWorkerLost) {
     drop_executors_of(ev->worker_id);
+    const bool heartbeat = ev->reason.rfind("missed heartbeat", 0) == 0;
+    deadline_.seconds = 0;
     return worker_lost("lost worker " + ev->worker_id +
                        (ev->worker_name.empty() ? "" : " (" + ev->worker_name + ")") +
-                       ": it left during the run (its connection closed; the worker's log "
-                       "says why)");
+                       ": it left during the run (" +
+                       (ev->reason.empty() ? "its connection closed" : ev->reason) +
+                       (heartbeat ? ")" : "; the worker's log says why)"));
+  }
+  if (ev->kind == DriverEvent::Kind::kMessage && ev->msg.type == MessageType::kProgress) {
+    heard_from(ev->worker_id);  // at work: its deadline counts from now
+    return std::optional<DriverEvent>();
   }
   return ev;
 }
@@ -236,6 +243,8 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
                                                           bool keep_failures) {
   std::map<std::string, Message> got;
   while (got.size() < from.size()) {
+    LIZARD_RETURN_IF_ERROR(
+        check_deadlines(wire_id, from, [&](size_t k) { return got.count(from[k]) > 0; }));
     LIZARD_ASSIGN_OR_RETURN(std::optional<DriverEvent> ev, next_event_from(from));
     if (!ev || ev->kind != DriverEvent::Kind::kMessage || ev->msg.type != type) continue;
     if (wire_run_id_of(ev->msg) != wire_id) continue;  // an earlier attempt's
@@ -255,6 +264,7 @@ Status RunDriver::collect_results(const std::string& wire_id,
   results_kernel_ms_ = 0;
   size_t count = 0;
   while (count < from.size()) {
+    LIZARD_RETURN_IF_ERROR(check_deadlines(wire_id, from, [&](size_t k) { return received_[k]; }));
     LIZARD_ASSIGN_OR_RETURN(std::optional<DriverEvent> ev, next_event_from(from));
     if (!ev || ev->kind != DriverEvent::Kind::kResult) continue;
     const size_t k = std::find(from.begin(), from.end(), ev->worker_id) - from.begin();
@@ -304,6 +314,7 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     r.progress_iteration = it;
     r.rows_done.clear();
   });
+  expect_answers("iteration", it, iteration_deadline_s(), participants);
   if (Status st = collect_results(wire_id, participants); !st.ok())
     return st.with_context("iteration " + std::to_string(it));
   const auto t_fold = SteadyClock::now();
@@ -349,6 +360,7 @@ nlohmann::json RunDriver::state_scalars(const Sections& s) const {
 
 void RunDriver::record_iteration(IterationTiming timing) {
   if (ctx_.metrics) ctx_.metrics->observe_iteration(timing.ms, timing.kernel_ms, timing.fold_ms);
+  slowest_iteration_ms_ = std::max(slowest_iteration_ms_, timing.ms);
   ctx_.book->update(run_, [&](RunRecord& r) {
     if (restart_pending_) r.timings.clear();  // the first iteration of a run started over
     r.iterations = timing.iteration + 1;
@@ -364,10 +376,12 @@ void RunDriver::end_on_workers(const std::string& wire_id,
                                const std::vector<std::string>& outputs) {
   // A cancelled run, or one past its time limit, may have kernels that never
   // return: its workers kill them instead of waiting for them to end.
+  // An abort goes ahead of the rows still queued for the workers.
   const std::string frame =
       abort_ ? encode(RunAbortMsg{wire_id, "cancelled or past its time limit"}.to_message())
              : encode(RunEndMsg{wire_id, want_outputs, outputs}.to_message());
-  for (const auto& id : participants) (void)ctx_.workers->send(id, frame);
+  for (const auto& id : participants)
+    (void)ctx_.workers->send(id, abort_ ? OutgoingFrame::control(frame) : OutgoingFrame(frame));
 }
 
 // Ends the run on its workers and gathers the wanted output fields in row order.
@@ -381,6 +395,7 @@ Status RunDriver::gather_outputs(const std::string& wire_id,
   end_on_workers(wire_id, participants, !wanted.empty(), wanted);
   std::map<std::string, OutputField> outputs;
   if (!wanted.empty()) {
+    expect_answers("run_outputs", 0, load_deadline_s(req.rows), participants);
     auto outs = collect(wire_id, MessageType::kRunOutputs, participants);
     if (!outs.ok()) return outs.status().with_context("gathering outputs");
     for (size_t k = 0; k < m.dataset.size(); ++k) {

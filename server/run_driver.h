@@ -9,7 +9,10 @@
 // starts over where kernels keep per-row values.  After every completed
 // iteration it checkpoints the run's state in the run store, so that a
 // restarted server resumes the run there (or starts it over, by the same
-// rule as for a lost worker).
+// rule as for a lost worker).  A worker's answers have deadlines (loading
+// and each iteration, see AnswerDeadline): one that misses one is dropped
+// from the run as a lost worker is, and left out of placement until it
+// answers again.
 //
 // The coordinator routes the run's worker messages, worker losses, new
 // placements and wake-ups (cancel) into the driver's mailbox with deliver();
@@ -55,6 +58,7 @@ struct DriverEvent {
   Message msg{MessageType::kHeartbeat, nullptr};  // kMessage
   std::vector<ExecutorRef> executors;             // kPlacement
   std::string worker_name{};                      // kWorkerLost: its hostname, when known
+  std::string reason{};                           // kWorkerLost: why its connection ended
   // kResult: an iteration_result frame as it was received.  The driver
   // decodes it where it lies, so that the message of every iteration is
   // neither copied nor parsed into a Message; it gives the buffer back to
@@ -83,6 +87,16 @@ struct DriverContext {
   std::function<void()> wake_scheduler;  // after asking for executors again
   std::shared_ptr<FramePool> frames;     // where folded results' frames go back; may be null
   std::vector<std::string> data_roots;   // the server's --data-root, sent with each run_start
+  // Deadlines for a worker's answers, each counted from when the server has
+  // handed the worker everything it needs (its link's queue is empty) or
+  // from the worker's last progress report.  Loading (run_start, and
+  // run_outputs at the end): load_timeout_s plus the rows' bytes at
+  // load_bytes_per_s.  An iteration: iteration_timeout_s plus
+  // kIterationSlowdown times the slowest iteration of the run so far.
+  double load_timeout_s = 60;
+  double load_bytes_per_s = 50e6;
+  double iteration_timeout_s = 300;
+  static constexpr double kIterationSlowdown = 10;
 };
 
 class RunDriver {
@@ -158,6 +172,21 @@ class RunDriver {
   // its kernels (run_abort) rather than to end it.
   Status interrupted();
   void drop_executors_of(const std::string& worker_id);
+  // Deadlines for workers' answers (run_driver_deadlines.cpp).  Answers from
+  // each of `from` are awaited from now on, for `seconds` each.
+  void expect_answers(const char* what, int64_t iteration, double seconds,
+                      const std::vector<std::string>& from);
+  double load_deadline_s(int64_t rows) const;
+  double iteration_deadline_s() const;
+  // A progress report of `worker_id`: its clock starts again.
+  void heard_from(const std::string& worker_id);
+  // kWorkerLost for the first worker of `from` that has not answered
+  // (`answered(k)` false) and is past its deadline; that worker is dropped
+  // from the run, told to abort it, and left out of placement.
+  template <typename Answered>
+  Status check_deadlines(const std::string& wire_id, const std::vector<std::string>& from,
+                         const Answered& answered);
+  Status missed_deadline(const std::string& wire_id, const std::string& worker_id);
 
   std::shared_ptr<RunRecord> run_;
   DriverContext ctx_;
@@ -188,6 +217,41 @@ class RunDriver {
   SteadyClock::time_point started_;
   double time_limit_s_ = 0;  // 0: none
   bool abort_ = false;
+  // The answers awaited now: for what ("run_start", "iteration"), how long
+  // each worker of `from` may take, and when its clock started (kept,
+  // so that the deadlines of every iteration allocate nothing).
+  struct AnswerDeadline {
+    const char* what = "";
+    int64_t iteration = 0;
+    double seconds = 0;  // 0: none
+    std::vector<std::string> from;
+    std::vector<SteadyClock::time_point> since;
+    SteadyClock::time_point next_check;
+  } deadline_;
+  double slowest_iteration_ms_ = 0;
 };
+
+template <typename Answered>
+Status RunDriver::check_deadlines(const std::string& wire_id, const std::vector<std::string>& from,
+                                  const Answered& answered) {
+  if (deadline_.seconds <= 0) return Status::Ok();
+  const auto now = SteadyClock::now();
+  if (now < deadline_.next_check) return Status::Ok();
+  deadline_.next_check = now + std::chrono::milliseconds(100);
+  for (size_t k = 0; k < from.size(); ++k) {
+    if (answered(k)) continue;
+    size_t d = 0;
+    while (d < deadline_.from.size() && deadline_.from[d] != from[k]) ++d;
+    if (d == deadline_.from.size()) continue;  // not awaited with a deadline
+    std::shared_ptr<WorkerLink> link = ctx_.workers->link(from[k]);
+    if (link && link->queued_bytes() > 0) {  // still being sent what it needs
+      deadline_.since[d] = now;
+      continue;
+    }
+    if (now - deadline_.since[d] > std::chrono::duration<double>(deadline_.seconds))
+      return missed_deadline(wire_id, from[k]);
+  }
+  return Status::Ok();
+}
 
 }  // namespace lizard

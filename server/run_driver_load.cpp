@@ -143,6 +143,13 @@ Result<std::map<std::string, Message>> RunDriver::load_workers(
     if (loaded.ok() && !st.ok()) loaded = st;
   }
   if (!loaded.ok()) return loaded;
+  int64_t most_rows = 0;
+  for (const auto& id : which) {
+    int64_t rows = 0;
+    for (const PlanEntry* e : by_worker.at(id)) rows += e->rows;
+    most_rows = std::max(most_rows, rows);
+  }
+  expect_answers("run_start", 0, load_deadline_s(most_rows), which);
   return collect(wire_id, MessageType::kRunReady, which, /*keep_failures=*/true);
 }
 

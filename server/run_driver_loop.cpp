@@ -33,6 +33,7 @@ Status RunDriver::loop_on_worker(const std::string& wire_id, const std::string& 
       r.progress_iteration = *it;
       r.rows_done.clear();
     });
+    expect_answers("iteration", *it, iteration_deadline_s(), {worker});
     auto got = collect(wire_id, MessageType::kLoopStep, {worker}, /*keep_failures=*/true);
     if (!got.ok()) return got.status().with_context("iteration " + std::to_string(*it));
     const Message& msg = got->at(worker);

@@ -79,7 +79,8 @@ class ServerHandler {
   // without allocating.  Null: each frame is allocated.
   virtual std::shared_ptr<FramePool> received_frames() { return nullptr; }
   virtual void on_worker_frame(const std::string& worker_id, std::string frame) = 0;
-  virtual void on_worker_close(const std::string& worker_id) = 0;
+  // `why`: "missed heartbeat: ..." or "its connection closed: ...".
+  virtual void on_worker_close(const std::string& worker_id, const std::string& why) = 0;
 };
 
 }  // namespace lizard

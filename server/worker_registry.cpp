@@ -42,6 +42,7 @@ json WorkerRegistry::Worker::to_json() const {
             {"programs", json::object()}};
   if (!hello.slurm_job_id.empty()) j["slurm_job_id"] = hello.slurm_job_id;
   if (!resources_at.empty()) j["resources_at"] = resources_at;
+  if (!unresponsive.empty()) j["unresponsive"] = unresponsive;
   for (const auto& [h, b] : programs) j["programs"][h] = b.to_json();
   return j;
 }
@@ -83,6 +84,7 @@ std::vector<std::string> WorkerRegistry::remove(const std::string& id) {
     if (it == workers_.end()) return runs;
     for (const auto& r : it->second.serving)
       if (!r.empty() && std::find(runs.begin(), runs.end(), r) == runs.end()) runs.push_back(r);
+    if (!it->second.unresponsive.empty()) --unresponsive_;
     workers_.erase(it);
   }
   built_.notify_all();
@@ -94,6 +96,7 @@ void WorkerRegistry::clear() {
   {
     std::lock_guard<std::mutex> l(mu_);
     gone.swap(workers_);
+    unresponsive_ = 0;
   }
   built_.notify_all();
 }
@@ -200,6 +203,24 @@ void WorkerRegistry::resources(const std::string& id, const ResourcesMsg& m) {
   it->second.resources_at = now_iso();
 }
 
+void WorkerRegistry::missed_deadline(const std::string& id, const std::string& why) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = workers_.find(id);
+  if (it == workers_.end()) return;
+  if (it->second.unresponsive.empty()) ++unresponsive_;
+  it->second.unresponsive = why;
+}
+
+void WorkerRegistry::answered(const std::string& id) {
+  if (unresponsive_.load() == 0) return;
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = workers_.find(id);
+  if (it == workers_.end() || it->second.unresponsive.empty()) return;
+  it->second.unresponsive.clear();
+  --unresponsive_;
+  spdlog::info("worker {} answers again: runs may be placed on it", id);
+}
+
 bool WorkerRegistry::claim(const std::vector<ExecutorRef>& executors, const std::string& run_id) {
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& e : executors) {
@@ -258,8 +279,9 @@ std::vector<WorkerView> WorkerRegistry::view() const {
     v.id = id;
     for (size_t i = 0; i < w.hello.executors.size(); ++i) {
       const ExecutorInfo& e = w.hello.executors[i];
+      const bool busy = !w.serving[i].empty() || !w.unresponsive.empty();
       v.executors.push_back({e.weight,
-                             !w.serving[i].empty(),
+                             busy,
                              e.kind,
                              e.total_memory,
                              e.free_memory,

@@ -11,10 +11,13 @@
 //   reg.hello(id, hello);                            // its hardware report
 //   reg.claim({{"w1", 0}}, "r7");  ...  reg.release({{"w1", 0}}, "r7");
 //   Status st = reg.send("w1", frame);               // kWorkerLost when it left
+//   reg.missed_deadline("w1", "missed the run_start deadline (60 s)");  // no runs placed on it
+//   reg.answered("w1");                              // ... until it answers again
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -82,6 +85,12 @@ class WorkerRegistry {
 
   void resources(const std::string& id, const ResourcesMsg& m);
 
+  // A worker that missed a deadline of a run: its executors count as busy
+  // for placement until it answers again (answered()); GET /clients shows why.
+  void missed_deadline(const std::string& id, const std::string& why);
+  // A run's answer came from the worker (cheap when no worker missed a deadline).
+  void answered(const std::string& id);
+
   // Marks executors as serving `run_id`; false (and no change) when one is
   // busy or gone.
   bool claim(const std::vector<ExecutorRef>& executors, const std::string& run_id);
@@ -108,6 +117,7 @@ class WorkerRegistry {
     std::vector<std::vector<KeptRowsEntry>> kept;  // per executor, as last reported
     std::string connected_at;
     std::string resources_at;  // when its latest resources report arrived
+    std::string unresponsive;  // why it is left out of placement, or empty
     nlohmann::json to_json() const;
   };
 
@@ -115,6 +125,7 @@ class WorkerRegistry {
   std::condition_variable built_;
   std::map<std::string, Worker> workers_;  // GUARDED_BY(mu_)
   uint64_t next_id_ = 1;                   // GUARDED_BY(mu_)
+  std::atomic<int> unresponsive_{0};       // workers with `unresponsive` set
 };
 
 }  // namespace lizard

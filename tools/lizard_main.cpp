@@ -69,6 +69,8 @@ struct ServerFlags {
   int64_t keep_runs = 0;
   double keep_days = 0;
   double run_timeout = 0;
+  double load_timeout = 60;
+  double iteration_timeout = 300;
   int heartbeat = 10;
   int read_timeout = 30;
   int hook_timeout = 60;
@@ -89,6 +91,8 @@ int run_server(const ServerFlags& f) {
   co.keep_runs = f.keep_runs;
   co.keep_days = f.keep_days;
   co.run_timeout_s = f.run_timeout;
+  co.load_timeout_s = f.load_timeout;
+  co.iteration_timeout_s = f.iteration_timeout;
   co.worker_loop = !f.no_worker_loop;
   co.hook_timeout_s = f.hook_timeout;
   co.token = lizard::token_from(f.token, "LIZARD_TOKEN");
@@ -240,6 +244,20 @@ int main(int argc, char** argv) {
       ->add_option("--run-timeout,--run-timeout-s", sf.run_timeout,
                    "Seconds a run may run when its request sets no timeout_s (0: no limit; "
                    "--run-timeout-s is its former name)")
+      ->type_name("SECONDS")
+      ->check(CLI::NonNegativeNumber);
+  server
+      ->add_option("--load-timeout,--load-timeout-s", sf.load_timeout,
+                   "Seconds a worker may take to load its rows of a run (plus 1 s per 50 MB of "
+                   "them) before it is dropped from the run (0: no limit; --load-timeout-s is "
+                   "another name for it)")
+      ->type_name("SECONDS")
+      ->check(CLI::NonNegativeNumber);
+  server
+      ->add_option("--iteration-timeout,--iteration-timeout-s", sf.iteration_timeout,
+                   "Seconds a worker may take for one iteration (plus 10 times the run's slowest "
+                   "iteration so far) before it is dropped from the run (0: no limit; "
+                   "--iteration-timeout-s is another name for it)")
       ->type_name("SECONDS")
       ->check(CLI::NonNegativeNumber);
   server

@@ -3,11 +3,13 @@
 // `tail_owner` keeps alive until the message is written (a mapped dataset
 // file), so that bulk rows go to the socket without being copied.  A frame
 // made with a pool gives its head's buffer back to it once written (or
-// dropped), for the next frame (common/frame_pool.h).
+// dropped), for the next frame (common/frame_pool.h).  A control frame
+// (a run's abort) goes out ahead of data frames already queued.
 //
 //   channel->send(encode(msg));                                  // a whole frame
 //   channel->send(OutgoingFrame(encode(chunk), rows, mapping));  // header + mapped rows
 //   channel->send(OutgoingFrame(std::move(frame), pool));        // its buffer reused after
+//   channel->send(OutgoingFrame::control(encode(abort)));        // ahead of queued rows
 #pragma once
 
 #include <cstddef>
@@ -26,6 +28,12 @@ struct OutgoingFrame {
       : head(std::move(frame)), recycle(std::move(pool)) {}
   OutgoingFrame(std::string h, std::string_view t, std::shared_ptr<const void> owner)
       : head(std::move(h)), tail(t), tail_owner(std::move(owner)) {}
+  // A frame that overtakes the data frames waiting before it.
+  static OutgoingFrame control(std::string frame) {
+    OutgoingFrame f(std::move(frame));
+    f.is_control = true;
+    return f;
+  }
   OutgoingFrame(OutgoingFrame&&) noexcept = default;
   OutgoingFrame& operator=(OutgoingFrame&& o) noexcept {
     give_back();
@@ -33,6 +41,7 @@ struct OutgoingFrame {
     tail = o.tail;
     tail_owner = std::move(o.tail_owner);
     recycle = std::move(o.recycle);
+    is_control = o.is_control;
     return *this;
   }
   OutgoingFrame(const OutgoingFrame&) = delete;
@@ -45,6 +54,7 @@ struct OutgoingFrame {
   std::string_view tail;
   std::shared_ptr<const void> tail_owner;
   std::shared_ptr<FramePool> recycle;  // where head's buffer goes once written; null: freed
+  bool is_control = false;             // sent ahead of queued data frames
 
  private:
   void give_back() {

@@ -40,8 +40,13 @@ struct WsChannel::Impl {
   // operation on the channel is posted there.
   websocket::stream<MaybeTlsStream> ws;
   beast::flat_buffer buffer;
-  // Touched on the strand only.
-  RingQueue<OutgoingFrame> queue;  // waiting to be written, in order
+  // Touched on the strand only.  Control frames wait apart, and go out
+  // before the data frames, once the frame being written is done.
+  RingQueue<OutgoingFrame> queue;     // data frames waiting to be written, in order
+  RingQueue<OutgoingFrame> controls;  // control frames waiting, in order
+  bool writing = false;               // a frame is being written
+  bool writing_control = false;       // ... the front of `controls`
+  int idle_timeout_s = 0;
   WsChannelCallbacks callbacks;
   std::shared_ptr<FramePool> frames;  // received frames' buffers; may be null
   bool ended = false;                 // the read loop has stopped
@@ -79,7 +84,11 @@ struct WsChannelOpener {
     impl->ws.set_option(t);
     impl->ws.read_message_max(o.max_message_bytes);
     impl->ws.binary(true);
-    impl->ws.auto_fragment(false);  // a message is one frame: no per-4 KiB writes
+    // Messages go out in frames of kFragmentBytes, between which Beast
+    // sends pings and pongs: a ping never waits for a whole large message.
+    impl->ws.auto_fragment(true);
+    impl->ws.write_buffer_bytes(WsChannel::kFragmentBytes);
+    impl->idle_timeout_s = o.idle_timeout_s;
     impl->buffer.reserve(size_t{1} << 20);
     impl->frames = o.frames;
     return std::shared_ptr<WsChannel>(new WsChannel(std::move(impl), std::move(peer)));
@@ -134,22 +143,29 @@ void WsChannel::start_reading(WsChannelCallbacks callbacks) {
 }
 
 void WsChannel::do_read() {
-  impl_->ws.async_read(impl_->buffer,
-                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                         if (ec) return self->closed(ec.message());
-                         Impl& i = *self->impl_;
-                         const auto bytes = i.buffer.data();  // one contiguous buffer
-                         std::string frame = i.frames ? i.frames->take() : std::string();
-                         frame.assign(static_cast<const char*>(bytes.data()), bytes.size());
-                         i.buffer.consume(i.buffer.size());
-                         if (i.callbacks.on_frame) i.callbacks.on_frame(std::move(frame));
-                         self->do_read();
-                       });
+  impl_->ws.async_read(
+      impl_->buffer, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        if (ec) return self->closed(self->why_closed(ec.message(), ec == beast::error::timeout));
+        Impl& i = *self->impl_;
+        const auto bytes = i.buffer.data();  // one contiguous buffer
+        std::string frame = i.frames ? i.frames->take() : std::string();
+        frame.assign(static_cast<const char*>(bytes.data()), bytes.size());
+        i.buffer.consume(i.buffer.size());
+        if (i.callbacks.on_frame) i.callbacks.on_frame(std::move(frame));
+        self->do_read();
+      });
 }
 
 // The connection has ended: later sends are dropped (writes under way fail
 // on their own), and the callbacks, which may hold their owner's state, are
 // let go after the last call.
+std::string WsChannel::why_closed(const std::string& error, bool timed_out) const {
+  if (timed_out)
+    return "missed heartbeat: no frame or pong within " + std::to_string(impl_->idle_timeout_s) +
+           " s";
+  return "its connection closed: " + error;
+}
+
 void WsChannel::closed(const std::string& why) {
   if (impl_->ended) return;
   impl_->ended = true;
@@ -178,30 +194,41 @@ void WsChannel::flush() {
     std::swap(i.outbox, i.draining);
     i.flush_posted = false;
   }
-  const bool writing = !i.queue.empty();
   for (OutgoingFrame& f : i.draining) {
     if (i.ended)
       queued_bytes_ -= f.size();  // dropped (its buffer goes back to its pool)
+    else if (f.is_control)
+      i.controls.push(std::move(f));
     else
       i.queue.push(std::move(f));
   }
   i.draining.clear();
-  if (!writing && !i.queue.empty()) do_write();
+  if (!i.writing) do_write();
 }
 
+// Writes the next frame, if any: the first control frame, else the first
+// data frame.
 void WsChannel::do_write() {
-  const OutgoingFrame& f = impl_->queue.front();
+  Impl& i = *impl_;
+  i.writing_control = !i.controls.empty();
+  i.writing = i.writing_control || !i.queue.empty();
+  if (!i.writing) return;
+  const OutgoingFrame& f = i.writing_control ? i.controls.front() : i.queue.front();
   const std::array<net::const_buffer, 2> parts{net::buffer(f.head),
                                                net::buffer(f.tail.data(), f.tail.size())};
-  impl_->ws.async_write(parts, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+  i.ws.async_write(parts, [self = shared_from_this()](beast::error_code ec, std::size_t) {
     Impl& i = *self->impl_;
+    RingQueue<OutgoingFrame>& written = i.writing_control ? i.controls : i.queue;
+    self->queued_bytes_ -= written.front().size();
+    written.pop();
     if (ec) {
+      for (; !i.controls.empty(); i.controls.pop())
+        self->queued_bytes_ -= i.controls.front().size();
       for (; !i.queue.empty(); i.queue.pop()) self->queued_bytes_ -= i.queue.front().size();
+      i.writing = false;
       return;  // the read side notices the broken connection
     }
-    self->queued_bytes_ -= i.queue.front().size();
-    i.queue.pop();
-    if (!i.queue.empty()) self->do_write();
+    self->do_write();
   });
 }
 

@@ -135,6 +135,43 @@ TEST_F(WsChannelTest, FramesSentFromAnotherThreadAndReadIntoAPoolAllocateNothing
   EXPECT_EQ(at.back() - at[20], 0u) << "allocations in round trips 21..100";
 }
 
+// A control frame (a run's abort) sent after large data frames overtakes
+// those still waiting: on a slow link it must not wait for all of them.
+TEST_F(WsChannelTest, AControlFrameGoesAheadOfQueuedDataFrames) {
+  open();
+  // Hold the io thread, so that every frame below is queued before any is
+  // written.
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
+  net::post(ioc_, [opened] { opened.wait(); });
+  auto rows = std::make_shared<std::string>(2 << 20, 'r');
+  constexpr int kData = 6;
+  for (int i = 0; i < kData; ++i)
+    server_->send(OutgoingFrame("data" + std::to_string(i), *rows, rows));
+  server_->send(OutgoingFrame::control("abort"));
+  server_->send(std::string("after"));
+  gate.set_value();
+  std::vector<std::string> order;
+  for (int i = 0; i < kData + 2; ++i) {
+    std::string f = next(at_client_);
+    order.push_back(f.substr(0, 5));
+  }
+  EXPECT_EQ(order.front(), "abort");
+  EXPECT_EQ(order.back(), "after");
+  for (int i = 0; i < kData; ++i) EXPECT_EQ(order[1 + i], "data" + std::to_string(i));
+}
+
+// A message larger than a WebSocket frame arrives whole.
+TEST_F(WsChannelTest, AMessageSplitIntoFramesArrivesWhole) {
+  open();
+  auto rows = std::make_shared<std::string>(5 * WsChannel::kFragmentBytes + 17, 'x');
+  (*rows)[rows->size() - 1] = 'y';
+  server_->send(OutgoingFrame("head:", *rows, rows));
+  client_->send(OutgoingFrame("back:", *rows, rows));
+  EXPECT_EQ(next(at_client_), "head:" + *rows);
+  EXPECT_EQ(next(at_server_), "back:" + *rows);
+}
+
 TEST_F(WsChannelTest, CloseEndsBothSidesOnceAndLaterSendsAreDropped) {
   open();
   client_->close();
@@ -185,6 +222,7 @@ TEST_F(WsChannelTest, APeerThatAnswersNoPingsIsGoneAfterTheIdleTimeout) {
   auto end = server_ends_.pop_for(std::chrono::seconds(10));
   ASSERT_TRUE(end.has_value()) << "the silent peer was never dropped";
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(*end, "closed: missed heartbeat: no frame or pong within 1 s");
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // FakeWorker: a worker that speaks the wire protocol from inside a test, so
 // that what it reports (its executors, their free memory and load) is under
-// the test's control.  It builds every program it is sent and runs nothing.
+// the test's control.  It builds every program it is sent and runs nothing:
+// it answers no run_start, or with `Answers::kRunStart` says its rows are
+// loaded and then answers no iteration.  Its connection answers pings.
 //
 //   FakeWorker w(c.port(), "gpu-node", {gpu_executor()});
 //   w.send(MessageType::kResources, {{"free_memory", {1 << 20}}, {"utilization", {90}}});
+//   FakeWorker stuck(c.port(), "stuck", {cpu}, FakeWorker::Answers::kRunStart);
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,8 +23,11 @@ namespace lizard {
 
 class FakeWorker {
  public:
-  FakeWorker(uint16_t port, const std::string& hostname,
-             const std::vector<ExecutorInfo>& executors) {
+  enum class Answers { kNothing, kRunStart };
+
+  FakeWorker(uint16_t port, const std::string& hostname, const std::vector<ExecutorInfo>& executors,
+             Answers answers = Answers::kNothing)
+      : answers_(answers) {
     nlohmann::json ex = nlohmann::json::array();
     for (const auto& e : executors) ex.push_back(e.to_json());
     const nlohmann::json hello = {{"hostname", hostname},
@@ -46,8 +52,15 @@ class FakeWorker {
     if (m.ok() && m->type == MessageType::kProgram)
       send(MessageType::kProgramStatus,
            {{"hash", m->header.value("hash", "")}, {"ok", true}, {"error", ""}});
+    if (m.ok() && m->type == MessageType::kRunStart && answers_ == Answers::kRunStart)
+      send(MessageType::kRunReady, {{"run_id", m->header.value("run_id", "")},
+                                    {"ok", true},
+                                    {"error", ""},
+                                    {"compile_ms", 0},
+                                    {"compile_cache_hit", true}});
   }
 
+  Answers answers_;
   std::unique_ptr<WorkerConnection> conn_;
 };
 
