@@ -10,16 +10,19 @@ class ExprParser {
  public:
   ExprParser(const std::string& text, Expr* out) : s_(text), out_(out) {}
 
+  // Parsing stops at the depth bound, so it is linear in the text and
+  // bounded in stack whatever the length; the length bound comes after, so
+  // that a deep expression is reported as deep.
   Status run() {
-    if (s_.size() > Expr::kMaxLength)
-      return invalid_argument("expression longer than " + std::to_string(Expr::kMaxLength) +
-                              " characters");
     skip();
     if (pos_ >= s_.size()) return invalid_argument("empty expression");
     auto r = parse_sum();
     if (!r.ok()) return r.status();
     skip();
     if (pos_ != s_.size()) return error("unexpected '" + std::string(1, s_[pos_]) + "'");
+    if (s_.size() > Expr::kMaxLength)
+      return invalid_argument("expression longer than " + std::to_string(Expr::kMaxLength) +
+                              " characters");
     out_->root_ = r.value();
     return Status::Ok();
   }
@@ -124,14 +127,14 @@ class ExprParser {
         v = v * 10 + d;
         ++pos_;
       }
-      return add({'n', v, "", -1, -1, 1});
+      return add({'n', v, "", -1, -1, 0});
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t start = pos_;
       while (pos_ < s_.size() &&
              (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
         ++pos_;
-      return add({'v', 0, s_.substr(start, pos_ - start), -1, -1, 1});
+      return add({'v', 0, s_.substr(start, pos_ - start), -1, -1, 0});
     }
     return error("unexpected '" + std::string(1, c) + "'");
   }
@@ -154,7 +157,7 @@ Result<Expr> Expr::parse(const std::string& text) {
 Expr Expr::constant(int64_t v) {
   Expr e;
   e.text_ = std::to_string(v);
-  e.nodes_.push_back({'n', v, "", -1, -1, 1});
+  e.nodes_.push_back({'n', v, "", -1, -1, 0});
   e.root_ = 0;
   return e;
 }

@@ -45,7 +45,7 @@ class Expr {
     int64_t value = 0;
     std::string name;
     int lhs = -1, rhs = -1;
-    int height = 1;  // levels of the tree from here down
+    int height = 0;  // operators on the longest path from here down to a leaf
   };
   Result<int64_t> eval_node(int i, const Lookup& lookup) const;
 
