@@ -157,7 +157,7 @@ Result<Expr> Expr::parse(const std::string& text) {
 Expr Expr::constant(int64_t v) {
   Expr e;
   e.text_ = std::to_string(v);
-  e.nodes_.push_back({'n', v, "", -1, -1, 1});
+  e.nodes_.push_back({'n', v, "", -1, -1, 0});
   e.root_ = 0;
   return e;
 }

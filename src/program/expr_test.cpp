@@ -65,7 +65,9 @@ TEST(Expr, DeepNestingIsAnErrorNotACrash) {
   }
   EXPECT_EQ(eval(repeat("(", 64) + "k" + repeat(")", 64)), 3);
   EXPECT_EQ(eval(repeat("-", 64) + "k"), 3);
-  EXPECT_EQ(eval("k" + repeat("+1", 60)), 63);
+  EXPECT_EQ(eval("k" + repeat("+1", 64)), 67);
+  EXPECT_FALSE(Expr::parse("k" + repeat("+1", 65)).ok());
+  EXPECT_FALSE(Expr::parse(repeat("-", 65) + "k").ok());
   EXPECT_FALSE(Expr::parse(repeat("(", 65) + "k" + repeat(")", 65)).ok());
   auto tail = Expr::parse("k" + repeat(" ", 5000));
   ASSERT_FALSE(tail.ok());

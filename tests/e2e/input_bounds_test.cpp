@@ -68,8 +68,8 @@ std::string sum_config(const std::string& aggregate = "") {
 // examples/sum with one more param, a float32, and `aggregate` lines added.
 json sum_bundle(const std::string& aggregate = "") {
   std::string config = sum_config(aggregate);
-  config.replace(config.find("  dims: {type: int32}"), 20,
-                 "  dims: {type: int32}\n  scale: {type: float32, default: 1}");
+  const std::string dims = "  dims: {type: int32}\n";
+  config.replace(config.find(dims), dims.size(), dims + "  scale: {type: float32, default: 1}\n");
   return {{"config", config},
           {"sources", {{"kernel.cu", read_file(LIZARD_SOURCE_DIR "/examples/sum/kernel.cu")}}}};
 }
