@@ -27,7 +27,7 @@ class LoopHooks {
 
 // What bounds one loop's hook calls: `interrupted` is polled while a call
 // runs (a non-OK status ends the call and its process); `call_timeout_ms`
-// is the longest a call may take (0: the worker's own --hook-timeout-s).
+// is the longest a call may take (0: the worker's own --hook-timeout).
 struct LoopHookLimits {
   std::function<Status()> interrupted;
   int64_t call_timeout_ms = 0;

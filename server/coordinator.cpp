@@ -42,8 +42,7 @@ void Coordinator::Impl::register_now(const std::string& body, const Responder& r
       if (SteadyClock::now() - queued > std::chrono::seconds(opts.hook_timeout_s))
         return respond(error_response(unavailable(
             "the server is busy checking other programs' host.cpp: this one waited more than " +
-            std::to_string(opts.hook_timeout_s) +
-            " s (--hook-timeout-s) for its turn; try again")));
+            std::to_string(opts.hook_timeout_s) + " s (--hook-timeout) for its turn; try again")));
       Status st = programs.build_hooks(entry.get());
       if (!st.ok()) return respond(error_response(st));
       if (stopping) return respond(error_response(unavailable("the server is shutting down")));

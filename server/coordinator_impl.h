@@ -50,7 +50,7 @@ struct Coordinator::Impl : RouteActions {
   // thread; nothing on it waits on user code.
   boost::asio::thread_pool pool{4};
   // Compiles and loads programs' host.cpp (each load bounded by
-  // --hook-timeout-s); a registration that waits longer than that for a
+  // --hook-timeout); a registration that waits longer than that for a
   // thread here is answered 503.
   static constexpr int kHostCodeThreads = 2;
   boost::asio::thread_pool host_code_pool{kHostCodeThreads};

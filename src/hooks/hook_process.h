@@ -36,7 +36,7 @@ class ChildProcess;
 struct HookProcessOptions {
   std::string program;          // binary that serves `hook-host`; empty: this one
   int call_timeout_ms = 60000;  // longest a hook (or loading the library) may take
-  std::string timeout_setting;  // named in the time-out message, e.g. "--hook-timeout-s"
+  std::string timeout_setting;  // named in the time-out message, e.g. "--hook-timeout"
   // Polled while a call waits; a non-OK status ends the call (and the
   // process) with that status.  May be empty.
   std::function<Status()> interrupted;

@@ -192,7 +192,7 @@ TEST(Blocking, HostCodeThatNeverLoadsHoldsNoRequestThreads) {
     Timed r = f.get();
     const std::string error = json::parse(r.body, nullptr, false).value("error", r.body);
     EXPECT_TRUE(r.status == 422 || r.status == 503) << r.status << " " << r.body;
-    EXPECT_NE(error.find("(--hook-timeout-s)"), std::string::npos) << error;
+    EXPECT_NE(error.find("(--hook-timeout)"), std::string::npos) << error;
     if (r.status == 422) {
       ++timed_out;
       EXPECT_NE(error.find("did not finish within 5 s"), std::string::npos) << error;
