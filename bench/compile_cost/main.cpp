@@ -1,0 +1,165 @@
+// compile_cost: where the time of a kernel build goes.  Compiles, with NVRTC
+// for one architecture (no GPU needed), in one process and in this order:
+//   1. a bare kernel (the first NVRTC call of the process),
+//   2. the same bare kernel again,
+//   3. a kernel that includes only lizard_program.h and the device library,
+//   4. examples/kmeans specialised to (k, dims) = (16, 32),
+//   5. examples/kmeans specialised to a new k (what a new param value costs),
+//   6. examples/kmeans (16, 32) with other NVRTC options: PTX only (the
+//      front end and NVVM without ptxas), ptxas at -O1 and -O0, and split
+//      compilation in NVVM and in ptxas,
+//   7. step 4 again through NvrtcCompiler with a disk cache (a hit).
+// and prints each time in ms.
+//
+//   build/bench/compile_cost [--arch sm_90] [--cuda /usr/local/cuda] [--repeat 3]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>
+
+#include "exec/cuda/nvrtc_compiler.h"
+#include "exec/program_variant.h"
+#include "program/bundle.h"
+#include "program/device_library.h"
+#include "program/layout.h"
+
+namespace fs = std::filesystem;
+using namespace lizard;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// A program image whose kernel.cu is `kernel`, with kmeans' manifest.
+ProgramImage with_kernel(ProgramImage base, const std::string& kernel) {
+  base.sources[base.manifest.cuda_source] = kernel;
+  base.hash += "-" + std::to_string(std::hash<std::string>()(kernel));
+  return base;
+}
+
+double timed_compile(const cuda::NvrtcCompiler& cc, const ProgramImage& p, const std::string& arch,
+                     bool* hit = nullptr) {
+  auto t0 = Clock::now();
+  auto r = cc.compile(p, arch);
+  double ms = ms_since(t0);
+  if (!r.ok()) {
+    std::fprintf(stderr, "compile failed: %s\n", r.status().message().c_str());
+    std::exit(1);
+  }
+  if (hit) *hit = r->from_cache;
+  return ms;
+}
+
+// Compiles `p` with NVRTC directly with `opts` (no cache), for comparing options.
+double raw_compile(const cuda::NvrtcLibrary& nv, const ProgramImage& p,
+                   const std::vector<std::string>& opts) {
+  std::vector<std::string> names{"lizard_program.h"}, texts{p.header};
+  for (const auto& [name, text] : p.sources)
+    if (name != p.manifest.cuda_source && name != p.manifest.host_source) {
+      names.push_back(name);
+      texts.push_back(text);
+    }
+  for (const auto& [name, text] : device_library_files()) {
+    names.push_back(name);
+    texts.push_back(std::string(text));
+  }
+  std::vector<const char*> np, tp, op;
+  for (size_t i = 0; i < names.size(); ++i)
+    np.push_back(names[i].c_str()), tp.push_back(texts[i].c_str());
+  for (const auto& o : opts) op.push_back(o.c_str());
+  auto t0 = Clock::now();
+  cuda::nvrtcProgram prog = nullptr;
+  nv.nvrtcCreateProgram(&prog, p.sources.at(p.manifest.cuda_source).c_str(), "kernel.cu",
+                        (int)np.size(), tp.data(), np.data());
+  int r = nv.nvrtcCompileProgram(prog, (int)op.size(), op.data());
+  double ms = ms_since(t0);
+  if (r != 0) {
+    size_t n = 0;
+    nv.nvrtcGetProgramLogSize(prog, &n);
+    std::string log(n, 0);
+    nv.nvrtcGetProgramLog(prog, log.data());
+    std::fprintf(stderr, "raw compile failed: %s\n", log.c_str());
+  }
+  nv.nvrtcDestroyProgram(&prog);
+  return ms;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string arch = "sm_90", cuda_path = "/usr/local/cuda";
+  int repeat = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--arch")) arch = argv[i + 1];
+    if (!std::strcmp(argv[i], "--cuda")) cuda_path = argv[i + 1];
+    if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[i + 1]);
+  }
+  auto bundle = read_program_dir(LIZARD_KMEANS_EXAMPLE_DIR);
+  if (!bundle.ok()) return std::fprintf(stderr, "%s\n", bundle.status().message().c_str()), 1;
+  auto image = make_program_image(*bundle);
+  if (!image.ok()) return std::fprintf(stderr, "%s\n", image.status().message().c_str()), 1;
+
+  auto t_open = Clock::now();
+  auto cc = cuda::NvrtcCompiler::open(cuda_path, "");
+  if (!cc.ok()) return std::fprintf(stderr, "%s\n", cc.status().message().c_str()), 1;
+  std::printf("NVRTC %s, %s: dlopen %.1f ms\n", (*cc)->library().version_string().c_str(),
+              arch.c_str(), ms_since(t_open));
+
+  auto variant = [&](int k, int dims) {
+    auto params = bind_params(image->manifest, {{"k", k}, {"dims", dims}});
+    if (!params.ok()) std::exit(1);
+    return variant_for_run(*image, *params).image;
+  };
+  const ProgramImage kmeans = variant(16, 32);
+  const ProgramImage bare =
+      with_kernel(kmeans, "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n");
+  const ProgramImage headers = with_kernel(
+      kmeans,
+      "#include \"lizard_program.h\"\nextern \"C\" __global__ void k(float* x) { x[0] = 1; }\n");
+
+  std::printf("%-44s %10s\n", "build", "ms");
+  std::printf("%-44s %10.1f\n", "bare kernel, first NVRTC call", timed_compile(**cc, bare, arch));
+  for (int r = 0; r < repeat; ++r)
+    std::printf("%-44s %10.1f\n", "bare kernel again", timed_compile(**cc, bare, arch));
+  for (int r = 0; r < repeat; ++r)
+    std::printf("%-44s %10.1f\n", "lizard_program.h + device library only",
+                timed_compile(**cc, headers, arch));
+  for (int r = 0; r < repeat; ++r)
+    std::printf("%-44s %10.1f\n", "examples/kmeans (16, 32)", timed_compile(**cc, kmeans, arch));
+  for (int r = 0; r < repeat; ++r)
+    std::printf("%-44s %10.1f\n", "examples/kmeans, new k",
+                timed_compile(**cc, variant(17 + r, 32), arch));
+
+  const std::string inc = "--include-path=" + cuda_path + "/include";
+  const std::vector<std::vector<std::string>> option_sets{
+      {"-arch=" + arch, "-std=c++17", "-default-device", inc},
+      {"-arch=compute_" + arch.substr(3), "-std=c++17", "-default-device", inc},
+      {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-Xptxas=-O1"},
+      {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-Xptxas=-O0"},
+      {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-split-compile=0"},
+      {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-Xptxas=--split-compile=0"},
+  };
+  for (const auto& opts : option_sets) {
+    std::string label;
+    for (size_t i = 0; i < opts.size(); ++i)
+      if (i != 1 && i != 2 && i != 3) label += opts[i] + " ";
+    std::printf("%-44s %10.1f\n", ("kmeans raw " + label).c_str(),
+                raw_compile((*cc)->library(), kmeans, opts));
+  }
+
+  const fs::path dir =
+      fs::temp_directory_path() / ("lizard-compile-cost-" + std::to_string(getpid()));
+  auto cached = cuda::NvrtcCompiler::open(cuda_path, dir.string());
+  timed_compile(**cached, kmeans, arch);
+  bool hit = false;
+  double ms = timed_compile(**cached, kmeans, arch, &hit);
+  std::printf("%-44s %10.1f%s\n", "examples/kmeans from the disk cache", ms, hit ? "" : " (miss!)");
+  fs::remove_all(dir);
+  return 0;
+}
