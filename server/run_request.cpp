@@ -132,7 +132,7 @@ Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_
     auto n = count_rows(&file.value(), s.format, f.type, width);
     if (!n.ok()) return n.status().with_context(what);
     *rows = n.value();
-    if (struct stat st {}; ::fstat(file->fd(), &st) == 0)
+    if (struct stat st{}; ::fstat(file->fd(), &st) == 0)
       s.row_source = FileIdentity::of(st).key_prefix();
     return s;
   }

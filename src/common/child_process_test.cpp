@@ -10,7 +10,6 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <filesystem>
 #include <set>
 #include <sstream>
 #include <string>
