@@ -148,6 +148,15 @@ bool dead(pid_t pid) {
   return state == 0 || state == 'Z';
 }
 
+// Whether `pid` is gone (or a zombie) within 2 s.
+bool dies_within_2s(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    if (dead(pid)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 // The number a helper wrote to `path`, once it has (0 after 5 s).
 pid_t read_pid(const std::string& path) {
   for (int i = 0; i < 500; ++i) {
@@ -204,11 +213,7 @@ TEST(ChildProcess, KillEndsWhatTheHelperStarted) {
   ASSERT_GT(sleeper, 0);
   EXPECT_FALSE(dead(sleeper));
   (*c)->kill();
-  bool gone = false;
-  for (int i = 0; i < 200 && !gone; ++i) {
-    gone = dead(sleeper);
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const bool gone = dies_within_2s(sleeper);
   EXPECT_TRUE(gone) << "the helper's child " << sleeper << " outlived it";
   if (!gone) ::kill(sleeper, SIGKILL);
 }
@@ -222,11 +227,7 @@ TEST(ChildProcess, AHelperThatEndsByItselfTakesWhatItLeftRunning) {
   ASSERT_GT(sleeper, 0);
   ASSERT_TRUE((*c)->wait_exit(5000));
   EXPECT_EQ((*c)->exit_description(), "exited with status 0");
-  bool gone = false;
-  for (int i = 0; i < 200 && !gone; ++i) {
-    gone = dead(sleeper);
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const bool gone = dies_within_2s(sleeper);
   EXPECT_TRUE(gone) << "the helper's child " << sleeper << " outlived it";
   if (!gone) ::kill(sleeper, SIGKILL);
 }
@@ -246,11 +247,7 @@ TEST(ChildProcess, AHelperThatEndsReadsAsClosedWhileItsChildHoldsTheChannel) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   EXPECT_TRUE((*c)->wait_exit(5000));
   EXPECT_EQ((*c)->exit_description(), "exited with status 4");
-  bool gone = false;
-  for (int i = 0; i < 200 && !gone; ++i) {
-    gone = dead(sleeper);
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const bool gone = dies_within_2s(sleeper);
   EXPECT_TRUE(gone) << "the helper's child " << sleeper << " outlived it";
   if (!gone) ::kill(sleeper, SIGKILL);
 }
