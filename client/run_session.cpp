@@ -28,7 +28,7 @@ int64_t slice_count(int64_t rows) {
 
 }  // namespace
 
-RunSession::RunSession(SessionContext ctx, std::map<size_t, std::vector<uint8_t>> uploaded)
+RunSession::RunSession(SessionContext ctx, std::map<size_t, std::shared_ptr<UploadRows>> uploaded)
     : ctx_(std::move(ctx)), uploaded_(std::move(uploaded)) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -131,7 +131,7 @@ Status RunSession::use_upload_cache(const RunStartMsg& h, std::map<size_t, Cache
   missing_.clear();
   for (size_t k = 0; k < man.dataset.size(); ++k) {
     const FieldSource& src = h.fields[k];
-    if (src.upload.empty() || (src.source != "chunks" && src.source != "cached")) continue;
+    if (src.source != "chunks" && src.source != "cached") continue;
     LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(man.dataset[k], man, params_));
     const std::string key =
         UploadCache::key(src.upload, h.first_row, h.rows,
@@ -142,12 +142,12 @@ Status RunSession::use_upload_cache(const RunStartMsg& h, std::map<size_t, Cache
         (*cached)[k] = {key, std::move(rows)};
       else
         missing_.push_back(static_cast<int64_t>(k));
-    } else if (ctx_.uploads && uploaded_.count(k)) {
+    } else if (auto sent = uploaded_.find(k); sent != uploaded_.end() && sent->second) {
       // Kept for later runs, and this run's parts take them from there.
-      auto rows = std::make_shared<const std::vector<uint8_t>>(std::move(uploaded_[k]));
-      uploaded_.erase(k);
-      ctx_.uploads->put(key, rows);
-      (*cached)[k] = {key, std::move(rows)};
+      UploadCache::Rows rows = std::move(sent->second);
+      uploaded_.erase(sent);
+      if (ctx_.uploads && !src.upload.empty()) ctx_.uploads->put(key, rows);
+      (*cached)[k] = {src.upload.empty() ? "" : key, std::move(rows)};  // "": not to be kept
     }
   }
   if (missing_.empty()) return Status::Ok();
@@ -191,41 +191,38 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
       const size_t row_bytes = static_cast<size_t>(width) * dtype_size(f.type);
       const size_t off = row_bytes * local_row, n = row_bytes * static_cast<size_t>(d.rows);
       std::vector<uint8_t> buf;
-      auto held = cached.find(k);  // rows the upload cache holds: "cached", or "chunks" kept there
+      auto held = cached.find(k);  // uploaded rows: "cached", or "chunks" just sent
       if (held != cached.end()) {
         const UploadCache::Rows& all = held->second.rows;
         if (off + n > all->size())
           return invalid_argument("run_start: rows of field '" + f.name + "' are short");
         if ((*ctx_.executors)[static_cast<size_t>(p.executor)]->process) {
-          // Sent from the cache as they lie, under a key the executor process
-          // may keep them by for the next run over them.
+          // Read by the executor process from the worker's memory file, and
+          // kept there under a key that names them for the next run.
           d.shared.resize(man.dataset.size());
-          d.shared[k] = {all, off, n,
-                         held->second.key + "@" + std::to_string(off) + "+" + std::to_string(n)};
-          if (ctx_.kept_catalog)
+          d.file_rows.resize(man.dataset.size());
+          LIZARD_ASSIGN_OR_RETURN(d.file_rows[k], all->file_range(off, n));
+          const std::string& key = held->second.key;
+          d.shared[k] = {
+              nullptr, 0, n,
+              key.empty() ? key : key + "@" + std::to_string(off) + "+" + std::to_string(n)};
+          if (ctx_.kept_catalog && !key.empty())
             ctx_.kept_catalog->note(d.shared[k].key,
                                     "upload " + src.upload + " rows " +
                                         std::to_string(d.first_row) + ".." +
                                         std::to_string(d.first_row + d.rows),
                                     n);
         } else {
-          buf.assign(all->begin() + static_cast<long>(off),
-                     all->begin() + static_cast<long>(off + n));
+          const std::string_view rows = all->view(off, n);
+          buf.assign(rows.begin(), rows.end());
         }
       } else if (src.source == "inline") {
         if (src.offset + off + n > m.payload.size())
           return invalid_argument("run_start: inline rows exceed the payload");
         buf.assign(m.payload.begin() + static_cast<long>(src.offset + off),
                    m.payload.begin() + static_cast<long>(src.offset + off + n));
-      } else if (src.source == "chunks") {
-        std::vector<uint8_t>& all = uploaded_[k];
-        if (off + n > all.size())
-          return invalid_argument("run_start: rows of field '" + f.name + "' did not arrive");
-        if (off == 0 && n == all.size())
-          buf = std::move(all);  // the usual case: one executor takes all of them
-        else
-          buf.assign(all.begin() + static_cast<long>(off),
-                     all.begin() + static_cast<long>(off + n));
+      } else if (src.source == "chunks" && n > 0) {
+        return invalid_argument("run_start: rows of field '" + f.name + "' did not arrive");
       } else if (src.source == "generate") {  // left empty: the executor allocates it zeroed
         if (std::find(d.generators.begin(), d.generators.end(), src.kernel) == d.generators.end())
           d.generators.push_back(src.kernel);

@@ -75,7 +75,7 @@ class RunSession {
  public:
   // `uploaded` holds the rows of uploaded fields that arrived ahead of the
   // run_start, by field index.
-  RunSession(SessionContext ctx, std::map<size_t, std::vector<uint8_t>> uploaded);
+  RunSession(SessionContext ctx, std::map<size_t, std::shared_ptr<UploadRows>> uploaded);
   ~RunSession();
   RunSession(const RunSession&) = delete;
   RunSession& operator=(const RunSession&) = delete;
@@ -133,7 +133,7 @@ class RunSession {
   std::mutex& lock_of(size_t i) { return (*ctx_.executors)[executors_[i]]->mu; }
 
   SessionContext ctx_;
-  std::map<size_t, std::vector<uint8_t>> uploaded_;
+  std::map<size_t, std::shared_ptr<UploadRows>> uploaded_;
   std::string run_id_;
   std::shared_ptr<const ProgramImage> program_;
   ParamValues params_;

@@ -99,7 +99,10 @@ TEST_F(RunSessionTest, UploadedRowsAreTakenFromTheChunksThatCameFirst) {
     const auto* b = reinterpret_cast<const uint8_t*>(&v);
     rows.insert(rows.end(), b, b + 8);
   }
-  auto s = session({{0, rows}});
+  auto file = UploadRows::create(rows.size());
+  ASSERT_TRUE(file.ok());
+  ASSERT_TRUE((*file)->write(0, rows.data(), rows.size()).ok());
+  auto s = session({{0, *file}});
   RunStartMsg start;
   start.run_id = "r3.0";
   start.hash = program_->hash;

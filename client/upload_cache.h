@@ -19,11 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "client/upload_rows.h"
+
 namespace lizard {
 
 class UploadCache {
  public:
-  using Rows = std::shared_ptr<const std::vector<uint8_t>>;
+  using Rows = std::shared_ptr<const UploadRows>;
 
   explicit UploadCache(size_t capacity_bytes) : capacity_(capacity_bytes) {}
 

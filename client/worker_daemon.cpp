@@ -65,7 +65,7 @@ struct WorkerDaemon::Impl {
   // Which of them the io thread hands their frames to directly.
   SessionRoutes routes;
   // Rows of uploaded fields that arrived ahead of their run_start: by run, then field.
-  std::map<std::string, std::map<size_t, std::vector<uint8_t>>> chunks;
+  std::map<std::string, std::map<size_t, std::shared_ptr<UploadRows>>> chunks;
   // What the connection's io thread hands the daemon's thread, in order.
   struct InboxItem {
     enum Kind { kConnected, kFrame, kLost } kind;
@@ -292,19 +292,22 @@ void WorkerDaemon::Impl::refresh_resources() {
   send(r.to_message());
 }
 
-// Copies a chunk of uploaded rows into its field's buffer, which is
-// allocated once at the size the first chunk announces.
+// Writes a chunk of uploaded rows into its field's memory file, which is
+// made once at the size the first chunk announces.
 void WorkerDaemon::Impl::on_chunk(const MessageView& m) {
   auto h = DataChunkMsg::parse(m.header);
   if (!h.ok()) return;
-  std::vector<uint8_t>& buf = chunks[h->run_id][h->field];
-  if (buf.empty() && h->total > 0) buf.resize(h->total);
-  if (h->offset > buf.size() || m.payload.size() > buf.size() - h->offset) {
-    spdlog::warn("run {}: rows at byte {} lie outside the {} bytes announced; dropped", h->run_id,
-                 h->offset, buf.size());
-    return;
+  std::shared_ptr<UploadRows>& rows = chunks[h->run_id][h->field];
+  if (!rows) {
+    auto made = UploadRows::create(h->total);
+    if (!made.ok()) {
+      spdlog::warn("run {}: {}", h->run_id, made.status().message());
+      return;  // the run finds the field's rows missing, and says so
+    }
+    rows = std::move(made).value();
   }
-  if (!m.payload.empty()) std::memcpy(buf.data() + h->offset, m.payload.data(), m.payload.size());
+  if (Status st = rows->write(h->offset, m.payload.data(), m.payload.size()); !st.ok())
+    spdlog::warn("run {}: {}; dropped", h->run_id, st.message());
 }
 
 void WorkerDaemon::Impl::build_program(const std::string& frame) {

@@ -118,7 +118,7 @@ class RunSessionTest : public ::testing::Test {
 
   FakeExecutor& exec(size_t i) { return static_cast<FakeExecutor&>(*executors_[i]->executor); }
 
-  std::unique_ptr<RunSession> session(std::map<size_t, std::vector<uint8_t>> uploaded = {},
+  std::unique_ptr<RunSession> session(std::map<size_t, std::shared_ptr<UploadRows>> uploaded = {},
                                       OpenLoopHooks open_hooks = nullptr,
                                       const DataRoots* roots = nullptr) {
     SessionContext ctx = context(std::move(open_hooks));
