@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -144,10 +145,22 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::load(const ProgramImag
 
 Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& params,
                               PartitionData data) {
-  LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<Module> module,
-                          module_for(variant_for_run(program, params), &compile_stats_));
+  const ProgramVariant variant = variant_for_run(program, params);
+  std::shared_ptr<Module> module;
+  Status read;
+  bool reads_files = false;
+  for (size_t k = 0; k < data.fields.size(); ++k) reads_files = reads_files || data.from_file(k);
+  if (modules_.count(variant.key) || !reads_files) {
+    LIZARD_ASSIGN_OR_RETURN(module, module_for(variant, &compile_stats_));
+    read = read_file_fields(&data, file_read_threads());
+  } else {  // the kernels build while the rows are read
+    auto building =
+        std::async(std::launch::async, [&] { return module_for(variant, &compile_stats_); });
+    read = read_file_fields(&data, file_read_threads());
+    LIZARD_ASSIGN_OR_RETURN(module, building.get());
+  }
+  LIZARD_RETURN_IF_ERROR(read);
   const Manifest& m = program.manifest;
-  LIZARD_RETURN_IF_ERROR(read_file_fields(&data, file_read_threads()));
   LIZARD_RETURN_IF_ERROR(use_kept_rows(&data));
   LIZARD_ASSIGN_OR_RETURN(PartitionLayout layout, check_partition(m, params, data));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, params));

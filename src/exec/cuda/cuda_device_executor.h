@@ -9,6 +9,7 @@
 // session that holds it); it keeps no lock.
 #pragma once
 
+#include <future>
 #include <map>
 #include <memory>
 #include <set>
@@ -153,8 +154,21 @@ class CudaExecutor final : public Executor {
   Status fill_info();
   void read_free_memory();  // with the context current
 
-  // The loaded module of `variant`, compiled unless cached; `stats` says which.
-  Result<Module*> load_program(const ProgramVariant& variant, CompileStats* stats);
+  // A compile of a variant started ahead of need, on a thread of its own,
+  // so that a run's rows load while its kernels compile: what it gave and
+  // the milliseconds it took.
+  struct CompileOutcome {
+    Result<CompiledProgram> compiled;
+    double ms = 0;
+  };
+  using PendingCompile = std::future<CompileOutcome>;
+  // Starts compiling `variant` unless its module is loaded (then: none).
+  // `variant` must outlive the result.
+  PendingCompile compile_ahead(const ProgramVariant& variant) const;
+  // The loaded module of `variant`, compiled unless cached (or taken from
+  // `ahead` when given); `stats` says which.
+  Result<Module*> load_program(const ProgramVariant& variant, CompileStats* stats,
+                               PendingCompile ahead = {});
   Status load_module(const ProgramImage& program, Module* m);
 
   // Evicts kept rows (never those in `protect`) until the run's buffers fit.

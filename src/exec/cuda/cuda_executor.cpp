@@ -127,22 +127,32 @@ Status CudaExecutor::build(const ProgramImage& program) {
   return load_program(variant_for_build(program), &stats).status();
 }
 
-Result<Module*> CudaExecutor::load_program(const ProgramVariant& variant, CompileStats* stats) {
+CudaExecutor::PendingCompile CudaExecutor::compile_ahead(const ProgramVariant& variant) const {
+  auto it = modules_.find(variant.key);
+  if (it != modules_.end() && it->second.module && !variant.image.hash.empty()) return {};
+  return std::async(std::launch::async, [cc = cc_, &variant, arch = info_.arch] {
+    const auto start = std::chrono::steady_clock::now();
+    Result<CompiledProgram> compiled = cc->compile(variant.image, arch);
+    return CompileOutcome{std::move(compiled), std::chrono::duration<double, std::milli>(
+                                                   std::chrono::steady_clock::now() - start)
+                                                   .count()};
+  });
+}
+
+Result<Module*> CudaExecutor::load_program(const ProgramVariant& variant, CompileStats* stats,
+                                           PendingCompile ahead) {
   *stats = CompileStats{};
   const ProgramImage& program = variant.image;
   auto it = modules_.find(variant.key);
   if (it == modules_.end() || program.hash.empty()) {
-    const auto start = std::chrono::steady_clock::now();
-    Result<CompiledProgram> compiled = cc_->compile(program, info_.arch);
-    if (!compiled.ok())
-      return Status(compiled.status().code(),
-                    compiled.status().message() + specialised_note(variant));
-    CompiledProgram out = std::move(compiled).value();
+    if (!ahead.valid()) ahead = compile_ahead(variant);
+    CompileOutcome outcome = ahead.get();
+    if (!outcome.compiled.ok())
+      return Status(outcome.compiled.status().code(),
+                    outcome.compiled.status().message() + specialised_note(variant));
+    CompiledProgram out = std::move(outcome.compiled).value();
     stats->cache_hit = out.from_cache;
-    if (!out.from_cache)
-      stats->compile_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
+    if (!out.from_cache) stats->compile_ms = outcome.ms;
     Module fresh;
     fresh.cubin = std::move(out.cubin);
     if (it != modules_.end()) {

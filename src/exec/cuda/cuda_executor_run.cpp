@@ -20,8 +20,10 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
                                PartitionData data) {
   LIZARD_RETURN_IF_ERROR(make_current());
   release_run();
-  LIZARD_ASSIGN_OR_RETURN(Module * m,
-                          load_program(variant_for_run(program, params), &compile_stats_));
+  compile_stats_ = CompileStats{};
+  // The kernels compile (when they must) while the rows load.
+  const ProgramVariant variant = variant_for_run(program, params);
+  PendingCompile compiling = compile_ahead(variant);
   auto run = std::make_unique<Run>();
   run->program = program;
   run->params = params;
@@ -40,9 +42,15 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
   for (size_t k = 0; k < data.fields.size(); ++k)
     if (data.named_only(k)) protect.insert(data.row_key(k));
   LIZARD_RETURN_IF_ERROR(make_room(*run, protect));
-  LIZARD_RETURN_IF_ERROR(prepare_launches(run.get(), *m));
   run_ = std::move(run);
   Status st = allocate_run(run_.get(), &data, protect);
+  Module* m = nullptr;
+  if (st.ok()) {
+    Result<Module*> loaded = load_program(variant, &compile_stats_, std::move(compiling));
+    st = loaded.status();
+    if (st.ok()) m = *loaded;
+    if (st.ok()) st = prepare_launches(run_.get(), *m);
+  }
   if (st.ok()) {
     set_identity(&agg);
     std::memcpy(run_->pinned_identity(), agg.bytes.data(), agg.bytes.size());
