@@ -5,8 +5,9 @@
 #
 # What goes where, under the prefix:
 #   bin/                        lizard, load_program, lizard-slurm
-#   include/lizard/             the CPU backend's CUDA layer (cuda_cpu*.h), for
-#                               compiling kernels by hand; the binaries carry
+#   include/lizard/             the device library (lizard_device*.h) and the CPU
+#                               backend's CUDA layer (cuda_cpu*.h), for compiling
+#                               and checking kernels by hand; the binaries carry
 #                               their own copy, so nothing reads these at run time
 #   share/doc/lizard/           README, docs/*.md, examples/
 #   share/lizard/systemd/       the settings templates of the two services
@@ -17,7 +18,8 @@ include(GNUInstallDirs)
 install(TARGETS lizard load_program RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/packaging/slurm/lizard-slurm
         DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES ${LIZARD_CUDA_CPU_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lizard)
+install(FILES ${LIZARD_DEVICE_HEADERS} ${LIZARD_CUDA_CPU_HEADERS}
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lizard)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}

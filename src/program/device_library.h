@@ -1,4 +1,4 @@
-// The device library: the headers under src/device/ (lizard_device.h and the
+// The device library: the public headers under include/lizard/ (lizard_device.h and the
 // parts it includes), built into the binaries and handed to every kernel
 // build beside lizard_program.h, which includes lizard_device.h for kernels.
 //

@@ -46,7 +46,7 @@ for s in postinst prerm postrm; do [ -x "$work/control/$s" ] || fail "no $s scri
 # --- unpacked into a scratch root -------------------------------------------
 root=$work/root
 dpkg -x "$deb" "$root"
-for f in usr/bin/lizard usr/bin/load_program usr/bin/lizard-slurm usr/include/lizard/cuda_cpu.h \
+for f in usr/bin/lizard usr/bin/load_program usr/bin/lizard-slurm usr/include/lizard/cuda_cpu.h usr/include/lizard/lizard_device.h \
   usr/lib/systemd/system/lizard-server.service usr/lib/systemd/system/lizard-client.service \
   usr/share/lizard/systemd/lizard-server.env usr/share/lizard/systemd/lizard-client.env \
   usr/share/doc/lizard/operations.md usr/share/doc/lizard/copyright \
