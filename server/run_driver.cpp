@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "dataset/json_values.h"
 #include "program/reducers.h"
+#include "program/specialisation.h"
 #include "protocol/messages.h"
 #include "server/row_streamer.h"
 #include "server/server_metrics.h"
@@ -129,7 +130,11 @@ Status RunDriver::run_attempts(Sections* s) {
     std::vector<std::string> participants;
     Status st = wait_for_placement();
     if (st.ok()) {
+      const Specialisation values = run_specialisation(m, req.params);
+      if (!values.empty())  // each new set of values is one compile on the workers
+        ctx_.book->update(run_, [&](RunRecord& r) { r.compiling = values.to_json(); });
       auto started = start_partitions(wire_id);
+      ctx_.book->update(run_, [](RunRecord& r) { r.compiling = nullptr; });
       st = started.status();
       if (st.ok()) participants = std::move(started).value();
       if (st.ok()) ctx_.book->persist(run_);  // its executors: a restart waits for as many

@@ -84,6 +84,10 @@ json RunRecord::to_json() const {
       j["executors"].push_back({{"worker", e.worker_id}, {"executor", e.index}});
   }
   if (status == RunStatus::kQueued && !waiting_for.empty()) j["waiting_for"] = waiting_for;
+  if (status == RunStatus::kRunning && !compiling.is_null()) {
+    j["waiting_for"] = "compile";
+    j["specialised"] = compiling;
+  }
   if (!started_at.empty()) j["started_at"] = started_at;
   if (!finished_at.empty()) {
     j["finished_at"] = finished_at;

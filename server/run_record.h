@@ -82,6 +82,10 @@ struct RunRecord {
   // While queued: why no executor serves it yet ("no worker is connected"); empty when
   // it merely waits its turn.
   std::string waiting_for;
+  // While running: the specialised param values ({"k": 4}) its workers are
+  // building (or reading from their compile cache) before its first iteration;
+  // null otherwise.  Shown as waiting_for "compile" with these `specialised`.
+  nlohmann::json compiling;
   int bypassed = 0;
   nlohmann::json recoveries = nlohmann::json::array();
   nlohmann::json restored;  // the stored record of a finished run from before a restart

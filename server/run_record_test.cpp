@@ -79,6 +79,21 @@ TEST(RunRecord, ARunningRunShowsItsExecutorsPlanAndProgress) {
   EXPECT_FALSE(j.contains("finished_at"));
 }
 
+// While its workers compile its specialised values, a running run says so
+// and which values; afterwards nothing of it is left.
+TEST(RunRecord, ARunThatCompilesSaysForWhichValues) {
+  RunRecord r = queued();
+  r.status = RunStatus::kRunning;
+  r.compiling = {{"dims", 2}, {"k", 4}};
+  json j = r.to_json();
+  EXPECT_EQ(j["waiting_for"], "compile");
+  EXPECT_EQ(j["specialised"], (json{{"dims", 2}, {"k", 4}}));
+  r.compiling = nullptr;
+  j = r.to_json();
+  EXPECT_FALSE(j.contains("waiting_for"));
+  EXPECT_FALSE(j.contains("specialised"));
+}
+
 TEST(RunRecord, AFinishedRunLinksItsFieldsAndShowsItsError) {
   RunRecord r = queued();
   r.status = RunStatus::kFailed;

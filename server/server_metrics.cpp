@@ -85,6 +85,13 @@ ServerMetrics::ServerMetrics(const WorkerRegistry* workers, const RunBook* runs)
                                       "Time a worker spent compiling a run's kernels, when it did.",
                                       {}, kCompileBounds)
                            .with({})),
+      compile_duration_(reg_.histogram(
+          "lizard_compile_duration_seconds",
+          "Time a worker spent compiling a run's kernels, by whether every binary came from a "
+          "cache (hit: 0) or not (miss).",
+          {"cache"}, kCompileBounds)),
+      compile_hit_(compile_duration_.with({"hit"})),
+      compile_miss_(compile_duration_.with({"miss"})),
       builds_(reg_.counter("lizard_program_builds_total",
                            "Program builds on workers (after registration, or when a worker "
                            "joins), by result.",
@@ -120,6 +127,7 @@ void ServerMetrics::observe_run_finished(const std::string& status, double runni
 }
 
 void ServerMetrics::count_run_ready(bool cache_hit, double compile_ms) {
+  (cache_hit ? compile_hit_ : compile_miss_).observe(compile_ms / 1e3);
   if (cache_hit) return compile_cache_hits_.add();
   compiles_.add();
   compile_seconds_.observe(compile_ms / 1e3);

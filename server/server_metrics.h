@@ -74,6 +74,9 @@ class ServerMetrics {
   Counter& compiles_;
   Counter& compile_cache_hits_;
   Histogram& compile_seconds_;
+  HistogramFamily& compile_duration_;
+  Histogram& compile_hit_;
+  Histogram& compile_miss_;
   CounterFamily& builds_;
   Counter& builds_ok_;
   Counter& builds_failed_;

@@ -149,6 +149,10 @@ TEST_F(ServerMetricsTest, CompilesCacheHitsBuildsAndBytes) {
   EXPECT_EQ(m.value("lizard_program_compile_cache_hits_total"), 1.0);
   EXPECT_EQ(m.value("lizard_program_compiles_total"), 1.0);
   EXPECT_EQ(m.value("lizard_program_compile_duration_seconds_sum"), 1.5);
+  EXPECT_EQ(m.value("lizard_compile_duration_seconds_count", {{"cache", "hit"}}), 1.0);
+  EXPECT_EQ(m.value("lizard_compile_duration_seconds_count", {{"cache", "miss"}}), 1.0);
+  EXPECT_EQ(m.value("lizard_compile_duration_seconds_sum", {{"cache", "miss"}}), 1.5);
+  EXPECT_EQ(m.families["lizard_compile_duration_seconds"].type, "histogram");
   EXPECT_EQ(m.value("lizard_program_builds_total", {{"result", "ok"}}), 2.0);
   EXPECT_EQ(m.value("lizard_program_builds_total", {{"result", "failed"}}), 1.0);
   EXPECT_EQ(m.value("lizard_worker_sent_bytes_total"), 115.0);

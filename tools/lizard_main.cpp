@@ -23,6 +23,7 @@
 #include "cli/user_commands.h"
 #include "client/worker_daemon.h"
 #include "common/auth.h"
+#include "exec/compile_cache.h"
 #include "exec/kept_rows_budget.h"
 #include "exec/process/executor_host.h"
 #include "hooks/hook_host.h"
@@ -314,7 +315,7 @@ int main(int argc, char** argv) {
 
   auto* client = app.add_subcommand("client", "Run a worker on this node");
   lizard::WorkerOptions wo;
-  wo.backend.cache_dir = default_dir("XDG_CACHE_HOME", ".cache");
+  wo.backend.cache_dir = lizard::default_cache_root();
   client->add_flag("-v,--verbose", verbose, "Debug logging");
   client
       ->add_option("-a,--address", wo.host,
@@ -342,8 +343,18 @@ int main(int argc, char** argv) {
       ->add_option("--cpu-executors", wo.backend.cpu_executors,
                    "Split the CPU backend into this many executors (default 1)")
       ->check(CLI::Range(1, 64));
-  client->add_option("--cache-dir", wo.backend.cache_dir, "Where compiled kernels are cached")
+  client
+      ->add_option("--cache-dir", wo.backend.cache_dir,
+                   "Where this host's compiled kernels (its kernels/, shared by every worker of "
+                   "the host) and hooks are cached (default: /var/cache/lizard for root, else "
+                   "$XDG_CACHE_HOME/lizard or ~/.cache/lizard)")
       ->type_name("DIR");
+  client
+      ->add_option("--compile-cache-mb", wo.backend.compile_cache_mb,
+                   "Bound of the compiled kernels' cache; least recently used ones are removed "
+                   "beyond it (MiB)")
+      ->type_name("MIB")
+      ->check(CLI::Range(1, 1 << 30));
   client
       ->add_option("--hook-timeout,--hook-timeout-s", wo.hook_timeout_s,
                    "Seconds the longest host hook call in a run this worker drives may take "
@@ -401,6 +412,7 @@ int main(int argc, char** argv) {
   host->add_option("--cpu-first-ordinal", ho.cpu_first_ordinal);
   host->add_option("--cache-dir", ho.cache_dir);
   host->add_option("--kept-rows-mb", ho.kept_rows_mb);
+  host->add_option("--compile-cache-mb", ho.compile_cache_mb);
   host->add_flag("--probe", probe);
 
   lizard::UserCommands user(&app);

@@ -41,6 +41,12 @@ RunProgress progress_of(const json& record, double running_for_s) {
       p.rows_done = pr.value("rows_done", int64_t{0});
   }
   if (p.status == "done") p.rows_done = p.rows;
+  if (p.status == "running" && p.waiting_for == "compile") {
+    const json values = record.value("specialised", json::object());
+    for (const auto& [name, value] : values.items())
+      p.compiling += (p.compiling.empty() ? "" : ", ") + name + "=" + value.dump();
+    if (p.compiling.empty()) p.compiling = "the kernels";
+  }
   return p;
 }
 
@@ -82,6 +88,8 @@ std::string waiting_text(const RunProgress& p) {
 std::string progress_bar_line(const RunProgress& p, int bar_width) {
   std::string line = p.id + " " + p.status;
   if (p.status == "queued") return line + "  (" + waiting_text(p) + ")";
+  if (!p.compiling.empty())
+    return line + "  compiling " + p.compiling + " …  " + clock_text(p.elapsed_s);
   const int filled = static_cast<int>(std::floor(p.fraction() * bar_width));
   line += "  [" + std::string(static_cast<size_t>(filled), '#') +
           std::string(static_cast<size_t>(bar_width - filled), '.') + "]";
@@ -100,6 +108,7 @@ std::string progress_plain_line(const RunProgress& p) {
     return p.waiting_for.empty() ? line : line + " (" + waiting_text(p) + ")";
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, "%.1f s", p.elapsed_s);
+  if (!p.compiling.empty()) return line + ", compiling " + p.compiling + " …, " + elapsed;
   line += ", iterations " + std::to_string(p.iterations) + "/" + std::to_string(p.max_iterations);
   if (p.rows_reported)
     line += ", rows " + std::to_string(p.rows_done) + "/" + std::to_string(p.rows);

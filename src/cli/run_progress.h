@@ -24,7 +24,10 @@ struct RunProgress {
   std::string id;
   std::string status;
   std::string waiting_for;  // while queued: why no executor serves it yet
-  int64_t iterations = 0;   // completed
+  // While running, before the first iteration: the specialised values its
+  // workers are compiling for ("dims=2, k=4"); empty otherwise.
+  std::string compiling;
+  int64_t iterations = 0;  // completed
   int64_t max_iterations = 0;
   int64_t rows = 0;
   int64_t rows_done = 0;       // of the current iteration
@@ -42,7 +45,8 @@ struct RunProgress {
 RunProgress progress_of(const nlohmann::json& record, double running_for_s);
 
 // "r3 running  [#######.....]  iterations 4/50  rows 1,024/2,048  0:03  ETA <= 0:07"
-// (no rows where the run does not report them)
+// (no rows where the run does not report them); while its workers compile:
+// "r3 running  compiling dims=2, k=4 …  0:01"
 std::string progress_bar_line(const RunProgress& p, int bar_width = 24);
 // "r3: running, iterations 4/50, rows 1024/2048, 2.5 s"
 std::string progress_plain_line(const RunProgress& p);

@@ -153,6 +153,23 @@ TEST(RunProgress, QueuedRunsSayWhatTheyWaitFor) {
             "r3: queued (no worker is connected; `lizard workers` lists the workers)\n");
 }
 
+// While the workers compile the run's specialised values, the line says so
+// instead of showing an empty bar.
+TEST(RunProgress, ACompilingRunNamesItsSpecialisedValues) {
+  json r = running(0, -1, 0);
+  r["waiting_for"] = "compile";
+  r["specialised"] = {{"dims", 2}, {"k", 4}};
+  EXPECT_EQ(progress_bar_line(progress_of(r, 1.0)), "r3 running  compiling dims=2, k=4 …  0:01");
+  std::ostringstream out;
+  ProgressPrinter p(&out, /*terminal=*/false);
+  p.update(r, 0.0);
+  p.update(running(0, 0, 0), 0.5);  // compiled: the iterations start at once
+  p.finish();
+  EXPECT_EQ(out.str(),
+            "r3: running, compiling dims=2, k=4 …, 0.0 s\n"
+            "r3: running, iterations 0/10, rows 0/2000, 0.5 s\n");
+}
+
 TEST(RunProgress, IterationsTextCountsOneInTheSingular) {
   EXPECT_EQ(iterations_text(0), "0 iterations");
   EXPECT_EQ(iterations_text(1), "1 iteration");

@@ -24,7 +24,8 @@ Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptio
   if (o.backend != "cpu" && !no_gpu) {
     CudaOptions c;
     c.cuda_path = o.cuda_path;
-    c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + "/cubin";
+    c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + "/kernels";
+    c.compile_cache_bytes = o.compile_cache_mb << 20;
     c.gpus = selection;
     c.kept_rows_bytes = kept_rows_budget(std::max<int64_t>(0, o.kept_rows_mb), {});
     c.kept_rows_auto = o.kept_rows_mb < 0;
@@ -48,9 +49,9 @@ Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptio
     c.threads = o.cpu_threads;
     c.ordinal = i;
     c.kept_rows_bytes = kept_rows_budget(o.kept_rows_mb, host);
-    // Each executor builds into a directory of its own: builds run at once.
-    const std::string dir = i == 0 ? "/cpu" : "/cpu-" + std::to_string(i);
-    c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + dir;
+    // Every executor of the host shares one cache: a kernel is built once.
+    c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + "/kernels";
+    c.compile_cache_bytes = o.compile_cache_mb << 20;
     out.push_back(make_cpu_executor(c));
   }
   return out;

@@ -23,8 +23,9 @@ struct BackendOptions {
   // The CPU backend as this many executors, each with its own threads, as if
   // the node had that many devices (a node's sockets; tests of several executors).
   int cpu_executors = 1;
-  int cpu_first_ordinal = 0;  // the first CPU executor's ordinal (an executor process's one)
-  std::string cache_dir;      // compiled kernels
+  int cpu_first_ordinal = 0;         // the first CPU executor's ordinal (an executor process's one)
+  std::string cache_dir;             // the host's caches: compiled kernels in its kernels/
+  uint64_t compile_cache_mb = 2048;  // the bound of kernels/ (exec/compile_cache.h)
   // Input rows each executor keeps for later runs over them (on its GPU, or
   // in the CPU executor's memory; exec/kept_rows.h), in MiB; 0: none;
   // kKeptRowsAuto: a share of its memory (exec/kept_rows_budget.h).

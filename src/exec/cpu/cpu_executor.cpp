@@ -49,12 +49,6 @@ uint64_t meminfo(const std::string& key) {
   return 0;
 }
 
-std::string default_cache_dir() {
-  return (std::filesystem::temp_directory_path() /
-          ("lizard-cpu-kernels-" + std::to_string(::getuid())))
-      .string();
-}
-
 int resolve_threads(int threads) {
   if (threads > 0) return threads;
   return std::max(1u, std::thread::hardware_concurrency());
@@ -84,7 +78,8 @@ struct CpuExecutor::Run {
 };
 
 CpuExecutor::CpuExecutor(const CpuExecutorOptions& o)
-    : cache_dir_(o.cache_dir.empty() ? default_cache_dir() : o.cache_dir),
+    : compiler_(o.cache_dir.empty() ? default_cache_root() + "/kernels" : o.cache_dir,
+                o.compile_cache_bytes),
       pool_(resolve_threads(o.threads)),
       kept_(o.kept_rows_bytes) {
   info_.kind = "cpu";
@@ -113,10 +108,9 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
   if (auto it = modules_.find(variant.key); it != modules_.end()) return it->second;
   const ProgramImage& program = variant.image;
   LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(program));
-  HostCompiler compiler(cache_dir_);
   const Clock::time_point start = Clock::now();
   bool cached = false;
-  Result<std::string> library = compiler.build_shared(plan.files, plan.units, plan.flags, &cached);
+  Result<std::string> library = compiler_.build_shared(plan.files, plan.units, plan.flags, &cached);
   if (!library.ok()) {
     if (library.status().code() != Code::kCompileError) return library.status();
     return compile_error(program.manifest.cuda_source + ": build failed for the CPU backend:\n" +

@@ -19,6 +19,7 @@
 #include "exec/cpu/cuda_cpu_launch_abi.h"
 #include "exec/cpu/thread_pool.h"
 #include "exec/executor.h"
+#include "exec/host_compiler.h"
 #include "exec/kept_rows.h"
 #include "exec/launch.h"
 #include "exec/partition.h"
@@ -28,8 +29,9 @@ namespace lizard {
 
 struct CpuExecutorOptions {
   int threads = 0;        // 0: all cores
-  std::string cache_dir;  // empty: a directory under the system's temporary directory
-  int ordinal = 0;        // which of the worker's CPU executors this is
+  std::string cache_dir;  // compiled kernels; empty: default_cache_root() + "/kernels"
+  uint64_t compile_cache_bytes = 2048ull << 20;  // the bound of cache_dir (exec/compile_cache.h)
+  int ordinal = 0;                               // which of the worker's CPU executors this is
   // Input rows kept for later runs over them (kept_rows()); 0: none.
   uint64_t kept_rows_bytes = 0;
 };
@@ -80,7 +82,7 @@ class CpuExecutor : public Executor {
   Status use_kept_rows(PartitionData* data);
 
   ExecutorInfo info_;
-  std::string cache_dir_;
+  HostCompiler compiler_;
   ThreadPool pool_;
   std::map<std::string, std::shared_ptr<Module>> modules_;  // by ProgramVariant::key
   std::unique_ptr<Run> run_;

@@ -212,7 +212,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOpt
   int count = 0;
   if (cu->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0)
     return unavailable("no CUDA devices");
-  auto cc = NvrtcCompiler::open(options.cuda_path, options.cache_dir);
+  auto cc = NvrtcCompiler::open(options.cuda_path, options.cache_dir, options.compile_cache_bytes);
   if (!cc.ok()) return cc.status().with_context("CUDA devices found, but cannot compile for them");
   // Utilisation comes from NVML where the driver installed it; else it is unknown.
   auto nvml = NvmlLibrary::load();

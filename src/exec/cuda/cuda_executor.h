@@ -3,7 +3,7 @@
 // for that GPU's architecture.  libcuda and libnvrtc are loaded at run time,
 // so this builds and links on nodes without CUDA.
 //
-//   CudaOptions o;  o.cache_dir = state_dir + "/cubin";
+//   CudaOptions o;  o.cache_dir = default_cache_root() + "/kernels";
 //   auto gpus = make_cuda_executors(o);
 //   if (!gpus.ok()) { log("CPU backend: " + gpus.status().message()); use_cpu(); }
 #pragma once
@@ -19,9 +19,10 @@
 namespace lizard {
 
 struct CudaOptions {
-  std::string cuda_path = "/usr/local/cuda";  // toolkit directory, searched for libnvrtc
-  GpuSelection gpus;                          // which devices (all by default)
-  std::string cache_dir;                      // compiled cubins; empty = no disk cache
+  std::string cuda_path = "/usr/local/cuda";     // toolkit directory, searched for libnvrtc
+  GpuSelection gpus;                             // which devices (all by default)
+  std::string cache_dir;                         // compiled cubins; empty = no disk cache
+  uint64_t compile_cache_bytes = 2048ull << 20;  // the bound of cache_dir (exec/compile_cache.h)
   // Input rows each GPU keeps in its memory for later runs over them (see
   // exec/kept_rows.h); 0: none.  Evicted whenever a run needs the memory.
   uint64_t kept_rows_bytes = 0;

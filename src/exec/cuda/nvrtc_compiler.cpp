@@ -1,14 +1,8 @@
 #include "exec/cuda/nvrtc_compiler.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include "common/sha256.h"
 #include "program/device_library.h"
 
 namespace fs = std::filesystem;
@@ -22,35 +16,6 @@ bool valid_arch(const std::string& arch) {
   if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0) return false;
   return std::all_of(arch.begin() + 3, arch.end(),
                      [](char c) { return (c >= '0' && c <= '9') || c == 'a' || c == 'f'; });
-}
-
-std::optional<std::string> read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (!in.good() && !in.eof()) return std::nullopt;
-  return s.str();
-}
-
-// Writes through a private temporary file and a rename, so that concurrent
-// compilers never read a partial cubin.
-void write_file_atomically(const fs::path& p, const std::string& data) {
-  static std::atomic<unsigned> counter{0};
-  std::error_code ec;
-  fs::create_directories(p.parent_path(), ec);
-  fs::path tmp = p;
-  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out) {
-      fs::remove(tmp, ec);
-      return;  // the cache is an optimisation: a failed write is not an error
-    }
-  }
-  fs::rename(tmp, p, ec);
-  if (ec) fs::remove(tmp, ec);
 }
 
 // The program's own headers (every source but the CUDA one) and the generated header.
@@ -74,16 +39,17 @@ void collect_headers(const ProgramImage& p, std::vector<std::string>* names,
 }  // namespace
 
 NvrtcCompiler::NvrtcCompiler(std::shared_ptr<const NvrtcLibrary> nvrtc, std::string cuda_path,
-                             std::string cache_dir)
+                             std::string cache_dir, uint64_t max_cache_bytes)
     : nvrtc_(std::move(nvrtc)),
       cuda_path_(std::move(cuda_path)),
-      cache_dir_(std::move(cache_dir)) {}
+      cache_(std::move(cache_dir), max_cache_bytes) {}
 
 Result<std::shared_ptr<const NvrtcCompiler>> NvrtcCompiler::open(const std::string& cuda_path,
-                                                                 const std::string& cache_dir) {
+                                                                 const std::string& cache_dir,
+                                                                 uint64_t max_cache_bytes) {
   LIZARD_ASSIGN_OR_RETURN(auto nv, NvrtcLibrary::load(cuda_path));
   return std::shared_ptr<const NvrtcCompiler>(
-      std::make_shared<NvrtcCompiler>(std::move(nv), cuda_path, cache_dir));
+      std::make_shared<NvrtcCompiler>(std::move(nv), cuda_path, cache_dir, max_cache_bytes));
 }
 
 std::vector<std::string> NvrtcCompiler::options(const std::string& arch) const {
@@ -95,27 +61,15 @@ std::vector<std::string> NvrtcCompiler::options(const std::string& arch) const {
 }
 
 std::string NvrtcCompiler::cache_key(const ProgramImage& p, const std::string& arch) const {
-  Sha256 h;
-  auto field = [&h](const std::string& s) {
-    h.update(std::to_string(s.size()) + ":");
-    h.update(s);
-  };
-  field("lizard-nvrtc-2");
-  for (const auto& [name, text] : device_library_files()) {
-    field(name);
-    field(std::string(text));
-  }
-  field(p.hash);
-  field(arch);
-  field(std::to_string(nvrtc_->version()));
-  for (const auto& o : options(arch)) field(o);
-  field(p.manifest.cuda_source);
-  field(p.header);
-  for (const auto& [name, text] : p.sources) {
-    field(name);
-    field(text);
-  }
-  return h.hex_digest();
+  CompileKey key;
+  key.add("format", "lizard-nvrtc-3").add("nvrtc", std::to_string(nvrtc_->version()));
+  key.add("arch", arch);
+  for (const auto& o : options(arch)) key.add("option", o);
+  for (const auto& [name, text] : device_library_files())
+    key.add("library", name).add("text", text);
+  key.add("program", p.hash).add("unit", p.manifest.cuda_source).add("header", p.header);
+  for (const auto& [name, text] : p.sources) key.add("source", name).add("text", text);
+  return key.digest();
 }
 
 Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program,
@@ -124,15 +78,15 @@ Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program,
     return invalid_argument("'" + arch + "' is not a GPU architecture (expected sm_XY)");
   if (program.sources.find(program.manifest.cuda_source) == program.sources.end())
     return invalid_argument("program has no CUDA source '" + program.manifest.cuda_source + "'");
-  fs::path cached;
-  if (!cache_dir_.empty()) {
-    cached = fs::path(cache_dir_) / (cache_key(program, arch) + ".cubin");
-    if (auto bytes = read_file(cached); bytes && !bytes->empty())
-      return CompiledProgram{arch, std::move(*bytes), "", true};
-  }
-  LIZARD_ASSIGN_OR_RETURN(CompiledProgram out, run_nvrtc(program, arch));
-  if (!cached.empty()) write_file_atomically(cached, out.cubin);
-  return out;
+  std::string log;
+  LIZARD_ASSIGN_OR_RETURN(
+      CacheEntry entry,
+      cache_.get_or_compile(cache_key(program, arch), ".cubin", [&]() -> Result<std::string> {
+        LIZARD_ASSIGN_OR_RETURN(CompiledProgram out, run_nvrtc(program, arch));
+        log = std::move(out.log);
+        return std::move(out.cubin);
+      }));
+  return CompiledProgram{arch, std::move(entry.payload), std::move(log), entry.hit};
 }
 
 Result<CompiledProgram> NvrtcCompiler::run_nvrtc(const ProgramImage& program,

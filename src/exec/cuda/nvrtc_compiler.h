@@ -1,18 +1,22 @@
 // NvrtcCompiler: compiles a program's kernel.cu with NVRTC into native code
-// (a cubin) for one GPU architecture, with a disk cache keyed by the program,
-// the architecture and the NVRTC version, so a restart or a second
-// registration does not recompile.  Needs no GPU and no driver.
+// (a cubin) for one GPU architecture, kept in the host's CompileCache
+// (exec/compile_cache.h) keyed by the NVRTC version, its options, the
+// architecture and the sources (generated header with the specialised values,
+// device library, kernel), so that no process of the host compiles it again,
+// also after a restart.  Needs no GPU and no driver.
 //
 //   Result<std::shared_ptr<const NvrtcCompiler>> cc = NvrtcCompiler::open("/usr/local/cuda", dir);
 //   Result<CompiledProgram> out = (*cc)->compile(program, "sm_90");
 //   if (!out.ok()) report(out.status().message());  // "kernel.cu: NVRTC (sm_90) failed:\n..."
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "exec/compile_cache.h"
 #include "exec/cuda/nvrtc_library.h"
 #include "exec/executor.h"
 
@@ -27,13 +31,15 @@ struct CompiledProgram {
 
 class NvrtcCompiler {
  public:
-  // `cache_dir` empty: no disk cache.  `cuda_path` is the toolkit directory
-  // whose include/ is added to the header search path when it exists.
+  // `cache_dir` empty: no disk cache; else kept within `max_cache_bytes`.
+  // `cuda_path` is the toolkit directory whose include/ is added to the
+  // header search path when it exists.
   NvrtcCompiler(std::shared_ptr<const NvrtcLibrary> nvrtc, std::string cuda_path,
-                std::string cache_dir);
+                std::string cache_dir, uint64_t max_cache_bytes = CompileCache::kDefaultMaxBytes);
   // Loads NVRTC from `cuda_path` (see NvrtcLibrary::load).
-  static Result<std::shared_ptr<const NvrtcCompiler>> open(const std::string& cuda_path,
-                                                           const std::string& cache_dir);
+  static Result<std::shared_ptr<const NvrtcCompiler>> open(
+      const std::string& cuda_path, const std::string& cache_dir,
+      uint64_t max_cache_bytes = CompileCache::kDefaultMaxBytes);
 
   // Compiles `program` for `arch` ("sm_XY").  A kCompileError carries the
   // NVRTC log; kInvalidArgument when the program lacks its CUDA source.
@@ -49,7 +55,7 @@ class NvrtcCompiler {
 
   std::shared_ptr<const NvrtcLibrary> nvrtc_;
   std::string cuda_path_;
-  std::string cache_dir_;
+  CompileCache cache_;
 };
 
 // Compiles `program` for `arch` with the NVRTC found under `cuda_path`, with

@@ -29,7 +29,9 @@ std::vector<std::string> executor_host_args(const BackendOptions& o) {
                                 "--cpu-first-ordinal",
                                 std::to_string(o.cpu_first_ordinal),
                                 "--kept-rows-mb",
-                                std::to_string(o.kept_rows_mb)};
+                                std::to_string(o.kept_rows_mb),
+                                "--compile-cache-mb",
+                                std::to_string(o.compile_cache_mb)};
   if (!o.cache_dir.empty()) args.insert(args.end(), {"--cache-dir", o.cache_dir});
   return args;
 }
