@@ -116,9 +116,17 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
     return compile_error(program.manifest.cuda_source + ": build failed for the CPU backend:\n" +
                          library.status().message() + specialised_note(variant));
   }
+  Result<std::shared_ptr<Module>> loaded = load(program, *library);
+  if (!loaded.ok() && !std::filesystem::exists(*library)) {
+    // Evicted from the host's cache by another process between the lookup
+    // and the load: built (or found) once more.
+    library = compiler_.build_shared(plan.files, plan.units, plan.flags, &cached);
+    if (!library.ok()) return library.status();
+    loaded = load(program, *library);
+  }
+  LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<Module> module, std::move(loaded));
   stats->cache_hit = cached;
   stats->compile_ms = cached ? 0 : ms_since(start);
-  LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<Module> module, load(program, *library));
   modules_[variant.key] = module;
   return module;
 }
