@@ -262,8 +262,11 @@ Status RunDriver::collect_and_fold(const std::string& wire_id, const std::vector
                                    int64_t it, Sections* s) {
   results_.resize(from.size());
   payloads_.resize(from.size());
-  participant_index_.clear();
-  for (size_t k = 0; k < from.size(); ++k) participant_index_.emplace(from[k], k);
+  if (indexed_ != from) {  // the same participants as a rule: built once
+    indexed_ = from;
+    participant_index_.clear();
+    for (size_t k = 0; k < from.size(); ++k) participant_index_.emplace(from[k], k);
+  }
   fold_order_.start(from.size());
   results_kernel_ms_ = 0;
   results_fold_ms_ = 0;

@@ -223,7 +223,8 @@ class RunDriver {
   // Kept, so that folding allocates nothing.
   std::vector<std::string> results_;
   std::vector<std::string_view> payloads_;
-  ParticipantIndex participant_index_;
+  ParticipantIndex participant_index_;  // of indexed_
+  std::vector<std::string> indexed_;
   OrderedFold fold_order_;
   double results_kernel_ms_ = 0;
   double results_fold_ms_ = 0;
