@@ -219,12 +219,14 @@ Status RunDriver::wait_for_placement() {
                      std::to_string(ctx_.worker_wait_s) + " s (GET /clients lists the workers)");
 }
 
-Result<std::optional<DriverEvent>> RunDriver::next_event_from(
-    const std::vector<std::string>& from) {
+Result<std::optional<DriverEvent>> RunDriver::next_event_from(const std::vector<std::string>& from,
+                                                              const ParticipantIndex* index) {
   LIZARD_RETURN_IF_ERROR(interrupted());
   auto ev = inbox_.pop_for(std::chrono::milliseconds(200));
-  if (!ev || std::find(from.begin(), from.end(), ev->worker_id) == from.end())
-    return std::optional<DriverEvent>();
+  if (!ev) return std::optional<DriverEvent>();
+  const bool of_from = index ? index->count(ev->worker_id) > 0
+                             : std::find(from.begin(), from.end(), ev->worker_id) != from.end();
+  if (!of_from) return std::optional<DriverEvent>();
   if (ev->kind == DriverEvent::Kind::kWorkerLost) {
     drop_executors_of(ev->worker_id);
     const bool heartbeat = ev->reason.rfind("missed heartbeat", 0) == 0;
@@ -261,42 +263,75 @@ Result<std::map<std::string, Message>> RunDriver::collect(const std::string& wir
   return got;
 }
 
-Status RunDriver::collect_results(const std::string& wire_id,
-                                  const std::vector<std::string>& from) {
+Status RunDriver::collect_and_fold(const std::string& wire_id, const std::vector<std::string>& from,
+                                   int64_t it, Sections* s) {
   results_.resize(from.size());
   payloads_.resize(from.size());
-  received_.assign(from.size(), false);
+  if (indexed_ != from) {  // the same participants as a rule: built once
+    indexed_ = from;
+    participant_index_.clear();
+    for (size_t k = 0; k < from.size(); ++k) participant_index_.emplace(from[k], k);
+  }
+  fold_order_.start(from.size());
   results_kernel_ms_ = 0;
-  size_t count = 0;
-  while (count < from.size()) {
-    LIZARD_RETURN_IF_ERROR(check_deadlines(wire_id, from, [&](size_t k) { return received_[k]; }));
-    LIZARD_ASSIGN_OR_RETURN(std::optional<DriverEvent> ev, next_event_from(from));
+  results_fold_ms_ = 0;
+  set_identity(&s->agg);
+  auto fold = [&](size_t k) { return fold_result(from[k], k, it, s); };
+  // A failed collection names the iteration; a failed fold says it itself.
+  const auto at = [it](Status st) { return st.with_context("iteration " + std::to_string(it)); };
+  while (!fold_order_.done()) {
+    if (Status st =
+            check_deadlines(wire_id, from, [&](size_t k) { return fold_order_.has_arrived(k); });
+        !st.ok())
+      return at(st);
+    auto next = next_event_from(from, &participant_index_);
+    if (!next.ok()) return at(next.status());
+    std::optional<DriverEvent>& ev = *next;
     if (!ev || ev->kind != DriverEvent::Kind::kResult) continue;
-    const size_t k = std::find(from.begin(), from.end(), ev->worker_id) - from.begin();
-    if (received_[k]) continue;
+    const size_t k = participant_index_.at(ev->worker_id);
+    if (fold_order_.has_arrived(k)) continue;
     auto view = decode_view(ev->frame);
     if (!view.ok() || view->type != MessageType::kIterationResult ||
         packed_run_id(view->packed) != wire_id)
       continue;  // an earlier attempt's
     const std::string& id = ev->worker_id;
-    if (Status st = result_.read(view->packed); !st.ok()) return st.with_context("worker " + id);
+    if (Status st = result_.read(view->packed); !st.ok())
+      return at(st.with_context("worker " + id));
     if (!result_.ok)
-      return runtime_error("worker " + id + ": " +
-                           (result_.error.empty() ? std::string("failed") : result_.error));
+      return at(runtime_error("worker " + id + ": " +
+                              (result_.error.empty() ? std::string("failed") : result_.error)));
     results_kernel_ms_ = std::max(results_kernel_ms_, result_.kernel_ms);
     // The payload stays where it lies: moving the frame keeps its buffer.
     payloads_[k] = view->payload;
     results_[k] = std::move(ev->frame);
-    received_[k] = true;
-    ++count;
+    LIZARD_RETURN_IF_ERROR(fold_order_.arrived(k, fold));
   }
+  return Status::Ok();
+}
+
+Status RunDriver::fold_result(const std::string& worker_id, size_t k, int64_t it, Sections* s) {
+  const auto t0 = SteadyClock::now();
+  const std::string_view payload = payloads_[k];
+  const size_t n = s->partial.bytes.size();
+  if (n != 0 && payload.size() % n != 0)
+    return internal_error("worker " + worker_id + " sent an aggregate of " +
+                          std::to_string(payload.size()) + " bytes; expected a multiple of " +
+                          std::to_string(n));
+  const bool custom = run_->program->image.manifest.has_custom_reducer();
+  for (size_t off = 0; n != 0 && off < payload.size(); off += n) {
+    std::memcpy(s->partial.bytes.data(), payload.data() + off, n);
+    fold_into(&s->agg, s->partial);
+    if (custom) LIZARD_RETURN_IF_ERROR(s->hooks->aggregate(&s->agg, s->partial, it));
+  }
+  payloads_[k] = {};
+  if (ctx_.frames)  // for the hub to read the next results into
+    ctx_.frames->give(std::move(results_[k]));
+  results_fold_ms_ += ms_since(t0);
   return Status::Ok();
 }
 
 Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::string>& participants,
                           int64_t it, Sections* s, bool* done) {
-  const ProgramEntry& prog = *run_->program;
-  const Manifest& m = prog.image.manifest;
   const auto t0 = SteadyClock::now();
   // One frame for every worker, sent from where it lies; its buffer is
   // reused once the previous iteration's sends let it go.
@@ -320,30 +355,13 @@ Status RunDriver::iterate(const std::string& wire_id, const std::vector<std::str
     r.rows_done.clear();
   });
   expect_answers("iteration", it, iteration_deadline_s(), participants);
-  if (Status st = collect_results(wire_id, participants); !st.ok())
-    return st.with_context("iteration " + std::to_string(it));
-  const auto t_fold = SteadyClock::now();
-  set_identity(&s->agg);
-  const size_t n = s->partial.bytes.size();
-  for (size_t k = 0; k < participants.size(); ++k) {
-    const std::string_view payload = payloads_[k];
-    if (n == 0) continue;
-    if (payload.size() % n != 0)
-      return internal_error("worker " + participants[k] + " sent an aggregate of " +
-                            std::to_string(payload.size()) + " bytes; expected a multiple of " +
-                            std::to_string(n));
-    for (size_t off = 0; off < payload.size(); off += n) {
-      std::memcpy(s->partial.bytes.data(), payload.data() + off, n);
-      fold_into(&s->agg, s->partial);
-      if (m.has_custom_reducer())
-        LIZARD_RETURN_IF_ERROR(s->hooks->aggregate(&s->agg, s->partial, it));
-    }
-  }
-  if (ctx_.frames)  // for the hub to read the next results into
-    for (std::string& f : results_) ctx_.frames->give(std::move(f));
+  // Each result is folded as soon as those of the workers before it are.
+  LIZARD_RETURN_IF_ERROR(collect_and_fold(wire_id, participants, it, s));
+  const auto t_update = SteadyClock::now();
   LIZARD_ASSIGN_OR_RETURN(*done, s->hooks->update_state(s->agg, &s->state, it));
+  const double fold_ms = results_fold_ms_ + ms_since(t_update);
   finished_.due = true;
-  finished_.timing = {it, ms_since(t0), results_kernel_ms_, ms_since(t_fold), nullptr};
+  finished_.timing = {it, ms_since(t0), results_kernel_ms_, fold_ms, nullptr};
   finished_.done = *done;
   return Status::Ok();
 }

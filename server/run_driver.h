@@ -33,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
@@ -43,6 +44,7 @@
 #include "program/layout.h"
 #include "protocol/iteration_messages.h"
 #include "protocol/wire.h"
+#include "server/ordered_fold.h"
 #include "server/run_book.h"
 #include "server/worker_registry.h"
 
@@ -159,14 +161,23 @@ class RunDriver {
   Result<std::map<std::string, Message>> collect(const std::string& wire_id, MessageType type,
                                                  const std::vector<std::string>& from,
                                                  bool keep_failures = false);
-  // The iteration_result of each worker of `from`, in results_ and
-  // payloads_ (in the order of `from`); one that reports a failure fails
-  // the collection.  Allocates
-  // nothing once results_ has grown: the frames are kept as they came.
-  Status collect_results(const std::string& wire_id, const std::vector<std::string>& from);
+  // The iteration_result of each worker of `from`, each folded into the
+  // aggregate (s->agg, set to its identity first) as soon as the results of
+  // the workers before it in `from` are (OrderedFold): the fold overlaps the
+  // wait for the rest, and its order is always that of `from`.  A result
+  // that reports a failure fails the collection.  Allocates nothing once
+  // results_ has grown: the frames are kept as they came until folded.
+  Status collect_and_fold(const std::string& wire_id, const std::vector<std::string>& from,
+                          int64_t it, Sections* s);
+  // Folds the k-th result (from `worker_id`) into s->agg, with the
+  // program's aggregate hook where it has custom reducers.
+  Status fold_result(const std::string& worker_id, size_t k, int64_t it, Sections* s);
+  // Where each worker of the collection under way lies in its `from`.
+  using ParticipantIndex = std::unordered_map<std::string, size_t>;
   // The next event from a worker of `from` (or none after a quiet moment);
-  // the loss of one of them is an error.
-  Result<std::optional<DriverEvent>> next_event_from(const std::vector<std::string>& from);
+  // the loss of one of them is an error.  `index`, when given, is `from`'s.
+  Result<std::optional<DriverEvent>> next_event_from(const std::vector<std::string>& from,
+                                                     const ParticipantIndex* index = nullptr);
   // Cancelled, past its time limit, or the server stopping.  A cancel or a
   // time limit also sets abort_, so that the run's workers are told to stop
   // its kernels (run_abort) rather than to end it.
@@ -206,13 +217,17 @@ class RunDriver {
   // The iterate frame, shared by the sends to every worker and reused by
   // the next iteration once they are written.
   std::shared_ptr<std::string> iterate_frame_;
-  // An iteration's results, by participant (collect_results()): the frames
-  // as they came, their payloads (views into them), the slowest kernel
-  // time, and the header last read.  Kept, so that folding allocates nothing.
+  // An iteration's results, by participant (collect_and_fold()): the frames
+  // as they came until folded, their payloads (views into them), the
+  // slowest kernel time, the time spent folding, and the header last read.
+  // Kept, so that folding allocates nothing.
   std::vector<std::string> results_;
   std::vector<std::string_view> payloads_;
-  std::vector<bool> received_;
+  ParticipantIndex participant_index_;  // of indexed_
+  std::vector<std::string> indexed_;
+  OrderedFold fold_order_;
   double results_kernel_ms_ = 0;
+  double results_fold_ms_ = 0;
   IterationResultMsg result_;
   SteadyClock::time_point started_;
   double time_limit_s_ = 0;  // 0: none
@@ -240,8 +255,10 @@ Status RunDriver::check_deadlines(const std::string& wire_id, const std::vector<
   deadline_.next_check = now + std::chrono::milliseconds(100);
   for (size_t k = 0; k < from.size(); ++k) {
     if (answered(k)) continue;
-    size_t d = 0;
-    while (d < deadline_.from.size() && deadline_.from[d] != from[k]) ++d;
+    // Awaited from the same list as a rule: then its place is k.
+    size_t d = k < deadline_.from.size() && deadline_.from[k] == from[k] ? k : 0;
+    if (d != k)
+      while (d < deadline_.from.size() && deadline_.from[d] != from[k]) ++d;
     if (d == deadline_.from.size()) continue;  // not awaited with a deadline
     std::shared_ptr<WorkerLink> link = ctx_.workers->link(from[k]);
     if (link && link->queued_bytes() > 0) {  // still being sent what it needs
