@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -84,23 +85,11 @@ Status NetnsCluster::start(int workers, const std::vector<std::string>& worker_a
                            const std::vector<std::string>& server_args) {
   LIZARD_RETURN_IF_ERROR(hosts_.status());
   LIZARD_RETURN_IF_ERROR(make_certificates());
-  server_argv_ = {LIZARD_BIN,
-                  "server",
-                  "-v",
-                  "--host",
-                  "0.0.0.0",
-                  "--port",
-                  std::to_string(kPort),
-                  "--state-dir",
-                  dir_ + "/server",
-                  "--worker-wait",
-                  "20",
-                  "--tls-cert",
-                  cert_,
-                  "--tls-key",
-                  key_,
-                  "--token",
-                  token_};
+  server_argv_ = {LIZARD_BIN, "server", "-v", "--host", "0.0.0.0", "--port", std::to_string(kPort)};
+  server_argv_.insert(server_argv_.end(), {"--state-dir", dir_ + "/server", "--tls-cert", cert_,
+                                           "--tls-key", key_, "--token", token_});
+  if (std::find(server_args.begin(), server_args.end(), "--worker-wait") == server_args.end())
+    server_argv_.insert(server_argv_.end(), {"--worker-wait", "20"});
   server_argv_.insert(server_argv_.end(), server_args.begin(), server_args.end());
   LIZARD_RETURN_IF_ERROR(start_server());
   for (int i = 0; i < workers; ++i) LIZARD_RETURN_IF_ERROR(add_worker(worker_args));
