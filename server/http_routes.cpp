@@ -354,8 +354,13 @@ void HttpRoutes::post_dataset(Call& c, Responder& r) {
   const std::string id = std::filesystem::path(c.req.body_file).stem().string();
   auto meta = s_.datasets->commit(id, c.req.body_file, c.query["format"]);
   if (!meta.ok()) return r(error_response(meta.status()));
-  spdlog::info("stored dataset {} ({} bytes)", id, meta->value("bytes", uint64_t{0}));
-  r(json_response(201, meta.value()));
+  json answer = std::move(meta).value();
+  const double bytes = static_cast<double>(answer.value("bytes", uint64_t{0}));
+  const double seconds = c.req.body_seconds;
+  answer["receive_ms"] = seconds * 1000;
+  answer["receive_bytes_per_s"] = seconds > 0 ? bytes / seconds : 0.0;
+  spdlog::info("stored dataset {} ({} bytes in {:.2f} s)", id, bytes, seconds);
+  r(json_response(201, answer));
 }
 
 }  // namespace lizard

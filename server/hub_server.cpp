@@ -209,6 +209,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       stream_.expires_after(std::chrono::hours(6));
       buffer_.reserve(size_t{1} << 20);  // reads are sized by the buffer's free capacity
       return continue_then([self = shared_from_this()] {
+        self->body_start_ = std::chrono::steady_clock::now();
         http::async_read(self->stream_, self->buffer_, *self->file_parser_,
                          beast::bind_front_handler(&HttpSession::on_upload, self));
       });
@@ -254,6 +255,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     HttpRequest r = to_request(file_parser_->get(), "");
     r.body_file = body.sink->path();
+    r.body_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - body_start_).count();
     if (!body.failure.ok()) {
       keep_alive_ = false;  // the rest of the body is still on its way
       r.body_status = std::move(body.failure);
@@ -406,6 +409,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // With debug logging: the request being answered, and since when.
   std::string request_line_;
   std::chrono::steady_clock::time_point request_start_;
+  std::chrono::steady_clock::time_point body_start_;  // an upload's body began to be read
   std::array<char, 4096> drain_buf_{};
 };
 

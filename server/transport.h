@@ -20,6 +20,8 @@ struct HttpRequest {
   std::string target;  // path and query, e.g. "/runtime/ab12?wait=1"
   std::string body;
   std::string body_file;  // set instead of `body` when the body was streamed to a file
+  // For a streamed body: seconds from the start of its reading to its last byte.
+  double body_seconds = 0;
   // Not ok when the streamed body could not be stored (a full disk gives
   // kStorageFull); its file is gone and the request is answered with this.
   Status body_status;
