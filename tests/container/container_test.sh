@@ -120,7 +120,7 @@ echo "cluster: server at $uri ($address on $net), 2 workers joined, healthy, at 
 # --- examples/kmeans from the host --------------------------------------------
 # Two clusters of four corners each, 50 times over: centroids (0.5, 0.5) and
 # (10.5, 10.5) from starting points (0, 0) and (10, 10).
-for i in $(seq 50); do printf '0,0\n1,0\n0,1\n1,1\n10,10\n11,10\n10,11\n11,11\n'; done >"$work/points.csv"
+for _ in $(seq 50); do printf '0,0\n1,0\n0,1\n1,1\n10,10\n11,10\n10,11\n11,11\n'; done >"$work/points.csv"
 LIZARD_TOKEN=$token timeout 120 "$build/lizard" run "$src/examples/kmeans" -a "$uri" -q --json \
   --param k=2 --param dims=2 --dataset "points=$work/points.csv" --state centroids=0,0,10,10 \
   >"$work/record.json" 2>"$work/run.log" || fail "lizard run failed: $(cat "$work/run.log")"
