@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -26,6 +27,10 @@ namespace {
 constexpr int kChannelFd = 3;
 constexpr int kMailboxFd = 4;      // the channel's mailboxes, where it has them
 constexpr int kFirstClosedFd = 5;  // the helper starts with no descriptor from here on
+// The daemon's pid, which the helper checks its parent against: a daemon may
+// itself be process 1 (a container's entrypoint), so a parent of 1 alone does
+// not say that the daemon is gone.
+constexpr char kParentPidVar[] = "LIZARD_PARENT_PID";
 // How often a helper reaps what its user code left behind: after a request,
 // at most this often, and while it waits for one, at least this often.
 constexpr auto kReapAfterRequest = std::chrono::milliseconds(100);
@@ -155,6 +160,12 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const std::string parent_pid = std::string(kParentPidVar) + "=" + std::to_string(::getpid());
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, kParentPidVar, sizeof kParentPidVar - 1) != 0) envp.push_back(*e);
+  envp.push_back(const_cast<char*>(parent_pid.c_str()));
+  envp.push_back(nullptr);
   // The helper starts with no signal blocked or ignored, whatever the daemon
   // blocks (SIGINT, SIGTERM for its signal thread) or ignores (SIGPIPE).
   posix_spawnattr_t attr;
@@ -171,7 +182,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
                            POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   pid_t pid = -1;
   int rc = Spawner::instance().run(
-      [&] { return ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ); });
+      [&] { return ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), envp.data()); });
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return internal_error("cannot start " + exe + ": " + std::strerror(rc));
@@ -183,7 +194,11 @@ Result<FrameChannel> ChildProcess::parent_channel() {
   // What user code forks and then orphans comes back to the helper, which
   // reaps it (receive_request()).
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  if (::getppid() == 1) return unavailable("the parent process is gone");
+  const char* parent = std::getenv(kParentPidVar);
+  const pid_t expected = parent != nullptr ? static_cast<pid_t>(std::atol(parent)) : 0;
+  ::unsetenv(kParentPidVar);  // not for the user code a helper runs
+  if (expected > 0 ? ::getppid() != expected : ::getppid() == 1)
+    return unavailable("the parent process is gone");
   if (::fcntl(kChannelFd, F_GETFD) < 0) return invalid_argument("no channel on fd 3");
   ::fcntl(kChannelFd, F_SETFD, FD_CLOEXEC);
   FrameChannel channel(kChannelFd);
