@@ -7,6 +7,7 @@
 
 #include "common/auth.h"
 #include "server/dashboard.h"
+#include "server/dashboard_page.h"
 #include "server/dataset_store.h"
 #include "server/program_registry.h"
 #include "server/run_book.h"
@@ -281,16 +282,23 @@ std::optional<HttpResponse> HttpRoutes::check_token(const HttpRequest& req) cons
 
 // Browsers get the dashboard; API clients the service's name, version, and
 // what the token they sent allows ("write": every route, "read": GET only).
+// The page embeds the overview's data when the request may read it.
 void HttpRoutes::get_root(Call& c, Responder& r) {
-  if (prefers_html(header(c.req, "accept"))) {
-    auto page = dashboard_file_named("index.html");
-    return r({200, page->content_type, std::string(page->body)});
-  }
   HttpRequest probe;
   probe.method = "POST";
   probe.headers = c.req.headers;
   const char* access = check_token(probe) ? "read" : "write";
-  r(json_response(200, {{"service", "lizard"}, {"version", LIZARD_VERSION}, {"access", access}}));
+  const json root = {{"service", "lizard"}, {"version", LIZARD_VERSION}, {"access", access}};
+  if (!prefers_html(header(c.req, "accept"))) return r(json_response(200, root));
+  probe.method = "GET";
+  json snapshot;
+  if (!check_token(probe)) {
+    Result<json> runs = s_.runs ? s_.runs->list_json("") : Result<json>(json::array());
+    snapshot = {{"root", root},
+                {"clients", s_.workers ? s_.workers->to_json() : json::array()},
+                {"runtimes", runs.ok() ? *runs : json::array()}};
+  }
+  r({200, dashboard_file_named("index.html")->content_type, dashboard_page(snapshot)});
 }
 
 void HttpRoutes::get_metrics(Call&, Responder& r) {
@@ -326,6 +334,15 @@ void HttpRoutes::get_program(Call& c, Responder& r) {
             {"kernels", json::array()},   {"workers", s_.workers->builds_of(p->image.hash)},
             {"config", p->bundle.config}, {"header", p->image.header}};
   for (const auto& k : m.iterate) j["kernels"].push_back(k.kernel);
+  // Each field's dtype, for clients that convert arrays before sending them.
+  auto dtypes = [](const std::vector<FieldSpec>& fields) {
+    json out = json::object();
+    for (const auto& f : fields) out[f.name] = dtype_name(f.type);
+    return out;
+  };
+  j["fields"] = {{"dataset", dtypes(m.dataset)},
+                 {"state", dtypes(m.state)},
+                 {"aggregate", dtypes(m.aggregate)}};
   r(json_response(200, j));
 }
 

@@ -221,6 +221,8 @@ TEST_F(HttpRoutesTest, ProgramsAreListedWithTheirWorkersBuilds) {
 
   json one = body(call(r, "GET", "/programs/" + hash));
   EXPECT_EQ(one["config"], std::string(kConfig));
+  EXPECT_EQ(one["fields"], json::parse(R"({"dataset": {"x": "float64", "y": "float64"},
+                                           "state": {}, "aggregate": {"s": "float64"}})"));
   EXPECT_NE(one["header"].get<std::string>().find("double"), std::string::npos);
   auto missing = call(r, "GET", "/programs/0000");
   EXPECT_EQ(missing.status, 404);

@@ -1,6 +1,10 @@
 #include "server/server_metrics.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "server/run_book.h"
 #include "server/worker_registry.h"
@@ -150,14 +154,43 @@ std::string ServerMetrics::render() const {
   return reg_.render() + w.text();
 }
 
+namespace {
+
+// "node7/gpu1" (a GPU by its ordinal) or "node7/cpu0" (a CPU-backend
+// executor by its index): the same after a worker restarts, unlike its join
+// id.  Workers sharing a host and device (several daemons on one machine)
+// are told apart in join order: "node7/cpu0", "node7/cpu0#2", ...
+std::vector<std::string> stable_executor_names(const std::vector<ExecutorReport>& reports) {
+  std::vector<size_t> by_join(reports.size());
+  for (size_t i = 0; i < by_join.size(); ++i) by_join[i] = i;
+  auto join_number = [&](size_t i) { return std::atoll(reports[i].worker_id.c_str() + 1); };
+  std::stable_sort(by_join.begin(), by_join.end(),
+                   [&](size_t a, size_t b) { return join_number(a) < join_number(b); });
+  std::vector<std::string> names(reports.size());
+  std::map<std::string, int> seen;
+  for (size_t i : by_join) {
+    const ExecutorReport& r = reports[i];
+    std::string name = r.hostname + "/" +
+                       (r.info.kind == "cuda" ? "gpu" + std::to_string(r.info.ordinal)
+                                              : "cpu" + std::to_string(r.index));
+    int n = ++seen[name];
+    names[i] = n == 1 ? name : name + "#" + std::to_string(n);
+  }
+  return names;
+}
+
+}  // namespace
+
 void ServerMetrics::collect_workers(MetricsWriter& w) const {
   if (!workers_) return;
   w.family("lizard_workers_connected", "Workers that have joined (sent their hello).",
            MetricType::kGauge);
   w.sample("lizard_workers_connected", {}, static_cast<uint64_t>(workers_->joined()));
   const std::vector<ExecutorReport> reports = workers_->executor_reports();
-  auto key = [](const ExecutorReport& r) -> MetricLabels {
-    return {{"worker", r.worker_id}, {"executor", std::to_string(r.index)}};
+  const std::vector<std::string> names = stable_executor_names(reports);
+  auto key = [&](const ExecutorReport& r) -> MetricLabels {
+    return {{"worker", names[static_cast<size_t>(&r - reports.data())]},
+            {"executor", std::to_string(r.index)}};
   };
   w.family("lizard_executor_info",
            "One per executor (a GPU, or a CPU-backend worker): its host, kind and device name.",

@@ -39,8 +39,8 @@ TEST(ServerMetricsLoad, GpuLoadIsExportedWhereMeasured) {
 
   auto m = parse_metrics_text(metrics.render());
   ASSERT_TRUE(m.ok()) << m.status().message();
-  const std::map<std::string, std::string> gpu = {{"worker", id}, {"executor", "0"}};
-  const std::map<std::string, std::string> cpu = {{"worker", id}, {"executor", "1"}};
+  const std::map<std::string, std::string> gpu = {{"worker", "node3/gpu0"}, {"executor", "0"}};
+  const std::map<std::string, std::string> cpu = {{"worker", "node3/cpu1"}, {"executor", "1"}};
   EXPECT_DOUBLE_EQ(m->value("lizard_executor_utilization_ratio", gpu).value_or(-1), 0.45);
   EXPECT_DOUBLE_EQ(m->value("lizard_executor_launch_delay_seconds", gpu).value_or(-1), 12.5e-6);
   EXPECT_FALSE(m->value("lizard_executor_utilization_ratio", cpu).has_value());

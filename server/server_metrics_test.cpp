@@ -71,32 +71,72 @@ TEST_F(ServerMetricsTest, WorkersAndTheirExecutorsAreReadAtEachScrape) {
 
   ParsedMetrics m = scrape();
   EXPECT_EQ(m.value("lizard_workers_connected"), 1.0);
-  EXPECT_EQ(m.value("lizard_executor_info", {{"worker", id},
+  EXPECT_EQ(m.value("lizard_executor_info", {{"worker", "node7/gpu1"},
                                              {"executor", "1"},
                                              {"host", "node7"},
                                              {"kind", "cuda"},
                                              {"name", "NVIDIA H100 80GB HBM3"}}),
             1.0);
-  EXPECT_EQ(m.value("lizard_executor_memory_total_bytes", {{"worker", id}, {"executor", "0"}}),
-            static_cast<double>(uint64_t{80} << 30));
-  EXPECT_EQ(m.value("lizard_executor_memory_free_bytes", {{"worker", id}, {"executor", "1"}}),
-            static_cast<double>(uint64_t{71} << 30));
-  EXPECT_EQ(m.value("lizard_executor_busy", {{"worker", id}, {"executor", "0"}}), 0.0);
-  EXPECT_EQ(m.value("lizard_executor_busy", {{"worker", id}, {"executor", "1"}}), 1.0);
-  EXPECT_EQ(m.value("lizard_executor_runs_served_total", {{"worker", id}, {"executor", "1"}}), 1.0);
+  EXPECT_EQ(
+      m.value("lizard_executor_memory_total_bytes", {{"worker", "node7/gpu0"}, {"executor", "0"}}),
+      static_cast<double>(uint64_t{80} << 30));
+  EXPECT_EQ(
+      m.value("lizard_executor_memory_free_bytes", {{"worker", "node7/gpu1"}, {"executor", "1"}}),
+      static_cast<double>(uint64_t{71} << 30));
+  EXPECT_EQ(m.value("lizard_executor_busy", {{"worker", "node7/gpu0"}, {"executor", "0"}}), 0.0);
+  EXPECT_EQ(m.value("lizard_executor_busy", {{"worker", "node7/gpu1"}, {"executor", "1"}}), 1.0);
+  EXPECT_EQ(
+      m.value("lizard_executor_runs_served_total", {{"worker", "node7/gpu1"}, {"executor", "1"}}),
+      1.0);
 
   workers_.resources(id, ResourcesMsg{{uint64_t{10} << 30, uint64_t{20} << 30}});
   workers_.release_run("r9");
   m = scrape();
-  EXPECT_EQ(m.value("lizard_executor_memory_free_bytes", {{"worker", id}, {"executor", "0"}}),
-            static_cast<double>(uint64_t{10} << 30));
-  EXPECT_EQ(m.value("lizard_executor_busy", {{"worker", id}, {"executor", "1"}}), 0.0);
-  EXPECT_EQ(m.value("lizard_executor_runs_served_total", {{"worker", id}, {"executor", "1"}}), 1.0);
+  EXPECT_EQ(
+      m.value("lizard_executor_memory_free_bytes", {{"worker", "node7/gpu0"}, {"executor", "0"}}),
+      static_cast<double>(uint64_t{10} << 30));
+  EXPECT_EQ(m.value("lizard_executor_busy", {{"worker", "node7/gpu1"}, {"executor", "1"}}), 0.0);
+  EXPECT_EQ(
+      m.value("lizard_executor_runs_served_total", {{"worker", "node7/gpu1"}, {"executor", "1"}}),
+      1.0);
 
   workers_.remove(id);
   m = scrape();
   EXPECT_EQ(m.value("lizard_workers_connected"), 0.0);
   EXPECT_EQ(m.count("lizard_executor_info"), 0u);
+}
+
+// The worker label names the host and the device, so that a worker that
+// joins again (a new join id) continues the same series; daemons sharing a
+// host are told apart in join order.
+TEST_F(ServerMetricsTest, ExecutorSeriesKeepTheirNameWhenAWorkerJoinsAgain) {
+  const std::string first = workers_.connect(std::make_shared<NullLink>());
+  ASSERT_TRUE(workers_.hello(first, two_gpu_hello(), {}));
+  EXPECT_EQ(scrape().value("lizard_executor_busy", {{"worker", "node7/gpu1"}, {"executor", "1"}}),
+            0.0);
+  workers_.remove(first);
+  const std::string again = workers_.connect(std::make_shared<NullLink>());
+  ASSERT_NE(again, first);
+  ASSERT_TRUE(workers_.hello(again, two_gpu_hello(), {}));
+  ParsedMetrics m = scrape();
+  EXPECT_EQ(m.value("lizard_executor_busy", {{"worker", "node7/gpu1"}, {"executor", "1"}}), 0.0);
+  EXPECT_EQ(m.count("lizard_executor_busy"), 2u);
+
+  HelloMsg cpu;
+  cpu.hostname = "node7";
+  cpu.backend = "cpu";
+  cpu.executors.push_back(ExecutorInfo{});
+  cpu.executors.back().kind = "cpu";
+  for (int i = 0; i < 6; ++i) workers_.remove(workers_.connect(std::make_shared<NullLink>()));
+  const std::string w9 = workers_.connect(std::make_shared<NullLink>());
+  const std::string w10 = workers_.connect(std::make_shared<NullLink>());
+  ASSERT_EQ(w10, "w10");
+  ASSERT_TRUE(workers_.hello(w10, cpu, {}));
+  ASSERT_TRUE(workers_.hello(w9, cpu, {}));
+  ASSERT_TRUE(workers_.claim({{w10, 0}}, "r3"));
+  m = scrape();
+  EXPECT_EQ(m.value("lizard_executor_busy", {{"worker", "node7/cpu0"}, {"executor", "0"}}), 0.0);
+  EXPECT_EQ(m.value("lizard_executor_busy", {{"worker", "node7/cpu0#2"}, {"executor", "0"}}), 1.0);
 }
 
 TEST_F(ServerMetricsTest, RunsByStatusAndTheQueue) {

@@ -429,9 +429,11 @@ int main(int argc, char** argv) {
   }
   if (auto status = user.run()) return *status;
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
-  // Debug logs time the steps of a request or a run: microseconds.
-  spdlog::set_pattern(verbose ? "%Y-%m-%d %H:%M:%S.%f %^%l%$ %v"
-                              : "%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  // Log times are UTC, marked Z, like the run records; debug logs time the
+  // steps of a request or a run: microseconds.
+  spdlog::set_pattern(
+      verbose ? "%Y-%m-%dT%H:%M:%S.%fZ %^%l%$ %v" : "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v",
+      spdlog::pattern_time_type::utc);
   wo.token = lizard::token_from(wo.token, "LIZARD_TOKEN");
   if (host->parsed()) end_helper(lizard::run_executor_host(ho, probe));
   if (server->parsed()) return run_server(sf);

@@ -21,6 +21,7 @@ import re
 
 import numpy as np
 
+from ._fields import fit_to_field
 from ._http import Connection
 from ._program import is_checksum, read_bundle
 from .errors import LizardError
@@ -69,6 +70,7 @@ class Client:
         token = token if token is not None else os.environ.get("LIZARD_TOKEN") or None
         ca = ca or os.environ.get("LIZARD_TLS_CA") or None
         self._conn = Connection(uri, token, timeout, ca)
+        self._dtypes = {}  # checksum -> {dataset field: dtype name}
         self.lost_server_s = 5.0
 
     def __repr__(self):
@@ -110,13 +112,18 @@ class Client:
     # --- runs -----------------------------------------------------------------
 
     def run(self, program, params=None, dataset=None, state=None, wait=True, executors=None,
-            max_iterations=None, outputs=None, timeout=None):
+            max_iterations=None, outputs=None, timeout=None, progress=None):
         """Starts a run of `program` (a directory, registered first, or a
         checksum) and, with wait=True, waits for it: returns the Run when it is
         done and raises LizardError when it fails or is cancelled. Ctrl-C
         while waiting cancels the run.
-        `executors`: how many executors it takes, N or (min, max)."""
+        `executors`: how many executors it takes, N or (min, max).
+        Numpy arrays are converted to their fields' dtypes where that loses
+        no kind of value and every value fits (float64 -> float32), else
+        refused before they are uploaded.
+        `progress`: as Run.wait shows it (on a terminal by default)."""
         checksum = self._checksum_of(program)
+        dataset = self._fitted_arrays(checksum, dataset)
         uploads = []
         try:
             sources = self._dataset_sources(dataset, uploads)
@@ -128,7 +135,7 @@ class Client:
             raise
         if not wait:
             return run
-        return run.wait(timeout)  # Ctrl-C cancels the run
+        return run.wait(timeout, progress)  # Ctrl-C cancels the run
 
     def map(self, program, params_list, dataset=None, state=None, executors=1,
             max_iterations=None, outputs=None, timeout=None):
@@ -192,6 +199,7 @@ class Client:
         """A program directory (registered now), a checksum, or the start of
         one, as `lizard run` takes them, with its messages."""
         if is_checksum(program):
+            self._field_dtypes(program)  # is it registered?
             return program
         if isinstance(program, (str, os.PathLike)) and os.path.isdir(program):
             return self.load_program(program)
@@ -207,6 +215,33 @@ class Client:
                               "give more digits")
         raise LizardError(f"PROGRAM {os.fspath(program)!r} is neither a program directory nor "
                           "a checksum")
+
+    def _field_dtypes(self, checksum):
+        """The program's dataset fields' dtypes by name ({} when the server
+        does not say)."""
+        if checksum not in self._dtypes:
+            try:
+                program = self._conn.json("GET", "/programs/" + checksum)
+            except LizardError as e:
+                if e.status != 404:
+                    raise
+                raise LizardError(f"no program with checksum {checksum} is registered "
+                                  "(Client.load_program(DIR) registers the program in DIR)",
+                                  status=404) from None
+            self._dtypes[checksum] = program.get("fields", {}).get("dataset", {})
+        return self._dtypes[checksum]
+
+    def _fitted_arrays(self, checksum, dataset):
+        """The dataset with its numpy arrays converted to their fields' dtypes;
+        a LizardError, before any upload, for an array that cannot be."""
+        if not isinstance(dataset, dict):
+            return dataset
+        if not any(isinstance(v, np.ndarray) for v in dataset.values()):
+            return dataset
+        dtypes = self._field_dtypes(checksum)
+        return {name: fit_to_field(name, value, dtypes[name])
+                if isinstance(value, np.ndarray) and name in dtypes else value
+                for name, value in dataset.items()}
 
     def _dataset_sources(self, dataset, uploads):
         if dataset is None:
@@ -251,6 +286,7 @@ class Client:
     def _start_many(self, program, params_list, dataset, state, executors, max_iterations,
                     outputs):
         checksum = self._checksum_of(program)
+        dataset = self._fitted_arrays(checksum, dataset)
         shared = []
         runs = []
         try:
@@ -269,5 +305,5 @@ class Client:
             for dataset_id in shared:
                 self._delete_quietly(dataset_id)
 
-    def _wait_for(self, runs, timeout):
-        wait_for_runs(self, runs, timeout, lost_server_s=self.lost_server_s)
+    def _wait_for(self, runs, timeout, on_poll=None):
+        wait_for_runs(self, runs, timeout, lost_server_s=self.lost_server_s, on_poll=on_poll)

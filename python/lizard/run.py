@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ._progress import progress_display
 from .errors import LizardError
 
 FINISHED = ("done", "failed", "cancelled")
@@ -116,18 +117,34 @@ class Run:
 
     # --- waiting and cancelling ---------------------------------------------
 
-    def wait(self, timeout=None):
+    def wait(self, timeout=None, progress=None):
         """Waits until the run has finished; returns self when it is done and
         raises LizardError (with the record) when it failed or was cancelled.
-        Ctrl-C (KeyboardInterrupt) while waiting cancels the run."""
+        Ctrl-C (KeyboardInterrupt) while waiting cancels the run.
+        `progress`: the iteration as the run goes, on standard error when it
+        is a terminal (None), always (True), never (False), or on a file
+        object; a tqdm bar when tqdm is installed, else one line."""
+        display = progress_display(self.id, progress)
+        on_poll = None
+        if display is not None:
+            def on_poll():
+                if self._record is not None:
+                    display.update(self._record)
         try:
-            self._client._wait_for([self], timeout)
+            self._client._wait_for([self], timeout, on_poll)
         except KeyboardInterrupt:
             try:
                 self.cancel()
             except LizardError:
                 pass  # it had finished, or the server is gone
+            for dataset_id in self._uploads:  # a cancelled run reads them no more
+                self._client._delete_quietly(dataset_id)
+            self._uploads = []
             raise
+        finally:
+            if display is not None:
+                on_poll()
+                display.close()
         return self._check()
 
     def cancel(self):
@@ -190,8 +207,9 @@ class Poller:
     sleeping a little longer between polls (20 ms up to 250 ms). A server
     that stays unreachable for `lost_server_s` is a LizardError."""
 
-    def __init__(self, client, timeout=None, lost_server_s=5.0):
+    def __init__(self, client, timeout=None, lost_server_s=5.0, on_poll=None):
         self._client = client
+        self._on_poll = on_poll  # called after each poll that reached the server
         self._deadline = None if timeout is None else time.monotonic() + timeout
         self._timeout = timeout
         self._lost_server_s = lost_server_s
@@ -205,6 +223,8 @@ class Poller:
         while not done:
             self._sleep(pending)
             done = self._reachable(lambda: self._newly_finished(pending), pending)
+            if self._on_poll is not None and self._unreachable_since is None:
+                self._on_poll()
         return done
 
     def _newly_finished(self, pending):
@@ -244,9 +264,9 @@ class Poller:
         self._interval = min(self._interval * 2, 0.25)
 
 
-def wait_for_runs(client, runs, timeout=None, lost_server_s=5.0):
+def wait_for_runs(client, runs, timeout=None, lost_server_s=5.0, on_poll=None):
     """Returns once every run of `runs` has finished."""
-    poller = Poller(client, timeout, lost_server_s)
+    poller = Poller(client, timeout, lost_server_s, on_poll)
     pending = list(runs)
     while pending:
         for run in poller.finished(pending):

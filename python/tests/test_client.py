@@ -1,9 +1,12 @@
 """The Python client against a real server and CPU workers on 127.0.0.1."""
 
+import io
 import json
 import os
 import signal
+import sys
 import time
+import types
 import urllib.request
 
 import numpy as np
@@ -176,7 +179,9 @@ def test_ctrl_c_while_waiting_cancels_the_run(cluster):
 def test_every_failure_raises_lizard_error_with_the_servers_message(cluster):
     c = lizard.Client(cluster.uri)
     pts = blobs(300)
-    with pytest.raises(lizard.LizardError, match="no such program: " + "a" * 64) as e:
+    with pytest.raises(lizard.LizardError,
+                       match="no program with checksum " + "a" * 64 + r" is registered \(Client"
+                             r"\.load_program\(DIR\) registers the program in DIR\)") as e:
         c.run("a" * 64)
     assert e.value.status == 404
     with pytest.raises(lizard.LizardError, match="neither a program directory nor a checksum"):
@@ -184,8 +189,11 @@ def test_every_failure_raises_lizard_error_with_the_servers_message(cluster):
     with pytest.raises(lizard.LizardError, match=r"missing param\(s\): dims") as e:
         c.run(SUM, dataset={"values": pts})
     assert e.value.status == 400
+    # An upload of the wrong dtype made by hand is the server's to refuse.
+    wrong = c.upload(pts.astype(np.float64))
     with pytest.raises(lizard.LizardError, match=r"expected <f4 \(float32\), file has <f8"):
-        c.run(KMEANS, params={"k": 3, "dims": 2}, dataset={"points": pts.astype(np.float64)})
+        c.run(KMEANS, params={"k": 3, "dims": 2}, dataset={"points": {"upload": wrong}})
+    c.delete_dataset(wrong)
     with pytest.raises(lizard.LizardError, match="expected a numpy array"):
         c.run(KMEANS, params={"k": 3, "dims": 2}, dataset={"points": 3})
     with pytest.raises(lizard.LizardError, match=r"needs 9 executor\(s\)") as e:
@@ -271,3 +279,84 @@ def test_checksums_are_taken_as_the_command_line_takes_them(cluster):
     run = c.run(checksum[:12], params={"dims": 3},
                 dataset={"values": os.path.join(DATA, "lizard-demo-n16-d3.csv")})
     assert run.status == "done" and run.program == checksum
+
+
+def test_a_float64_array_becomes_the_float32_field_it_is_for(cluster):
+    c = lizard.Client(cluster.uri)
+    before = uploads(cluster)
+    pts = blobs(3000)
+    params = {"k": 3, "dims": 2, "max_iterations": 20, "threshold": 1e-4}
+    run = c.run(KMEANS, params=params, dataset={"points": pts.astype(np.float64)},
+                state={"centroids": pts[:3]})
+    want, iterations = lloyd(pts, pts[:3], 20, 1e-4)
+    np.testing.assert_allclose(run.state["centroids"], want, rtol=1e-4, atol=1e-5)
+    assert run.record["iterations"] == iterations
+    assert uploads(cluster) == before
+
+
+def test_an_array_that_cannot_become_its_field_is_refused_before_uploading(cluster):
+    c = lizard.Client(cluster.uri)
+    checksum = c.load_program(KMEANS)
+    runs_before = len(c.runs())
+    uploads_before = uploads(cluster)
+    params = {"k": 3, "dims": 2, "max_iterations": 5}
+    huge = blobs(30).astype(np.float64)
+    huge[7, 1] = 1e300
+    with pytest.raises(lizard.LizardError,
+                       match=r"dataset field 'points' is float32; the float64 array holds "
+                             r"1e\+300, which does not fit float32"):
+        c.run(checksum, params=params, dataset={"points": huge}, state={"centroids": huge[:3]})
+    with pytest.raises(lizard.LizardError,
+                       match=r"dataset field 'points' is float32; a complex128 array cannot "
+                             r"become float32"):
+        c.run(checksum, params=params, dataset={"points": blobs(30).astype(np.complex128)})
+    with pytest.raises(lizard.LizardError, match="is float32; the float64 array holds"):
+        c.map(checksum, [params], dataset={"points": huge})
+    assert uploads(cluster) == uploads_before
+    assert len(c.runs()) == runs_before
+
+
+def test_wait_shows_the_iteration_as_a_line(cluster):
+    c = lizard.Client(cluster.uri)
+    pts = blobs(3000)
+    out = io.StringIO()
+    run = c.run(KMEANS, params={"k": 3, "dims": 2, "max_iterations": 30, "threshold": -1},
+                dataset={"points": pts}, state={"centroids": pts[:3]}, progress=out)
+    text = out.getvalue()
+    assert text.startswith(f"\r{run.id} ") and text.endswith("\n"), repr(text)
+    assert text.rstrip(" \n").endswith(f"\r{run.id} done: iteration 30/30"), repr(text)
+    assert text.count("\n") == 1
+
+
+def test_wait_shows_a_tqdm_bar_when_tqdm_is_installed(cluster, monkeypatch):
+    bars = []
+
+    class FakeTqdm:
+        def __init__(self, **kwargs):
+            self.kwargs, self.n, self.total, self.postfix, self.closed = kwargs, 0, None, "", False
+            bars.append(self)
+
+        def set_postfix_str(self, text, refresh=True):
+            self.postfix = text
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setitem(sys.modules, "tqdm", types.SimpleNamespace(tqdm=FakeTqdm))
+    c = lizard.Client(cluster.uri)
+    run = c.run(SUM, params={"dims": 3},
+                dataset={"values": os.path.join(DATA, "lizard-demo-n16-d3.csv")}, wait=False)
+    run.wait(timeout=60, progress=True)
+    assert len(bars) == 1
+    bar = bars[0]
+    assert bar.kwargs["desc"] == run.id and bar.closed
+    assert (bar.n, bar.total, bar.postfix) == (1, run.record["max_iterations"], "done")
+
+
+def test_wait_is_quiet_where_standard_error_is_not_a_terminal(cluster, capsys):
+    c = lizard.Client(cluster.uri)
+    c.run(SUM, params={"dims": 3}, dataset={"values": os.path.join(DATA, "lizard-demo-n16-d3.csv")})
+    assert capsys.readouterr().err == ""

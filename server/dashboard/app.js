@@ -437,11 +437,31 @@
     return m ? function () { return loadRun(decodeURIComponent(m[1])); } : loadOverview;
   }
 
+  function useRoot(root) {
+    access = (root && root.access) || 'read';
+    document.getElementById('version').textContent = root && root.version ? 'v' + root.version : '';
+  }
+
   function loadAccess() {
-    return api('').then(function (root) {
-      access = (root && root.access) || 'read';
-      document.getElementById('version').textContent = root && root.version ? 'v' + root.version : '';
-    });
+    return api('').then(useRoot);
+  }
+
+  function show(content) {
+    var view = document.getElementById('view');
+    view.replaceChildren ? view.replaceChildren() : (view.innerHTML = '');
+    append(view, content);
+    document.getElementById('updated').textContent = 'updated ' + new Date().toISOString().slice(11, 19) + ' UTC';
+  }
+
+  // The server embeds what the overview needs in the page it serves, so the
+  // first view is drawn before any request (the run page still fetches).
+  function showFirstSnapshot() {
+    var node = document.getElementById('first-snapshot');
+    var snap = null;
+    try { snap = node ? JSON.parse(node.textContent) : null; } catch (e) { snap = null; }
+    if (!snap || currentLoader() !== loadOverview) return;
+    useRoot(snap.root);
+    show(renderOverview(snap.clients || [], snap.runtimes || [], refresh));
   }
 
   function refresh() {
@@ -450,11 +470,7 @@
     var load = currentLoader();
     return loadAccess().then(load).then(function (render) {
       if (mine !== generation) return;
-      var view = document.getElementById('view');
-      var content = render(refresh);
-      view.replaceChildren ? view.replaceChildren() : (view.innerHTML = '');
-      append(view, content);
-      document.getElementById('updated').textContent = 'updated ' + new Date().toISOString().slice(11, 19) + ' UTC';
+      show(render(refresh));
       notice('');
     }).catch(function (e) {
       if (mine !== generation) return;
@@ -474,5 +490,6 @@
     refresh();
   });
   window.addEventListener('hashchange', refresh);
+  showFirstSnapshot();
   refresh();
 })();

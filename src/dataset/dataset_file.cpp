@@ -209,6 +209,22 @@ Status parse_row(const TextFile& tf, std::string_view line, int64_t line_number,
   return Status::Ok();
 }
 
+// A csv or text file may start with a line of column names: a first line in
+// which no value is a number.  A line with some numbers is a row, so that a
+// bad row is reported rather than dropped.
+bool is_header(const TextFile& tf, std::string_view line) {
+  if (tf.format != FileFormat::kCsv && tf.format != FileFormat::kText) return false;
+  ValueTokens tokens(line, tf.format == FileFormat::kCsv);
+  std::string_view value;
+  bool named = false;
+  while (tokens.next(&value)) {
+    double number;
+    if (parse_number(value, &number) == NumberError::kNone) return false;
+    named = named || !value.empty();
+  }
+  return named;
+}
+
 // Reads the lizard format's first line: the number of rows that follow.
 Status read_declared_rows(const TextFile& tf, LineReader* lines, int64_t* declared) {
   std::string_view line;
@@ -242,7 +258,11 @@ Result<int64_t> count_text_rows(InputFile* f, const TextFile& tf) {
     if (blank_line != 0)
       return tf.error(blank_line, "blank line between rows (the next row is on line " +
                                       std::to_string(lines.line_number()) + ")");
-    LIZARD_RETURN_IF_ERROR(parse_row(tf, line, lines.line_number(), scratch.data()));
+    if (lines.line_number() == 1 && is_header(tf, line)) continue;
+    Status row = parse_row(tf, line, lines.line_number(), scratch.data());
+    if (!row.ok() && rows == 0 && lines.line_number() == 2 && tf.format != FileFormat::kLizard)
+      return invalid_argument(row.message() + " (line 1 was read as a header)");
+    LIZARD_RETURN_IF_ERROR(row);
     ++rows;
   }
   LIZARD_RETURN_IF_ERROR(lines.status());
@@ -259,16 +279,28 @@ Status read_text_rows(InputFile* f, const TextFile& tf, int64_t first_row, int64
     int64_t declared;
     LIZARD_RETURN_IF_ERROR(read_declared_rows(tf, &lines, &declared));
   }
-  int64_t skipped = lines.skip(first_row);
-  LIZARD_RETURN_IF_ERROR(lines.status());
-  if (skipped < first_row) return past_end(tf.path, first_row, rows);
+  // Line 1 is read first: it is a header, or row 0 (kept when it is asked for).
   std::string_view line;
+  bool first_line_pending = false;
+  int64_t to_skip = first_row;
+  if (tf.format != FileFormat::kLizard && lines.next(&line)) {
+    strip_bom(&line);
+    if (!is_header(tf, line)) {
+      first_line_pending = first_row == 0;
+      to_skip = first_row == 0 ? 0 : first_row - 1;
+    }
+  }
+  LIZARD_RETURN_IF_ERROR(lines.status());
+  int64_t skipped = lines.skip(to_skip);
+  LIZARD_RETURN_IF_ERROR(lines.status());
+  if (skipped < to_skip) return past_end(tf.path, first_row, rows);
   for (int64_t r = 0; r < rows; ++r) {
-    if (!lines.next(&line)) {
+    if (first_line_pending) {
+      first_line_pending = false;
+    } else if (!lines.next(&line)) {
       LIZARD_RETURN_IF_ERROR(lines.status());
       return past_end(tf.path, first_row, rows);
     }
-    if (lines.line_number() == 1) strip_bom(&line);
     if (is_blank(line))
       return tf.error(lines.line_number(),
                       "blank line where row " + std::to_string(first_row + r) + " was expected");

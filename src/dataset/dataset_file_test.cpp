@@ -200,6 +200,46 @@ TEST(DatasetFile, TextToleratesCrlfTrailingBlanksAndSpacing) {
             (std::vector<int64_t>{4, 5, 6}));
 }
 
+TEST(DatasetFile, CsvAndTextHeaderLinesAreSkipped) {
+  TempDir dir;
+  std::string csv = dir.write("h.csv",
+                              "\xEF\xBB\xBF"
+                              "x, y ,z\n1,2,3\n4,5,6\n7,8,9\n");
+  EXPECT_EQ(error_of(count_rows(csv, FileFormat::kCsv, DType::kInt32, 3)), "ok");
+  EXPECT_EQ(*count_rows(csv, FileFormat::kCsv, DType::kInt32, 3), 3);
+  EXPECT_EQ(read<int32_t>(csv, FileFormat::kCsv, DType::kInt32, 3, 0, 3),
+            (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(read<int32_t>(csv, FileFormat::kCsv, DType::kInt32, 3, 1, 2),
+            (std::vector<int32_t>{4, 5, 6, 7, 8, 9}));
+  std::string txt = dir.write("h.txt", "a\tb\n1.5 2.5\n3.5 4.5\n");
+  EXPECT_EQ(*count_rows(txt, FileFormat::kText, DType::kFloat64, 2), 2);
+  EXPECT_EQ(read<double>(txt, FileFormat::kText, DType::kFloat64, 2, 1, 1),
+            (std::vector<double>{3.5, 4.5}));
+  // Without a header, reads from row 0 and later rows are unchanged.
+  std::string plain = dir.write("p.csv", "1,2\n3,4\n");
+  EXPECT_EQ(read<int32_t>(plain, FileFormat::kCsv, DType::kInt32, 2, 0, 1),
+            (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(read<int32_t>(plain, FileFormat::kCsv, DType::kInt32, 2, 1, 1),
+            (std::vector<int32_t>{3, 4}));
+  std::string only = dir.write("o.csv", "x,y\n");
+  EXPECT_EQ(*count_rows(only, FileFormat::kCsv, DType::kInt32, 2), 0);
+}
+
+TEST(DatasetFileErrors, HeaderFollowedByABadRowSaysSo) {
+  TempDir dir;
+  std::string path = dir.write("h.csv", "x,y\nname,value\n1,2\n");
+  EXPECT_EQ(error_of(count_rows(path, FileFormat::kCsv, DType::kFloat32, 2)),
+            path + ": line 2: value 1: expected a number (float32) (line 1 was read as a header)");
+  // A first line with some numbers is a row, and its error names it.
+  std::string partial = dir.write("p.csv", "1,y\n1,2\n");
+  EXPECT_EQ(error_of(count_rows(partial, FileFormat::kCsv, DType::kFloat32, 2)),
+            partial + ": line 1: value 2: expected a number (float32)");
+  // The lizard format has no header: its first line is the row count.
+  std::string lizard = dir.write("k.txt", "x y\n");
+  EXPECT_EQ(error_of(count_rows(lizard, FileFormat::kLizard, DType::kFloat32, 1)),
+            lizard + ": line 1: expected the row count (a non-negative integer)");
+}
+
 // ---- bad files ------------------------------------------------------------------
 
 TEST(DatasetFileErrors, MissingFile) {

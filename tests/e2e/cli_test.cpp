@@ -142,6 +142,34 @@ TEST_F(CommandLine, RunsADirectoryWithAnUploadedTextFileAndWritesFields) {
   EXPECT_EQ(other["params"], rec["params"]);
 }
 
+// A CSV whose first line names its columns: the line is skipped, whether
+// the CLI reads and uploads the file or the workers read it by path.
+TEST_F(CommandLine, ACsvHeaderLineIsSkipped) {
+  const std::string csv = cluster_->dir() + "/with-header.csv";
+  std::ofstream(csv) << "x,y,z\n1,2,3\n4,5,6\n10,20,30\n";
+  for (const char* where : {"", "--shared-path"}) {
+    std::vector<std::string> args = {"run",       "examples/sum",  "--param", "dims=3",
+                                     "--dataset", "values=" + csv, "--json",  "-q"};
+    if (*where) args.push_back(where);
+    CliResult r = run_cli(*cluster_, args);
+    ASSERT_EQ(r.exit_code, 0) << where << ": " << r.err;
+    json rec = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(rec.is_object()) << r.out;
+    EXPECT_EQ(rec["result"]["aggregate"]["sums"], json::parse("[15.0, 27.0, 39.0]")) << where;
+    EXPECT_EQ(rec["result"]["aggregate"]["count"], 3) << where;
+  }
+  // A header followed by a line that is not numbers either is named as such.
+  const std::string bad = cluster_->dir() + "/two-headers.csv";
+  std::ofstream(bad) << "x,y,z\nmetres,metres,metres\n1,2,3\n";
+  CliResult r = run_cli(*cluster_,
+                        {"run", "examples/sum", "--param", "dims=3", "--dataset", "values=" + bad});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(bad + ": line 2: value 1: expected a number (float64) (line 1 was read as "
+                             "a header)"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(CommandLine, ChecksumPrefixNpyUploadAndProgressLines) {
   const std::string hash = register_program(LIZARD_SOURCE_DIR "/examples/kmeans");
   const std::string blobs = write_blobs(cluster_->dir(), 4000);

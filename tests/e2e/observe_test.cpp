@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,12 @@ ParsedMetrics scrape(const LocalCluster& c) {
   auto m = parse_metrics_text(r->body);
   EXPECT_TRUE(m.ok()) << m.status().message() << "\n" << r->body;
   return m.ok() ? m.value() : ParsedMetrics{};
+}
+
+std::string this_host() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
 }
 
 // k-means on generated blobs; with seed 2 it converges after 22 iterations.
@@ -62,7 +69,9 @@ TEST(MetricsE2e, ValuesMoveWhenARunHappens) {
   EXPECT_EQ(before.value("lizard_runs", {{"status", "done"}}), 0.0);
   EXPECT_EQ(before.value("lizard_program_builds_total", {{"result", "ok"}}), 2.0);
   EXPECT_EQ(before.sum("lizard_iteration_duration_seconds_count"), 0.0);
-  EXPECT_GT(before.value("lizard_executor_memory_total_bytes", {{"worker", "w1"}}).value_or(0), 0);
+  EXPECT_GT(before.value("lizard_executor_memory_total_bytes", {{"worker", this_host() + "/cpu0"}})
+                .value_or(0),
+            0);
 
   auto r = c.post("/runtime/" + hash + "?wait=1", kmeans_body(6, -1).dump());
   ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().message());
@@ -138,6 +147,32 @@ TEST(MetricsE2e, WorkerLoopFoldTimeAndFinishedRuns) {
   EXPECT_EQ(m.value("lizard_run_queue_wait_seconds_count"), 2.0);
 }
 
+// A worker that restarts (a new join id) continues its executors' series:
+// the worker label is the host and the device.
+TEST(MetricsE2e, AWorkerThatRestartsKeepsItsSeries) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/kmeans");
+  ASSERT_FALSE(hash.empty());
+  auto r = c.post("/runtime/" + hash + "?wait=1", kmeans_body(2, -1).dump());
+  ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().message());
+  const std::string worker = this_host() + "/cpu0";
+  const std::string first_id = get_json(c, "/clients")[0]["id"];
+  EXPECT_EQ(scrape(c).value("lizard_executor_runs_served_total", {{"worker", worker}}), 1.0);
+
+  c.kill_worker(0, SIGKILL);
+  for (int i = 0; i < 500 && !get_json(c, "/clients").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(get_json(c, "/clients").empty());
+  ASSERT_TRUE(c.add_worker().ok());
+  ASSERT_TRUE(c.wait_for_workers(1).ok());
+  ASSERT_NE(get_json(c, "/clients")[0]["id"], first_id);
+  const ParsedMetrics m = scrape(c);
+  EXPECT_EQ(m.value("lizard_executor_info", {{"worker", worker}, {"host", this_host()}}), 1.0);
+  EXPECT_EQ(m.value("lizard_executor_runs_served_total", {{"worker", worker}}), 0.0);
+  EXPECT_EQ(m.count("lizard_executor_info", {{"worker", first_id}}), 0u);
+}
+
 TEST(MetricsE2e, TheReadTokenGuardsThem) {
   LocalCluster c;
   c.set_token("reader");
@@ -151,6 +186,10 @@ TEST(MetricsE2e, TheReadTokenGuardsThem) {
 }
 
 // ---- the dashboard in a browser ----------------------------------------------
+
+// What Chromium sends when it opens a page.
+constexpr const char* kBrowserAccept =
+    "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
 
 std::string find_chromium() {
   if (const char* e = std::getenv("LIZARD_CHROMIUM"); e && *e) return e;
@@ -335,6 +374,17 @@ TEST_F(DashboardInBrowser, RunningTimesFailureReasonsAndReadableCounts) {
   EXPECT_NE(overview.find("updated "), std::string::npos);
   EXPECT_TRUE(std::regex_search(overview, std::regex("updated [0-9]{2}:[0-9]{2}:[0-9]{2} UTC")))
       << "the header's time is not UTC";
+
+  // The page as a browser first receives it, before its script runs, shows
+  // the cluster rather than "Loading".
+  auto first =
+      run_command({"curl", "-sS", "-H", "Accept: " + std::string(kBrowserAccept), c_.uri() + "/"});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->output.find("Loading"), std::string::npos) << first->output;
+  EXPECT_TRUE(std::regex_search(
+      first->output, std::regex("id=\"first-view\">1 worker \\([0-9]+ executors?\\) · runs: 1 "
+                                "running, 0 queued, 1 finished · as of [-0-9]+ [:0-9]+ UTC<")))
+      << first->output;
 
   const std::string page = dom("#/runs/" + running);
   EXPECT_NE(page.find("50,000"), std::string::npos) << "rows are not grouped:\n" << page;
