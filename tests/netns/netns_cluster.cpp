@@ -127,7 +127,7 @@ Status NetnsCluster::add_worker(const std::vector<std::string>& extra, const Spa
                                    "--token",
                                    token_,
                                    "--cache-dir",
-                                   dir_ + "/cache" + std::to_string(i),
+                                   LIZARD_NETNS_COMPILE_CACHE,
                                    "--backend",
                                    "cpu",
                                    "--cpu-threads",
