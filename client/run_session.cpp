@@ -131,12 +131,13 @@ Status RunSession::use_upload_cache(const RunStartMsg& h, std::map<size_t, Cache
   missing_.clear();
   for (size_t k = 0; k < man.dataset.size(); ++k) {
     const FieldSource& src = h.fields[k];
-    if (src.source != "chunks" && src.source != "cached") continue;
+    const bool cached_rows = src.delivery == RowDelivery::kCached;
+    if (src.delivery != RowDelivery::kChunks && !cached_rows) continue;
     LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(man.dataset[k], man, params_));
     const std::string key =
         UploadCache::key(src.upload, h.first_row, h.rows,
                          static_cast<size_t>(width) * dtype_size(man.dataset[k].type));
-    if (src.source == "cached") {
+    if (cached_rows) {
       UploadCache::Rows rows = ctx_.uploads ? ctx_.uploads->find(key) : nullptr;
       if (rows)
         (*cached)[k] = {key, std::move(rows)};
@@ -153,6 +154,34 @@ Status RunSession::use_upload_cache(const RunStartMsg& h, std::map<size_t, Cache
   if (missing_.empty()) return Status::Ok();
   return not_found("the rows of " + std::to_string(missing_.size()) +
                    " uploaded field(s) are no longer cached on this worker");
+}
+
+// One part's rows of field k that are not in the upload cache, by how its
+// source delivers them (dataset/dataset_source.h): into *buf, or named in *d
+// for the executor to fill.
+Status RunSession::rows_of(size_t k, const FieldSource& src, const PartRows& part, uint64_t seed,
+                           PartitionData* d, std::vector<uint8_t>* buf) {
+  const std::string& name = program_->manifest.dataset[k].name;
+  switch (src.delivery) {
+    case RowDelivery::kRows: {
+      LIZARD_ASSIGN_OR_RETURN(*buf, src.source->part_rows(src, part));
+      return Status::Ok();
+    }
+    case RowDelivery::kChunks:  // taken from the upload's memory file (use_upload_cache)
+      if (part.bytes > 0)
+        return invalid_argument("run_start: rows of field '" + name + "' did not arrive");
+      return Status::Ok();
+    case RowDelivery::kGenerator:  // left empty: the executor allocates it zeroed
+      if (std::find(d->generators.begin(), d->generators.end(), src.kernel) == d->generators.end())
+        d->generators.push_back(src.kernel);
+      d->seed = seed;
+      return Status::Ok();
+    case RowDelivery::kFile:    // read on its executor's turn (file_fields_)
+    case RowDelivery::kCached:  // found in the upload cache, or reported missing
+    case RowDelivery::kNone:
+      return Status::Ok();
+  }
+  return Status::Ok();
 }
 
 Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStats* compile) {
@@ -175,6 +204,11 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   file_bytes_kept_ = 0;
   std::map<size_t, CachedRows> cached;
   LIZARD_RETURN_IF_ERROR(use_upload_cache(h, &cached));
+  for (size_t k = 0; k < man.dataset.size() && !h.parts.empty(); ++k) {
+    if (h.fields[k].delivery != RowDelivery::kFile) continue;
+    LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(man.dataset[k], man, params_));
+    LIZARD_RETURN_IF_ERROR(add_file_field(k, h.fields[k], width));
+  }
   std::vector<PartitionData> parts;
   for (const PartSpec& p : h.parts) {
     if (static_cast<size_t>(p.executor) >= ctx_.executors->size())
@@ -216,19 +250,8 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
           const std::string_view rows = all->view(off, n);
           buf.assign(rows.begin(), rows.end());
         }
-      } else if (src.source == "inline") {
-        if (src.offset + off + n > m.payload.size())
-          return invalid_argument("run_start: inline rows exceed the payload");
-        buf.assign(m.payload.begin() + static_cast<long>(src.offset + off),
-                   m.payload.begin() + static_cast<long>(src.offset + off + n));
-      } else if (src.source == "chunks" && n > 0) {
-        return invalid_argument("run_start: rows of field '" + f.name + "' did not arrive");
-      } else if (src.source == "generate") {  // left empty: the executor allocates it zeroed
-        if (std::find(d.generators.begin(), d.generators.end(), src.kernel) == d.generators.end())
-          d.generators.push_back(src.kernel);
-        d.seed = h.seed;
-      } else if (src.source == "path" && parts.empty()) {  // read on its executor's turn
-        LIZARD_RETURN_IF_ERROR(add_file_field(k, src, width));
+      } else {
+        LIZARD_RETURN_IF_ERROR(rows_of(k, src, {m.payload, off, n, f.type}, h.seed, &d, &buf));
       }
       d.fields.push_back(std::move(buf));
     }

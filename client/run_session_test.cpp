@@ -6,6 +6,7 @@
 
 #include "client/testing/run_session_fixture.h"
 #include "common/clock.h"
+#include "dataset/dataset_source_registry.h"
 #include "tests/allocations.h"
 
 namespace lizard {
@@ -108,7 +109,8 @@ TEST_F(RunSessionTest, UploadedRowsAreTakenFromTheChunksThatCameFirst) {
   start.hash = program_->hash;
   start.rows = 3;
   start.parts = {{1, 0, 3}};
-  start.fields = {{"x", "chunks", 0, 0, "", "", "", ""}, {"y", "none", 0, 0, "", "", "", ""}};
+  start.fields = {DatasetSourceRegistry::global().field("x", "chunks"),
+                  DatasetSourceRegistry::global().field("y", "none")};
   s->post(encode(start.to_message()));
   ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
   EXPECT_EQ(exec(1).x, (std::vector<double>{7, 8, 9}));
@@ -161,7 +163,10 @@ TEST_F(RunSessionTest, DatasetPathsOutsideTheDataRootsAreRefused) {
     m.hash = program_->hash;
     m.rows = 3;
     m.parts = {{0, 0, 3}};
-    m.fields = {{"x", "path", 0, 0, path, "raw", "", ""}, {"y", "none", 0, 0, "", "", "", ""}};
+    m.fields = {DatasetSourceRegistry::global().field("x", "path"),
+                DatasetSourceRegistry::global().field("y", "none")};
+    m.fields[0].path = path;
+    m.fields[0].format = "raw";
     return encode(m.to_message());
   };
   {

@@ -10,7 +10,7 @@
 namespace lizard {
 
 Status stream_upload_rows(WorkerLink& link, const std::string& wire_id, size_t field,
-                          const DatasetSource& source, DType type, int64_t first, int64_t count,
+                          const ParsedSource& source, DType type, int64_t first, int64_t count,
                           RowStreamOptions opts) {
   LIZARD_ASSIGN_OR_RETURN(std::shared_ptr<const MappedRows> file,
                           MappedRows::open(source.path, source.format, type, source.width));

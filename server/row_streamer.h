@@ -30,7 +30,7 @@ struct RowStreamOptions {
 // each chunk names the field's total size on this worker, so that the worker
 // allocates it once.
 Status stream_upload_rows(WorkerLink& link, const std::string& wire_id, size_t field,
-                          const DatasetSource& source, DType type, int64_t first, int64_t count,
+                          const ParsedSource& source, DType type, int64_t first, int64_t count,
                           RowStreamOptions opts = {});
 
 }  // namespace lizard

@@ -20,7 +20,6 @@ class RowStreamerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (int i = 0; i < kRows * kWidth; ++i) values_.push_back(static_cast<float>(i) * 0.5f);
-    source_.kind = DatasetSource::Kind::kUpload;
     source_.path = dir_.path("rows.npy");
     source_.format = FileFormat::kNpy;
     source_.width = kWidth;
@@ -34,7 +33,7 @@ class RowStreamerTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  DatasetSource source_;
+  ParsedSource source_;
   std::vector<float> values_;
 };
 

@@ -2,7 +2,6 @@
 // holds (within their free memory), and each worker's rows and run_start.
 // Uploaded rows are first offered from the workers' caches of earlier runs.
 #include <algorithm>
-#include <filesystem>
 #include <future>
 
 #include "common/clock.h"
@@ -114,8 +113,9 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
     r.phases["compile_cache_hit"] = cache_hit;
     bool uploads = false, files = false;
     for (const auto& d : run_->request.dataset) {
-      uploads = uploads || d.kind == DatasetSource::Kind::kUpload;
-      files = files || d.kind == DatasetSource::Kind::kPath;
+      if (!d.source) continue;
+      uploads = uploads || d.source->delivery() == RowDelivery::kCached;
+      files = files || d.source->delivery() == RowDelivery::kFile;
     }
     if (uploads) r.phases["uploads_cached"] = missing.empty();
     if (files) {  // rows of `path` fields: read from their files, or kept on the executors
@@ -174,40 +174,18 @@ Status RunDriver::start_worker(const std::string& wire_id, const std::string& wo
   if (!link) return worker_lost("lost worker " + worker_id);
   std::string payload;
   for (size_t k = 0; k < m.dataset.size(); ++k) {
-    const DatasetSource& s = req.dataset[k];
+    const ParsedSource& s = req.dataset[k];
     FieldSource f;
     f.name = m.dataset[k].name;
-    switch (s.kind) {
-      case DatasetSource::Kind::kInline: {
-        const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(m.dataset[k].type);
-        f.source = "inline";
-        f.offset = payload.size();
-        f.bytes = row_bytes * static_cast<size_t>(start.rows);
-        payload.append(reinterpret_cast<const char*>(s.values.data()) +
-                           row_bytes * static_cast<size_t>(start.first_row),
-                       f.bytes);
-        break;
-      }
-      case DatasetSource::Kind::kPath:
-        f.source = "path";
-        f.path = s.path;
-        f.format = file_format_name(s.format);
-        break;
-      case DatasetSource::Kind::kGenerate:
-        f.source = "generate";
-        f.kernel = s.generator;
-        break;
-      case DatasetSource::Kind::kUpload:
-        // The worker may hold these rows from an earlier run; it says when not.
-        f.upload = std::filesystem::path(s.path).stem().string();
-        f.source = stream_uploads ? "chunks" : "cached";
-        if (stream_uploads)  // sent just before run_start
-          LIZARD_RETURN_IF_ERROR(stream_upload_rows(*link, wire_id, k, s, m.dataset[k].type,
-                                                    start.first_row, start.rows));
-        break;
-      case DatasetSource::Kind::kNone:
-        break;
+    if (s.source) {  // its kind says how (dataset/dataset_source.h)
+      f.source = s.source;
+      const size_t row_bytes = static_cast<size_t>(s.width) * dtype_size(m.dataset[k].type);
+      LIZARD_RETURN_IF_ERROR(s.source->to_wire(
+          s, {start.first_row, start.rows, row_bytes, stream_uploads}, &f, &payload));
     }
+    if (f.delivery == RowDelivery::kChunks)  // sent just before run_start
+      LIZARD_RETURN_IF_ERROR(
+          stream_upload_rows(*link, wire_id, k, s, m.dataset[k].type, start.first_row, start.rows));
     start.fields.push_back(std::move(f));
   }
   link->send(encode(start.to_message(std::move(payload))));

@@ -1,14 +1,9 @@
 #include "server/run_request.h"
 
-#include <sys/stat.h>
-
-#include <filesystem>
-
-#include "dataset/dataset_file.h"
-#include "dataset/file_rows_key.h"
-#include "dataset/json_values.h"
-
 #include <vector>
+
+#include "dataset/dataset_source_registry.h"
+#include "dataset/json_values.h"
 
 namespace lizard {
 
@@ -34,131 +29,20 @@ Status check_keys(const json& body) {
   return Status::Ok();
 }
 
-Result<DatasetSource> parse_generate(const Manifest& m, const std::string& what, const json& spec,
-                                     DatasetSource s, int64_t* rows, uint64_t* seed) {
-  if (!spec["generate"].is_string())
-    return invalid_argument(what + ": `generate` must name a generator kernel");
-  s.kind = DatasetSource::Kind::kGenerate;
-  s.generator = spec["generate"].get<std::string>();
-  if (!m.find_generator(s.generator)) {
-    std::string known;
-    for (const auto& g : m.generate) known += (known.empty() ? "" : ", ") + g.kernel;
-    return invalid_argument(what + ": '" + s.generator +
-                            "' is not in the manifest's `generate` list (" +
-                            (known.empty() ? "it has none" : known) + ")");
-  }
-  if (!spec.contains("rows") || !spec["rows"].is_number_integer() ||
-      spec["rows"].get<int64_t>() < 1)
-    return invalid_argument(what + ": a generated field needs `rows`, a positive integer");
-  *rows = spec["rows"].get<int64_t>();
-  if (spec.contains("seed")) {
-    if (!spec["seed"].is_number_unsigned() &&
-        !(spec["seed"].is_number_integer() && spec["seed"].get<int64_t>() >= 0))
-      return invalid_argument(what + ": `seed` must be a non-negative integer");
-    *seed = spec["seed"].get<uint64_t>();
-  }
-  return s;
-}
-
-// A source is one kind (`values`, `path`, `upload` or `generate`) with the
-// keys of that kind only.
-Status check_source_keys(const json& spec, const std::string& what) {
-  struct Kind {
-    const char* key;
-    std::vector<const char*> allowed;
-  };
-  static const Kind kKinds[] = {{"values", {"values"}},
-                                {"path", {"path", "format"}},
-                                {"upload", {"upload"}},
-                                {"generate", {"generate", "rows", "seed"}}};
-  const Kind* kind = nullptr;
-  for (const Kind& k : kKinds) {
-    if (!spec.contains(k.key)) continue;
-    if (kind)
-      return invalid_argument(what + ": give one of `values`, `path`, `upload` or `generate`, " +
-                              "not both `" + kind->key + "` and `" + k.key + "`");
-    kind = &k;
-  }
-  if (!kind) return Status::Ok();  // the caller says what is missing
-  for (const auto& [key, _] : spec.items()) {
-    bool known = false;
-    for (const char* a : kind->allowed) known = known || key == a;
-    if (known) continue;
-    std::string list;
-    for (const char* a : kind->allowed) list += std::string(list.empty() ? "" : ", ") + a;
-    return invalid_argument(what + ": unknown key '" + key + "' in a `" + kind->key +
-                            "` source (expected " + list + ")");
-  }
-  return Status::Ok();
-}
-
-const DataRoots kAnywhere;
-
-Result<DatasetSource> parse_source(const Manifest& m, const FieldSpec& f, int64_t width,
-                                   const json& spec, int64_t* rows, uint64_t* seed,
-                                   const UploadLookup& uploads, const RunRequestLimits& limits) {
-  const std::string what = "dataset field '" + f.name + "'";
-  DatasetSource s;
-  s.width = width;
+// A field's source, by the kind of source its object names
+// (dataset/dataset_source_registry.h).
+Result<ParsedSource> parse_source(const Manifest& m, const FieldSpec& f, int64_t width,
+                                  const json& spec, const UploadLookup& uploads,
+                                  const RunRequestLimits& limits) {
+  SourceField field;
+  field.what = "dataset field '" + f.name + "'";
+  field.type = f.type;
+  field.width = width;
+  for (const auto& g : m.generate) field.generators.push_back(g.kernel);
   if (!spec.is_object())
-    return invalid_argument(what +
+    return invalid_argument(field.what +
                             ": expected an object such as {\"values\": [...]} or {\"path\": ...}");
-  LIZARD_RETURN_IF_ERROR(check_source_keys(spec, what));
-  if (spec.contains("values")) {
-    s.kind = DatasetSource::Kind::kInline;
-    LIZARD_ASSIGN_OR_RETURN(s.values,
-                            values_from_json(spec["values"], f.type, {-1, width}, what, rows));
-    return s;
-  }
-  if (spec.contains("path")) {
-    if (!spec["path"].is_string()) return invalid_argument(what + ": `path` must be a string");
-    s.kind = DatasetSource::Kind::kPath;
-    s.path = spec["path"].get<std::string>();
-    const DataRoots& roots = limits.data_roots ? *limits.data_roots : kAnywhere;
-    auto at = roots.locate(s.path);
-    if (!at.ok()) return at.status().with_context(what);
-    std::string fmt;
-    if (spec.contains("format")) {
-      if (!spec["format"].is_string())
-        return invalid_argument(what + ": `format` must be a string");
-      fmt = spec["format"].get<std::string>();
-    }
-    auto format = resolve_file_format(fmt, s.path);
-    if (!format.ok()) return format.status().with_context(what);
-    s.format = format.value();
-    // Opened without blocking, and only a regular file, before any read.
-    auto file = roots.open(at.value());
-    if (!file.ok()) return file.status().with_context(what);
-    auto n = count_rows(&file.value(), s.format, f.type, width);
-    if (!n.ok()) return n.status().with_context(what);
-    *rows = n.value();
-    if (struct stat st{}; ::fstat(file->fd(), &st) == 0)
-      s.row_source = FileIdentity::of(st).key_prefix();
-    return s;
-  }
-  if (spec.contains("generate")) return parse_generate(m, what, spec, std::move(s), rows, seed);
-  if (spec.contains("upload")) {
-    if (!spec["upload"].is_string())
-      return invalid_argument(what + ": `upload` must be a dataset id");
-    if (!uploads) return invalid_argument(what + ": uploads are not available here");
-    auto found = uploads(spec["upload"].get<std::string>());
-    if (!found.ok()) return found.status().with_context(what);
-    s.kind = DatasetSource::Kind::kUpload;
-    s.path = found->first;
-    s.format = found->second;
-    auto n = count_rows(s.path, s.format, f.type, width);
-    if (!n.ok()) {
-      // The upload's id names the file; its place in the server's state
-      // directory means nothing to the client.
-      std::string message = n.status().message();
-      if (message.rfind(s.path + ": ", 0) == 0) message.erase(0, s.path.size() + 2);
-      return Status(n.status().code(),
-                    what + " (upload " + spec["upload"].get<std::string>() + "): " + message);
-    }
-    *rows = n.value();
-    return s;
-  }
-  return invalid_argument(what + ": give `values`, `path`, `upload` or `generate`");
+  return DatasetSourceRegistry::global().parse(spec, field, {limits.data_roots, uploads});
 }
 
 // A row of every dataset field, and all rows of it, must have a size that
@@ -192,17 +76,16 @@ Status parse_dataset(const ProgramImage& image, const json& body, const UploadLo
     LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(f, m, out->params));
     LIZARD_RETURN_IF_ERROR(check_row_bytes(f, width, limits));
     if (!f.input) {
-      DatasetSource none;
+      ParsedSource none;
       none.width = width;
       out->dataset.push_back(std::move(none));
       continue;
     }
     if (!ds.contains(f.name)) return invalid_argument("missing dataset field '" + f.name + "'");
-    int64_t n = 0;
-    uint64_t seed = 0;
-    LIZARD_ASSIGN_OR_RETURN(DatasetSource s,
-                            parse_source(m, f, width, ds[f.name], &n, &seed, uploads, limits));
-    if (s.kind == DatasetSource::Kind::kGenerate) {
+    LIZARD_ASSIGN_OR_RETURN(ParsedSource s, parse_source(m, f, width, ds[f.name], uploads, limits));
+    const int64_t n = s.rows;
+    if (s.seed) {
+      const uint64_t seed = *s.seed;
       if (seeded && seed != out->seed)
         return invalid_argument("dataset field '" + f.name +
                                 "': generated fields must share one seed");
@@ -355,11 +238,8 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
 
 std::vector<std::string> row_sources(const RunRequest& r) {
   std::vector<std::string> out;
-  for (const DatasetSource& s : r.dataset) {
-    if (s.kind == DatasetSource::Kind::kPath && !s.row_source.empty()) out.push_back(s.row_source);
-    if (s.kind == DatasetSource::Kind::kUpload)  // client/upload_cache.h's keys
-      out.push_back(std::filesystem::path(s.path).stem().string() + ":");
-  }
+  for (const ParsedSource& s : r.dataset)
+    if (!s.row_source.empty()) out.push_back(s.row_source);
   return out;
 }
 

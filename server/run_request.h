@@ -12,29 +12,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "dataset/data_roots.h"
+#include "dataset/dataset_source.h"
 #include "dataset/file_format.h"
 #include "exec/executor.h"
 
 namespace lizard {
-
-struct DatasetSource {
-  enum class Kind { kNone, kInline, kPath, kGenerate, kUpload };
-  Kind kind = Kind::kNone;      // kNone: not an input field (allocated on workers)
-  std::vector<uint8_t> values;  // kInline: all rows, row-major
-  std::string path;             // kPath, kUpload (the server's copy)
-  std::string generator;        // kGenerate: a kernel of manifest.generate
-  FileFormat format = FileFormat::kRaw;
-  int64_t width = 1;  // elements per row
-  // kPath: the file as the server found it; "" when it could not tell.
-  std::string row_source;
-};
 
 // How many executors a run needs (min) and may use (max; 0: every one free
 // when it starts); with `gpus_only` (the request said "gpus") only GPUs
@@ -48,7 +36,7 @@ struct ExecutorDemand {
 
 struct RunRequest {
   ParamValues params;
-  std::vector<DatasetSource> dataset;  // manifest.dataset order
+  std::vector<ParsedSource> dataset;  // manifest.dataset order (dataset/dataset_source.h)
   int64_t rows = 0;
   uint64_t seed = 0;                   // of the generate sources
   std::optional<SectionBuffer> state;  // initial state when given
@@ -60,10 +48,6 @@ struct RunRequest {
   // kernels are stopped.
   double timeout_s = 0;
 };
-
-// Finds an uploaded dataset (POST /datasets) by id: its file and format.
-using UploadLookup =
-    std::function<Result<std::pair<std::string, FileFormat>>(const std::string& id)>;
 
 // What one run request may ask of the server.
 struct RunRequestLimits {

@@ -43,7 +43,7 @@ TEST(RunRequest, InlineValuesStateAndIterationCap) {
   EXPECT_EQ(r->max_iterations, 7);  // from the max_iterations param
   ASSERT_EQ(r->dataset.size(), 3u);
   EXPECT_EQ(r->dataset[0].values.size(), 6u * 4);
-  EXPECT_EQ(r->dataset[2].kind, DatasetSource::Kind::kNone);
+  EXPECT_EQ(r->dataset[2].source, nullptr);
   ASSERT_TRUE(r->state);
   EXPECT_EQ(reinterpret_cast<const float*>(r->state->bytes.data())[1], -0.5f);
 }

@@ -12,6 +12,7 @@
 
 #include "client/run_session.h"
 #include "common/clock.h"
+#include "dataset/dataset_source_registry.h"
 #include "dataset/test_files.h"
 #include "program/bundle.h"
 
@@ -153,8 +154,9 @@ class RunSessionTest : public ::testing::Test {
       const double v = static_cast<double>(i);
       payload.append(reinterpret_cast<const char*>(&v), sizeof v);
     }
-    s.fields = {{"x", "inline", 0, payload.size(), "", "", "", ""},
-                {"y", "none", 0, 0, "", "", "", ""}};
+    const auto& sources = DatasetSourceRegistry::global();
+    s.fields = {sources.field("x", "inline"), sources.field("y", "none")};
+    s.fields[0].bytes = payload.size();
     return encode(s.to_message(std::move(payload)));
   }
 

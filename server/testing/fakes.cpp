@@ -232,11 +232,12 @@ void FakeWorker::handle(const std::string& frame) {
         // Uploaded rows are kept by upload and rows, as a worker's cache keeps them.
         const std::string key =
             f.upload + ":" + std::to_string(s->first_row) + "+" + std::to_string(s->rows);
-        if (f.source == "inline") run.rows[f.name] = m.payload.substr(f.offset, f.bytes);
-        if (f.source == "chunks") run.rows[f.name] = chunks_[s->run_id][k];
-        if (f.source == "chunks" && !f.upload.empty()) cached_[key] = run.rows[f.name];
-        if (f.source == "cached" && cached_.count(key)) run.rows[f.name] = cached_[key];
-        if (f.source == "cached" && !cached_.count(key))
+        const RowDelivery how = f.delivery;
+        if (how == RowDelivery::kRows) run.rows[f.name] = m.payload.substr(f.offset, f.bytes);
+        if (how == RowDelivery::kChunks) run.rows[f.name] = chunks_[s->run_id][k];
+        if (how == RowDelivery::kChunks && !f.upload.empty()) cached_[key] = run.rows[f.name];
+        if (how == RowDelivery::kCached && cached_.count(key)) run.rows[f.name] = cached_[key];
+        if (how == RowDelivery::kCached && !cached_.count(key))
           ready.missing.push_back(static_cast<int64_t>(k));
       }
       chunks_.erase(s->run_id);

@@ -1,5 +1,7 @@
 #include "protocol/messages.h"
 
+#include "dataset/dataset_source_registry.h"
+
 namespace lizard {
 
 using nlohmann::json;
@@ -176,11 +178,8 @@ Message RunStartMsg::to_message(std::string payload) const {
   for (const auto& e : parts)
     p.push_back({{"executor", e.executor}, {"first_row", e.first_row}, {"rows", e.rows}});
   for (const auto& s : fields) {
-    json j = {{"name", s.name}, {"source", s.source}};
-    if (s.source == "inline") j.update({{"offset", s.offset}, {"bytes", s.bytes}});
-    if (s.source == "path") j.update({{"path", s.path}, {"format", s.format}});
-    if (s.source == "generate") j["kernel"] = s.kernel;
-    if (!s.upload.empty()) j["upload"] = s.upload;
+    json j = {{"name", s.name}, {"source", "none"}};
+    if (s.source) s.source->encode(s, &j);  // its own keys
     f.push_back(std::move(j));
   }
   return Message{MessageType::kRunStart,
@@ -220,15 +219,17 @@ Result<RunStartMsg> RunStartMsg::parse(const json& h) {
   r.array("fields", [&](const json& e) {
     HeaderReader fr(e, "run_start field");
     FieldSource s;
+    std::string source = "none";
     fr.str("name", &s.name);
-    fr.str("source", &s.source);
-    fr.u64("offset", &s.offset);
-    fr.u64("bytes", &s.bytes);
-    fr.str("path", &s.path);
-    fr.str("format", &s.format);
-    fr.str("kernel", &s.kernel);
-    fr.str("upload", &s.upload);
+    fr.str("source", &source);
     if (!fr.status().ok()) return r.fail(fr.status().message());
+    auto kind = DatasetSourceRegistry::global().for_wire(source);
+    if (!kind.ok()) return r.fail("run_start field: " + kind.status().message());
+    s.source = kind.value();
+    if (s.source) {
+      Status read = s.source->decode(source, e, &s);
+      if (!read.ok()) return r.fail("run_start field: " + read.message());
+    }
     m.fields.push_back(std::move(s));
   });
   r.array("data_roots", [&](const json& e) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "dataset/dataset_source.h"
 #include "exec/executor.h"
 #include "protocol/iteration_messages.h"
 #include "protocol/wire.h"
@@ -70,16 +71,6 @@ struct PartSpec {
   int64_t rows = 0;
 };
 
-// Where one dataset field's rows come from, in a run_start.
-struct FieldSource {
-  std::string name;
-  std::string source = "none";     // inline | path | generate | chunks | cached | none
-  uint64_t offset = 0, bytes = 0;  // inline: where the rows lie in the payload
-  std::string path, format;        // path
-  std::string kernel;              // generate
-  std::string upload;              // chunks, cached: the uploaded dataset the rows are of
-};
-
 // server → worker: load these rows and get ready to iterate.  Payload: inline rows.
 struct RunStartMsg {
   std::string run_id, hash;
@@ -87,7 +78,7 @@ struct RunStartMsg {
   uint64_t seed = 0;
   int64_t first_row = 0, rows = 0;
   std::vector<PartSpec> parts;
-  std::vector<FieldSource> fields;
+  std::vector<FieldSource> fields;  // dataset/dataset_source.h
   // The server's --data-root directories: `path` fields must lie in them,
   // and the worker opens them there (none: any path the worker may read).
   std::vector<std::string> data_roots;

@@ -97,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // An accepted request is consistent: one source per dataset field and a
   // positive row count and iteration cap.
   for (const auto& source : r->dataset)
-    if (source.kind == lizard::DatasetSource::Kind::kPath) {
+    if (source.source && source.source->delivery() == lizard::RowDelivery::kFile) {
       std::fprintf(stderr, "parse_run_request accepted a path outside the data roots\n");
       std::abort();
     }

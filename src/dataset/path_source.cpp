@@ -1,0 +1,80 @@
+// The `path` source: a file on the machines' shared file system, under the
+// data roots ({"path": ..., "format": ...}).  The server counts its rows;
+// each worker reads only its own rows on each executor's turn
+// ({"source": "path", "path", "format"}), or names the rows its executors
+// keep from an earlier run under the file's identity (file_rows_key.h).
+#include <sys/stat.h>
+
+#include "dataset/dataset_file.h"
+#include "dataset/dataset_source.h"
+#include "dataset/file_rows_key.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+namespace {
+
+const DataRoots kAnywhere;
+
+class PathSource final : public DatasetSource {
+ public:
+  std::vector<std::string> request_keys() const override { return {"path", "format"}; }
+  std::vector<std::string> wire_names() const override { return {"path"}; }
+  RowDelivery delivery() const override { return RowDelivery::kFile; }
+
+  Result<ParsedSource> parse(const json& spec, const SourceField& field,
+                             const SourceContext& context) const override {
+    const std::string& what = field.what;
+    if (!spec["path"].is_string()) return invalid_argument(what + ": `path` must be a string");
+    ParsedSource p;
+    p.path = spec["path"].get<std::string>();
+    const DataRoots& roots = context.data_roots ? *context.data_roots : kAnywhere;
+    auto at = roots.locate(p.path);
+    if (!at.ok()) return at.status().with_context(what);
+    std::string fmt;
+    if (spec.contains("format")) {
+      if (!spec["format"].is_string())
+        return invalid_argument(what + ": `format` must be a string");
+      fmt = spec["format"].get<std::string>();
+    }
+    auto format = resolve_file_format(fmt, p.path);
+    if (!format.ok()) return format.status().with_context(what);
+    p.format = format.value();
+    // Opened without blocking, and only a regular file, before any read.
+    auto file = roots.open(at.value());
+    if (!file.ok()) return file.status().with_context(what);
+    auto n = count_rows(&file.value(), p.format, field.type, field.width);
+    if (!n.ok()) return n.status().with_context(what);
+    p.rows = n.value();
+    if (struct stat st{}; ::fstat(file->fd(), &st) == 0)
+      p.row_source = FileIdentity::of(st).key_prefix();
+    return p;
+  }
+
+  Status to_wire(const ParsedSource& parsed, const WireRows&, FieldSource* out,
+                 std::string*) const override {
+    out->delivery = RowDelivery::kFile;
+    out->path = parsed.path;
+    out->format = file_format_name(parsed.format);
+    return Status::Ok();
+  }
+
+  void encode(const FieldSource& field, json* out) const override {
+    out->update({{"source", "path"}, {"path", field.path}, {"format", field.format}});
+  }
+
+  Status decode(std::string_view, const json& in, FieldSource* field) const override {
+    field->delivery = RowDelivery::kFile;
+    LIZARD_RETURN_IF_ERROR(read_wire(in, "path", &field->path));
+    return read_wire(in, "format", &field->format);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<const DatasetSource> make_path_source() {
+  return std::make_unique<PathSource>();
+}
+
+}  // namespace lizard
