@@ -203,11 +203,11 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
           d.shared[k] = {all, off, n,
                          held->second.key + "@" + std::to_string(off) + "+" + std::to_string(n)};
           if (ctx_.kept_catalog)
-            ctx_.kept_catalog->note(d.shared[k].key,
-                                    "upload " + src.upload + " rows " +
-                                        std::to_string(d.first_row) + ".." +
-                                        std::to_string(d.first_row + d.rows),
-                                    n);
+            ctx_.kept_catalog->note({d.shared[k].key,
+                                     "upload " + src.upload + " rows " +
+                                         std::to_string(d.first_row) + ".." +
+                                         std::to_string(d.first_row + d.rows),
+                                     n, src.upload, d.first_row, d.rows});
         } else {
           buf.assign(all->begin() + static_cast<long>(off),
                      all->begin() + static_cast<long>(off + n));
