@@ -3,8 +3,17 @@
 namespace lizard {
 
 void KeptRowsCatalog::note(const std::string& key, std::string description, uint64_t bytes) {
+  note(KeptRowsEntry{key, std::move(description), bytes});
+}
+
+void KeptRowsCatalog::note(KeptRowsEntry entry) {
   std::lock_guard<std::mutex> l(mu_);
-  notes_[key] = {std::move(description), bytes};
+  const std::string key = entry.key;
+  notes_[key] = std::move(entry);
+}
+
+void KeptRowsCatalog::note(const FileRowsKey& key) {
+  note(KeptRowsEntry{key.key(), key.description(), key.bytes(), key.path, key.first_row, key.rows});
 }
 
 std::vector<KeptRowsEntry> KeptRowsCatalog::describe(const std::vector<std::string>& keys) const {
@@ -12,11 +21,16 @@ std::vector<KeptRowsEntry> KeptRowsCatalog::describe(const std::vector<std::stri
   std::vector<KeptRowsEntry> out;
   for (const std::string& key : keys) {
     auto it = notes_.find(key);
-    if (it == notes_.end())
-      out.push_back({key, key, 0});
-    else
-      out.push_back({key, it->second.description, it->second.bytes});
+    out.push_back(it == notes_.end() ? KeptRowsEntry{key, key, 0} : it->second);
   }
+  return out;
+}
+
+std::set<std::string> KeptRowsCatalog::keys_of(const std::string& source) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::set<std::string> out;
+  for (const auto& [key, entry] : notes_)
+    if (entry.source == source) out.insert(key);
   return out;
 }
 

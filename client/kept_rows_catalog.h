@@ -1,12 +1,16 @@
 // KeptRowsCatalog: what the rows a worker's executors keep are, by key
 // (exec/kept_rows.h): a description for people ("/data/x.npy rows 0..1048576
-// (float32 x 32)", "upload u5f3a… rows 0..4096") and their bytes.  Executors
-// know their kept rows by key alone; the worker notes each key it sends rows
-// under, and describes its executors' keys in its resource reports, which the
-// server lists and places runs by.  Thread-safe.
+// (float32 x 32)", "upload u5f3a… rows 0..4096"), their bytes, and their
+// source (the path as runs named it, or the upload's id) and row range.
+// Executors know their kept rows by key alone; the worker notes each key it
+// sends rows under, describes its executors' keys in its resource reports,
+// which the server lists and places runs by, and finds the keys of a source
+// to drop.  Thread-safe.
 //
-//   catalog.note(key, "upload u1 rows 0..10", 4096);
+//   catalog.note({key, "upload u1 rows 0..10", 4096, "u1", 0, 10});
+//   catalog.note(file_rows_key);  // a FileRowsKey's key, description, path and rows
 //   std::vector<KeptRowsEntry> e = catalog.describe(executor.kept_rows());
+//   std::set<std::string> keys = catalog.keys_of("/data/x.npy");
 //   catalog.retain(every_key_still_kept);
 #pragma once
 
@@ -17,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset/file_rows_key.h"
 #include "protocol/messages.h"
 
 namespace lizard {
@@ -24,18 +29,18 @@ namespace lizard {
 class KeptRowsCatalog {
  public:
   void note(const std::string& key, std::string description, uint64_t bytes);
+  void note(KeptRowsEntry entry);
+  void note(const FileRowsKey& key);
   // Each key with what was noted of it (a key never noted: itself, 0 bytes).
   std::vector<KeptRowsEntry> describe(const std::vector<std::string>& keys) const;
+  // The keys noted with this source.
+  std::set<std::string> keys_of(const std::string& source) const;
   // Forgets the keys not in `keys` (rows no executor keeps any more).
   void retain(const std::set<std::string>& keys);
 
  private:
-  struct Note {
-    std::string description;
-    uint64_t bytes = 0;
-  };
   mutable std::mutex mu_;
-  std::map<std::string, Note> notes_;  // GUARDED_BY(mu_)
+  std::map<std::string, KeptRowsEntry> notes_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace lizard

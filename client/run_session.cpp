@@ -241,11 +241,11 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
               nullptr, 0, n,
               key.empty() ? key : key + "@" + std::to_string(off) + "+" + std::to_string(n)};
           if (ctx_.kept_catalog && !key.empty())
-            ctx_.kept_catalog->note(d.shared[k].key,
-                                    "upload " + src.upload + " rows " +
-                                        std::to_string(d.first_row) + ".." +
-                                        std::to_string(d.first_row + d.rows),
-                                    n);
+            ctx_.kept_catalog->note({d.shared[k].key,
+                                     "upload " + src.upload + " rows " +
+                                         std::to_string(d.first_row) + ".." +
+                                         std::to_string(d.first_row + d.rows),
+                                     n, src.upload, d.first_row, d.rows});
         } else {
           const std::string_view rows = all->view(off, n);
           buf.assign(rows.begin(), rows.end());

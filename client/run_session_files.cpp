@@ -69,7 +69,7 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
       d->file_rows[ff.k] = std::move(located).value();
       d->shared[ff.k] = {nullptr, 0, bytes, name};
       file_bytes_read_ += bytes;
-      if (ctx_.kept_catalog) ctx_.kept_catalog->note(name, key.description(), bytes);
+      if (ctx_.kept_catalog) ctx_.kept_catalog->note(key);
       continue;
     }
     auto rows = std::make_shared<std::vector<uint8_t>>(bytes);
@@ -80,7 +80,7 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
       continue;
     }
     d->shared[ff.k] = {std::move(rows), 0, bytes, name};
-    if (ctx_.kept_catalog) ctx_.kept_catalog->note(name, key.description(), bytes);
+    if (ctx_.kept_catalog) ctx_.kept_catalog->note(key);
   }
   return Status::Ok();
 }

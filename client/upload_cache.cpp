@@ -39,4 +39,15 @@ size_t UploadCache::bytes() const {
   return bytes_;
 }
 
+void UploadCache::erase_upload(const std::string& upload) {
+  const std::string prefix = upload + ":";
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto it = index_.lower_bound(prefix);
+       it != index_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    bytes_ -= it->second->rows ? it->second->rows->size() : 0;
+    lru_.erase(it->second);
+    it = index_.erase(it);
+  }
+}
+
 }  // namespace lizard

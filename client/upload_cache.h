@@ -9,6 +9,7 @@
 //   std::string key = UploadCache::key("u5f3a…", first_row, rows, row_bytes);
 //   if (auto rows = cache.find(key)) ...;    // shared, read-only
 //   cache.put(key, rows_as_received);
+//   cache.erase_upload("u5f3a…");           // the upload was deleted
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,8 @@ class UploadCache {
   // Keeps `rows` unless they alone exceed the budget; evicts to make room.
   void put(const std::string& key, Rows rows);
   size_t bytes() const;
+  // Lets go of every rows of `upload` (its key's prefix).
+  void erase_upload(const std::string& upload);
 
  private:
   struct Entry {

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "client/row_staging.h"
 #include "client/run_session.h"
 #include "client/session_routes.h"
 #include "client/worker_connection.h"
@@ -68,7 +69,9 @@ struct WorkerDaemon::Impl {
   std::map<std::string, std::map<size_t, std::shared_ptr<UploadRows>>> chunks;
   // What the connection's io thread hands the daemon's thread, in order.
   struct InboxItem {
-    enum Kind { kConnected, kFrame, kLost } kind;
+    // kStaged: rows were staged or dropped; `frame`, the answer to send
+    // once the kept rows are reported anew (empty: none).
+    enum Kind { kConnected, kFrame, kLost, kStaged } kind;
     std::string frame;
   };
   Mailbox<InboxItem> inbox;
@@ -86,6 +89,7 @@ struct WorkerDaemon::Impl {
   std::vector<Resources> measured, reported;
   std::unique_ptr<WorkerConnection> conn;
   std::atomic<bool> stopping{false};
+  std::unique_ptr<RowStaging> staging;  // stage_rows and drop_rows, on a thread of its own
 
   Executor& executor(size_t i) { return *executors[i]->executor; }
   HelloMsg hello();
@@ -155,6 +159,9 @@ void WorkerDaemon::Impl::handle(std::string frame) {
     case MessageType::kLoop:
     case MessageType::kRunEnd:
       return to_session(run_id, std::move(frame), /*starts=*/false);
+    case MessageType::kStageRows:
+    case MessageType::kDropRows:
+      return staging->post(std::move(frame));
     case MessageType::kRunAbort:  // cancelled, or past its time limit: stop its kernels now
       if (auto it = sessions.find(run_id); it != sessions.end()) {
         spdlog::info("run {}: aborted by the server", run_id);
@@ -403,6 +410,10 @@ bool WorkerDaemon::run() {
   d->conn = std::make_unique<WorkerConnection>(d->opts.host, d->opts.port, d->opts.token,
                                                std::move(callbacks), d->opts.server_timeout_s,
                                                d->opts.tls);
+  d->staging = std::make_unique<RowStaging>(
+      &d->executors, &d->kept_catalog, d->uploads.get(), &d->data_roots, [d](std::string reply) {
+        d->inbox.push({Impl::InboxItem::kStaged, std::move(reply)});
+      });
   d->builder = std::thread([d] {
     while (auto frame = d->builds.pop())
       if (!d->builds_stopped) d->build_program(*frame);
@@ -420,6 +431,9 @@ bool WorkerDaemon::run() {
       d->send(d->hello().to_message());
     } else if (item->kind == Impl::InboxItem::kLost) {  // drop the runs, keep built programs
       d->abort_sessions();
+    } else if (item->kind == Impl::InboxItem::kStaged) {  // the kept rows first, then the answer
+      d->refresh_resources();
+      if (!item->frame.empty()) d->conn->send(std::move(item->frame));
     } else {
       d->handle(std::move(item->frame));
     }
@@ -433,12 +447,14 @@ bool WorkerDaemon::run() {
                     e->executor->info().kind, e->executor->info().name);
       d->abort_sessions();
       d->stop_builder();
+      d->staging.reset();
       d->conn->stop();
       return true;
     }
   }
   d->abort_sessions();
   d->stop_builder();
+  d->staging.reset();
   d->conn->stop();
   return false;
 }

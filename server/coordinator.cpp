@@ -241,6 +241,10 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
       workers.answered(worker_id);  // sent between runs
       if (auto r = ResourcesMsg::parse(m.header); r.ok()) workers.resources(worker_id, *r);
       return;
+    case MessageType::kRowsStaged:
+      workers.answered(worker_id);
+      if (auto r = RowsStagedMsg::parse(m.header); r.ok()) stager.on_reply(worker_id, *r);
+      return;
     case MessageType::kRunReady:
     case MessageType::kLoopStep:
     case MessageType::kRunOutputs: {

@@ -20,6 +20,7 @@
 #include "server/dataset_store.h"
 #include "server/http_routes.h"
 #include "server/program_registry.h"
+#include "server/row_stager.h"
 #include "server/run_book.h"
 #include "server/run_driver.h"
 #include "server/scheduler.h"
@@ -45,6 +46,7 @@ struct Coordinator::Impl : RouteActions {
   DatasetStore datasets;
   Scheduler scheduler;
   ServerMetrics metrics{&workers, &runs};
+  RowStager stager;  // POST /datasets/stage and /datasets/drop
   HttpRoutes routes;
   // The request pool: POST /programs and /runtime/... work off the io
   // thread; nothing on it waits on user code.
@@ -80,9 +82,11 @@ struct Coordinator::Impl : RouteActions {
         runs(opts.state_dir),
         datasets(opts.state_dir),
         scheduler({opts.max_bypass}),
+        stager(&workers, opts.data_roots.roots()),
         routes({opts.token, opts.read_token},
                {&programs, &workers, &runs, &datasets, this, &metrics,
-                [this](std::function<void()> f) { boost::asio::post(pool, std::move(f)); }}) {}
+                [this](std::function<void()> f) { boost::asio::post(pool, std::move(f)); }, &stager,
+                &opts.data_roots}) {}
 
   // ---- RouteActions --------------------------------------------------------
   void register_program(std::string body, Responder respond) override;

@@ -192,15 +192,12 @@ const std::vector<HttpRoutes::Route>& HttpRoutes::table() {
       {{"GET", "/runtimes/{id}/fields/{name}"},
        [](HttpRoutes* h, C& c, R& r) { h->get_field(c, r); }},
       {{"POST", "/datasets"}, [](HttpRoutes* h, C& c, R& r) { h->post_dataset(c, r); }},
-      {{"GET", "/datasets"},
-       [](HttpRoutes* h, C&, R& r) { r(json_response(200, h->s_.datasets->list())); }},
+      {{"GET", "/datasets"}, [](HttpRoutes* h, C& c, R& r) { h->get_datasets(c, r); }},
+      {{"POST", "/datasets/stage"}, [](HttpRoutes* h, C& c, R& r) { h->post_stage(c, r); }},
+      {{"POST", "/datasets/drop"}, [](HttpRoutes* h, C& c, R& r) { h->post_drop(c, r); }},
       {{"GET", "/datasets/{id}"},
        [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.datasets->get(c.path["id"])); }},
-      {{"DELETE", "/datasets/{id}"},
-       [](HttpRoutes* h, C& c, R& r) {
-         Status st = h->s_.datasets->remove(c.path["id"]);
-         r(st.ok() ? json_response(200, {{"deleted", c.path["id"]}}) : error_response(st));
-       }},
+      {{"DELETE", "/datasets/{id}"}, [](HttpRoutes* h, C& c, R& r) { h->delete_dataset(c, r); }},
   };
   return routes;
 }

@@ -28,8 +28,10 @@
 
 namespace lizard {
 
+class DataRoots;
 class DatasetStore;
 class ProgramRegistry;
+class RowStager;
 class RunBook;
 class ServerMetrics;
 class WorkerRegistry;
@@ -66,6 +68,8 @@ struct RouteServices {
   RouteActions* actions = nullptr;
   ServerMetrics* metrics = nullptr;  // GET /metrics, and counts every answer; may be null
   std::function<void(std::function<void()>)> offload;  // runs work off the io thread
+  RowStager* stager = nullptr;            // POST /datasets/stage and /datasets/drop; may be null
+  const DataRoots* data_roots = nullptr;  // where staged files may lie; null: anywhere
 };
 
 // The HTTP status for an error Status.
@@ -109,6 +113,11 @@ class HttpRoutes {
   void get_program(Call& c, Responder& r);
   void get_field(Call& c, Responder& r);
   void post_dataset(Call& c, Responder& r);
+  // http_routes_datasets.cpp: the listing, removal, staging and dropping of datasets.
+  void get_datasets(Call& c, Responder& r);
+  void delete_dataset(Call& c, Responder& r);
+  void post_stage(Call& c, Responder& r);
+  void post_drop(Call& c, Responder& r);
 
   RoutesOptions opts_;
   RouteServices s_;

@@ -297,7 +297,8 @@ TEST_F(HttpRoutesTest, DatasetsAreStoredListedAndDeleted) {
   EXPECT_EQ(body(created)["id"], id);
   EXPECT_EQ(body(created)["shape"], json::array({3}));
 
-  EXPECT_EQ(body(call(r, "GET", "/datasets")).size(), 1u);
+  EXPECT_EQ(body(call(r, "GET", "/datasets"))["uploads"].size(), 1u);
+  EXPECT_EQ(body(call(r, "GET", "/datasets"))["kept"], json::array());
   EXPECT_EQ(body(call(r, "GET", "/datasets/" + id))["dtype"], "float32");
   EXPECT_EQ(body(call(r, "DELETE", "/datasets/" + id))["deleted"], id);
   EXPECT_EQ(call(r, "GET", "/datasets/" + id).status, 404);
@@ -316,7 +317,7 @@ TEST_F(HttpRoutesTest, AnUploadThatIsNotItsFormatIsRefused) {
   HttpResponse out{0, "", ""};
   r.handle(std::move(req), [&](HttpResponse resp) { out = std::move(resp); });
   EXPECT_EQ(out.status, 400) << out.body;
-  EXPECT_TRUE(body(call(r, "GET", "/datasets")).empty());
+  EXPECT_TRUE(body(call(r, "GET", "/datasets"))["uploads"].empty());
 }
 
 // The network layer hands over an upload whose body met a full disk: the
@@ -335,7 +336,7 @@ TEST_F(HttpRoutesTest, AnUploadThatMetAFullDiskIsAnswered507) {
   EXPECT_EQ(body(out)["error"],
             "the server's disk is full: upload " + id +
                 " was not stored (free space in its --state-dir and try again)");
-  EXPECT_TRUE(body(call(r, "GET", "/datasets")).empty());
+  EXPECT_TRUE(body(call(r, "GET", "/datasets"))["uploads"].empty());
 }
 
 TEST(HttpStatus, ErrorCodesMapToWhatClientsExpect) {

@@ -23,6 +23,12 @@ json ProgramBuild::to_json() const {
   return {{"error", error}};
 }
 
+json kept_rows_json(const KeptRowsEntry& k) {
+  json j = {{"key", k.key}, {"description", k.description}, {"bytes", k.bytes}};
+  if (!k.source.empty()) j["source"] = k.source, j["rows"] = {k.first_row, k.first_row + k.rows};
+  return j;
+}
+
 json WorkerRegistry::Worker::to_json() const {
   json hw = hello.to_json();
   hw.erase("slurm_job_id");  // shown once, beside the worker's id
@@ -31,8 +37,7 @@ json WorkerRegistry::Worker::to_json() const {
     hw["executors"][i]["runs_served"] = runs_served[i];
     json rows = json::array();
     if (i < kept.size())
-      for (const auto& k : kept[i])
-        rows.push_back({{"key", k.key}, {"description", k.description}, {"bytes", k.bytes}});
+      for (const auto& k : kept[i]) rows.push_back(kept_rows_json(k));
     hw["executors"][i]["kept_rows"] = std::move(rows);
   }
   json j = {{"id", id},
@@ -266,6 +271,19 @@ std::vector<ExecutorSlot> WorkerRegistry::slots(const std::vector<ExecutorRef>& 
     const ExecutorInfo& info = ex[static_cast<size_t>(e.index)];
     out.push_back({e.worker_id, e.index, info.weight,
                    static_cast<int64_t>(std::min<uint64_t>(info.free_memory, INT64_MAX))});
+  }
+  return out;
+}
+
+std::vector<KeptRowsReport> WorkerRegistry::kept_rows() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<KeptRowsReport> out;
+  for (const auto& [id, w] : workers_) {
+    if (!w.joined) continue;
+    for (size_t i = 0; i < w.kept.size(); ++i) {
+      const bool in_use = i < w.serving.size() && !w.serving[i].empty();
+      for (const KeptRowsEntry& k : w.kept[i]) out.push_back({id, static_cast<int>(i), in_use, k});
+    }
   }
   return out;
 }

@@ -46,6 +46,17 @@ struct ExecutorReport {
   uint64_t runs_served = 0;  // runs placed on it since the worker joined
 };
 
+// Rows one executor keeps for later runs, as its worker last reported them.
+struct KeptRowsReport {
+  std::string worker_id;
+  int executor = 0;
+  bool in_use = false;  // the executor serves a run (or a stage) now
+  KeptRowsEntry rows;
+};
+
+// {key, description, bytes, and source and rows [begin, end] when known}.
+nlohmann::json kept_rows_json(const KeptRowsEntry& k);
+
 struct ProgramBuild {
   BuildState state = BuildState::kBuilding;
   std::string error;
@@ -102,7 +113,8 @@ class WorkerRegistry {
   std::vector<WorkerView> view() const;  // for the scheduler
   size_t joined() const;
   std::vector<ExecutorReport> executor_reports() const;
-  nlohmann::json to_json() const;  // GET /clients
+  std::vector<KeptRowsReport> kept_rows() const;  // of every joined worker, in id order
+  nlohmann::json to_json() const;                 // GET /clients
   Result<nlohmann::json> to_json(const std::string& id) const;
 
  private:

@@ -48,7 +48,7 @@ def lloyd(points, centroids, max_iterations, threshold):
 
 def uploads(cluster):
     with urllib.request.urlopen(cluster.uri + "/datasets", timeout=10) as r:
-        return json.loads(r.read())
+        return json.loads(r.read())["uploads"]
 
 
 def wait_until(ready, timeout=60):

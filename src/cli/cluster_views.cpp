@@ -15,8 +15,9 @@ namespace {
 
 constexpr size_t kLongestValueLine = 160;
 
-// Rows of cells, columns padded to their widest cell, two spaces apart.
-std::string table(const std::vector<std::vector<std::string>>& rows) {
+}  // namespace
+
+std::string text_table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
   for (const auto& r : rows)
     for (size_t i = 0; i < r.size(); ++i) {
@@ -31,6 +32,12 @@ std::string table(const std::vector<std::vector<std::string>>& rows) {
     out += line + "\n";
   }
   return out;
+}
+
+namespace {
+
+std::string table(const std::vector<std::vector<std::string>>& rows) {
+  return text_table(rows);
 }
 
 std::string str(const json& j, const char* key, const std::string& otherwise = "") {

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace lizard {
 
@@ -34,6 +35,9 @@ std::string result_lines(const nlohmann::json& record, const std::string& out_di
 // Each worker with its host, backend, executors (free memory, the run each
 // serves) and the programs it has built (named from `programs`).
 std::string workers_view(const nlohmann::json& clients, const nlohmann::json& programs);
+
+// Rows of cells, columns padded to their widest cell, two spaces apart.
+std::string text_table(const std::vector<std::vector<std::string>>& rows);
 
 // "1.5 GiB", "512 MiB", "12 KiB", "17 B"
 std::string bytes_text(uint64_t bytes);

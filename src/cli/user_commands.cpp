@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/cluster_views.h"
+#include "cli/dataset_views.h"
 #include "cli/run_command.h"
 #include "common/auth.h"
 
@@ -68,6 +69,9 @@ struct UserCommands::Impl {
   CLI::App* status = nullptr;
   CLI::App* cancel = nullptr;
   CLI::App* workers = nullptr;
+  CLI::App* datasets_cmd = nullptr;
+  CLI::App* datasets_rm = nullptr;
+  CLI::App* stage = nullptr;
 
   // lizard run
   RunOptions run_options;
@@ -80,6 +84,10 @@ struct UserCommands::Impl {
   bool wait = false;
   bool json_out = false;
   FollowOptions follow;
+  // lizard datasets [rm] / stage
+  std::string target;  // an upload's id or a path
+  int64_t stage_executors = 0, stage_width = 0;
+  std::string stage_format, stage_dtype;
 
   void add_run(CLI::App* app);
   void add_others(CLI::App* app);
@@ -93,6 +101,10 @@ struct UserCommands::Impl {
   int do_status();
   int do_cancel() const;
   int do_workers() const;
+  void add_datasets(CLI::App* app);
+  int do_datasets() const;
+  int do_datasets_rm() const;
+  int do_stage() const;
 };
 
 void UserCommands::Impl::add_run(CLI::App* app) {
@@ -227,9 +239,76 @@ int UserCommands::Impl::do_workers() const {
   return 0;
 }
 
+void UserCommands::Impl::add_datasets(CLI::App* app) {
+  datasets_cmd =
+      app->add_subcommand("datasets", "List the uploads and the rows workers keep for later runs");
+  datasets_cmd->add_flag("--json", json_out, "Print the server's JSON (GET /datasets)");
+  add_server_flags(datasets_cmd, &server);
+  datasets_rm = datasets_cmd->add_subcommand(
+      "rm", "Delete an upload and drop its kept rows, or drop the kept rows of a path");
+  datasets_rm->add_option("target", target, "An upload's id, or a path as runs named it")
+      ->required();
+  add_server_flags(datasets_rm, &server);
+
+  stage = app->add_subcommand("stage", "Load a file's rows onto executors before any run");
+  stage->add_option("file", target, "An .npy or raw file, as the server sees it")->required();
+  stage->add_option("--executors", stage_executors, "How many executors (default: every free one)")
+      ->check(CLI::PositiveNumber);
+  stage->add_option("--format", stage_format, "npy or raw (default: from the extension)")
+      ->check(CLI::IsMember({"npy", "raw"}));
+  stage->add_option("--dtype", stage_dtype, "A raw file's element type, e.g. float32");
+  stage->add_option("--width", stage_width, "A raw file's values per row")
+      ->check(CLI::PositiveNumber);
+  stage->add_flag("--json", json_out, "Print the server's JSON");
+  add_server_flags(stage, &server);
+}
+
+int UserCommands::Impl::do_datasets() const {
+  auto a = api();
+  if (!a.ok()) return usage_error("datasets", a.status());
+  auto list = a->get("/datasets");
+  if (!list.ok()) return server_error(list.status());
+  std::cout << (json_out ? list->dump(2) + "\n" : datasets_view(*list));
+  return 0;
+}
+
+int UserCommands::Impl::do_datasets_rm() const {
+  auto a = api();
+  if (!a.ok()) return usage_error("datasets rm", a.status());
+  if (looks_like_upload_id(target)) {
+    auto deleted = a->del("/datasets/" + target);
+    if (deleted.ok()) {
+      std::cout << "deleted upload " << target << "; its kept rows dropped on "
+                << deleted->value("workers_told", 0) << " worker(s)\n";
+      return 0;
+    }
+    if (deleted.status().code() != Code::kNotFound) return server_error(deleted.status());
+  }
+  auto dropped = a->post("/datasets/drop", json{{"source", target}}, 60);
+  if (!dropped.ok()) return server_error(dropped.status());
+  std::cout << "dropped the kept rows of " << target << " on " << dropped->value("workers_told", 0)
+            << " worker(s)\n";
+  return 0;
+}
+
+int UserCommands::Impl::do_stage() const {
+  auto a = api();
+  if (!a.ok()) return usage_error("stage", a.status());
+  json body = looks_like_upload_id(target) ? json{{"upload", target}} : json{{"path", target}};
+  if (stage_executors > 0) body["executors"] = stage_executors;
+  if (!stage_format.empty()) body["format"] = stage_format;
+  if (!stage_dtype.empty()) body["dtype"] = stage_dtype;
+  if (stage_width > 0) body["width"] = stage_width;
+  auto staged = a->post("/datasets/stage", body);
+  if (!staged.ok()) return server_error(staged.status());
+  std::cout << (json_out ? staged->dump(2) + "\n" : staged_view(*staged));
+  return 0;
+}
+
 UserCommands::UserCommands(CLI::App* app) : impl_(new Impl) {
   impl_->add_run(app);
   impl_->add_others(app);
+  impl_->add_datasets(app);
 }
 
 UserCommands::~UserCommands() = default;
@@ -240,6 +319,9 @@ std::optional<int> UserCommands::run() const {
   if (impl_->status->parsed()) return impl_->do_status();
   if (impl_->cancel->parsed()) return impl_->do_cancel();
   if (impl_->workers->parsed()) return impl_->do_workers();
+  if (impl_->datasets_rm->parsed()) return impl_->do_datasets_rm();
+  if (impl_->datasets_cmd->parsed()) return impl_->do_datasets();
+  if (impl_->stage->parsed()) return impl_->do_stage();
   return std::nullopt;
 }
 

@@ -7,6 +7,8 @@
 //   lizard status ID [--wait] [--out DIR]                one run
 //   lizard cancel ID...                                  cancel runs
 //   lizard workers                                       workers, GPUs, programs built
+//   lizard datasets [rm ID|PATH]                         uploads and kept rows; remove them
+//   lizard stage FILE [--executors N]                    load a file's rows before any run
 //
 // Each takes -a/--address (default $LIZARD_ADDRESS, else 127.0.0.1),
 // -p/--port (5000) and --token (default $LIZARD_TOKEN), and --json where it

@@ -25,6 +25,11 @@ Status read_file_fields(PartitionData* data, int threads) {
   return Status::Ok();
 }
 
+Status Executor::keep_file_rows(const std::string& key, const FileRows& where) {
+  (void)where;
+  return Status(Code::kConflict, info().name + " keeps no rows for later runs (rows " + key + ")");
+}
+
 nlohmann::json ExecutorInfo::to_json() const {
   nlohmann::json j = {{"kind", kind},
                       {"name", name},

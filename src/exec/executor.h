@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -172,6 +173,14 @@ class Executor {
   // (PartitionData::SharedRows::key), which a later begin_run may name by
   // key alone.  Executors that keep none: empty.
   virtual std::vector<std::string> kept_rows() const { return {}; }
+  // Reads `where` (checking the file's identity) and keeps its rows under
+  // `key`, as if a run had loaded them, evicting the least recently used
+  // kept rows for room; between runs only.  kTooLarge when they cannot fit
+  // the kept-rows budget; executors that keep no rows: kConflict.
+  virtual Status keep_file_rows(const std::string& key, const FileRows& where);
+  // Lets go of the kept rows under these keys (those it does not keep are
+  // ignored); between runs only.
+  virtual void forget_kept_rows(const std::set<std::string>& keys) { (void)keys; }
   // Measures how busy the device is now into info().utilization and
   // info().launch_delay_us; executors without such telemetry (the CPU
   // backend) leave them unknown.

@@ -385,8 +385,12 @@ Message ResourcesMsg::to_message() const {
     json all = json::array();
     for (const auto& one : kept) {
       json list = json::array();
-      for (const auto& e : one)
-        list.push_back({{"key", e.key}, {"description", e.description}, {"bytes", e.bytes}});
+      for (const auto& e : one) {
+        json entry = {{"key", e.key}, {"description", e.description}, {"bytes", e.bytes}};
+        if (!e.source.empty())
+          entry["source"] = e.source, entry["rows"] = {e.first_row, e.first_row + e.rows};
+        list.push_back(std::move(entry));
+      }
       all.push_back(std::move(list));
     }
     h["kept"] = std::move(all);
@@ -419,6 +423,16 @@ Result<ResourcesMsg> ResourcesMsg::parse(const json& h) {
       er.str("key", &k.key);
       er.str("description", &k.description);
       er.u64("bytes", &k.bytes);
+      er.str("source", &k.source);
+      std::vector<int64_t> range;
+      er.array("rows", [&](const json& b) {
+        if (!b.is_number_integer()) return er.fail("rows holds a non-integer");
+        range.push_back(b.get<int64_t>());
+      });
+      if (!range.empty() && (range.size() != 2 || range[1] < range[0]))
+        er.fail("rows is not a range [begin, end]");
+      else if (!range.empty())
+        k.first_row = range[0], k.rows = range[1] - range[0];
       if (!er.status().ok()) return r.fail(er.status().message());
       list.push_back(std::move(k));
     }

@@ -144,12 +144,17 @@ struct ProgressMsg {
 };
 
 // Rows an executor keeps for later runs (exec/kept_rows.h): their key, what
-// they are for people ("/data/x.npy rows 0..4096 (float32 x 8)"), their bytes.
+// they are for people ("/data/x.npy rows 0..4096 (float32 x 8)"), their
+// bytes, and where they came from: `source` is the path as runs named it or
+// the upload's id ("" when unknown), rows [first_row, first_row + rows).
 struct KeptRowsEntry {
   std::string key, description;
   uint64_t bytes = 0;
+  std::string source{};
+  int64_t first_row = 0, rows = 0;
   bool operator==(const KeptRowsEntry& o) const {
-    return key == o.key && description == o.description && bytes == o.bytes;
+    return key == o.key && description == o.description && bytes == o.bytes && source == o.source &&
+           first_row == o.first_row && rows == o.rows;
   }
 };
 

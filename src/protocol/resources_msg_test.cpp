@@ -32,7 +32,9 @@ TEST(ResourcesMsg, CarriesTheRowsEachExecutorKeeps) {
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->kept, m.kept);
   // An older worker reports none; a malformed list is refused.
-  EXPECT_TRUE(ResourcesMsg::parse(json{{"free_memory", {1}}})->kept.empty());
+  auto older = ResourcesMsg::parse(json::parse(R"({"free_memory": [1]})"));
+  ASSERT_TRUE(older.ok()) << older.status().message();
+  EXPECT_TRUE(older->kept.empty());
   EXPECT_FALSE(ResourcesMsg::parse(json{{"free_memory", {1}}, {"kept", {{{{"bytes", -1}}}}}}).ok());
 }
 

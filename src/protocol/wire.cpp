@@ -42,6 +42,12 @@ const char* message_type_name(MessageType t) {
       return "loop";
     case MessageType::kLoopStep:
       return "loop_step";
+    case MessageType::kStageRows:
+      return "stage_rows";
+    case MessageType::kRowsStaged:
+      return "rows_staged";
+    case MessageType::kDropRows:
+      return "drop_rows";
   }
   return "unknown";
 }

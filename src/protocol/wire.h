@@ -90,6 +90,16 @@ enum class MessageType : uint8_t {
   // then the state the update hook left.  `unsupported`: this worker cannot
   // run the loop (the server then drives the iterations itself)
   kLoopStep = 17,
+  // server → worker: load rows of a file onto executors and keep them for
+  // later runs, no run needed (protocol/staging_messages.h): {stage_id,
+  // path, format, dtype, width, data_roots, parts: [{executor, first_row, rows}]}
+  kStageRows = 18,
+  // worker → server, in answer to stage_rows: {stage_id, ok, error, parts:
+  // [{executor, first_row, rows, bytes, key, was_kept}]}
+  kRowsStaged = 19,
+  // server → worker: let go of every kept row of a source (a path as runs
+  // named it, or an upload's id), once the runs using them end: {source}; no reply
+  kDropRows = 20,
 };
 
 const char* message_type_name(MessageType t);

@@ -122,7 +122,7 @@ TEST_F(CommandLine, RunsADirectoryWithAnUploadedTextFileAndWritesFields) {
   for (const char* f : {"centroids", "counts", "labels", "shift", "sums"})
     EXPECT_TRUE(fs::exists(out + "/" + f + ".npy")) << f;
   // The upload made for the run is gone again.
-  EXPECT_EQ(get_json(*cluster_, "/datasets"), json::array());
+  EXPECT_EQ(get_json(*cluster_, "/datasets")["uploads"], json::array());
 
   // The same run by path (--shared-path) gives the same result.
   CliResult by_path =
@@ -239,7 +239,7 @@ TEST_F(CommandLine, UnknownProgramsAndRefusedRunsExit1WithTheReason) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(" failed: the run needs 9 executor(s)"), std::string::npos) << r.err;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
-  EXPECT_EQ(get_json(*cluster_, "/datasets"), json::array());
+  EXPECT_EQ(get_json(*cluster_, "/datasets")["uploads"], json::array());
 }
 
 TEST_F(CommandLine, DetachedRunIsFollowedListedAndCancelled) {

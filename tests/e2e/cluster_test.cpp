@@ -436,7 +436,7 @@ TEST(Uploads, UploadedNpyRunsLikeTheSameFileByPath) {
   EXPECT_EQ(meta["shape"], json({30000, 2}));
   EXPECT_EQ(meta["bytes"], bytes.size());
   const std::string id = meta["id"];
-  EXPECT_EQ(get_json(c, "/datasets").size(), 1u);
+  EXPECT_EQ(get_json(c, "/datasets")["uploads"].size(), 1u);
 
   auto run_with = [&](const json& source) {
     json body = {{"params", {{"k", 3}, {"dims", 2}, {"max_iterations", 5}}},

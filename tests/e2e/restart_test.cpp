@@ -237,7 +237,7 @@ TEST(ServerStorage, AFullDiskAnswers507AndHarmsNothing) {
         << up->body;
   }
   EXPECT_EQ(get_json(c, "/runtimes").size(), 0u);
-  EXPECT_EQ(get_json(c, "/datasets").size(), 1u);
+  EXPECT_EQ(get_json(c, "/datasets")["uploads"].size(), 1u);
   EXPECT_EQ(get_json(c, "/datasets/" + kept), kept_meta);
   size_t files = 0;  // the kept upload's data and description; no partial uploads
   for (const auto& e : std::filesystem::directory_iterator(c.dir() + "/server/datasets")) {
@@ -255,7 +255,7 @@ TEST(ServerStorage, AFullDiskAnswers507AndHarmsNothing) {
   EXPECT_EQ(room->status, 201) << room->body;
   ASSERT_TRUE(c.restart_server().ok());
   EXPECT_EQ(get_json(c, "/runtimes").size(), 1u);
-  EXPECT_EQ(get_json(c, "/datasets").size(), 2u);
+  EXPECT_EQ(get_json(c, "/datasets")["uploads"].size(), 2u);
 }
 
 // Not a simulated failure: the server's SQLite database cannot grow

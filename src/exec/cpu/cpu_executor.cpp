@@ -210,6 +210,24 @@ Status CpuExecutor::use_kept_rows(PartitionData* data) {
   return Status::Ok();
 }
 
+Status CpuExecutor::keep_file_rows(const std::string& key, const FileRows& where) {
+  if (run_)
+    return Status(Code::kConflict, "the CPU executor serves a run; rows are kept between runs");
+  if (kept_.find(key)) return Status::Ok();
+  if (!kept_.could_keep(where.size))
+    return too_large("rows of " + std::to_string(where.size) + " bytes do not fit the " +
+                     std::to_string(kept_.budget()) +
+                     " bytes this executor keeps (--kept-rows-mb)");
+  std::vector<uint8_t> rows(static_cast<size_t>(where.size));
+  LIZARD_RETURN_IF_ERROR(read_file_rows(where, rows.data(), info_.sm_count));
+  kept_.put(key, std::move(rows), where.size);
+  return Status::Ok();
+}
+
+void CpuExecutor::forget_kept_rows(const std::set<std::string>& keys) {
+  for (const std::string& key : keys) kept_.erase(key);
+}
+
 std::vector<CpuExecutor::Step> CpuExecutor::steps_of(const Run& run,
                                                      const std::vector<LaunchConfig>& launches) {
   std::vector<Step> out;

@@ -56,6 +56,8 @@ class CpuExecutor : public Executor {
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override;
   std::vector<std::string> kept_rows() const override { return kept_.keys(); }
+  Status keep_file_rows(const std::string& key, const FileRows& where) override;
+  void forget_kept_rows(const std::set<std::string>& keys) override;
 
  private:
   struct Module {

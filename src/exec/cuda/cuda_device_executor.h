@@ -140,6 +140,8 @@ class CudaExecutor final : public Executor {
   }
   std::vector<std::string> kept_rows() const override { return kept_rows_.keys(); }
   void set_kept_rows_budget(uint64_t bytes) { kept_rows_.set_budget(bytes); }
+  Status keep_file_rows(const std::string& key, const FileRows& where) override;
+  void forget_kept_rows(const std::set<std::string>& keys) override;
 
  private:
   Status check(CUresult r, const std::string& what) const {

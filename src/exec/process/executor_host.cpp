@@ -162,6 +162,21 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
         executor_->refresh_free_memory();
         body.u64(executor_->info().free_memory);
         break;
+      case ExecutorOp::kKeepFileRows: {
+        const std::string key = r.str();
+        const FileRows where = read_file_rows_head(&r);
+        st = r.status("keep_file_rows");
+        if (st.ok()) st = executor_->keep_file_rows(key, where);
+        write_keys(&body, executor_->kept_rows());
+        break;
+      }
+      case ExecutorOp::kForgetKeptRows: {
+        const std::vector<std::string> keys = read_keys(&r);
+        st = r.status("forget_kept_rows");
+        if (st.ok()) executor_->forget_kept_rows({keys.begin(), keys.end()});
+        write_keys(&body, executor_->kept_rows());
+        break;
+      }
       case ExecutorOp::kRefreshLoad:
         executor_->refresh_load();
         body.f64(executor_->info().utilization);

@@ -22,6 +22,10 @@ const char* executor_op_name(ExecutorOp op) {
       return "refresh_load";
     case ExecutorOp::kProbe:
       return "probe";
+    case ExecutorOp::kKeepFileRows:
+      return "keep_file_rows";
+    case ExecutorOp::kForgetKeptRows:
+      return "forget_kept_rows";
   }
   return "unknown";
 }
@@ -75,8 +79,6 @@ ParamValues read_params(ByteReader* r) {
   return p;
 }
 
-namespace {
-
 void write_file_rows(ByteWriter* w, const FileRows& f) {
   w->bytes(f.path);
   w->u64(f.identity.device);
@@ -99,7 +101,17 @@ FileRows read_file_rows_head(ByteReader* r) {
   return f;
 }
 
-}  // namespace
+void write_keys(ByteWriter* w, const std::vector<std::string>& keys) {
+  w->u64(keys.size());
+  for (const std::string& key : keys) w->bytes(key);
+}
+
+std::vector<std::string> read_keys(ByteReader* r) {
+  std::vector<std::string> keys;
+  const uint64_t n = r->u64();
+  for (uint64_t k = 0; k < n && r->ok(); ++k) keys.push_back(r->str());
+  return keys;
+}
 
 void write_partition_head(ByteWriter* w, const PartitionData& d,
                           const std::vector<FieldRowsHead>& heads) {
@@ -144,8 +156,7 @@ void write_begin_run_reply(ByteWriter* w, const CompileStats& compile, bool rows
   w->f64(compile.compile_ms);
   w->u8(compile.cache_hit ? 1 : 0);
   w->u8(rows_missing ? 1 : 0);
-  w->u64(kept.size());
-  for (const std::string& key : kept) w->bytes(key);
+  write_keys(w, kept);
 }
 
 BeginRunReply read_begin_run_reply(ByteReader* r) {
@@ -153,8 +164,7 @@ BeginRunReply read_begin_run_reply(ByteReader* r) {
   out.compile.compile_ms = r->f64();
   out.compile.cache_hit = r->u8() != 0;
   out.rows_missing = r->u8() != 0;
-  const uint64_t n = r->u64();
-  for (uint64_t k = 0; k < n && r->ok(); ++k) out.kept.push_back(r->str());
+  out.kept = read_keys(r);
   return out;
 }
 

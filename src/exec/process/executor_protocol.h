@@ -39,7 +39,9 @@ enum class ExecutorOp : uint8_t {
   kEndRun = 5,             // want_outputs → fields
   kRefreshFreeMemory = 6,  // → free memory
   kRefreshLoad = 7,        // → utilisation, launch delay
-  kProbe = 8,  // → the executors the backend options select (JSON), then the host exits
+  kProbe = 8,            // → the executors the backend options select (JSON), then the host exits
+  kKeepFileRows = 9,     // key, file rows → kept keys (Executor::keep_file_rows)
+  kForgetKeptRows = 10,  // keys → kept keys (Executor::forget_kept_rows)
 };
 
 const char* executor_op_name(ExecutorOp op);
@@ -70,6 +72,14 @@ struct FieldRowsHead {
 void write_partition_head(ByteWriter* w, const PartitionData& d,
                           const std::vector<FieldRowsHead>& heads);
 std::vector<FieldRowsHead> read_partition_head(ByteReader* r, PartitionData* d);
+
+// Where a file's rows lie (FileRows), as a begin_run head or keep_file_rows names them.
+void write_file_rows(ByteWriter* w, const FileRows& f);
+FileRows read_file_rows_head(ByteReader* r);
+
+// A list of kept rows' keys: a count, then each key.
+void write_keys(ByteWriter* w, const std::vector<std::string>& keys);
+std::vector<std::string> read_keys(ByteReader* r);
 
 // begin_run's results.  `rows_missing`: the process no longer keeps rows the
 // request named (the run did not begin; send them again); `kept`: the keys

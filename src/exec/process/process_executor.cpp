@@ -358,4 +358,31 @@ void ProcessExecutor::refresh_load() {
   if (reply.lost) end_lost_process();
 }
 
+Status ProcessExecutor::call_for_kept_rows(ExecutorOp op, std::string_view request) {
+  LIZARD_RETURN_IF_ERROR(restart_if_ended());
+  if (in_run_)
+    return Status(Code::kConflict, spec_.label + " serves a run; rows are kept between runs");
+  std::string frame;
+  LIZARD_RETURN_IF_ERROR(call(op, &request, 1, &frame));
+  Reply reply(frame);
+  Status st = reply.head();
+  std::vector<std::string> kept = read_keys(&reply.reader);
+  if (reply.reader.ok()) kept_rows_ = std::set<std::string>(kept.begin(), kept.end());
+  if (reply.lost) end_lost_process();
+  return st;
+}
+
+Status ProcessExecutor::keep_file_rows(const std::string& key, const FileRows& where) {
+  ByteWriter w;
+  w.bytes(key);
+  write_file_rows(&w, where);
+  return call_for_kept_rows(ExecutorOp::kKeepFileRows, w.out());
+}
+
+void ProcessExecutor::forget_kept_rows(const std::set<std::string>& keys) {
+  ByteWriter w;
+  write_keys(&w, {keys.begin(), keys.end()});
+  (void)call_for_kept_rows(ExecutorOp::kForgetKeptRows, w.out());
+}
+
 }  // namespace lizard

@@ -60,6 +60,8 @@ class ProcessExecutor : public Executor {
   std::vector<std::string> kept_rows() const override {
     return {kept_rows_.begin(), kept_rows_.end()};
   }
+  Status keep_file_rows(const std::string& key, const FileRows& where) override;
+  void forget_kept_rows(const std::set<std::string>& keys) override;
 
   // An iteration in two halves, so that a worker starts it on all of its
   // executor processes before it waits for any: sends the state (rows
@@ -94,6 +96,8 @@ class ProcessExecutor : public Executor {
   // The process reported its device lost: it is ended, the next call starts another.
   void end_lost_process();
   Status no_process(ExecutorOp op) const;
+  // A call whose reply ends with the keys the process keeps now.
+  Status call_for_kept_rows(ExecutorOp op, std::string_view request);
 
   ExecutorProcessSpec spec_;
   std::unique_ptr<ChildProcess> child_;  // null once the process has ended

@@ -1,0 +1,36 @@
+// What a worker notes of the rows its executors keep: the description,
+// bytes, source and range of each key, the keys of one source (to drop
+// them), and nothing of keys no executor keeps any more.
+#include "client/kept_rows_catalog.h"
+
+#include <gtest/gtest.h>
+
+namespace lizard {
+namespace {
+
+TEST(KeptRowsCatalog, DescribesKeysAndFindsThoseOfASource) {
+  KeptRowsCatalog c;
+  FileRowsKey file{{1, 2, 800, 9}, "/d/x.npy", FileFormat::kNpy, DType::kFloat64, 2, 10, 40};
+  c.note(file);
+  c.note({"u1:0+4x8@0+32", "upload u1 rows 0..4", 32, "u1", 0, 4});
+  c.note("other", "rows of no known source", 8);
+  auto described = c.describe({file.key(), "u1:0+4x8@0+32", "unnoted"});
+  ASSERT_EQ(described.size(), 3u);
+  EXPECT_EQ(described[0].source, "/d/x.npy");
+  EXPECT_EQ(described[0].first_row, 10);
+  EXPECT_EQ(described[0].rows, 40);
+  EXPECT_EQ(described[0].bytes, 40u * 2 * 8);
+  EXPECT_EQ(described[0].description, file.description());
+  EXPECT_EQ(described[1].source, "u1");
+  EXPECT_EQ(described[2].description, "unnoted");
+  EXPECT_EQ(described[2].bytes, 0u);
+  EXPECT_EQ(c.keys_of("/d/x.npy"), std::set<std::string>{file.key()});
+  EXPECT_EQ(c.keys_of("u1"), std::set<std::string>{"u1:0+4x8@0+32"});
+  EXPECT_TRUE(c.keys_of("/d/y.npy").empty());
+  c.retain({"u1:0+4x8@0+32"});
+  EXPECT_TRUE(c.keys_of("/d/x.npy").empty());
+  EXPECT_EQ(c.keys_of("u1").size(), 1u);
+}
+
+}  // namespace
+}  // namespace lizard

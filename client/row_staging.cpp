@@ -1,0 +1,186 @@
+#include "client/row_staging.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "common/dtype.h"
+#include "dataset/file_rows_key.h"
+#include "exec/file_rows.h"
+
+namespace lizard {
+
+namespace {
+
+constexpr const char* kOwner = "staging rows";
+
+}  // namespace
+
+RowStaging::RowStaging(std::vector<std::unique_ptr<ExecutorHandle>>* executors,
+                       KeptRowsCatalog* catalog, UploadCache* uploads,
+                       const DataRoots* worker_roots, Done done)
+    : executors_(executors),
+      catalog_(catalog),
+      uploads_(uploads),
+      worker_roots_(worker_roots),
+      done_(std::move(done)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+RowStaging::~RowStaging() {
+  stopping_ = true;
+  jobs_.close();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RowStaging::post(std::string frame) {
+  jobs_.push(std::move(frame));
+}
+
+void RowStaging::loop() {
+  while (!stopping_) {
+    // Drops deferred for a running run are tried again every second.
+    auto job =
+        jobs_.pop_for(deferred_.empty() ? std::chrono::seconds(3600) : std::chrono::seconds(1));
+    if (stopping_) return;
+    if (job) handle(*job);
+    if (!deferred_.empty()) retry_deferred();
+  }
+}
+
+void RowStaging::handle(const std::string& frame) {
+  auto m = decode_view(frame);
+  if (!m.ok()) return;
+  if (m->type == MessageType::kStageRows) {
+    auto msg = StageRowsMsg::parse(m->header);
+    RowsStagedMsg reply;
+    if (msg.ok()) {
+      reply = stage(*msg);
+    } else {
+      reply.stage_id = m->header.value("stage_id", "");
+      reply.error = msg.status().message();
+    }
+    done_(encode(reply.to_message()));
+  } else if (m->type == MessageType::kDropRows) {
+    auto msg = DropRowsMsg::parse(m->header);
+    if (!msg.ok()) return spdlog::warn("{}", msg.status().message());
+    drop(msg->source);
+    done_("");
+  }
+}
+
+RowsStagedMsg RowStaging::stage(const StageRowsMsg& m) {
+  RowsStagedMsg reply;
+  reply.stage_id = m.stage_id;
+  auto roots = DataRoots::make(m.data_roots, "server");
+  if (!roots.ok()) {
+    reply.error = roots.status()
+                      .with_context("the server's data roots are not all directories here")
+                      .message();
+    return reply;
+  }
+  for (StagedPart part : m.parts) {
+    if (Status st = stage_part(m, *roots, &part); !st.ok()) {
+      reply.error = st.message();
+      return reply;
+    }
+    reply.parts.push_back(std::move(part));
+  }
+  reply.ok = true;
+  return reply;
+}
+
+Status RowStaging::stage_part(const StageRowsMsg& m, const DataRoots& server_roots,
+                              StagedPart* part) {
+  const std::string what = "executor " + std::to_string(part->executor);
+  if (part->executor >= static_cast<int64_t>(executors_->size()))
+    return invalid_argument(what + ": this worker has " + std::to_string(executors_->size()) +
+                            " executor(s)");
+  LIZARD_ASSIGN_OR_RETURN(FileFormat format, parse_file_format(m.format));
+  if (format != FileFormat::kNpy && format != FileFormat::kRaw)
+    return invalid_argument("only npy and raw files can be staged (got " + m.format + ")");
+  DType dtype;
+  if (!parse_dtype(m.dtype, &dtype)) return invalid_argument("unknown dtype " + m.dtype);
+  // Opened within the server's roots and the worker's, as a run opens it:
+  // the identity of what was opened names the rows.
+  auto opened = server_roots.open(m.path, worker_roots_);
+  if (!opened.ok()) return opened.status();
+  struct stat st {};
+  if (::fstat(opened->fd(), &st) != 0)
+    return internal_error(m.path + ": fstat: " + std::strerror(errno));
+  const FileRowsKey key{FileIdentity::of(st), m.path,    format, dtype, m.width,
+                        part->first_row,      part->rows};
+  part->key = key.key();
+  part->bytes = key.bytes();
+  if (part->rows == 0) return Status::Ok();
+  const size_t i = static_cast<size_t>(part->executor);
+  if (!take(i, kExecutorWaitS))
+    return unavailable(what + " is still busy with a run after " + std::to_string(kExecutorWaitS) +
+                       " s");
+  Executor& ex = *(*executors_)[i]->executor;
+  Status result = Status::Ok();
+  const std::vector<std::string> kept = ex.kept_rows();
+  part->was_kept = std::find(kept.begin(), kept.end(), part->key) != kept.end();
+  if (!part->was_kept) {
+    auto located = locate_file_rows(m.path, format, dtype, m.width, part->first_row, part->rows);
+    if (!located.ok())
+      result = located.status();
+    else if (located->identity != key.file)
+      result = invalid_argument(m.path + " changed while its rows were located; stage again");
+    else
+      result = ex.keep_file_rows(part->key, *located);
+  }
+  if (result.ok()) catalog_->note(key);
+  give_back(i);
+  return result.with_context(what);
+}
+
+void RowStaging::drop(const std::string& source) {
+  if (uploads_) uploads_->erase_upload(source);
+  for (size_t i = 0; i < executors_->size(); ++i) deferred_[i].insert(source);
+  retry_deferred();
+}
+
+void RowStaging::retry_deferred() {
+  for (auto it = deferred_.begin(); it != deferred_.end();) {
+    const size_t i = it->first;
+    if (!take(i, 0)) {
+      ++it;
+      continue;
+    }
+    std::set<std::string> keys;
+    for (const std::string& source : it->second) {
+      std::set<std::string> of = catalog_->keys_of(source);
+      keys.insert(of.begin(), of.end());
+    }
+    if (!keys.empty()) (*executors_)[i]->executor->forget_kept_rows(keys);
+    give_back(i);
+    it = deferred_.erase(it);
+  }
+}
+
+bool RowStaging::take(size_t i, int wait_s) {
+  ExecutorHandle& h = *(*executors_)[i];
+  std::unique_lock<std::mutex> l(h.mu);
+  if (!h.freed.wait_for(l, std::chrono::seconds(wait_s),
+                        [&] { return h.owner.empty() || stopping_; }) ||
+      stopping_)
+    return false;
+  h.owner = kOwner;
+  return true;
+}
+
+void RowStaging::give_back(size_t i) {
+  ExecutorHandle& h = *(*executors_)[i];
+  {
+    std::lock_guard<std::mutex> l(h.mu);
+    h.owner.clear();
+  }
+  h.freed.notify_all();
+}
+
+}  // namespace lizard

@@ -1,0 +1,69 @@
+// HttpRoutes' dataset routes beyond uploads: the listing of uploads and kept
+// rows, removal (an upload's kept rows go with it), staging rows onto
+// executors before a run, and dropping the kept rows of a source.
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "common/json_limits.h"
+#include "dataset/data_roots.h"
+#include "server/dataset_store.h"
+#include "server/dataset_views.h"
+#include "server/http_routes.h"
+#include "server/row_stager.h"
+#include "server/stage_request.h"
+
+namespace lizard {
+
+using nlohmann::json;
+
+void HttpRoutes::get_datasets(Call&, Responder& r) {
+  r(json_response(200, datasets_view(*s_.datasets, *s_.workers)));
+}
+
+void HttpRoutes::delete_dataset(Call& c, Responder& r) {
+  const std::string& id = c.path["id"];
+  Status st = s_.datasets->remove(id);
+  if (!st.ok()) return r(error_response(st));
+  json out = {{"deleted", id}};
+  if (s_.stager) out["workers_told"] = s_.stager->drop(id);  // its rows the workers keep
+  r(json_response(200, out));
+}
+
+void HttpRoutes::post_stage(Call& c, Responder& r) {
+  if (!s_.stager) return r(json_response(404, {{"error", "this server does not stage rows"}}));
+  auto body = std::make_shared<std::string>(std::move(c.req.body));
+  // Reads the file and waits for the workers: off the io thread.
+  s_.offload([this, body, respond = std::move(r)]() mutable {
+    answer_guarded(std::move(respond), [&](Responder answer) {
+      static const DataRoots kAnywhere;
+      auto req = parse_stage_request(*body, s_.data_roots ? *s_.data_roots : kAnywhere);
+      if (!req.ok()) return answer(error_response(req.status()));
+      auto staged = s_.stager->stage(*req);
+      if (!staged.ok()) {
+        spdlog::warn("staging {} failed: {}", req->path, staged.status().message());
+        return answer(error_response(staged.status()));
+      }
+      spdlog::info("staged {} ({} rows, {} bytes) onto {} executor(s)", req->path, req->rows,
+                   staged->value("bytes", uint64_t{0}), (*staged)["executors"].size());
+      answer(json_response(200, *staged));
+    });
+  });
+}
+
+void HttpRoutes::post_drop(Call& c, Responder& r) {
+  if (!s_.stager) return r(json_response(404, {{"error", "this server does not drop rows"}}));
+  auto body = parse_json_bounded(c.req.body);
+  if (!body.ok()) return r(error_response(body.status()));
+  if (!body->is_object() || !body->contains("source") || !(*body)["source"].is_string() ||
+      (*body)["source"].get<std::string>().empty() || body->size() != 1)
+    return r(json_response(400, {{"error",
+                                  "the body must be {\"source\": PATH or UPLOAD_ID}: "
+                                  "the path as runs named it, or an upload's id"}}));
+  const std::string source = (*body)["source"].get<std::string>();
+  const size_t told = s_.stager->drop(source);
+  spdlog::info("told {} worker(s) to drop the kept rows of {}", told, source);
+  r(json_response(200, {{"source", source}, {"workers_told", told}}));
+}
+
+}  // namespace lizard
