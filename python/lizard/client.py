@@ -101,7 +101,26 @@ class Client:
         return json.loads(raw)["id"]
 
     def delete_dataset(self, dataset_id):
+        """Deletes an upload, and the rows of it that executors keep."""
         self._conn.json("DELETE", "/datasets/" + dataset_id)
+
+    def datasets(self):
+        """The uploads, and the rows each worker's executors keep:
+        {"uploads": [...], "kept": [{"worker", "executor", "source", "rows", "bytes", ...}]}."""
+        return self._conn.json("GET", "/datasets")
+
+    def stage(self, path, executors=None, **spec):
+        """Loads a dataset file's rows onto executors before any run, split as
+        a run over `executors` executors splits them, so that its first run
+        finds them kept.  Raw files need dtype= and width=; returns what was staged."""
+        body = dict(spec, path=os.fspath(path))
+        if executors is not None:
+            body["executors"] = executors
+        return self._conn.json("POST", "/datasets/stage", body)
+
+    def drop_kept_rows(self, source):
+        """Has every worker drop the rows it keeps of `source` (a path or an upload id)."""
+        return self._conn.json("POST", "/datasets/drop", {"source": os.fspath(source)})
 
     def _delete_quietly(self, dataset_id):
         try:

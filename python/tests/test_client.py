@@ -102,6 +102,21 @@ def test_datasets_from_paths_lists_sources_and_a_checksum(cluster):
     assert set(generated.outputs) == set()
 
 
+def test_a_staged_file_is_kept_listed_and_dropped(cluster, tmp_path):
+    c = lizard.Client(cluster.uri)
+    values = np.arange(2000, dtype=np.float64).reshape(1000, 2)
+    path = tmp_path / "values.npy"
+    np.save(path, values)
+    staged = c.stage(path, executors=1)
+    assert staged["rows"] == 1000 and staged["dtype"] == "float64"
+    run = c.run(SUM, params={"dims": 2}, dataset={"values": {"path": str(path)}}, executors=1)
+    np.testing.assert_allclose(run.aggregate["sums"], values.sum(axis=0))
+    assert run.record["phases"]["file_bytes_read"] == 0
+    kept = c.datasets()["kept"]
+    assert str(path) in [k["source"] for k in kept]
+    assert c.drop_kept_rows(path)["workers_told"] >= 1
+
+
 def test_map_keeps_input_order_and_spreads_runs_over_the_workers(cluster):
     c = lizard.Client(cluster.uri)
     pts = blobs(2000, seed=1)
