@@ -1,10 +1,9 @@
 #include "client/row_staging.h"
+#include "client/keyed_file_rows.h"
 
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstring>
 
@@ -105,15 +104,10 @@ Status RowStaging::stage_part(const StageRowsMsg& m, const DataRoots& server_roo
     return invalid_argument("only npy and raw files can be staged (got " + m.format + ")");
   DType dtype;
   if (!parse_dtype(m.dtype, &dtype)) return invalid_argument("unknown dtype " + m.dtype);
-  // Opened within the server's roots and the worker's, as a run opens it:
-  // the identity of what was opened names the rows.
-  auto opened = server_roots.open(m.path, worker_roots_);
-  if (!opened.ok()) return opened.status();
-  struct stat st {};
-  if (::fstat(opened->fd(), &st) != 0)
-    return internal_error(m.path + ": fstat: " + std::strerror(errno));
-  const FileRowsKey key{FileIdentity::of(st), m.path,    format, dtype, m.width,
-                        part->first_row,      part->rows};
+  // Keyed as a run keys them (keyed_file_rows.h).
+  LIZARD_ASSIGN_OR_RETURN(FileRowsKey key,
+                          open_file_rows_key(server_roots, worker_roots_, m.path, format, dtype,
+                                             m.width, part->first_row, part->rows));
   part->key = key.key();
   part->bytes = key.bytes();
   if (part->rows == 0) return Status::Ok();
@@ -126,13 +120,8 @@ Status RowStaging::stage_part(const StageRowsMsg& m, const DataRoots& server_roo
   const std::vector<std::string> kept = ex.kept_rows();
   part->was_kept = std::find(kept.begin(), kept.end(), part->key) != kept.end();
   if (!part->was_kept) {
-    auto located = locate_file_rows(m.path, format, dtype, m.width, part->first_row, part->rows);
-    if (!located.ok())
-      result = located.status();
-    else if (located->identity != key.file)
-      result = invalid_argument(m.path + " changed while its rows were located; stage again");
-    else
-      result = ex.keep_file_rows(part->key, *located);
+    auto located = locate_keyed_rows(key, "stage again");
+    result = located.ok() ? ex.keep_file_rows(part->key, *located) : located.status();
   }
   if (result.ok()) catalog_->note(key);
   give_back(i);

@@ -5,12 +5,11 @@
 // An executor process reads the byte range of an .npy or raw file itself
 // (exec/file_rows.h) and keeps it under that key; text formats, and
 // executors inside the worker, get rows the worker read.
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
+#include "client/keyed_file_rows.h"
 #include "client/run_session.h"
 #include "dataset/file_rows_key.h"
 #include "exec/file_rows.h"
@@ -38,16 +37,11 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
   }
   for (const FileField& ff : file_fields_) {
     const std::string what = "dataset field '" + program_->manifest.dataset[ff.k].name + "'";
-    // Opened within the run's data roots and the worker's, without following
-    // a symlink swapped in after the check: the identity of what was opened
-    // then names the rows, and whoever reads them checks it.
-    auto opened = server_roots_.open(ff.path, ctx_.data_roots);
-    if (!opened.ok()) return opened.status().with_context(what);
-    struct stat st {};
-    if (::fstat(opened->fd(), &st) != 0)
-      return internal_error(ff.path + ": fstat: " + std::strerror(errno)).with_context(what);
-    const FileRowsKey key{FileIdentity::of(st), ff.path, ff.format, ff.dtype, ff.width,
-                          d->first_row,         d->rows};
+    // Keyed by the identity of what was opened: whoever reads the rows checks it.
+    auto keyed = open_file_rows_key(server_roots_, ctx_.data_roots, ff.path, ff.format, ff.dtype,
+                                    ff.width, d->first_row, d->rows);
+    if (!keyed.ok()) return keyed.status().with_context(what);
+    const FileRowsKey& key = *keyed;
     const std::string name = key.key();
     const uint64_t bytes = key.bytes();
     if (bytes == 0) continue;
@@ -59,12 +53,8 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
     if (process && (ff.format == FileFormat::kNpy || ff.format == FileFormat::kRaw)) {
       // One byte range of the file: the executor process reads it itself
       // and keeps it under the key, which names the identity it checks.
-      auto located =
-          locate_file_rows(ff.path, ff.format, ff.dtype, ff.width, d->first_row, d->rows);
+      auto located = locate_keyed_rows(key, "run again");
       if (!located.ok()) return located.status().with_context(what);
-      if (located->identity != key.file)
-        return invalid_argument(ff.path + " changed while its rows were located; run again")
-            .with_context(what);
       if (d->file_rows.size() < d->fields.size()) d->file_rows.resize(d->fields.size());
       d->file_rows[ff.k] = std::move(located).value();
       d->shared[ff.k] = {nullptr, 0, bytes, name};
