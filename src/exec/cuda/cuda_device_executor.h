@@ -164,6 +164,8 @@ class CudaExecutor final : public Executor {
     double ms = 0;
   };
   using PendingCompile = std::future<CompileOutcome>;
+  static CompileOutcome timed_compile(const NvrtcCompiler& cc, const ProgramVariant& variant,
+                                      const std::string& arch);
   // Starts compiling `variant` unless its module is loaded (then: none).
   // `variant` must outlive the result.
   PendingCompile compile_ahead(const ProgramVariant& variant) const;

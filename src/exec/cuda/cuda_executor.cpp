@@ -127,15 +127,22 @@ Status CudaExecutor::build(const ProgramImage& program) {
   return load_program(variant_for_build(program), &stats).status();
 }
 
+// Compiles `variant` for `arch`, timed.
+CudaExecutor::CompileOutcome CudaExecutor::timed_compile(const NvrtcCompiler& cc,
+                                                         const ProgramVariant& variant,
+                                                         const std::string& arch) {
+  const auto start = std::chrono::steady_clock::now();
+  Result<CompiledProgram> compiled = cc.compile(variant.image, arch);
+  return {
+      std::move(compiled),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
+}
+
 CudaExecutor::PendingCompile CudaExecutor::compile_ahead(const ProgramVariant& variant) const {
   auto it = modules_.find(variant.key);
   if (it != modules_.end() && it->second.module && !variant.image.hash.empty()) return {};
   return std::async(std::launch::async, [cc = cc_, &variant, arch = info_.arch] {
-    const auto start = std::chrono::steady_clock::now();
-    Result<CompiledProgram> compiled = cc->compile(variant.image, arch);
-    return CompileOutcome{std::move(compiled), std::chrono::duration<double, std::milli>(
-                                                   std::chrono::steady_clock::now() - start)
-                                                   .count()};
+    return timed_compile(*cc, variant, arch);
   });
 }
 
@@ -145,8 +152,7 @@ Result<Module*> CudaExecutor::load_program(const ProgramVariant& variant, Compil
   const ProgramImage& program = variant.image;
   auto it = modules_.find(variant.key);
   if (it == modules_.end() || program.hash.empty()) {
-    if (!ahead.valid()) ahead = compile_ahead(variant);
-    CompileOutcome outcome = ahead.get();
+    CompileOutcome outcome = ahead.valid() ? ahead.get() : timed_compile(*cc_, variant, info_.arch);
     if (!outcome.compiled.ok())
       return Status(outcome.compiled.status().code(),
                     outcome.compiled.status().message() + specialised_note(variant));
