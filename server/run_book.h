@@ -69,6 +69,8 @@ class RunBook {
   // wait for it.  A failure is logged: the run goes on, resumable from an
   // earlier point.
   void checkpoint(const std::shared_ptr<RunRecord>& run, RunCheckpoint cp);
+  // Returns once every checkpoint handed over before the call is written.
+  void flush_checkpoints();
   // From now on runs that end leave their stored records as they are, so
   // that a server shutting down leaves them to resume at its next start.
   void suspend();

@@ -201,6 +201,10 @@ void RunBook::checkpoint(const std::shared_ptr<RunRecord>& run, RunCheckpoint cp
   if (checkpoints_ && run->resumable) checkpoints_->save(run->id, std::move(cp));
 }
 
+void RunBook::flush_checkpoints() {
+  if (checkpoints_) checkpoints_->flush();
+}
+
 void RunBook::suspend() {
   std::lock_guard<std::mutex> l(mu_);
   suspended_ = true;
