@@ -16,6 +16,7 @@
 //
 //   build/bench/compile_cost [--arch sm_90] [--cuda /usr/local/cuda] [--repeat 3]
 //   build/bench/compile_cost --cache /tmp/kernels      # cold, then again: from disk
+//   build/bench/compile_cost --dump /tmp/kmeans-src    # the sources NVRTC sees
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -115,17 +116,36 @@ int cache_mode(const std::string& cuda_path, const ProgramImage& kmeans, const s
   return 0;
 }
 
+// Writes the files NVRTC compiles for `p` into `dir`, for nvcc or ptxas by hand.
+int dump_sources(const ProgramImage& p, const std::string& dir) {
+  auto write = [&](const std::string& name, const std::string& text) {
+    const fs::path path = fs::path(dir) / name;
+    fs::create_directories(path.parent_path());
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return false;
+    std::fwrite(text.data(), 1, text.size(), f);
+    return std::fclose(f) == 0;
+  };
+  bool ok = write("lizard_program.h", p.header);
+  for (const auto& [name, text] : p.sources)
+    if (name != p.manifest.host_source) ok = write(name, text) && ok;
+  for (const auto& [name, text] : device_library_files()) ok = write(name, std::string(text)) && ok;
+  std::printf("%s: %s\n", dir.c_str(), ok ? "written" : "could not write");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string arch = "sm_90", cuda_path = "/usr/local/cuda";
   int repeat = 3;
-  std::string cache_dir;
+  std::string cache_dir, dump_dir;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--arch")) arch = argv[i + 1];
     if (!std::strcmp(argv[i], "--cuda")) cuda_path = argv[i + 1];
     if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--cache")) cache_dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--dump")) dump_dir = argv[i + 1];
   }
   auto bundle = read_program_dir(LIZARD_KMEANS_EXAMPLE_DIR);
   if (!bundle.ok()) return std::fprintf(stderr, "%s\n", bundle.status().message().c_str()), 1;
@@ -145,6 +165,7 @@ int main(int argc, char** argv) {
   };
   const ProgramImage kmeans = variant(16, 32);
   if (!cache_dir.empty()) return cache_mode(cuda_path, kmeans, arch, cache_dir);
+  if (!dump_dir.empty()) return dump_sources(kmeans, dump_dir);
   const ProgramImage bare =
       with_kernel(kmeans, "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n");
   const ProgramImage headers = with_kernel(
@@ -164,6 +185,21 @@ int main(int argc, char** argv) {
     std::printf("%-44s %10.1f\n", "examples/kmeans, new k",
                 timed_compile(**cc, variant(17 + r, 32), arch));
 
+  // Each of kmeans' two kernels alone: which one the time goes to.
+  const std::string& src = kmeans.sources.at(kmeans.manifest.cuda_source);
+  const size_t assign_at = src.find("extern \"C\" __global__ void assign");
+  const size_t blobs_at = src.find("extern \"C\" __global__ void blobs");
+  if (assign_at != std::string::npos && blobs_at != std::string::npos && blobs_at < assign_at) {
+    const std::string assign_only = src.substr(0, blobs_at) + src.substr(assign_at);
+    const std::string blobs_only = src.substr(0, assign_at);
+    for (int r = 0; r < repeat; ++r) {
+      std::printf("%-44s %10.1f\n", "kmeans, assign kernel only",
+                  timed_compile(**cc, with_kernel(kmeans, assign_only), arch));
+      std::printf("%-44s %10.1f\n", "kmeans, blobs kernel only",
+                  timed_compile(**cc, with_kernel(kmeans, blobs_only), arch));
+    }
+  }
+
   const std::string inc = "--include-path=" + cuda_path + "/include";
   const std::vector<std::vector<std::string>> option_sets{
       {"-arch=" + arch, "-std=c++17", "-default-device", inc},
@@ -172,6 +208,12 @@ int main(int argc, char** argv) {
       {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-Xptxas=-O0"},
       {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-split-compile=0"},
       {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-Xptxas=--split-compile=0"},
+      {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-minimal"},
+      {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-Ofc=min"},
+      {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-Ofc=mid"},
+      {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-Ofc=max"},
+      {"-arch=" + arch, "-std=c++17", "-default-device", inc, "-Ofc=mid", "-split-compile=0"},
+      {"-arch=compute_" + arch.substr(3), "-std=c++17", "-default-device", inc, "-Ofc=mid"},
   };
   for (const auto& opts : option_sets) {
     std::string label;
