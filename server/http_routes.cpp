@@ -146,10 +146,21 @@ Responder counted(ServerMetrics* metrics, std::string method, std::string route,
 
 }  // namespace
 
+// The routes under /api/v1, and the paths they had before it, which stay
+// as aliases: the same handler answers both.
 const std::vector<HttpRoutes::Route>& HttpRoutes::table() {
+  static const std::vector<Route> routes = with_aliases(versioned_routes());
+  return routes;
+}
+
+std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
   using C = Call;
   using R = Responder;
-  static const std::vector<Route> routes = {
+  auto submit = [](HttpRoutes* h, C& c, R& r) {
+    h->s_.actions->submit_run(c.path["hash"], std::move(c.req.body), truthy(c.query, "wait"),
+                              std::move(r));
+  };
+  return {
       {{"GET", "/"}, [](HttpRoutes* h, C& c, R& r) { h->get_root(c, r); }},
       {{"GET", "/ruok"},
        [](HttpRoutes* h, C&, R& r) {
@@ -160,46 +171,67 @@ const std::vector<HttpRoutes::Route>& HttpRoutes::table() {
        }},
       {{"GET", "/metrics"}, [](HttpRoutes* h, C& c, R& r) { h->get_metrics(c, r); }},
       {{"GET", "/ui/{file}"}, [](HttpRoutes* h, C& c, R& r) { h->get_dashboard_file(c, r); }},
-      {{"GET", "/clients"}, [](HttpRoutes* h, C&, R& r) { reply(r, h->s_.workers->to_json()); }},
-      {{"GET", "/clients/{id}"},
+      {{"GET", "/api/v1/workers"},
+       [](HttpRoutes* h, C&, R& r) { reply(r, h->s_.workers->to_json()); }},
+      {{"GET", "/api/v1/workers/{id}"},
        [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.workers->to_json(c.path["id"])); }},
-      {{"GET", "/programs"}, [](HttpRoutes* h, C& c, R& r) { h->get_programs(c, r); }},
-      {{"GET", "/programs/{hash}"}, [](HttpRoutes* h, C& c, R& r) { h->get_program(c, r); }},
-      {{"DELETE", "/programs/{hash}"},
+      {{"GET", "/api/v1/programs"}, [](HttpRoutes* h, C& c, R& r) { h->get_programs(c, r); }},
+      {{"GET", "/api/v1/programs/{hash}"}, [](HttpRoutes* h, C& c, R& r) { h->get_program(c, r); }},
+      {{"DELETE", "/api/v1/programs/{hash}"},
        [](HttpRoutes* h, C& c, R& r) {
          h->s_.actions->delete_program(c.path["hash"], std::move(r));
        }},
-      {{"POST", "/programs"},
+      {{"POST", "/api/v1/programs"},
        [](HttpRoutes* h, C& c, R& r) {
          h->s_.actions->register_program(std::move(c.req.body), std::move(r));
        }},
-      {{"POST", "/runtime/{hash}"},
-       [](HttpRoutes* h, C& c, R& r) {
-         h->s_.actions->submit_run(c.path["hash"], std::move(c.req.body), truthy(c.query, "wait"),
-                                   std::move(r));
-       }},
-      {{"POST", "/runtimes/{hash}"},
-       [](HttpRoutes* h, C& c, R& r) {
-         h->s_.actions->submit_run(c.path["hash"], std::move(c.req.body), truthy(c.query, "wait"),
-                                   std::move(r));
-       }},
-      {{"GET", "/runtimes"},
+      {{"POST", "/api/v1/programs/{hash}/runs"}, submit},
+      {{"GET", "/api/v1/runs"},
        [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.runs->list_json(c.query["status"])); }},
-      {{"GET", "/runtimes/{id}"},
+      {{"GET", "/api/v1/runs/{id}"},
        [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.runs->get_json(c.path["id"])); }},
-      {{"DELETE", "/runtimes/{id}"},
+      {{"DELETE", "/api/v1/runs/{id}"},
        [](HttpRoutes* h, C& c, R& r) { h->s_.actions->cancel_run(c.path["id"], std::move(r)); }},
-      {{"GET", "/runtimes/{id}/fields/{name}"},
+      {{"GET", "/api/v1/runs/{id}/fields/{name}"},
        [](HttpRoutes* h, C& c, R& r) { h->get_field(c, r); }},
-      {{"POST", "/datasets"}, [](HttpRoutes* h, C& c, R& r) { h->post_dataset(c, r); }},
-      {{"GET", "/datasets"}, [](HttpRoutes* h, C& c, R& r) { h->get_datasets(c, r); }},
-      {{"POST", "/datasets/stage"}, [](HttpRoutes* h, C& c, R& r) { h->post_stage(c, r); }},
-      {{"POST", "/datasets/drop"}, [](HttpRoutes* h, C& c, R& r) { h->post_drop(c, r); }},
-      {{"GET", "/datasets/{id}"},
+      {{"POST", "/api/v1/datasets"}, [](HttpRoutes* h, C& c, R& r) { h->post_dataset(c, r); }},
+      {{"GET", "/api/v1/datasets"}, [](HttpRoutes* h, C& c, R& r) { h->get_datasets(c, r); }},
+      {{"POST", "/api/v1/datasets/stage"}, [](HttpRoutes* h, C& c, R& r) { h->post_stage(c, r); }},
+      {{"POST", "/api/v1/datasets/drop"}, [](HttpRoutes* h, C& c, R& r) { h->post_drop(c, r); }},
+      {{"GET", "/api/v1/datasets/{id}"},
        [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.datasets->get(c.path["id"])); }},
-      {{"DELETE", "/datasets/{id}"}, [](HttpRoutes* h, C& c, R& r) { h->delete_dataset(c, r); }},
+      {{"DELETE", "/api/v1/datasets/{id}"},
+       [](HttpRoutes* h, C& c, R& r) { h->delete_dataset(c, r); }},
   };
+}
+
+std::vector<HttpRoutes::Route> HttpRoutes::with_aliases(std::vector<Route> routes) {
+  const size_t versioned = routes.size();
+  for (size_t i = 0; i < versioned; ++i) {
+    for (std::string alias : legacy_paths(routes[i].spec.path)) {
+      Route copy = routes[i];
+      copy.spec.path = std::move(alias);
+      routes.push_back(std::move(copy));
+    }
+  }
   return routes;
+}
+
+std::vector<std::string> legacy_paths(const std::string& path) {
+  if (path == "/api/v1/programs/{hash}/runs") return {"/runtime/{hash}", "/runtimes/{hash}"};
+  static const std::pair<const char*, const char*> kPrefixes[] = {
+      {"/api/v1/workers", "/clients"},
+      {"/api/v1/programs", "/programs"},
+      {"/api/v1/runs", "/runtimes"},
+      {"/api/v1/datasets", "/datasets"},
+  };
+  for (const auto& [versioned, legacy] : kPrefixes) {
+    const std::string prefix = versioned;
+    if (path.compare(0, prefix.size(), prefix) == 0 &&
+        (path.size() == prefix.size() || path[prefix.size()] == '/'))
+      return {legacy + path.substr(prefix.size())};
+  }
+  return {};
 }
 
 const std::vector<RouteSpec>& route_specs() {

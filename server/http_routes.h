@@ -1,5 +1,7 @@
 // HttpRoutes: the REST API — the route table, bearer tokens, and the JSON
-// views of programs, workers, runs and datasets; also GET /metrics
+// views of programs, workers, runs and datasets, under /api/v1 and under the
+// paths they had before it (/runtimes, /clients, ...), which answer the same;
+// also GET /metrics
 // (server_metrics.h) and the dashboard (dashboard.h: `/` for browsers, its
 // files under /ui/).  Every answer is counted in the metrics.  Reads are
 // answered from the registries directly; work that may block (registering a
@@ -42,6 +44,9 @@ struct RouteSpec {
   std::string path;
 };
 const std::vector<RouteSpec>& route_specs();
+// The paths a route under /api/v1 had before it ("/api/v1/runs/{id}" →
+// "/runtimes/{id}"), which the server still answers; none for the others.
+std::vector<std::string> legacy_paths(const std::string& path);
 
 // What a route asks the coordinator to do.
 class RouteActions {
@@ -101,6 +106,8 @@ class HttpRoutes {
     Handler handler;
   };
   static const std::vector<Route>& table();
+  static std::vector<Route> versioned_routes();
+  static std::vector<Route> with_aliases(std::vector<Route> routes);
   friend const std::vector<RouteSpec>& route_specs();
 
   // Whether the request may go without a token: the health check and the

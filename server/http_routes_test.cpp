@@ -199,6 +199,60 @@ TEST_F(HttpRoutesTest, ActionsGetThePathTheBodyAndWait) {
                                       "submit abc  wait", "cancel r7", "delete program abc"}));
 }
 
+// The routes under /api/v1 reach the same actions as the paths they had
+// before, which stay.
+TEST_F(HttpRoutesTest, VersionedRoutesReachTheSameActions) {
+  auto r = routes();
+  call(r, "POST", "/api/v1/programs", R"({"config": "x"})");
+  call(r, "POST", "/api/v1/programs/abc/runs?wait=1", "{}");
+  call(r, "DELETE", "/api/v1/runs/r7");
+  call(r, "DELETE", "/api/v1/programs/abc");
+  EXPECT_EQ(actions_.calls,
+            (std::vector<std::string>{R"(register {"config": "x"})", "submit abc {} wait",
+                                      "cancel r7", "delete program abc"}));
+}
+
+TEST_F(HttpRoutesTest, EveryOldPathAnswersAsItsVersionedRoute) {
+  auto r = routes();
+  auto p = add_program();
+  auto req = parse_run_request(p->image, {{"dataset", {{"x", {{"values", {1.0, 2.0}}}}}}});
+  ASSERT_TRUE(req.ok());
+  auto run = runs_.submit(p, p->image.hash, std::move(req).value());
+  const std::string w = workers_.connect(std::make_shared<FakeWorkerLink>("10.1.1.1:5"));
+  workers_.hello(w, HelloMsg{}, {});
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"/api/v1/runs", "/runtimes"},
+      {"/api/v1/runs/" + run->id, "/runtimes/" + run->id},
+      {"/api/v1/runs/r99", "/runtimes/r99"},
+      {"/api/v1/workers", "/clients"},
+      {"/api/v1/workers/" + w, "/clients/" + w},
+      {"/api/v1/programs", "/programs"},
+      {"/api/v1/programs/" + p->image.hash, "/programs/" + p->image.hash},
+      {"/api/v1/datasets", "/datasets"},
+  };
+  for (const auto& [versioned, old] : pairs) {
+    auto a = call(r, "GET", versioned), b = call(r, "GET", old);
+    EXPECT_EQ(a.status, b.status) << versioned;
+    EXPECT_EQ(a.body, b.body) << versioned;
+  }
+  EXPECT_EQ(body(call(r, "GET", "/api/v1/runs/" + run->id))["status"], "queued");
+  EXPECT_EQ(call(r, "GET", "/api/v1/runs/r99").status, 404);
+}
+
+TEST(RouteSpecs, EveryVersionedRouteKeepsItsOldPath) {
+  std::set<std::string> seen;
+  for (const RouteSpec& s : route_specs()) seen.insert(s.method + " " + s.path);
+  for (const RouteSpec& s : route_specs())
+    for (const std::string& old : legacy_paths(s.path))
+      EXPECT_TRUE(seen.count(s.method + " " + old)) << s.method << " " << old;
+  EXPECT_EQ(legacy_paths("/api/v1/programs/{hash}/runs"),
+            (std::vector<std::string>{"/runtime/{hash}", "/runtimes/{hash}"}));
+  EXPECT_EQ(legacy_paths("/api/v1/runs/{id}/fields/{name}"),
+            std::vector<std::string>{"/runtimes/{id}/fields/{name}"});
+  EXPECT_TRUE(legacy_paths("/api/v1/runsx").empty());
+  EXPECT_TRUE(legacy_paths("/metrics").empty());
+}
+
 TEST_F(HttpRoutesTest, ProgramsAreListedWithTheirWorkersBuilds) {
   auto r = routes();
   auto p = add_program();
@@ -358,8 +412,10 @@ TEST(HttpStatus, ErrorCodesMapToWhatClientsExpect) {
 TEST(RouteSpecs, EveryRouteIsListedOnce) {
   std::set<std::string> seen;
   for (const RouteSpec& s : route_specs()) EXPECT_TRUE(seen.insert(s.method + " " + s.path).second);
-  for (const char* want : {"GET /clients/{id}", "POST /runtime/{hash}", "DELETE /runtimes/{id}",
-                           "GET /runtimes/{id}/fields/{name}", "POST /datasets"})
+  for (const char* want :
+       {"GET /clients/{id}", "POST /runtime/{hash}", "DELETE /runtimes/{id}",
+        "GET /runtimes/{id}/fields/{name}", "POST /datasets", "GET /api/v1/workers/{id}",
+        "POST /api/v1/programs/{hash}/runs", "GET /api/v1/runs/{id}/fields/{name}"})
     EXPECT_TRUE(seen.count(want)) << want;
 }
 
