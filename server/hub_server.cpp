@@ -193,8 +193,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       request_line_ = std::string(h.method_string()) + " " + std::string(target);
       request_start_ = std::chrono::steady_clock::now();
     }
-    const bool upload = h.method() == http::verb::post &&
-                        (target == "/datasets" || target.substr(0, 10) == "/datasets?");
+    const bool upload = h.method() == http::verb::post && is_upload_target(target);
     if (upload) {
       auto dest = handler_->upload_destination(to_request(h, ""));
       if (auto* refusal = std::get_if<HttpResponse>(&dest)) {

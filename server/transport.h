@@ -63,6 +63,13 @@ class WorkerLink {
   virtual std::string peer() const = 0;
 };
 
+// Whether a request's body goes straight to disk: POST /api/v1/datasets, or
+// /datasets, its path before /api/v1 (with or without a query).
+inline bool is_upload_target(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path == "/api/v1/datasets" || path == "/datasets";
+}
+
 // What the network layer calls; implemented by the Coordinator.  Calls come
 // from the io thread and must not block.
 class ServerHandler {
