@@ -120,7 +120,7 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
     opts.frames = frames;                    // a run's session gives the frames it handled back
     auto self = shared_from_this();
     handshake_ws_channel(
-        std::move(stream), where(), "/workers", headers, opts,
+        std::move(stream), where(), "/hub", headers, opts,
         [self](const std::shared_ptr<WsChannel>& ch) { return self->on_open(ch); },
         [self](const WsOpenFailure& f) {
           self->retry(f.declined ? "the server refused this worker (a wrong or missing --token?)"

@@ -55,10 +55,10 @@ std::string body_too_large(uint64_t limit) {
 
 // /workers admits worker daemons only: the server's --token, not its read token.
 std::string worker_token_refusal(bool sent_a_token) {
-  return sent_a_token ? "this token does not admit workers: /workers needs the server's worker "
-                        "token (--token); the read token is for GET requests only"
-                      : "/workers is for worker daemons and needs the server's worker token "
-                        "(--token): send Authorization: Bearer <token>";
+  return sent_a_token ? "this token does not admit workers: the worker hub needs the server's "
+                        "worker token (--token); the read token is for GET requests only"
+                      : "the worker hub is for worker daemons and needs the server's worker "
+                        "token (--token): send Authorization: Bearer <token>";
 }
 
 // A worker's WebSocket channel, as the coordinator sees it.
@@ -295,14 +295,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     read_timer_.cancel();
     http::request<http::string_body> req = parser_->release();
     const std::string_view target(req.target().data(), req.target().size());
-    if (target.substr(0, target.find('?')) == "/workers") {
+    if (is_worker_hub_target(target)) {
       const HttpRequest r = to_request(req, "");
       if (!handler_->authorize_worker(r.headers))
         return send_error(r.headers.count("authorization") ? 403 : 401,
                           worker_token_refusal(r.headers.count("authorization") > 0));
       if (!websocket::is_upgrade(req))
         return send_error(426,
-                          "/workers is the worker daemons' WebSocket: send GET with "
+                          "the worker hub is the worker daemons' WebSocket: send GET with "
                           "Upgrade: websocket (lizard client does)");
       stream_.expires_never();
       return open_worker_channel(std::move(stream_), std::move(req), handler_, heartbeat_s_);

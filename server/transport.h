@@ -70,6 +70,14 @@ inline bool is_upload_target(std::string_view target) {
   return path == "/api/v1/datasets" || path == "/datasets";
 }
 
+// The worker daemons' WebSocket: `/hub`.  Workers of earlier versions dial
+// `/workers`, which the server still admits.
+constexpr std::string_view kWorkerHubPath = "/hub";
+inline bool is_worker_hub_target(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path == kWorkerHubPath || path == "/workers";
+}
+
 // What the network layer calls; implemented by the Coordinator.  Calls come
 // from the io thread and must not block.
 class ServerHandler {

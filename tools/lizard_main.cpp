@@ -147,8 +147,8 @@ lizard::Status resolve_server_address(lizard::WorkerOptions* opts) {
   }
   auto uri = lizard::parse_server_address(opts->host, opts->port, opts->tls);
   if (!uri.ok()) return uri.status();
-  if (!uri->base_path.empty() && uri->base_path != "/workers")
-    return lizard::invalid_argument("-a " + opts->host + ": workers dial /workers, not " +
+  if (!uri->base_path.empty() && uri->base_path != "/hub" && uri->base_path != "/workers")
+    return lizard::invalid_argument("-a " + opts->host + ": workers dial /hub, not " +
                                     uri->base_path);
   int port = 0;
   try {

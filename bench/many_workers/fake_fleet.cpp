@@ -81,7 +81,7 @@ struct FakeFleet::Impl : std::enable_shared_from_this<FakeFleet::Impl> {
     opts.idle_timeout_s = 60;  // the bench's io threads may be busy for a while
     auto self = shared_from_this();
     handshake_ws_channel(
-        std::move(stream), host + ":" + std::to_string(port), "/workers", {}, opts,
+        std::move(stream), host + ":" + std::to_string(port), "/hub", {}, opts,
         [self, index](const std::shared_ptr<WsChannel>& ch) { return self->on_open(ch, index); },
         [self](const WsOpenFailure&) { self->failures.add(1); });
   }

@@ -91,6 +91,8 @@ class InputBounds : public ::testing::Test {
     delete c_;
     c_ = nullptr;
   }
+  // An upgrade to `path` is admitted only with the worker token.
+  void check_worker_endpoint(const std::string& path);
   // The server is up and runs a program after each test.
   void TearDown() override {
     ASSERT_TRUE(c_->server_alive()) << "the server died";
@@ -208,9 +210,18 @@ TEST_F(InputBounds, JsonBodiesOverTheDefaultLimitGet413AtOnce) {
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
 }
 
+// The hub is /hub, and /workers for workers of earlier versions: the same rules.
 TEST_F(InputBounds, WorkerEndpointNeedsTheWorkerToken) {
+  for (const std::string path : {"/hub", "/workers"}) {
+    SCOPED_TRACE(path);
+    check_worker_endpoint(path);
+  }
+}
+
+void InputBounds::check_worker_endpoint(const std::string& path) {
   const std::string upgrade =
-      "GET /workers HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+      "GET " + path +
+      " HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
       "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
   const std::string with_read = exchange(c_->port(), upgrade + "Authorization: Bearer r\r\n\r\n");
   EXPECT_EQ(with_read.substr(0, with_read.find("\r\n")), "HTTP/1.1 403 Forbidden") << with_read;
@@ -220,14 +231,14 @@ TEST_F(InputBounds, WorkerEndpointNeedsTheWorkerToken) {
   EXPECT_EQ(without.substr(0, without.find("\r\n")), "HTTP/1.1 401 Unauthorized") << without;
   // Not a WebSocket upgrade, even with the read token: not a 404.
   const std::string plain =
-      exchange(c_->port(),
-               "GET /workers?x=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer r\r\n"
-               "Connection: close\r\n\r\n");
+      exchange(c_->port(), "GET " + path +
+                               "?x=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer r\r\n"
+                               "Connection: close\r\n\r\n");
   EXPECT_EQ(plain.substr(0, plain.find("\r\n")), "HTTP/1.1 403 Forbidden") << plain;
   const std::string plain_worker =
-      exchange(c_->port(),
-               "GET /workers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer w\r\n"
-               "Connection: close\r\n\r\n");
+      exchange(c_->port(), "GET " + path +
+                               " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer w\r\n"
+                               "Connection: close\r\n\r\n");
   EXPECT_EQ(plain_worker.substr(0, plain_worker.find("\r\n")), "HTTP/1.1 426 Upgrade Required")
       << plain_worker;
 }
