@@ -1,6 +1,8 @@
 # Build options and compiler settings shared by every target.
-option(LIZARD_BUILD_TESTS "Build the tests" ON)
-option(LIZARD_BUILD_BENCH "Build the benchmarks" ON)
+# Tests and benchmarks are off unless asked for: scripts/test, the presets and
+# scripts/gpu-check turn them on, so that a plain build makes only the product.
+option(LIZARD_BUILD_TESTS "Build the tests" OFF)
+option(LIZARD_BUILD_BENCH "Build the benchmarks" OFF)
 option(LIZARD_WERROR "Treat warnings as errors" OFF)
 
 find_program(LIZARD_CCACHE ccache)

@@ -1,6 +1,7 @@
-// The unit tests' main: gtest's, except that `lizard_unit_tests hook-host
-// LIB.so` serves a program's hooks as `lizard hook-host` does, since hook
-// processes are started from the running binary (hooks/hook_process.h).
+// The main of the module test binaries whose tests start hook processes:
+// gtest's, except that `lizard_<module>_tests hook-host LIB.so` serves a
+// program's hooks as `lizard hook-host` does, since hook processes are
+// started from the running binary (hooks/hook_process.h).
 #include <gtest/gtest.h>
 
 #include "hooks/hook_host.h"

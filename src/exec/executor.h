@@ -26,36 +26,10 @@
 #include "exec/file_rows.h"
 #include "program/layout.h"
 #include "program/manifest.h"
+#include "program/program_image.h"
+#include "protocol/executor_info.h"
 
 namespace lizard {
-
-struct ExecutorInfo {
-  std::string kind;  // "cuda" or "cpu"
-  std::string name;  // GPU or CPU model name
-  int ordinal = 0;   // GPU ordinal (0 for CPU)
-  std::string arch;  // "sm_90"; empty for CPU
-  int sm_count = 0;  // multiprocessors; CPU: worker threads
-  int clock_khz = 0;
-  uint64_t total_memory = 0;
-  uint64_t free_memory = 0;
-  std::string driver;  // driver version, GPU only
-  double weight = 1;   // capability weight used by the partition plan
-  // How busy the device is, as last measured (GPUs only; < 0: unknown):
-  // percent of time a kernel ran (NVML), and an empty kernel's launch delay.
-  double utilization = -1;
-  double launch_delay_us = -1;
-  nlohmann::json to_json() const;
-  static ExecutorInfo from_json(const nlohmann::json& j);
-};
-
-// A registered program as executors see it.
-struct ProgramImage {
-  std::string hash;
-  std::string config;  // config.yaml text, from which `manifest` was parsed
-  Manifest manifest;
-  std::string header;                          // generated lizard_program.h
-  std::map<std::string, std::string> sources;  // kernel.cu and headers, by name
-};
 
 // One executor's rows of a run.  `fields` follows manifest.dataset order:
 // input fields hold rows * row_width elements; other fields, and input fields

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "exec/executor.h"
+#include "program/program_image.h"
 
 namespace lizard {
 

@@ -22,7 +22,7 @@
 
 #include "common/status.h"
 #include "dataset/dataset_source.h"
-#include "exec/executor.h"
+#include "protocol/executor_info.h"
 #include "protocol/iteration_messages.h"
 #include "protocol/wire.h"
 
