@@ -151,6 +151,31 @@ wait_for 5 no_lizard_of_job "$job" || fail "lizard processes left after scancel:
 grep -q "lizard-slurm: stopped" "$work/job2.out" || fail "the launcher did not stop the cluster itself"
 echo "scancel: job and its lizard processes gone in $((SECONDS - t0)) s"
 
+# --- 2b. a SIGTERM while the launcher stops the cluster ----------------------
+# Slurm signals a job's processes one by one: the command may end before the
+# launcher gets its SIGTERM.  The command here ends by itself and has the
+# launcher signalled as soon as it says so; the stopping still completes and
+# the job keeps the command's exit status.
+t0=$SECONDS
+cat >"$work/late-term.sh" <<EOF
+#!/usr/bin/env bash
+launcher=\$PPID
+(
+  for _ in \$(seq 250); do grep -q "command exited" "$work/job-late.out" && break; sleep 0.02; done
+  kill -TERM \$launcher
+) </dev/null >/dev/null 2>&1 &
+EOF
+chmod +x "$work/late-term.sh"
+job=$(sbatch --parsable -N1 -n1 --chdir="$work" --output="$work/job-late.out" \
+  "$launcher" job --wait 60 --client-args "$client_args" -- "$work/late-term.sh")
+wait_for 60 job_done "$job" || fail "job $job did not finish within 60 s"
+grep -q "lizard-slurm: stopped (exit status 0)" "$work/job-late.out" ||
+  fail "a SIGTERM while stopping cut the launcher short"
+scontrol show job "$job" | grep -q "ExitCode=0:0" ||
+  fail "job $job did not keep its command's exit status: $(scontrol show job "$job" | grep -o 'ExitCode=[^ ]*')"
+wait_for 5 no_lizard_of_job "$job" || fail "lizard processes left: $(lizard_pids_of_job "$job")"
+echo "late SIGTERM: the launcher stopped the cluster in $((SECONDS - t0)) s"
+
 # --- 3. an array of workers for a long-lived server -------------------------
 t0=$SECONDS
 port=$(slurm_free_port)
