@@ -128,8 +128,8 @@ HelloMsg WorkerDaemon::Impl::hello() {
   h.version = LIZARD_VERSION;
   h.backend = executors.empty() ? "none" : executor(0).info().kind;
   h.backend_note = backend_note;
-  h.cpu_model = cpu_model();
-  h.cpu_threads = std::thread::hardware_concurrency();
+  h.cpu.model = cpu_model();
+  h.cpu.threads = std::thread::hardware_concurrency();
   if (const char* job = std::getenv("SLURM_JOB_ID")) h.slurm_job_id = job;
   reported = measured;
   for (auto& r : reported) r.kept.clear();  // reported by the first refresh
@@ -139,16 +139,22 @@ HelloMsg WorkerDaemon::Impl::hello() {
 void WorkerDaemon::Impl::handle(std::string frame) {
   auto m = decode_view(frame);
   if (!m.ok()) {
+    if (Status st = accept_welcome_frame(frame); st.code() == Code::kPermissionDenied)
+      return spdlog::error("{}", st.message());  // the server closes the connection
     spdlog::warn("bad frame from the server: {}", m.status().message());
     return;
   }
   const std::string run_id = wire_run_id_of(*m);
   if (routed_type(m->type)) routes.taken(run_id);  // one that on_frame left to this thread
   switch (m->type) {
-    case MessageType::kWelcome:
-      if (auto w = WelcomeMsg::parse(m->header); w.ok())
-        spdlog::info("registered with the server as {}", w->worker_id);
+    case MessageType::kWelcome: {
+      auto w = WelcomeMsg::parse(m->header);
+      if (!w.ok()) return spdlog::warn("bad welcome from the server: {}", w.status().message());
+      if (Status st = accept_welcome(*w); !st.ok())
+        return spdlog::error("{}; trying again", st.message());  // the server closes the connection
+      spdlog::info("registered with the server as {}", w->worker_id);
       return;
+    }
     case MessageType::kProgram:
       return builds.push(std::move(frame));
     case MessageType::kDataChunk:

@@ -182,6 +182,7 @@ void Coordinator::Impl::on_hello(const std::string& worker_id, const json& heade
     if (auto link = workers.link(worker_id)) link->close();
     return;
   }
+  if (hello->protocol != kWireVersion) return refuse_version(worker_id, hello->protocol);
   std::vector<std::pair<std::string, std::string>> push;
   for (const auto& p : programs.list())
     push.emplace_back(p->image.hash,
@@ -195,6 +196,16 @@ void Coordinator::Impl::on_hello(const std::string& worker_id, const json& heade
   wake_scheduler();
 }
 
+void Coordinator::Impl::refuse_version(const std::string& worker_id, int64_t theirs) {
+  auto link = workers.link(worker_id);
+  const std::string why = "the worker speaks wire protocol version " + std::to_string(theirs) +
+                          ", the server version " + std::to_string(kWireVersion);
+  spdlog::warn("refused worker {} from {}: {}", worker_id, link ? link->peer() : "?", why);
+  if (!link) return;
+  link->send(encode(WelcomeMsg{"", kWireVersion, why}.to_message()));
+  link->close();
+}
+
 void Coordinator::Impl::to_driver(std::string_view run_id, DriverEvent ev) {
   std::lock_guard<std::mutex> l(drivers_mu);
   auto it = drivers.find(run_id);
@@ -204,6 +215,11 @@ void Coordinator::Impl::to_driver(std::string_view run_id, DriverEvent ev) {
 void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame) {
   auto v = decode_view(frame);
   if (!v.ok()) {
+    // A hello of another version: its frame says which.
+    if (auto h = decode_handshake(frame); h.ok() && h->type == MessageType::kHello) {
+      refuse_version(worker_id, h->version);
+      return frames->give(std::move(frame));
+    }
     spdlog::warn("worker {} sent a bad frame: {}", worker_id, v.status().message());
     return frames->give(std::move(frame));
   }

@@ -103,6 +103,9 @@ struct Coordinator::Impl : RouteActions {
   // ---- workers -------------------------------------------------------------
   void on_frame(const std::string& worker_id, std::string frame);
   void on_hello(const std::string& worker_id, const nlohmann::json& header);
+  // Answers a worker of another wire version with a refusal naming both
+  // versions, and closes its connection.
+  void refuse_version(const std::string& worker_id, int64_t theirs);
   void to_driver(std::string_view run_id, DriverEvent ev);
 
   // ---- scheduling ----------------------------------------------------------

@@ -270,6 +270,31 @@ TEST_F(CoordinatorTest, BadWorkerFramesAreIgnoredAndABadHelloClosesTheLink) {
   EXPECT_EQ(body(call("GET", "/clients")).size(), 1u);
 }
 
+// A worker of another wire version, stated in its hello or in its frame,
+// is answered with a welcome that refuses it naming both versions.
+TEST_F(CoordinatorTest, AWorkerOfAnotherWireVersionIsRefused) {
+  FakeWorker& same = join();  // one of this version joins
+  HelloMsg hello;
+  hello.hostname = "newer";
+  hello.protocol = kWireVersion + 1;
+  std::string in_frame = encode(HelloMsg{}.to_message());
+  in_frame[2] = static_cast<char>(kWireVersion + 1);
+  for (const std::string& frame : {encode(hello.to_message()), in_frame}) {
+    auto link = std::make_shared<testing::FakeWorkerLink>();
+    coord_->on_worker_frame(coord_->on_worker_connect(link), frame);
+    auto sent = link->sent_of(MessageType::kWelcome);
+    ASSERT_EQ(sent.size(), 1u);
+    auto welcome = WelcomeMsg::parse(sent[0].header);
+    ASSERT_TRUE(welcome.ok()) << welcome.status().message();
+    EXPECT_EQ(welcome->refused, "the worker speaks wire protocol version " +
+                                    std::to_string(kWireVersion + 1) + ", the server version " +
+                                    std::to_string(kWireVersion));
+    EXPECT_TRUE(link->closed());
+  }
+  EXPECT_FALSE(same.link()->closed());
+  EXPECT_EQ(body(call("GET", "/clients")).size(), 1u);
+}
+
 TEST_F(CoordinatorTest, WorkersAndUploadsNeedTheTokenWhenOneIsSet) {
   coord_->shutdown();
   CoordinatorOptions opts;

@@ -30,8 +30,8 @@ HelloMsg fake_hello(int index) {
   h.hostname = "fake-" + std::to_string(index);
   h.version = LIZARD_VERSION;
   h.backend = "cpu";
-  h.cpu_model = "fake";
-  h.cpu_threads = 1;
+  h.cpu.model = "fake";
+  h.cpu.threads = 1;
   ExecutorInfo e;
   e.kind = "cpu";
   e.name = "fake";

@@ -143,8 +143,8 @@ HelloMsg FakeWorker::hello(size_t executors, uint64_t free_bytes) const {
   h.hostname = "fake-" + id_;
   h.version = "test";
   h.backend = "cpu";
-  h.cpu_model = "fake";
-  h.cpu_threads = 1;
+  h.cpu.model = "fake";
+  h.cpu.threads = 1;
   for (size_t i = 0; i < executors; ++i) {
     ExecutorInfo e;
     e.kind = "cpu";

@@ -186,10 +186,10 @@ TEST(DatasetSourceRegistry, MalformedWireFieldsAreErrors) {
   json h = RunStartMsg{}.to_message().header;
   h["fields"] = json::array({{{"name", "x"}, {"source", "path"}, {"path", 3}}});
   EXPECT_EQ(RunStartMsg::parse(h).status().message(),
-            "run_start: run_start field: path is not a string");
+            "run_start: field \"fields\"[0]: path is not a string");
   h["fields"] = json::array({{{"name", "x"}, {"source", "http"}}});
   EXPECT_EQ(RunStartMsg::parse(h).status().message(),
-            "run_start: run_start field: unknown source 'http'");
+            "run_start: field \"fields\"[0]: unknown source 'http'");
 }
 
 // The inline kind slices each part's rows out of the payload, and says when

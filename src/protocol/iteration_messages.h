@@ -75,6 +75,40 @@ struct LoopStepMsg {
   void write(ByteWriter* w) const;       // the packed header's fields
 };
 
+// Each packed header's fields in the order write() puts them, for the
+// reference page (protocol/wire_reference.h); a test reads encoded headers
+// back through them.  Strings are an 8-byte length and the bytes, integers
+// 8 bytes and doubles IEEE 754, little-endian; flags one byte, 0 or 1.
+enum class PackedType { kString, kInt64, kDouble, kFlag };
+struct PackedField {
+  const char* name;
+  PackedType type;
+  const char* doc;
+};
+inline constexpr PackedField kIterateLayout[] = {
+    {"run_id", PackedType::kString, "the attempt"},
+    {"iteration", PackedType::kInt64, "the iteration to run"},
+};
+inline constexpr PackedField kIterationResultLayout[] = {
+    {"run_id", PackedType::kString, "the attempt"},
+    {"iteration", PackedType::kInt64, "the iteration"},
+    {"ok", PackedType::kFlag, "whether it ran"},
+    {"kernel_ms", PackedType::kDouble, "the slowest executor's kernels"},
+    {"error", PackedType::kString, "why not"},
+};
+inline constexpr PackedField kLoopStepLayout[] = {
+    {"run_id", PackedType::kString, "the attempt"},
+    {"iteration", PackedType::kInt64, "the iteration"},
+    {"ok", PackedType::kFlag, "whether it ran"},
+    {"unsupported", PackedType::kFlag,
+     "this worker cannot run the loop: nothing ran, the server drives the iterations"},
+    {"last", PackedType::kFlag, "the last iteration of the loop"},
+    {"kernel_ms", PackedType::kDouble, "the slowest executor's kernels"},
+    {"ms", PackedType::kDouble, "the whole iteration on the worker, update hook included"},
+    {"fold_ms", PackedType::kDouble, "folding the executors' aggregates and the update hook"},
+    {"error", PackedType::kString, "why not"},
+};
+
 // The run id a packed header begins with; empty when it is malformed.
 std::string_view packed_run_id(std::string_view packed);
 

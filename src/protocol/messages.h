@@ -1,6 +1,7 @@
 // Typed wire messages: one struct per message type of wire.h, each with its
-// encoding and its parser.  Both daemons build and read messages through
-// these structs, so a field is named once, here, and a malformed header from
+// encoding and its parser, both made from the message's schema
+// (protocol/message_schemas.h).  Both daemons build and read messages through
+// these structs, so a field is named once, there, and a malformed header from
 // the other side is an error value, never an exception.
 //
 //   link->send(encode(RunEndMsg{wire_id, true, {"labels"}}.to_message()));
@@ -28,21 +29,30 @@
 
 namespace lizard {
 
-// worker → server: the worker's hardware, once per connection.
+// The worker's CPU, in its hello.
+struct CpuInfo {
+  std::string model;
+  int64_t threads = 0;
+};
+
+// worker → server: the worker's hardware and wire version, once per connection.
 struct HelloMsg {
   std::string hostname, version, backend, backend_note;
-  std::string cpu_model;
-  int64_t cpu_threads = 0;
+  CpuInfo cpu;
   std::string slurm_job_id;  // empty outside a Slurm job
   std::vector<ExecutorInfo> executors;
-  nlohmann::json to_json() const;  // as GET /clients shows it
+  int64_t protocol = kWireVersion;  // the wire version the worker speaks
+  nlohmann::json to_json() const;   // as GET /clients shows it
   Message to_message() const;
   static Result<HelloMsg> parse(const nlohmann::json& h);
 };
 
-// server → worker: the id the server knows the worker by.
+// server → worker: the id the server knows the worker by, or, when
+// `refused` says why, that the server will not take this worker.
 struct WelcomeMsg {
   std::string worker_id;
+  int64_t protocol = kWireVersion;  // the wire version the server speaks
+  std::string refused{};
   Message to_message() const;
   static Result<WelcomeMsg> parse(const nlohmann::json& h);
 };
@@ -188,6 +198,13 @@ struct LoopMsg {
   Message to_message(std::string payload = {}) const;
   static Result<LoopMsg> parse(const nlohmann::json& h);
 };
+
+// Whether a worker may go on with the server that sent this welcome: an
+// error naming both wire versions when the server refused it or speaks
+// another version.
+Status accept_welcome(const WelcomeMsg& w);
+// The same for a welcome frame decode() refused (one of another version).
+Status accept_welcome_frame(std::string_view frame);
 
 // The run a wire id ("r7.2": run r7, attempt 2) belongs to: a view into `wire_id`.
 std::string_view run_of_wire_id(std::string_view wire_id);

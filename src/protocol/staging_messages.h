@@ -1,7 +1,8 @@
 // The messages that stage and drop kept rows (exec/kept_rows.h) outside any
 // run: the server asks a worker to load a file's rows onto its executors and
 // keep them (stage_rows, answered by rows_staged), or to let go of every kept
-// row of a source (drop_rows).  JSON headers, no payload.
+// row of a source (drop_rows).  JSON headers, no payload; their fields are
+// listed in protocol/message_schemas_server.h and message_schemas_worker.h.
 //
 //   StageRowsMsg m{"s3", "/data/x.npy", "npy", "float32", 8, {}, {{0, 0, 1024}}};
 //   conn.send(encode(m.to_message()));

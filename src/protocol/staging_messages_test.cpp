@@ -51,7 +51,7 @@ TEST(StagingMessages, MalformedHeadersAreRefused) {
   json no_path = h;
   no_path.erase("path");
   EXPECT_EQ(StageRowsMsg::parse(no_path).status().message(),
-            "stage_rows: `path` is missing or of the wrong type");
+            "stage_rows: missing required field \"path\"");
   json zero_width = h;
   zero_width["width"] = 0;
   EXPECT_FALSE(StageRowsMsg::parse(zero_width).ok());

@@ -8,48 +8,35 @@ namespace lizard {
 
 const char* message_type_name(MessageType t) {
   switch (t) {
-    case MessageType::kHello:
-      return "hello";
-    case MessageType::kWelcome:
-      return "welcome";
-    case MessageType::kProgram:
-      return "program";
-    case MessageType::kProgramStatus:
-      return "program_status";
-    case MessageType::kRunStart:
-      return "run_start";
-    case MessageType::kRunReady:
-      return "run_ready";
-    case MessageType::kIterate:
-      return "iterate";
-    case MessageType::kIterationResult:
-      return "iteration_result";
-    case MessageType::kRunEnd:
-      return "run_end";
-    case MessageType::kRunOutputs:
-      return "run_outputs";
-    case MessageType::kHeartbeat:
-      return "heartbeat";
-    case MessageType::kDataChunk:
-      return "data_chunk";
-    case MessageType::kProgress:
-      return "progress";
-    case MessageType::kResources:
-      return "resources";
-    case MessageType::kRunAbort:
-      return "run_abort";
-    case MessageType::kLoop:
-      return "loop";
-    case MessageType::kLoopStep:
-      return "loop_step";
-    case MessageType::kStageRows:
-      return "stage_rows";
-    case MessageType::kRowsStaged:
-      return "rows_staged";
-    case MessageType::kDropRows:
-      return "drop_rows";
+#define LIZARD_MESSAGE_NAME(e, n, name, direction, payload) \
+  case MessageType::e:                                      \
+    return name;
+    LIZARD_MESSAGE_TYPES(LIZARD_MESSAGE_NAME)
+#undef LIZARD_MESSAGE_NAME
   }
   return "unknown";
+}
+
+const char* message_direction(MessageType t) {
+  switch (t) {
+#define LIZARD_MESSAGE_DIRECTION(e, n, name, direction, payload) \
+  case MessageType::e:                                           \
+    return direction;
+    LIZARD_MESSAGE_TYPES(LIZARD_MESSAGE_DIRECTION)
+#undef LIZARD_MESSAGE_DIRECTION
+  }
+  return "";
+}
+
+const char* message_payload(MessageType t) {
+  switch (t) {
+#define LIZARD_MESSAGE_PAYLOAD(e, n, name, direction, payload) \
+  case MessageType::e:                                         \
+    return payload;
+    LIZARD_MESSAGE_TYPES(LIZARD_MESSAGE_PAYLOAD)
+#undef LIZARD_MESSAGE_PAYLOAD
+  }
+  return "";
 }
 
 bool has_packed_header(MessageType t) {
@@ -114,6 +101,22 @@ Result<MessageView> decode_view(std::string_view frame) {
   }
   m.payload = frame.substr(8 + n);
   return m;
+}
+
+Result<HandshakeFrame> decode_handshake(std::string_view frame) {
+  if (frame.size() < 8 || frame[0] != 'L' || frame[1] != 'Z')
+    return invalid_argument("not a lizard frame");
+  HandshakeFrame h;
+  h.version = static_cast<uint8_t>(frame[2]);
+  h.type = static_cast<MessageType>(frame[3]);
+  if (h.type != MessageType::kHello && h.type != MessageType::kWelcome)
+    return invalid_argument("not a hello or welcome frame");
+  uint32_t n = 0;
+  for (int i = 0; i < 4; ++i) n |= uint32_t(static_cast<uint8_t>(frame[4 + i])) << (8 * i);
+  if (n > frame.size() - 8) return invalid_argument("frame header length exceeds the frame");
+  h.header = nlohmann::json::parse(frame.substr(8, n), nullptr, /*allow_exceptions=*/false);
+  if (!h.header.is_object()) return invalid_argument("frame header is not a JSON object");
+  return h;
 }
 
 Result<Message> decode(std::string_view frame) {

@@ -9,8 +9,9 @@
 // is packed binary (protocol/iteration_messages.h), so an iteration's round
 // trip parses no JSON.  The payload carries arrays as raw little-endian
 // bytes, so data never passes through JSON or base64.  Both daemons build
-// and read headers through the typed structs of protocol/messages.h, which
-// use encode()/decode(); nothing else knows the framing.
+// and read headers through the typed structs of protocol/messages.h, whose
+// fields are listed once in protocol/message_schemas.h, and which use
+// encode()/decode(); nothing else knows the framing.
 //
 //   std::string frame = encode(IterateMsg{wire_id, it}.to_message(state_bytes));
 //   Result<Message> m = decode(frame);
@@ -37,71 +38,45 @@ namespace lizard {
 
 inline constexpr uint8_t kWireVersion = 2;
 
-// What each header holds (messages.h has the structs); "?" marks a key sent
-// only sometimes.
+// Every message type: its enum name, number on the wire, name, direction
+// and payload.  The fields of each JSON header are listed once, in
+// protocol/message_schemas.h; the packed headers' in iteration_messages.h.
+// docs/wire-protocol.md is generated from both (protocol/wire_reference.h).
+// The frame head, hello (1) and welcome (2) keep their meaning in every
+// version, so that two daemons of different versions can tell each other so.
+#define LIZARD_MESSAGE_TYPES(X)                                                                  \
+  X(kHello, 1, "hello", "worker → server", "—")                                                  \
+  X(kWelcome, 2, "welcome", "server → worker", "—")                                              \
+  X(kProgram, 3, "program", "server → worker", "—")                                              \
+  X(kProgramStatus, 4, "program_status", "worker → server", "—")                                 \
+  X(kRunStart, 5, "run_start", "server → worker", "the inline fields' rows, field after field")  \
+  X(kRunReady, 6, "run_ready", "worker → server", "—")                                           \
+  X(kIterate, 7, "iterate", "server → worker", "the state section")                              \
+  X(kIterationResult, 8, "iteration_result", "worker → server",                                  \
+    "aggregate sections: one folded (built-in reducers), or one per executor or slice (custom)") \
+  X(kRunEnd, 9, "run_end", "server → worker", "—")                                               \
+  X(kRunOutputs, 10, "run_outputs", "worker → server", "the output fields, field after field")   \
+  X(kHeartbeat, 11, "heartbeat", "either", "—")                                                  \
+  X(kDataChunk, 12, "data_chunk", "server → worker", "rows of an uploaded field")                \
+  X(kProgress, 13, "progress", "worker → server", "—")                                           \
+  X(kResources, 14, "resources", "worker → server", "—")                                         \
+  X(kRunAbort, 15, "run_abort", "server → worker", "—")                                          \
+  X(kLoop, 16, "loop", "server → worker", "the state section")                                   \
+  X(kLoopStep, 17, "loop_step", "worker → server",                                               \
+    "the folded aggregate section, then the state section the update hook left")                 \
+  X(kStageRows, 18, "stage_rows", "server → worker", "—")                                        \
+  X(kRowsStaged, 19, "rows_staged", "worker → server", "—")                                      \
+  X(kDropRows, 20, "drop_rows", "server → worker", "—")
+
 enum class MessageType : uint8_t {
-  // worker → server, once per connection: {hostname, version, backend,
-  // backend_note, cpu: {model, threads}, executors: [ExecutorInfo], slurm_job_id?}
-  kHello = 1,
-  // server → worker, in answer to hello: {worker_id}
-  kWelcome = 2,
-  // server → worker, each registered program: {hash, bundle: {config, sources}}
-  kProgram = 3,
-  // worker → server, once the program is built on every executor (or not): {hash, ok, error}
-  kProgramStatus = 4,
-  // server → worker: {run_id, hash, params, seed, first_row, rows,
-  // parts: [{executor, first_row, rows}], fields: [{name, source: inline {offset, bytes} |
-  // path {path, format} | generate {kernel} | chunks | none}], progress};
-  // payload: the inline fields' rows, field after field
-  kRunStart = 5,
-  // worker → server, rows loaded: {run_id, ok, error, compile_ms, compile_cache_hit}
-  kRunReady = 6,
-  // server → worker, packed: run_id, iteration; payload: the state section
-  kIterate = 7,
-  // worker → server, packed: run_id, iteration, ok, kernel_ms, error; payload: aggregate
-  // sections, one folded (built-in reducers) or one per executor or slice (custom)
-  kIterationResult = 8,
-  // server → worker: {run_id, want_outputs, outputs: [field names]}
-  kRunEnd = 9,
-  // worker → server, when outputs were wanted: {run_id, ok, error, fields: [{name, bytes}]};
-  // payload: the fields' rows, field after field
-  kRunOutputs = 10,
-  // either way: {}.  Defined but not sent; liveness comes from WebSocket pings
-  kHeartbeat = 11,
-  // server → worker, before run_start: {run_id, field, offset, bytes, total};
-  // payload: rows of an uploaded field
-  kDataChunk = 12,
-  // worker → server, within an iteration: {run_id, iteration, executor, rows_done}
-  kProgress = 13,
-  // worker → server, between runs, when it moved: {free_memory: [bytes, per executor]}
-  kResources = 14,
-  // server → worker, when a run is cancelled or runs past its time limit:
-  // {run_id, reason}.  The worker kills the processes of the run's executors
-  // (a kernel may never return) and frees them; no reply
-  kRunAbort = 15,
-  // server → worker, once a run's rows are loaded, when the run is on this
-  // worker alone: run iterations [first_iteration, max_iterations) here,
-  // folding and calling the program's update hook as the server would:
-  // {run_id, first_iteration, max_iterations, hook_timeout_ms}; payload: the
-  // state section
-  kLoop = 16,
-  // worker → server, after each iteration of a loop, packed: run_id,
-  // iteration, ok, unsupported, last, kernel_ms, ms, error; payload: the folded aggregate,
-  // then the state the update hook left.  `unsupported`: this worker cannot
-  // run the loop (the server then drives the iterations itself)
-  kLoopStep = 17,
-  // server → worker: load rows of a file onto executors and keep them for
-  // later runs, no run needed (protocol/staging_messages.h): {stage_id,
-  // path, format, dtype, width, data_roots, parts: [{executor, first_row, rows}]}
-  kStageRows = 18,
-  // worker → server, in answer to stage_rows: {stage_id, ok, error, parts:
-  // [{executor, first_row, rows, bytes, key, was_kept}]}
-  kRowsStaged = 19,
-  // server → worker: let go of every kept row of a source (a path as runs
-  // named it, or an upload's id), once the runs using them end: {source}; no reply
-  kDropRows = 20,
+#define LIZARD_MESSAGE_ENUM(e, n, name, direction, payload) e = n,
+  LIZARD_MESSAGE_TYPES(LIZARD_MESSAGE_ENUM)
+#undef LIZARD_MESSAGE_ENUM
 };
 
+// Which way a message goes, and what its payload holds ("—": none).
+const char* message_direction(MessageType t);
+const char* message_payload(MessageType t);
 const char* message_type_name(MessageType t);
 // Whether messages of type `t` have a packed header instead of a JSON one.
 bool has_packed_header(MessageType t);
@@ -143,5 +118,15 @@ Result<MessageView> decode_view(std::string_view frame);
 // A frame's type, from its first bytes alone (its header is not read): for
 // a daemon's io thread that routes frames by type.  The errors of decode().
 Result<MessageType> frame_type(std::string_view frame);
+
+// A hello or welcome frame of any wire version, read as far as every
+// version agrees (the frame head and a JSON header), so that a daemon can
+// name the other side's version when decode() refuses its frames.
+struct HandshakeFrame {
+  uint8_t version = 0;
+  MessageType type = MessageType::kHello;
+  nlohmann::json header;
+};
+Result<HandshakeFrame> decode_handshake(std::string_view frame);
 
 }  // namespace lizard

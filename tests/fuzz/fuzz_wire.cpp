@@ -2,7 +2,8 @@
 // decode() accepts it, the message must survive encode() and decode() again
 // unchanged (type, header, packed header, payload), and encoding is then
 // stable.  A packed header its typed message accepts must be written back
-// the same by that message.
+// the same by that message, and a JSON header its typed message accepts
+// must read back the same after that message writes it (message_schemas.h).
 //
 //   build-fuzz/tests/fuzz/fuzz_wire CORPUS tests/fuzz/corpus/wire
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/message_schemas.h"
 #include "protocol/messages.h"
 
 namespace {
@@ -41,6 +43,19 @@ void check_packed(const lizard::Message& m) {
   }
 }
 
+// Each message's schema: what it accepts, written again, reads back the same.
+void check_typed(const lizard::Message& m) {
+  lizard::for_each_message_schema([&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if (S::kType != m.type) return;
+    auto typed = S::Type::parse(m.header);
+    if (!typed.ok()) return;
+    const nlohmann::json again = lizard::to_header(*typed);
+    auto back = S::Type::parse(again);
+    if (!back.ok() || lizard::to_header(*back) != again) fail("typed header not kept", m);
+  });
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -56,6 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (back->payload != m->payload) fail("payload changed", *m);
   if (lizard::encode(*back) != again) fail("encoding is not stable", *m);
   check_packed(*m);
+  check_typed(*m);
   (void)lizard::wire_run_id_of(*m);
   (void)lizard::reported_error(*m);
   return 0;

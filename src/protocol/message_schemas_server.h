@@ -1,0 +1,175 @@
+// The schemas of the messages the server sends a worker (protocol/message_schemas.h
+// says what a schema is for and lists them all).
+#pragma once
+
+#include <string>
+#include <tuple>
+
+#include "protocol/message_object_schemas.h"
+
+namespace lizard {
+
+template <>
+struct WireSchema<WelcomeMsg> {
+  using Type = WelcomeMsg;
+  static constexpr const char* kName = "welcome";
+  static constexpr MessageType kType = MessageType::kWelcome;
+  static constexpr const char* kDoc =
+      "In answer to `hello`. When `refused` is set the server closes the connection; the worker "
+      "logs why and dials again.";
+  static auto fields() {
+    return std::make_tuple(
+        required("worker_id", &WelcomeMsg::worker_id, "the id the server knows the worker by"),
+        optional("protocol", &WelcomeMsg::protocol,
+                 "the wire version the server speaks (absent: the frame's)"),
+        omitted_when_empty("refused", &WelcomeMsg::refused,
+                           "why the server does not take this worker"));
+  }
+};
+
+template <>
+struct WireSchema<ProgramMsg> {
+  using Type = ProgramMsg;
+  static constexpr const char* kName = "program";
+  static constexpr MessageType kType = MessageType::kProgram;
+  static constexpr const char* kDoc = "Each registered program, for the worker to build.";
+  static auto fields() {
+    return std::make_tuple(
+        required("hash", &ProgramMsg::hash, "the program's hash"),
+        required("bundle", &ProgramMsg::bundle, "its `config` (config.yaml) and `sources`"));
+  }
+};
+
+template <>
+struct WireSchema<RunStartMsg> {
+  using Type = RunStartMsg;
+  static constexpr const char* kName = "run_start";
+  static constexpr MessageType kType = MessageType::kRunStart;
+  static constexpr const char* kDoc = "Load these rows and get ready to iterate.";
+  static auto fields() {
+    return std::make_tuple(
+        required("run_id", &RunStartMsg::run_id,
+                 "the attempt: `r3.0`, then `r3.1` after a re-plan"),
+        required("hash", &RunStartMsg::hash, "the program"),
+        optional("params", &RunStartMsg::params, "the run's params"),
+        optional("seed", &RunStartMsg::seed, "the generators' seed"),
+        optional("first_row", &RunStartMsg::first_row, "this worker's first row"),
+        optional("rows", &RunStartMsg::rows, "this worker's rows"),
+        optional("parts", &RunStartMsg::parts, "its rows per executor"),
+        optional<wire_schema::ListCodec<FieldSourceCodec>>(
+            "fields", &RunStartMsg::fields, "where each dataset field's rows come from"),
+        optional("data_roots", &RunStartMsg::data_roots,
+                 "the server's `--data-root` directories: `path` fields lie in them"),
+        optional("progress", &RunStartMsg::progress, "run iterations in slices and report each"));
+  }
+};
+
+template <>
+struct WireSchema<RunEndMsg> {
+  using Type = RunEndMsg;
+  static constexpr const char* kName = "run_end";
+  static constexpr MessageType kType = MessageType::kRunEnd;
+  static constexpr const char* kDoc = "The run is over; send the named output fields when asked.";
+  static auto fields() {
+    return std::make_tuple(
+        required("run_id", &RunEndMsg::run_id, "the attempt"),
+        optional("want_outputs", &RunEndMsg::want_outputs, "answer with `run_outputs`"),
+        optional("outputs", &RunEndMsg::outputs, "the output fields to send"));
+  }
+};
+
+template <>
+struct WireSchema<DataChunkMsg> {
+  using Type = DataChunkMsg;
+  static constexpr const char* kName = "data_chunk";
+  static constexpr MessageType kType = MessageType::kDataChunk;
+  static constexpr const char* kDoc =
+      "Before `run_start`: about 1 MiB of an uploaded field's rows (`chunks` fields).";
+  static auto fields() {
+    return std::make_tuple(
+        required("run_id", &DataChunkMsg::run_id, "the attempt"),
+        required("field", &DataChunkMsg::field, "the field's index in the manifest's `dataset`"),
+        required("offset", &DataChunkMsg::offset, "bytes into this worker's rows of the field"),
+        required("bytes", &DataChunkMsg::bytes, "bytes in this chunk"),
+        required("total", &DataChunkMsg::total, "this worker's bytes of the field"));
+  }
+};
+
+template <>
+struct WireSchema<RunAbortMsg> {
+  using Type = RunAbortMsg;
+  static constexpr const char* kName = "run_abort";
+  static constexpr MessageType kType = MessageType::kRunAbort;
+  static constexpr const char* kDoc =
+      "In place of `run_end`, when a run is cancelled or past its time limit. No answer: the "
+      "worker kills the processes of the run's executors, starts them again and frees them.";
+  static auto fields() {
+    return std::make_tuple(required("run_id", &RunAbortMsg::run_id, "the attempt"),
+                           optional("reason", &RunAbortMsg::reason, "why"));
+  }
+  static std::string check(const RunAbortMsg& m) {
+    return m.run_id.empty() ? "run_id is missing" : "";
+  }
+};
+
+template <>
+struct WireSchema<LoopMsg> {
+  using Type = LoopMsg;
+  static constexpr const char* kName = "loop";
+  static constexpr MessageType kType = MessageType::kLoop;
+  static constexpr const char* kDoc =
+      "After `run_ready`, for a run placed on this worker alone: run the iterations here, "
+      "folding and calling the update hook as the server would.";
+  static auto fields() {
+    return std::make_tuple(
+        required("run_id", &LoopMsg::run_id, "the attempt"),
+        required("first_iteration", &LoopMsg::first_iteration, "the first iteration to run"),
+        required("max_iterations", &LoopMsg::max_iterations, "run up to this iteration"),
+        optional("hook_timeout_ms", &LoopMsg::hook_timeout_ms,
+                 "the bound on one hook call; 0: the worker's own"));
+  }
+};
+
+template <>
+struct WireSchema<StageRowsMsg> {
+  using Type = StageRowsMsg;
+  static constexpr const char* kName = "stage_rows";
+  static constexpr MessageType kType = MessageType::kStageRows;
+  static constexpr const char* kDoc =
+      "For `POST /datasets/stage`: load rows of a file onto executors and keep them for later "
+      "runs (`client/row_staging.h`).";
+  static auto fields() {
+    return std::make_tuple(
+        required("stage_id", &StageRowsMsg::stage_id, "the request, named in the answer"),
+        required("path", &StageRowsMsg::path, "the file"),
+        required("format", &StageRowsMsg::format, "`npy` or `raw`"),
+        required("dtype", &StageRowsMsg::dtype, "the values' type"),
+        required("width", &StageRowsMsg::width, "values per row, at least 1"),
+        optional("data_roots", &StageRowsMsg::data_roots,
+                 "the server's `--data-root` directories: the file lies in them"),
+        required<wire_schema::ListCodec<wire_schema::ObjectOf<StagePartSchema>>>(
+            "parts", &StageRowsMsg::parts, "which rows go to which executor"));
+  }
+  static std::string check(const StageRowsMsg& m) {
+    return m.width < 1 ? "`width` must be at least 1" : "";
+  }
+};
+
+template <>
+struct WireSchema<DropRowsMsg> {
+  using Type = DropRowsMsg;
+  static constexpr const char* kName = "drop_rows";
+  static constexpr MessageType kType = MessageType::kDropRows;
+  static constexpr const char* kDoc =
+      "For `POST /datasets/drop` and `DELETE /datasets/<id>`. No answer: each executor lets go "
+      "of the source's kept rows once no run holds them.";
+  static auto fields() {
+    return std::make_tuple(
+        required("source", &DropRowsMsg::source, "a path as runs named it, or an upload's id"));
+  }
+  static std::string check(const DropRowsMsg& m) {
+    return m.source.empty() ? "`source` is empty" : "";
+  }
+};
+
+}  // namespace lizard

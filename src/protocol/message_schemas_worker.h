@@ -1,0 +1,150 @@
+// The schemas of the messages a worker sends the server (protocol/message_schemas.h
+// says what a schema is for and lists them all).
+#pragma once
+
+#include <string>
+#include <tuple>
+
+#include "protocol/message_object_schemas.h"
+
+namespace lizard {
+
+// ---- worker → server ----------------------------------------------------------
+
+template <>
+struct WireSchema<HelloMsg> {
+  using Type = HelloMsg;
+  static constexpr const char* kName = "hello";
+  static constexpr MessageType kType = MessageType::kHello;
+  static constexpr const char* kDoc =
+      "Once per connection: the worker's hardware and the wire version it speaks. A worker "
+      "of another version is answered with a `welcome` that refuses it.";
+  static auto fields() {
+    return std::make_tuple(
+        required("hostname", &HelloMsg::hostname, "the worker's host name"),
+        optional("version", &HelloMsg::version, "the worker's lizard version"),
+        optional("protocol", &HelloMsg::protocol,
+                 "the wire version it speaks (absent: the frame's)"),
+        optional("backend", &HelloMsg::backend, "`cuda`, `cpu` or `none`"),
+        optional("backend_note", &HelloMsg::backend_note, "why the backend is not CUDA, if not"),
+        optional("cpu", &HelloMsg::cpu, "the worker's CPU"),
+        required<wire_schema::ListCodec<ExecutorInfoCodec>>(
+            "executors", &HelloMsg::executors, "its executors, as `GET /clients` shows them"),
+        omitted_when_empty("slurm_job_id", &HelloMsg::slurm_job_id,
+                           "the Slurm job the worker runs in"));
+  }
+};
+
+template <>
+struct WireSchema<ProgramStatusMsg> {
+  using Type = ProgramStatusMsg;
+  static constexpr const char* kName = "program_status";
+  static constexpr MessageType kType = MessageType::kProgramStatus;
+  static constexpr const char* kDoc = "Once a program is built on every executor, or is not.";
+  static auto fields() {
+    return std::make_tuple(required("hash", &ProgramStatusMsg::hash, "the program"),
+                           required("ok", &ProgramStatusMsg::ok, "whether it built"),
+                           optional("error", &ProgramStatusMsg::error, "why not"));
+  }
+};
+
+template <>
+struct WireSchema<RunReadyMsg> {
+  using Type = RunReadyMsg;
+  static constexpr const char* kName = "run_ready";
+  static constexpr MessageType kType = MessageType::kRunReady;
+  static constexpr const char* kDoc = "The run's rows are loaded, or why not.";
+  static auto fields() {
+    return std::make_tuple(
+        required("run_id", &RunReadyMsg::run_id, "the attempt (`r3.0`)"),
+        required("ok", &RunReadyMsg::ok, "whether the rows are loaded"),
+        optional("error", &RunReadyMsg::error, "why not"),
+        optional("compile_ms", &RunReadyMsg::compile_ms,
+                 "the slowest executor's compile for this run's values"),
+        optional("compile_cache_hit", &RunReadyMsg::compile_cache_hit,
+                 "every executor's binary came from a cache"),
+        optional("missing", &RunReadyMsg::missing,
+                 "`cached` fields (indices) whose rows this worker no longer holds"),
+        optional("file_bytes_read", &RunReadyMsg::file_bytes_read,
+                 "bytes of `path` fields read from their files"),
+        optional("file_bytes_kept", &RunReadyMsg::file_bytes_kept,
+                 "bytes of `path` fields taken from rows kept from earlier runs"));
+  }
+  static std::string check(const RunReadyMsg& m) {
+    for (int64_t i : m.missing)
+      if (i < 0) return "a missing field is not an index";
+    return "";
+  }
+};
+
+template <>
+struct WireSchema<RunOutputsMsg> {
+  using Type = RunOutputsMsg;
+  static constexpr const char* kName = "run_outputs";
+  static constexpr MessageType kType = MessageType::kRunOutputs;
+  static constexpr const char* kDoc = "The output fields' rows, when `run_end` asked for them.";
+  static auto fields() {
+    return std::make_tuple(
+        required("run_id", &RunOutputsMsg::run_id, "the attempt"),
+        required("ok", &RunOutputsMsg::ok, "whether the outputs were read"),
+        optional("error", &RunOutputsMsg::error, "why not"),
+        optional("fields", &RunOutputsMsg::fields, "the fields in the payload, in order"));
+  }
+};
+
+template <>
+struct WireSchema<ProgressMsg> {
+  using Type = ProgressMsg;
+  static constexpr const char* kName = "progress";
+  static constexpr MessageType kType = MessageType::kProgress;
+  static constexpr const char* kDoc = "Within an iteration: rows one executor has finished.";
+  static auto fields() {
+    return std::make_tuple(
+        required("run_id", &ProgressMsg::run_id, "the attempt"),
+        required("iteration", &ProgressMsg::iteration, "the running iteration"),
+        required("executor", &ProgressMsg::executor, "the executor's index on the worker"),
+        required("rows_done", &ProgressMsg::rows_done, "rows of its partition finished so far"));
+  }
+};
+
+template <>
+struct WireSchema<ResourcesMsg> {
+  using Type = ResourcesMsg;
+  static constexpr const char* kName = "resources";
+  static constexpr MessageType kType = MessageType::kResources;
+  static constexpr const char* kDoc =
+      "Between runs, every 3 s when something moved (free memory by 16 MiB, utilisation by 5 "
+      "points, the launch delay by a quarter, the kept rows): per executor. Measured only on "
+      "executors that hold no run's rows.";
+  static auto fields() {
+    using Measured = wire_schema::ListCodec<MeasuredCodec>;
+    using Kept = wire_schema::ListCodec<wire_schema::ListCodec<KeptRowsCodec>>;
+    return std::make_tuple(
+        required("free_memory", &ResourcesMsg::free_memory, "free bytes, per executor"),
+        omitted_when_empty<Measured>("utilization", &ResourcesMsg::utilization,
+                                     "percent of time a kernel ran, per GPU executor"),
+        omitted_when_empty<Measured>("launch_delay_us", &ResourcesMsg::launch_delay_us,
+                                     "an empty kernel's launch delay, per GPU executor"),
+        omitted_when_empty<Kept>("kept", &ResourcesMsg::kept,
+                                 "the rows each executor keeps for later runs"));
+  }
+};
+
+template <>
+struct WireSchema<RowsStagedMsg> {
+  using Type = RowsStagedMsg;
+  static constexpr const char* kName = "rows_staged";
+  static constexpr MessageType kType = MessageType::kRowsStaged;
+  static constexpr const char* kDoc =
+      "In answer to `stage_rows`, after the worker's kept rows are reported anew.";
+  static auto fields() {
+    return std::make_tuple(
+        required("stage_id", &RowsStagedMsg::stage_id, "the request answered"),
+        required("ok", &RowsStagedMsg::ok, "whether the rows are kept"),
+        optional("error", &RowsStagedMsg::error, "why not"),
+        required<wire_schema::ListCodec<wire_schema::ObjectOf<StagedPartSchema>>>(
+            "parts", &RowsStagedMsg::parts, "the parts as asked, with their bytes and keys"));
+  }
+};
+
+}  // namespace lizard

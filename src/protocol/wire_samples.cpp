@@ -1,0 +1,96 @@
+#include "protocol/wire_samples.h"
+
+#include <string>
+#include <utility>
+
+#include "dataset/dataset_source_registry.h"
+#include "protocol/messages.h"
+#include "protocol/staging_messages.h"
+
+namespace lizard {
+namespace {
+
+const std::string kState("\x00\x00\x80\x3f\x00\x00\x00\xc0", 8);  // float32 {1, -2}
+
+HelloMsg hello() {
+  HelloMsg h;
+  h.hostname = "node1";
+  h.version = "0.9.0";
+  h.backend = "cpu";
+  h.backend_note = "no CUDA driver";
+  h.cpu = {"x86_64 model", 16};
+  h.slurm_job_id = "4242";
+  ExecutorInfo e;
+  e.kind = "cpu";
+  e.name = "cpu0";
+  e.sm_count = 4;
+  h.executors = {e};
+  h.protocol = kWireVersion + 1;
+  return h;
+}
+
+RunStartMsg run_start() {
+  const auto& registry = DatasetSourceRegistry::global();
+  RunStartMsg m;
+  m.run_id = "r1.0";
+  m.hash = "ab12";
+  m.params = {{"k", 2}};
+  m.seed = 7;
+  m.first_row = 4;
+  m.rows = 12;
+  m.parts = {{0, 4, 6}, {1, 10, 6}};
+  m.fields = {registry.field("x", "inline"), registry.field("y", "path")};
+  m.fields[0].bytes = 16;
+  m.fields[1].path = "/data/y.npy";
+  m.fields[1].format = "npy";
+  m.data_roots = {"/data"};
+  m.progress = true;
+  return m;
+}
+
+ResourcesMsg resources() {
+  ResourcesMsg m;
+  m.free_memory = {1 << 20, 1 << 21};
+  m.utilization = {12.5, -1};
+  m.launch_delay_us = {4, -1};
+  m.kept = {{{"file:1", "/data/x.npy rows 0..8", 256, "/data/x.npy", 0, 8}}, {}};
+  return m;
+}
+
+}  // namespace
+
+std::vector<WireSample> wire_samples() {
+  std::vector<WireSample> s;
+  auto add = [&](std::string name, Message m) { s.push_back({std::move(name), std::move(m)}); };
+  add("hello", hello().to_message());
+  add("welcome",
+      WelcomeMsg{"w3", kWireVersion + 1, "wire version 3; this server speaks 2"}.to_message());
+  add("program",
+      ProgramMsg{"ab12", {{"config", "name: sum\n"}, {"sources", {{"k.cu", ""}}}}}.to_message());
+  add("program_status", ProgramStatusMsg{"ab12", true, "é"}.to_message());
+  add("run_start", run_start().to_message(std::string(16, '\x01')));
+  add("run_ready", RunReadyMsg{"r1.0", false, "no file", 1.5, true, {2}, 64, 128}.to_message());
+  add("iterate", IterateMsg{"r1.0", 0}.to_message(kState));
+  add("iteration_result", IterationResultMsg{"r1.0", 0, true, "", 0.25}.to_message(kState));
+  add("iteration_failed", IterationResultMsg{"r1.0", 3, false, "CUDA error", 0}.to_message());
+  add("run_end", RunEndMsg{"r1.0", true, {"labels"}}.to_message());
+  add("run_outputs", RunOutputsMsg{"r1.0", false, "lost", {{"out", 8}}}.to_message(kState));
+  add("heartbeat", Message{MessageType::kHeartbeat, nlohmann::json::object()});
+  add("data_chunk", DataChunkMsg{"r1.0", 1, 8, 8, 16}.to_message(kState));
+  add("progress", ProgressMsg{"r1.0", 2, 1, 300}.to_message());
+  add("resources", resources().to_message());
+  add("run_abort", RunAbortMsg{"r1.0", "cancelled"}.to_message());
+  add("loop", LoopMsg{"r1.0", 1, 10, 500}.to_message(kState));
+  add("loop_step",
+      LoopStepMsg{"r1.0", 4, true, false, "", 0.5, 0.75, 0.1, true}.to_message(kState + kState));
+  add("stage_rows",
+      StageRowsMsg{"s1", "/data/x.npy", "npy", "float64", 8, {"/data"}, {{0, 0, 10}, {1, 10, 5}}}
+          .to_message());
+  add("rows_staged",
+      RowsStagedMsg{"s1", true, "one part was kept already", {{0, 0, 4, 128, "file:1", true}}}
+          .to_message());
+  add("drop_rows", DropRowsMsg{"/data/x.npy"}.to_message());
+  return s;
+}
+
+}  // namespace lizard
