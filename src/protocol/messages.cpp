@@ -349,6 +349,7 @@ Result<DataChunkMsg> DataChunkMsg::parse(const json& h) {
 }
 
 Message ProgressMsg::to_message() const {
+  if (compiling) return Message{MessageType::kProgress, {{"run_id", run_id}, {"compiling", true}}};
   return Message{MessageType::kProgress,
                  {{"run_id", run_id},
                   {"iteration", iteration},
@@ -363,6 +364,7 @@ Result<ProgressMsg> ProgressMsg::parse(const json& h) {
   r.i64("iteration", &m.iteration);
   r.i64("executor", &m.executor);
   r.i64("rows_done", &m.rows_done);
+  r.boolean("compiling", &m.compiling);
   return done(r, std::move(m));
 }
 
@@ -450,6 +452,18 @@ Result<RunAbortMsg> RunAbortMsg::parse(const json& h) {
   r.str("run_id", &m.run_id);
   r.str("reason", &m.reason);
   if (m.run_id.empty()) r.fail("run_id is missing");
+  return done(r, std::move(m));
+}
+
+Message BuildAheadMsg::to_message() const {
+  return Message{MessageType::kBuildAhead, {{"hash", hash}, {"params", params}}, ""};
+}
+Result<BuildAheadMsg> BuildAheadMsg::parse(const json& h) {
+  BuildAheadMsg m;
+  HeaderReader r(h, "build_ahead");
+  r.str("hash", &m.hash);
+  r.object("params", &m.params);
+  if (m.hash.empty()) r.fail("hash is missing");
   return done(r, std::move(m));
 }
 

@@ -48,6 +48,8 @@ const char* message_type_name(MessageType t) {
       return "rows_staged";
     case MessageType::kDropRows:
       return "drop_rows";
+    case MessageType::kBuildAhead:
+      return "build_ahead";
   }
   return "unknown";
 }

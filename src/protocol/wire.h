@@ -71,7 +71,8 @@ enum class MessageType : uint8_t {
   // server → worker, before run_start: {run_id, field, offset, bytes, total};
   // payload: rows of an uploaded field
   kDataChunk = 12,
-  // worker → server, within an iteration: {run_id, iteration, executor, rows_done}
+  // worker → server, within an iteration: {run_id, iteration, executor, rows_done};
+  // or while a run's rows load, when its kernels are being compiled: {run_id, compiling: true}
   kProgress = 13,
   // worker → server, between runs, when it moved: {free_memory: [bytes, per executor]}
   kResources = 14,
@@ -100,6 +101,10 @@ enum class MessageType : uint8_t {
   // server → worker: let go of every kept row of a source (a path as runs
   // named it, or an upload's id), once the runs using them end: {source}; no reply
   kDropRows = 20,
+  // server → worker, while runs of a program wait in the queue: build the
+  // program for these specialised param values into the host's compile
+  // cache, in the background, so that the runs find it built: {hash, params}; no reply
+  kBuildAhead = 21,
 };
 
 const char* message_type_name(MessageType t);
