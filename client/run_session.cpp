@@ -262,6 +262,13 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   uploaded_.clear();
   const double rows_ms = ms_since(t0);
   LIZARD_RETURN_IF_ERROR(acquire_executors());
+  // The progress line says "compiling" only while something compiles.
+  if (ctx_.needs_compile && ctx_.needs_compile(variant_for_run(*program_, params_))) {
+    ProgressMsg compiling;
+    compiling.run_id = run_id_;
+    compiling.compiling = true;
+    reply(encode(compiling.to_message()));
+  }
   const auto t_begin = SteadyClock::now();
   std::vector<CompileStats> compiles(parts.size());
   Status st = first_error(for_each_parallel(parts.size(), [&](size_t i) {

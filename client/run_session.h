@@ -37,6 +37,7 @@
 #include "dataset/file_format.h"
 #include "exec/executor.h"
 #include "exec/process/process_executor.h"
+#include "exec/program_variant.h"
 #include "protocol/messages.h"
 
 namespace lizard {
@@ -69,6 +70,9 @@ struct SessionContext {
   const DataRoots* data_roots = nullptr;  // dataset paths must lie in these; null: any
   // What the rows executors keep are (for the server's listing); null: not noted.
   KeptRowsCatalog* kept_catalog = nullptr;
+  // Whether a run of this variant has its kernels compiled when it begins
+  // (client/ahead_builds.h); unset: not known, and not reported.
+  std::function<bool(const ProgramVariant&)> needs_compile;
 };
 
 class RunSession {

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "client/ahead_builds.h"
 #include "client/row_staging.h"
 #include "client/run_session.h"
 #include "client/session_routes.h"
@@ -61,6 +62,9 @@ struct WorkerDaemon::Impl {
   std::string backend_note;
   std::mutex programs_mu;
   std::map<std::string, std::shared_ptr<const ProgramImage>> programs;  // GUARDED_BY(programs_mu)
+  // Queued runs' variants built ahead of them; null: none (before `sessions`,
+  // which ask it whether they compile).
+  std::unique_ptr<AheadBuilds> ahead;
   // The runs being served, by wire id; touched on the daemon's thread only.
   std::map<std::string, std::unique_ptr<RunSession>> sessions;
   // Which of them the io thread hands their frames to directly.
@@ -98,6 +102,7 @@ struct WorkerDaemon::Impl {
   void refresh_resources();
   void handle(std::string frame);
   void build_program(const std::string& frame);  // on the builder thread
+  void build_ahead(const MessageView& m);
   // Lets the build in progress end; drops those not begun.
   void stop_builder() {
     builds_stopped = true;
@@ -157,6 +162,8 @@ void WorkerDaemon::Impl::handle(std::string frame) {
     }
     case MessageType::kProgram:
       return builds.push(std::move(frame));
+    case MessageType::kBuildAhead:
+      return build_ahead(m.value());
     case MessageType::kDataChunk:
       return on_chunk(m.value());
     case MessageType::kRunStart:
@@ -199,6 +206,8 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
       auto p = programs.find(hash);
       return p == programs.end() ? nullptr : p->second;
     };
+    if (ahead)
+      ctx.needs_compile = [this](const ProgramVariant& v) { return ahead->needs_compile(v); };
     ctx.open_hooks = [this](const ProgramImage& program, const ParamValues& params,
                             LoopHookLimits limits) {
       return hooks->open(program, params, std::move(limits));
@@ -362,6 +371,22 @@ void WorkerDaemon::Impl::build_program(const std::string& frame) {
   send(ProgramStatusMsg{hash, st.ok(), st.message()}.to_message());
 }
 
+// Queues a build of a queued run's variant; a program not built here yet,
+// or params that do not bind, leave it to the run.
+void WorkerDaemon::Impl::build_ahead(const MessageView& m) {
+  auto msg = BuildAheadMsg::parse(m.header);
+  if (!msg.ok() || !ahead) return;
+  std::shared_ptr<const ProgramImage> program;
+  {
+    std::lock_guard<std::mutex> l(programs_mu);
+    auto it = programs.find(msg->hash);
+    if (it != programs.end()) program = it->second;
+  }
+  if (!program) return;
+  auto params = bind_params(program->manifest, msg->params);
+  if (params.ok()) ahead->request(std::move(program), *params);
+}
+
 WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
   impl_->opts = std::move(opts);
   impl_->uploads = std::make_unique<UploadCache>(impl_->opts.upload_cache_mb << 20);
@@ -394,6 +419,16 @@ Status WorkerDaemon::init() {
     }
   }
   if (!impl_->backend_note.empty()) spdlog::warn("{}", impl_->backend_note);
+  if (impl_->opts.ahead_builds > 0) {
+    std::vector<ExecutorInfo> infos;
+    for (const auto& e : impl_->executors) infos.push_back(e->executor->info());
+    auto compiler = VariantCompiler::make(impl_->opts.backend, infos);
+    if (compiler.ok())
+      impl_->ahead =
+          std::make_unique<AheadBuilds>(std::move(compiler).value(), impl_->opts.ahead_builds);
+    else
+      spdlog::info("no builds ahead of queued runs: {}", compiler.status().message());
+  }
   for (const auto& e : impl_->executors) {
     const auto& i = e->executor->info();
     spdlog::info("executor: {} {} ({}{} multiprocessors/threads, {:.1f} GiB)", i.kind, i.name,

@@ -34,6 +34,9 @@ struct WorkerOptions {
   // Each executor in a process of its own (exec/process/), so that a kernel
   // that crashes or never ends costs that process, not the worker.
   bool executor_processes = true;
+  // Variants of queued runs' programs built ahead of their start at once
+  // (client/ahead_builds.h); 0: none, each run compiles when it begins.
+  int ahead_builds = 2;
 };
 
 class WorkerDaemon {

@@ -373,6 +373,7 @@ void Coordinator::on_worker_close(const std::string& worker_id, const std::strin
   const std::string name =
       info.ok() ? info->value("hardware", json::object()).value("hostname", "") : "";
   impl_->workers.remove(worker_id);
+  impl_->ahead.forget_worker(worker_id);
   spdlog::info("worker {} left: {}", worker_id, why);
   {
     std::lock_guard<std::mutex> l(impl_->drivers_mu);

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "exec/host_compiler.h"
+#include "server/build_ahead_requests.h"
 #include "server/coordinator.h"
 #include "server/dataset_store.h"
 #include "server/http_routes.h"
@@ -46,7 +47,8 @@ struct Coordinator::Impl : RouteActions {
   DatasetStore datasets;
   Scheduler scheduler;
   ServerMetrics metrics{&workers, &runs};
-  RowStager stager;  // POST /datasets/stage and /datasets/drop
+  RowStager stager;          // POST /datasets/stage and /datasets/drop
+  BuildAheadRequests ahead;  // queued runs' variants the workers were asked to build
   HttpRoutes routes;
   // The request pool: POST /programs and /runtime/... work off the io
   // thread; nothing on it waits on user code.
@@ -113,6 +115,8 @@ struct Coordinator::Impl : RouteActions {
   void schedule_loop();
   void schedule_once();
   void start_driver(const std::shared_ptr<RunRecord>& run);
+  void request_builds_ahead(const std::vector<PendingRun>& pending, const SchedulePass& pass,
+                            const std::vector<WorkerView>& cluster);
   void fail_unservable_waits(const std::vector<PendingRun>& pending,
                              const std::vector<WorkerView>& cluster);
   void reap_drivers();

@@ -3,6 +3,8 @@
 // waits no worker can serve, and reaps drivers whose runs have ended.
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "server/coordinator_impl.h"
 
 namespace lizard {
@@ -76,7 +78,27 @@ void Coordinator::Impl::schedule_once() {
     spdlog::info("{} starts on {} executor(s)", run->id, p.executors.size());
     start_driver(run);
   }
+  request_builds_ahead(pending, pass, cluster);
   fail_unservable_waits(pending, cluster);
+}
+
+// The runs left waiting have their kernels built ahead on the workers that
+// built their program, each distinct set of specialised values once, so that
+// a run finds them built when its turn comes (a map over new values of k).
+void Coordinator::Impl::request_builds_ahead(const std::vector<PendingRun>& pending,
+                                             const SchedulePass& pass,
+                                             const std::vector<WorkerView>& cluster) {
+  std::set<std::string> left;
+  for (const PendingRun& p : pending) left.insert(p.id);
+  for (const Placement& p : pass.placements) left.erase(p.run_id);
+  for (const Refusal& r : pass.refusals) left.erase(r.run_id);
+  for (const PendingRun& p : pending) {
+    if (!left.count(p.id)) continue;
+    auto run = runs.find(p.id);
+    if (!run) continue;
+    for (auto& [worker_id, msg] : ahead.due(*run, cluster))
+      if (auto link = workers.link(worker_id)) link->send(encode(msg));
+  }
 }
 
 // A queued run that no connected worker can serve says why in its record at

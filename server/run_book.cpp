@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "dataset/npy.h"
+#include "program/specialisation.h"
 
 namespace lizard {
 
@@ -295,6 +296,11 @@ void RunBook::progress(const std::string& worker_id, const ProgressMsg& m) {
   auto it = runs_.find(std::string(run_of_wire_id(m.run_id)));
   if (it == runs_.end()) return;
   RunRecord& run = *it->second;
+  if (m.compiling) {  // until its rows are loaded (the driver clears it then)
+    if (run.status == RunStatus::kRunning && run.program)
+      run.compiling = run_specialisation(run.program->image.manifest, run.request.params).to_json();
+    return;
+  }
   if (run.status != RunStatus::kRunning || m.iteration != run.progress_iteration) return;
   int64_t& done = run.rows_done[{worker_id, m.executor}];
   done = std::max(done, m.rows_done);

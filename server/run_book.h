@@ -108,6 +108,8 @@ class RunBook {
   // Fails every queued run (at shutdown).
   void fail_queued(const std::string& reason);
 
+  // A worker's rows done in the current iteration, or (m.compiling) that it
+  // compiles the running run's kernels: its record then says so.
   void progress(const std::string& worker_id, const ProgressMsg& m);
 
   // Told of each run as it starts (the seconds it was queued) and as it

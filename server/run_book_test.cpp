@@ -218,6 +218,20 @@ TEST_F(RunBookTest, ProgressCountsRowsOfTheCurrentIterationOnly) {
   EXPECT_EQ(p["rows_done"], 2);
 }
 
+TEST_F(RunBookTest, ARunSaysItWaitsForACompileOnlyOnceAWorkerSaysItCompiles) {
+  RunBook book(dir_.path());
+  auto r1 = submit(book);
+  ProgressMsg compiling;
+  compiling.run_id = "r1.0";
+  compiling.compiling = true;
+  book.progress("w1", compiling);  // still queued: nothing to say
+  EXPECT_FALSE(book.get_json("r1").value().contains("waiting_for"));
+  ASSERT_TRUE(book.start(r1, {{"w1", 0}}));
+  EXPECT_FALSE(book.get_json("r1").value().contains("waiting_for"));
+  book.progress("w1", compiling);
+  EXPECT_EQ(book.get_json("r1").value().value("waiting_for", ""), "compile");
+}
+
 TEST_F(RunBookTest, RunsThatLostTheirExecutorsComeFirst) {
   RunBook book(dir_.path());
   auto r1 = submit(book, {{"executors", 3}});

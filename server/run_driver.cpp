@@ -11,7 +11,6 @@
 #include "common/clock.h"
 #include "dataset/json_values.h"
 #include "program/reducers.h"
-#include "program/specialisation.h"
 #include "protocol/messages.h"
 #include "server/row_streamer.h"
 #include "server/server_metrics.h"
@@ -130,9 +129,7 @@ Status RunDriver::run_attempts(Sections* s) {
     std::vector<std::string> participants;
     Status st = wait_for_placement();
     if (st.ok()) {
-      const Specialisation values = run_specialisation(m, req.params);
-      if (!values.empty())  // each new set of values is one compile on the workers
-        ctx_.book->update(run_, [&](RunRecord& r) { r.compiling = values.to_json(); });
+      // `compiling` is set while it loads when a worker says it compiles.
       auto started = start_partitions(wire_id);
       ctx_.book->update(run_, [](RunRecord& r) { r.compiling = nullptr; });
       st = started.status();

@@ -83,7 +83,8 @@ struct RunRecord {
   // it merely waits its turn.
   std::string waiting_for;
   // While running: the specialised param values ({"k": 4}) its workers are
-  // building (or reading from their compile cache) before its first iteration;
+  // compiling its kernels for before its first iteration, once a worker said
+  // it compiles (a build found in a compile cache, or built ahead, is not);
   // null otherwise.  Shown as waiting_for "compile" with these `specialised`.
   nlohmann::json compiling;
   int bypassed = 0;

@@ -85,11 +85,14 @@ SchedulePass Scheduler::schedule(const std::vector<PendingRun>& queue,
       pass.refusals.push_back({run.id, std::move(why)});
       continue;
     }
-    // A run that takes every free executor waits for builds still under way.
+    // A run that takes every free executor waits for the builds of a
+    // registration still under way, not for those of a worker that joined
+    // since: that worker serves later runs once built.
     bool wait_for_builds = false;
     std::vector<Candidate> free;
     for (const auto& w : cluster) {
-      if (run.max == 0 && w.building.count(run.program)) wait_for_builds = true;
+      if (run.max == 0 && w.building.count(run.program) && !w.joining.count(run.program))
+        wait_for_builds = true;
       if (!w.ready.count(run.program)) continue;
       for (size_t i = 0; i < w.executors.size(); ++i) {
         const WorkerView::Executor& e = w.executors[i];

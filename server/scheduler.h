@@ -57,8 +57,10 @@ struct WorkerView {
     ExecutorLoad load() const { return {weight, free_memory, utilization, launch_delay_us}; }
   };
   std::vector<Executor> executors;
-  std::set<std::string> ready;                // programs built on every executor
-  std::set<std::string> building;             // programs being built
+  std::set<std::string> ready;     // programs built on every executor
+  std::set<std::string> building;  // programs being built
+  // Those of `building` it builds since it joined: no run waits for them.
+  std::set<std::string> joining;
   std::map<std::string, std::string> failed;  // programs that did not build: their error
 };
 

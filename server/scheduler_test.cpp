@@ -100,6 +100,15 @@ TEST(Scheduler, AnUnlimitedRunWaitsForBuildsUnderWayALimitedOneDoesNot) {
   ASSERT_NE(placed(pass, "one"), nullptr);
 }
 
+TEST(Scheduler, AnUnlimitedRunDoesNotWaitForTheBuildOfAWorkerThatJustJoined) {
+  WorkerView joined = worker("w2", 1, {});
+  joined.building.insert("p");
+  joined.joining.insert("p");
+  auto pass = Scheduler().schedule({run("all")}, {worker("w1", 1), joined});
+  ASSERT_NE(placed(pass, "all"), nullptr);
+  EXPECT_EQ(placed(pass, "all")->executors, (std::vector<ExecutorRef>{{"w1", 0}}));
+}
+
 TEST(Scheduler, RefusesRunsTheConnectedWorkersCanNeverServe) {
   auto pass = Scheduler().schedule({run("r1", 3, 3)}, {worker("w1", 1), worker("w2", 1)});
   ASSERT_EQ(pass.refusals.size(), 1u);

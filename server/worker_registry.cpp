@@ -75,7 +75,7 @@ bool WorkerRegistry::hello(const std::string& id, HelloMsg hello,
   w.programs.clear();
   w.link->send(encode(WelcomeMsg{id}.to_message()));
   for (const auto& [hash, frame] : programs) {
-    w.programs[hash] = ProgramBuild{};
+    w.programs[hash] = ProgramBuild{BuildState::kBuilding, "", /*at_join=*/true};
     w.link->send(frame);
   }
   return true;
@@ -312,6 +312,7 @@ std::vector<WorkerView> WorkerRegistry::view() const {
     for (const auto& [h, b] : w.programs) {
       if (b.state == BuildState::kReady) v.ready.insert(h);
       if (b.state == BuildState::kBuilding) v.building.insert(h);
+      if (b.state == BuildState::kBuilding && b.at_join) v.joining.insert(h);
       if (b.state == BuildState::kFailed) v.failed[h] = b.error;
     }
     out.push_back(std::move(v));

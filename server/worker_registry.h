@@ -60,6 +60,7 @@ nlohmann::json kept_rows_json(const KeptRowsEntry& k);
 struct ProgramBuild {
   BuildState state = BuildState::kBuilding;
   std::string error;
+  bool at_join = false;            // sent when the worker joined, not by a registration
   nlohmann::json to_json() const;  // "building", "ready" or {"error": ...}
 };
 

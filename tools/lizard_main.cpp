@@ -356,6 +356,12 @@ int main(int argc, char** argv) {
       ->type_name("MIB")
       ->check(CLI::Range(1, 1 << 30));
   client
+      ->add_option("--ahead-builds", wo.ahead_builds,
+                   "Kernel builds for queued runs' specialised values that run at once, ahead "
+                   "of the runs (0: none; each run compiles when it begins)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 64));
+  client
       ->add_option("--hook-timeout,--hook-timeout-s", wo.hook_timeout_s,
                    "Seconds the longest host hook call in a run this worker drives may take "
                    "(--hook-timeout-s is its former name)")

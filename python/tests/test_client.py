@@ -133,6 +133,24 @@ def test_map_keeps_input_order_and_spreads_runs_over_the_workers(cluster):
     assert uploads(cluster) == []  # the shared upload is gone once all have finished
 
 
+def test_map_over_new_values_of_k_finds_the_later_runs_built_ahead(cluster):
+    """The runs of a map that wait for an executor have their kernels built
+    on the workers meanwhile: only the first ones compile as they begin, and
+    every answer is the algorithm's (centroids start at zero: no state given)."""
+    c = lizard.Client(cluster.uri)
+    pts = blobs(2000, seed=3)
+    ks = [4, 5, 6, 7, 8, 9]
+    params = [{"k": k, "dims": 2, "max_iterations": 5, "threshold": -1} for k in ks]
+    runs = c.map(KMEANS, params, dataset={"points": pts})
+    hits = [r.record["phases"]["compile_cache_hit"] for r in runs]
+    # Two workers take the first two runs at once; the four others waited.
+    assert hits[2:] == [True] * 4, [r.record["phases"] for r in runs]
+    assert all(r.record["phases"]["compile_ms"] == 0 for r in runs[2:])
+    for k, run in zip(ks, runs):
+        want, _ = lloyd(pts, np.zeros((k, 2), np.float32), 5, -1)
+        np.testing.assert_allclose(run.state["centroids"], want, rtol=1e-4, atol=1e-5)
+
+
 def test_imap_unordered_yields_every_run_once_as_it_finishes(cluster):
     c = lizard.Client(cluster.uri)
     pts = blobs(2000, seed=2)

@@ -147,6 +147,11 @@ Result<CacheEntry> CompileCache::get_or_compile(
   return CacheEntry{path.string(), std::move(payload), false};
 }
 
+bool CompileCache::contains(const std::string& key, const std::string& suffix) const {
+  std::error_code ec;
+  return !dir_.empty() && fs::is_regular_file(fs::path(dir_) / (key + suffix), ec);
+}
+
 void CompileCache::evict(const std::string& keep) const {
   struct Entry {
     fs::path path;

@@ -61,6 +61,10 @@ class CompileCache {
   Result<CacheEntry> get_or_compile(const std::string& key, const std::string& suffix,
                                     const std::function<Result<std::string>()>& compile) const;
 
+  // Whether an entry named `key` and `suffix` lies in the cache now (its
+  // checks are made when it is read).  Always false without a directory.
+  bool contains(const std::string& key, const std::string& suffix) const;
+
   const std::string& dir() const { return dir_; }
 
  private:

@@ -75,19 +75,31 @@ HostCompiler::HostCompiler(std::string cache_dir, uint64_t max_cache_bytes)
   compiler_ = (cxx && *cxx) ? cxx : "c++";
 }
 
-Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::string>& files,
-                                               const std::vector<std::string>& units,
-                                               const std::vector<std::string>& flags,
-                                               bool* cached) const {
-  if (cached) *cached = false;
-  if (cache_.dir().empty()) return invalid_argument("HostCompiler needs a cache directory");
+std::string HostCompiler::key_of(const std::map<std::string, std::string>& files,
+                                 const std::vector<std::string>& units,
+                                 const std::vector<std::string>& flags) const {
   CompileKey key;
   key.add("format", "lizard-host-2").add("compiler", compiler_);
   key.add("version", compiler_version(compiler_)).add("machine", machine());
   for (const auto& f : flags) key.add("flag", f);
   for (const auto& u : units) key.add("unit", u);
   for (const auto& [name, text] : files) key.add("file", name).add("text", text);
-  const std::string digest = key.digest();
+  return key.digest();
+}
+
+bool HostCompiler::cached(const std::map<std::string, std::string>& files,
+                          const std::vector<std::string>& units,
+                          const std::vector<std::string>& flags) const {
+  return cache_.contains(key_of(files, units, flags), ".so");
+}
+
+Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::string>& files,
+                                               const std::vector<std::string>& units,
+                                               const std::vector<std::string>& flags,
+                                               bool* cached) const {
+  if (cached) *cached = false;
+  if (cache_.dir().empty()) return invalid_argument("HostCompiler needs a cache directory");
+  const std::string digest = key_of(files, units, flags);
   LIZARD_ASSIGN_OR_RETURN(CacheEntry entry, cache_.get_or_compile(digest, ".so", [&] {
     return compile(files, units, flags, digest);
   }));

@@ -35,9 +35,17 @@ class HostCompiler {
                                    const std::vector<std::string>& flags,
                                    bool* cached = nullptr) const;
 
+  // Whether build_shared() of these would find the library in the cache.
+  bool cached(const std::map<std::string, std::string>& files,
+              const std::vector<std::string>& units, const std::vector<std::string>& flags) const;
+
   const std::string& compiler() const { return compiler_; }
 
  private:
+  // The cache entry's name for a build of these.
+  std::string key_of(const std::map<std::string, std::string>& files,
+                     const std::vector<std::string>& units,
+                     const std::vector<std::string>& flags) const;
   // Compiles in a fresh directory under the cache's and returns the library.
   Result<std::string> compile(const std::map<std::string, std::string>& files,
                               const std::vector<std::string>& units,

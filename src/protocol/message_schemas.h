@@ -42,6 +42,7 @@ void for_each_message_schema(F&& f) {
   f(SchemaTag<WireSchema<StageRowsMsg>>{});
   f(SchemaTag<WireSchema<RowsStagedMsg>>{});
   f(SchemaTag<WireSchema<DropRowsMsg>>{});
+  f(SchemaTag<WireSchema<BuildAheadMsg>>{});
 }
 
 // The same for the objects inside headers.

@@ -172,4 +172,22 @@ struct WireSchema<DropRowsMsg> {
   }
 };
 
+template <>
+struct WireSchema<BuildAheadMsg> {
+  using Type = BuildAheadMsg;
+  static constexpr const char* kName = "build_ahead";
+  static constexpr MessageType kType = MessageType::kBuildAhead;
+  static constexpr const char* kDoc =
+      "While runs of a program wait in the queue: build it for these specialised values into "
+      "the host's compile cache, in the background, so that the runs find it built. No answer.";
+  static auto fields() {
+    return std::make_tuple(
+        required("hash", &BuildAheadMsg::hash, "the program"),
+        optional("params", &BuildAheadMsg::params, "the specialised values, as a run names them"));
+  }
+  static std::string check(const BuildAheadMsg& m) {
+    return m.hash.empty() ? "`hash` is empty" : "";
+  }
+};
+
 }  // namespace lizard

@@ -97,13 +97,18 @@ struct WireSchema<ProgressMsg> {
   using Type = ProgressMsg;
   static constexpr const char* kName = "progress";
   static constexpr MessageType kType = MessageType::kProgress;
-  static constexpr const char* kDoc = "Within an iteration: rows one executor has finished.";
+  static constexpr const char* kDoc =
+      "Within an iteration: rows one executor has finished; or, while a run's rows load, that "
+      "its kernels are compiling.";
   static auto fields() {
     return std::make_tuple(
         required("run_id", &ProgressMsg::run_id, "the attempt"),
         required("iteration", &ProgressMsg::iteration, "the running iteration"),
         required("executor", &ProgressMsg::executor, "the executor's index on the worker"),
-        required("rows_done", &ProgressMsg::rows_done, "rows of its partition finished so far"));
+        required("rows_done", &ProgressMsg::rows_done, "rows of its partition finished so far"),
+        optional("compiling", &ProgressMsg::compiling,
+                 "sent once while the run's rows load, when its kernels are being compiled "
+                 "(the other fields then 0)"));
   }
 };
 

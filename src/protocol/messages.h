@@ -149,6 +149,9 @@ struct DataChunkMsg {
 struct ProgressMsg {
   std::string run_id;
   int64_t iteration = 0, executor = 0, rows_done = 0;
+  // Sent once while the run's rows load, when its kernels are not built yet
+  // and are being compiled now (the other fields 0).
+  bool compiling = false;
   Message to_message() const;
   static Result<ProgressMsg> parse(const nlohmann::json& h);
 };
@@ -187,6 +190,16 @@ struct RunAbortMsg {
   std::string reason;
   Message to_message() const;
   static Result<RunAbortMsg> parse(const nlohmann::json& h);
+};
+
+// server → worker: build program `hash` for the specialised values in
+// `params` (as a run request names them) into the host's compile cache, ahead
+// of the queued runs that need them; no reply.
+struct BuildAheadMsg {
+  std::string hash;
+  nlohmann::json params = nlohmann::json::object();
+  Message to_message() const;
+  static Result<BuildAheadMsg> parse(const nlohmann::json& h);
 };
 
 // server → worker: run the loop of a run placed on this worker alone (see

@@ -66,7 +66,8 @@ inline constexpr uint8_t kWireVersion = 2;
     "the folded aggregate section, then the state section the update hook left")                 \
   X(kStageRows, 18, "stage_rows", "server → worker", "—")                                        \
   X(kRowsStaged, 19, "rows_staged", "worker → server", "—")                                      \
-  X(kDropRows, 20, "drop_rows", "server → worker", "—")
+  X(kDropRows, 20, "drop_rows", "server → worker", "—")                                          \
+  X(kBuildAhead, 21, "build_ahead", "server → worker", "—")
 
 enum class MessageType : uint8_t {
 #define LIZARD_MESSAGE_ENUM(e, n, name, direction, payload) e = n,

@@ -77,7 +77,7 @@ std::vector<WireSample> wire_samples() {
   add("run_outputs", RunOutputsMsg{"r1.0", false, "lost", {{"out", 8}}}.to_message(kState));
   add("heartbeat", Message{MessageType::kHeartbeat, nlohmann::json::object()});
   add("data_chunk", DataChunkMsg{"r1.0", 1, 8, 8, 16}.to_message(kState));
-  add("progress", ProgressMsg{"r1.0", 2, 1, 300}.to_message());
+  add("progress", ProgressMsg{"r1.0", 2, 1, 300, true}.to_message());
   add("resources", resources().to_message());
   add("run_abort", RunAbortMsg{"r1.0", "cancelled"}.to_message());
   add("loop", LoopMsg{"r1.0", 1, 10, 500}.to_message(kState));
@@ -90,6 +90,7 @@ std::vector<WireSample> wire_samples() {
       RowsStagedMsg{"s1", true, "one part was kept already", {{0, 0, 4, 128, "file:1", true}}}
           .to_message());
   add("drop_rows", DropRowsMsg{"/data/x.npy"}.to_message());
+  add("build_ahead", BuildAheadMsg{"5c37", {{"k", 6}}}.to_message());
   return s;
 }
 

@@ -72,6 +72,10 @@ std::string NvrtcCompiler::cache_key(const ProgramImage& p, const std::string& a
   return key.digest();
 }
 
+bool NvrtcCompiler::cached(const ProgramImage& program, const std::string& arch) const {
+  return cache_.contains(cache_key(program, arch), ".cubin");
+}
+
 Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program,
                                                const std::string& arch) const {
   if (!valid_arch(arch))

@@ -45,6 +45,9 @@ class NvrtcCompiler {
   // NVRTC log; kInvalidArgument when the program lacks its CUDA source.
   Result<CompiledProgram> compile(const ProgramImage& program, const std::string& arch) const;
 
+  // Whether compile(program, arch) would find the cubin in the cache.
+  bool cached(const ProgramImage& program, const std::string& arch) const;
+
   const NvrtcLibrary& library() const { return *nvrtc_; }
   // The NVRTC options used for `arch`.
   std::vector<std::string> options(const std::string& arch) const;

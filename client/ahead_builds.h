@@ -1,0 +1,66 @@
+// AheadBuilds: a worker's builds of program variants (exec/program_variant.h)
+// ahead of the runs that need them.  The server sends build_ahead while runs
+// of a program wait in its queue; each distinct variant is then compiled
+// once, on threads of its own (never the daemon's or the io thread, never
+// holding an executor), at most `threads` at a time, into the host's compile
+// cache, where the executors find it when the run begins.  A variant
+// requested again while queued, building or built is not built again, and
+// one compiled by another process of the host at the same time is compiled
+// once (the cache's single-flight).  Run sessions ask it whether their
+// kernels still have to be compiled, to tell the server so.
+//
+//   AheadBuilds ahead(std::move(variant_compiler), 2);
+//   ahead.request(program, params);                   // returns at once
+//   if (ahead.needs_compile(variant_for_run(*program, params))) ...
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "exec/program_variant.h"
+#include "exec/variant_compiler.h"
+
+namespace lizard {
+
+class AheadBuilds {
+ public:
+  // Builds with `compiler` on `threads` threads; requests beyond
+  // `max_queued` waiting ones are dropped (their runs compile at start).
+  AheadBuilds(std::unique_ptr<VariantCompiler> compiler, int threads, size_t max_queued = 64);
+  // Lets the builds under way finish; drops those not begun.
+  ~AheadBuilds();
+  AheadBuilds(const AheadBuilds&) = delete;
+  AheadBuilds& operator=(const AheadBuilds&) = delete;
+
+  // Queues the build of `program` for the specialised values of `params`,
+  // unless that variant is queued, building or built already.
+  void request(std::shared_ptr<const ProgramImage> program, const ParamValues& params);
+  // Whether a run of `variant` has its kernels compiled (or waits for them
+  // to be) when it begins: neither built here nor in the host's cache.
+  bool needs_compile(const ProgramVariant& variant) const;
+  // Variants this compiled itself, for logs and tests.
+  int compiled() const;
+
+ private:
+  enum class State { kQueued, kBuilding, kBuilt, kFailed };
+  void work();
+
+  std::unique_ptr<VariantCompiler> compiler_;
+  const size_t max_queued_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<ProgramVariant> queue_;       // GUARDED_BY(mu_)
+  std::map<std::string, State> variants_;  // GUARDED_BY(mu_), by ProgramVariant::key
+  int compiled_ = 0;                       // GUARDED_BY(mu_)
+  bool stopping_ = false;                  // GUARDED_BY(mu_)
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace lizard

@@ -1,0 +1,58 @@
+#include "exec/variant_compiler.h"
+
+#include <algorithm>
+
+#include "exec/cpu/kernel_source.h"
+#include "exec/cuda/nvrtc_compiler.h"
+
+namespace lizard {
+
+Result<std::unique_ptr<VariantCompiler>> VariantCompiler::make(
+    const BackendOptions& o, const std::vector<ExecutorInfo>& executors) {
+  if (executors.empty()) return unavailable("no executors to build for");
+  std::unique_ptr<VariantCompiler> vc(new VariantCompiler);
+  const uint64_t bytes = o.compile_cache_mb << 20;
+  if (executors.front().kind == "cpu") {
+    // As CpuExecutor: the host's default cache when none is named.
+    const std::string dir = (o.cache_dir.empty() ? default_cache_root() : o.cache_dir) + "/kernels";
+    vc->host_ = std::make_unique<HostCompiler>(dir, bytes);
+    return vc;
+  }
+  if (o.cache_dir.empty()) return unavailable("the CUDA executors keep no compile cache");
+  LIZARD_ASSIGN_OR_RETURN(vc->nvrtc_,
+                          cuda::NvrtcCompiler::open(o.cuda_path, o.cache_dir + "/kernels", bytes));
+  for (const ExecutorInfo& e : executors)
+    if (std::find(vc->archs_.begin(), vc->archs_.end(), e.arch) == vc->archs_.end())
+      vc->archs_.push_back(e.arch);
+  return vc;
+}
+
+VariantCompiler::~VariantCompiler() = default;
+
+bool VariantCompiler::cached(const ProgramVariant& variant) const {
+  if (host_) {
+    auto plan = plan_cpu_build(variant.image);
+    return plan.ok() && host_->cached(plan->files, plan->units, plan->flags);
+  }
+  for (const std::string& arch : archs_)
+    if (!nvrtc_->cached(variant.image, arch)) return false;
+  return true;
+}
+
+Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled) const {
+  *compiled = false;
+  if (host_) {
+    LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(variant.image));
+    bool hit = false;
+    LIZARD_RETURN_IF_ERROR(host_->build_shared(plan.files, plan.units, plan.flags, &hit).status());
+    *compiled = !hit;
+    return Status::Ok();
+  }
+  for (const std::string& arch : archs_) {
+    LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc_->compile(variant.image, arch));
+    *compiled = *compiled || !out.from_cache;
+  }
+  return Status::Ok();
+}
+
+}  // namespace lizard

@@ -1,0 +1,53 @@
+// VariantCompiler: builds a program's variants (exec/program_variant.h) into
+// the host's compile cache exactly as a worker's executors build them when a
+// run begins, with no device and no executor involved: the host compiler for
+// the CPU backend, NVRTC for each GPU architecture of the worker.  A worker
+// builds the variants of queued runs with it ahead of their start; their
+// executors then read the builds from the cache.  Thread-safe: the cache
+// makes concurrent compiles of one variant single-flight.
+//
+//   auto vc = VariantCompiler::make(backend_options, executor_infos);
+//   if (vc.ok() && !(*vc)->cached(variant)) (*vc)->compile(variant, &compiled);
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "exec/executor.h"
+#include "exec/executor_factory.h"
+#include "exec/host_compiler.h"
+#include "exec/program_variant.h"
+
+namespace lizard {
+
+namespace cuda {
+class NvrtcCompiler;
+}
+
+class VariantCompiler {
+ public:
+  // For executors of `executors`' kind ("cpu", or "cuda" with their
+  // architectures), caching where `o` says the executors cache.
+  // kUnavailable when they keep no cache, or NVRTC cannot be loaded.
+  static Result<std::unique_ptr<VariantCompiler>> make(const BackendOptions& o,
+                                                       const std::vector<ExecutorInfo>& executors);
+  ~VariantCompiler();
+
+  // Whether every build of `variant` the executors need is in the cache.
+  bool cached(const ProgramVariant& variant) const;
+  // Builds those of `variant` that are not in the cache; `compiled`: whether
+  // this call compiled any (rather than finding them, or waiting for another
+  // process that compiled them).  A compile error carries the log.
+  Status compile(const ProgramVariant& variant, bool* compiled) const;
+
+ private:
+  VariantCompiler() = default;
+
+  std::unique_ptr<HostCompiler> host_;                // the CPU backend
+  std::shared_ptr<const cuda::NvrtcCompiler> nvrtc_;  // the CUDA backend
+  std::vector<std::string> archs_;                    // with nvrtc_: each once
+};
+
+}  // namespace lizard

@@ -1,0 +1,135 @@
+// Kernels built ahead of need: runs queued over new values of a specialised
+// param find their kernels built when their turn comes, a run's record says
+// "compile" only while a compile runs, and a worker that joins builds its
+// programs without holding up the runs of the others.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "json_compare.h"
+#include "local_cluster.h"
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// k-means over generated points, for `k` clusters (k and dims are specialised).
+json kmeans_body(int k, int64_t rows, int iterations) {
+  std::vector<float> init;
+  for (int q = 0; q < k; ++q)
+    for (int j = 0; j < 2; ++j) init.push_back(static_cast<float>(q * 3 + j));
+  return {{"params", {{"k", k}, {"dims", 2}, {"max_iterations", iterations}, {"threshold", -1}}},
+          {"dataset", {{"points", {{"generate", "blobs"}, {"seed", 7}, {"rows", rows}}}}},
+          {"state", {{"centroids", init}}}};
+}
+
+class AheadBuilds : public ::testing::Test {
+ protected:
+  void start(int workers) {
+    ASSERT_TRUE(c_.start(workers).ok());
+    kmeans_ = register_program(c_, LIZARD_SOURCE_DIR "/examples/kmeans");
+    ASSERT_FALSE(kmeans_.empty());
+  }
+  // Submits a run and follows its record until it ends; `said_compiling`:
+  // whether the record ever said it waits for a compile.
+  json follow(const json& body, bool* said_compiling) {
+    const std::string id = submit_run(c_, kmeans_, body);
+    EXPECT_FALSE(id.empty());
+    *said_compiling = false;
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (Clock::now() < deadline) {
+      json rec = get_json(c_, "/runtimes/" + id);
+      if (rec.value("waiting_for", "") == "compile") *said_compiling = true;
+      const std::string status = rec.value("status", "");
+      if (status == "done" || status == "failed" || status == "cancelled") return rec;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ADD_FAILURE() << "run " << id << " did not finish";
+    return {};
+  }
+
+  LocalCluster c_;
+  std::string kmeans_;
+};
+
+// Six runs over new values of k, submitted at once, take the worker's
+// executors one after the other: while the first compiles and runs, the
+// worker builds the others' kernels, so that each of them finds its build
+// in the cache; a second pass over the same values gives the same answers.
+TEST_F(AheadBuilds, QueuedRunsOverNewValuesFindTheirKernelsBuilt) {
+  start(1);
+  const std::vector<int> ks = {3, 4, 5, 6, 7, 8};
+  std::vector<std::string> ids;
+  for (int k : ks) {
+    ids.push_back(submit_run(c_, kmeans_, kmeans_body(k, 20000, 10)));
+    ASSERT_FALSE(ids.back().empty());
+  }
+  std::vector<json> first;
+  for (const auto& id : ids) first.push_back(wait_until_finished(c_, id, 120));
+  for (size_t i = 0; i < ks.size(); ++i) {
+    ASSERT_EQ(first[i].value("status", ""), "done") << first[i].dump(2);
+    const json& phases = first[i]["phases"];
+    if (i == 0) {  // nothing was queued yet: it compiled when it began
+      EXPECT_FALSE(phases.value("compile_cache_hit", true)) << phases.dump();
+      continue;
+    }
+    EXPECT_TRUE(phases.value("compile_cache_hit", false)) << "k=" << ks[i] << " " << phases.dump();
+    EXPECT_EQ(phases.value("compile_ms", -1.0), 0.0) << "k=" << ks[i];
+  }
+  for (size_t i = 0; i < ks.size(); ++i) {
+    json again =
+        wait_until_finished(c_, submit_run(c_, kmeans_, kmeans_body(ks[i], 20000, 10)), 60);
+    ASSERT_EQ(again.value("status", ""), "done") << again.dump(2);
+    EXPECT_TRUE(again["phases"].value("compile_cache_hit", false));
+    expect_numbers_close(again["result"]["state"], first[i]["result"]["state"], 1e-4,
+                         "k=" + std::to_string(ks[i]));
+  }
+}
+
+// The record says "compile" (and the progress line "compiling k=…") while
+// a new value's kernels compile, and never while a run whose build is in the
+// cache loads its rows, however long that takes.
+TEST_F(AheadBuilds, TheRecordSaysCompilingOnlyWhileACompileRuns) {
+  start(1);
+  bool compiling = false;
+  json rec = follow(kmeans_body(9, 2000000, 1), &compiling);
+  ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
+  EXPECT_FALSE(rec["phases"].value("compile_cache_hit", true));
+  EXPECT_TRUE(compiling) << "a run that compiled never said so";
+  rec = follow(kmeans_body(9, 2000000, 1), &compiling);
+  ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
+  EXPECT_TRUE(rec["phases"].value("compile_cache_hit", false));
+  EXPECT_FALSE(compiling) << "a run whose build was in the cache said it compiled";
+}
+
+// A worker that joins builds the registered programs in the background: a
+// run that takes every free executor starts on the workers that have them
+// built, without waiting for the newcomer's build (8 s here).
+TEST_F(AheadBuilds, AWorkerJoiningHoldsUpNoRunOnTheOthers) {
+  start(1);
+  ::setenv("LIZARD_TEST_BUILD_DELAY_MS", "8000", 1);
+  Status added = c_.add_worker();
+  ::unsetenv("LIZARD_TEST_BUILD_DELAY_MS");
+  ASSERT_TRUE(added.ok());
+  ASSERT_TRUE(c_.wait_for_workers(2).ok());
+  const auto t0 = Clock::now();
+  json rec = wait_until_finished(c_, submit_run(c_, kmeans_, kmeans_body(2, 1000, 2)), 30);
+  const double took = seconds_since(t0);
+  ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
+  EXPECT_LT(took, 6.0) << "the run waited for the joining worker's build";
+  EXPECT_EQ(plan_workers(rec), (std::set<std::string>{"w1"}));
+}
+
+}  // namespace
+}  // namespace lizard
