@@ -158,7 +158,7 @@ TEST_F(RunBookDurabilityTest, AResultThatCannotBeStoredEndsFailedAndDoesNotRunAg
     });
     json answered;
     book.add_waiter(r1, [&](HttpResponse r) { answered = json::parse(r.body); });
-    book.flush_checkpoints();  // the checkpoint's own write is not the one that fails
+    book.flush_checkpoints();     // the checkpoint's own write is not the one that fails
     fail_next_storage_writes(1);  // the finished record meets a full disk
     book.finish(r1, Status::Ok());
     json r = book.get_json("r1").value();

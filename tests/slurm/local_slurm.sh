@@ -3,7 +3,9 @@
 # slurm.conf, gres.conf, spool, state, logs) and slurm_stop when done.  The
 # node offers two GPUs whose device files are symlinks to /dev/null, so jobs
 # see CUDA_VISIBLE_DEVICES set as on a real GPU node.  Client commands find
-# the cluster through SLURM_CONF, which slurm_start exports.
+# the cluster through SLURM_CONF, which slurm_start exports.  It also gives
+# the Slurm tests what they share: slurm_conf_settings (the slurm.conf lines
+# every test cluster has), fail and wait_for.
 #
 #   . tests/slurm/local_slurm.sh
 #   slurm_start "$work" || exit 77
@@ -32,11 +34,14 @@ slurm_missing() {
   [ -z "$m" ] || echo "missing:$m (scripts/bootstrap slurm-wlm munge installs them)"
 }
 
-slurm_write_conf() {
-  local dir=$1 node=$2 user=$3 ctld_port=$4 slurmd_port=$5 cpus=$6 mem=$7
-  cat >"$dir/slurm.conf" <<CONF
-ClusterName=lizardtest
-SlurmctldHost=$node(127.0.0.1)
+# slurm_conf_settings DIR USER CTLD_PORT SLURMD_PORT SLURMD_FILES: the
+# settings of slurm.conf that every test cluster shares (ports, munge, the
+# files under DIR, plugins that need no cgroups, short timeouts); slurmd's
+# pid and log files are DIR/SLURMD_FILES.pid and .log ("slurmd-%n" for one
+# per node).
+slurm_conf_settings() {
+  local dir=$1 user=$2 ctld_port=$3 slurmd_port=$4 slurmd=$5
+  cat <<CONF
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 SlurmUser=$user
@@ -47,9 +52,9 @@ AuthInfo=socket=$dir/munge/munge.socket
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
+SlurmdPidFile=$dir/$slurmd.pid
 SlurmctldLogFile=$dir/slurmctld.log
-SlurmdLogFile=$dir/slurmd.log
+SlurmdLogFile=$dir/$slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
@@ -61,7 +66,6 @@ SwitchType=switch/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=256
-GresTypes=gpu
 ReturnToService=2
 SchedulerType=sched/builtin
 SchedulerParameters=sched_interval=1
@@ -70,6 +74,32 @@ KillWait=30
 MinJobAge=600
 InactiveLimit=0
 SlurmdTimeout=60
+CONF
+}
+
+fail() {
+  echo "FAILED: $*" >&2
+  exit 1
+}
+
+# Waits up to $1 seconds for the command that follows to succeed.
+wait_for() {
+  local limit=$1
+  shift
+  local deadline=$((SECONDS + limit))
+  until "$@"; do
+    [ $SECONDS -lt "$deadline" ] || return 1
+    sleep 0.2
+  done
+}
+
+slurm_write_conf() {
+  local dir=$1 node=$2 user=$3 ctld_port=$4 slurmd_port=$5 cpus=$6 mem=$7
+  cat >"$dir/slurm.conf" <<CONF
+ClusterName=lizardtest
+SlurmctldHost=$node(127.0.0.1)
+$(slurm_conf_settings "$dir" "$user" "$ctld_port" "$slurmd_port" slurmd)
+GresTypes=gpu
 NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF

@@ -119,22 +119,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() {
-  echo "FAILED: $*" >&2
-  exit 1
-}
-
-# Waits up to $1 seconds for the command that follows to succeed.
-wait_for() {
-  local limit=$1
-  shift
-  local deadline=$((SECONDS + limit))
-  until "$@"; do
-    [ $SECONDS -lt "$deadline" ] || return 1
-    sleep 0.2
-  done
-}
-
 # --- the hosts: namespaces on a bridge --------------------------------------
 # Host $1 (a namespace) gets link eth0 with address $2, whose peer $3 is a
 # port of the bridge in the switch's namespace.
@@ -170,38 +154,7 @@ write_conf() {
   cat >"$dir/slurm.conf" <<CONF
 ClusterName=lizardmulti
 SlurmctldHost=$ctld_host($ctl_addr)
-SlurmctldPort=6817
-SlurmdPort=6818
-SlurmUser=$user
-SlurmdUser=$user
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$dir/munge/munge.socket
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool/%n
-SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd-%n.pid
-SlurmctldLogFile=$dir/slurmctld.log
-SlurmdLogFile=$dir/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=none
-SwitchType=switch/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=256
-ReturnToService=2
-SchedulerType=sched/builtin
-SchedulerParameters=sched_interval=1
-MessageTimeout=10
-KillWait=30
-MinJobAge=600
-InactiveLimit=0
-SlurmdTimeout=60
+$(slurm_conf_settings "$dir" "$user" 6817 6818 "slurmd-%n")
 # Job ids apart from the one-node test's, whose checks look for lizard
 # processes by SLURM_JOB_ID on the whole machine.
 FirstJobId=700000

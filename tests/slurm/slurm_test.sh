@@ -60,22 +60,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() {
-  echo "FAILED: $*" >&2
-  exit 1
-}
-
-# Waits up to $1 seconds for the command that follows to succeed.
-wait_for() {
-  local limit=$1
-  shift
-  local deadline=$((SECONDS + limit))
-  until "$@"; do
-    [ $SECONDS -lt "$deadline" ] || return 1
-    sleep 0.2
-  done
-}
-
 # The pids of running lizard processes (server, worker) of Slurm job $1 (or,
 # with a second argument, of array job $1).
 lizard_pids_of_job() {
