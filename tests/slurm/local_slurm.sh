@@ -5,7 +5,7 @@
 # see CUDA_VISIBLE_DEVICES set as on a real GPU node.  Client commands find
 # the cluster through SLURM_CONF, which slurm_start exports.  It also gives
 # the Slurm tests what they share: slurm_conf_settings (the slurm.conf lines
-# every test cluster has), fail and wait_for.
+# every test cluster has), slurm_sum_request, fail and wait_for.
 #
 #   . tests/slurm/local_slurm.sh
 #   slurm_start "$work" || exit 77
@@ -75,6 +75,18 @@ MinJobAge=600
 InactiveLimit=0
 SlurmdTimeout=60
 CONF
+}
+
+# slurm_sum_request WORK ROWS: writes WORK/run.json, a run request of
+# examples/sum over ROWS rows [i, i/2] (i = 1..ROWS, also in
+# WORK/values.json), and prints the sums it must give.
+slurm_sum_request() {
+  local work=$1 rows=$2
+  awk -v n="$rows" 'BEGIN { printf "["; for (i = 1; i <= n; i++) printf "%s[%d,%.1f]", (i > 1 ? "," : ""), i, i / 2; print "]" }' \
+    >"$work/values.json"
+  printf '{"params": {"dims": 2}, "dataset": {"values": {"values": %s}}}' "$(cat "$work/values.json")" \
+    >"$work/run.json"
+  awk -v n="$rows" 'BEGIN { s = n * (n + 1) / 2; printf "[%.1f,%.1f]", s, s / 2 }'
 }
 
 fail() {

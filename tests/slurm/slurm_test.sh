@@ -81,13 +81,9 @@ echo "slurm: up in $((SECONDS - started)) s"
 export LIZARD_BIN=$lizard_bin
 client_args="--backend cpu --cpu-threads 1 --cache-dir $work/cache"
 
-# Data with an answer the test computes itself: row i is [i, i/2].
+# A run of examples/sum whose answer the test computes itself (local_slurm.sh).
 rows=2000
-awk -v n=$rows 'BEGIN { printf "["; for (i = 1; i <= n; i++) printf "%s[%d,%.1f]", (i > 1 ? "," : ""), i, i / 2; print "]" }' \
-  >"$work/values.json"
-expect=$(awk -v n=$rows 'BEGIN { s = n * (n + 1) / 2; printf "[%.1f,%.1f]", s, s / 2 }')
-printf '{"params": {"dims": 2}, "dataset": {"values": {"values": %s}}}' "$(cat "$work/values.json")" \
-  >"$work/run.json"
+expect=$(slurm_sum_request "$work" $rows)
 
 # What the batch job runs once the cluster is up: it only sees LIZARD_* variables.
 cat >"$work/run-sum.sh" <<EOF
