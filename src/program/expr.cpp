@@ -191,6 +191,8 @@ Result<int64_t> Expr::eval_node(int i, const Lookup& lookup) const {
     case 'u': {
       auto v = eval_node(n.lhs, lookup);
       if (!v.ok()) return v;
+      if (v.value() == std::numeric_limits<int64_t>::min())
+        return invalid_argument("overflow in \"" + text_ + "\"");
       return -v.value();
     }
     default:
@@ -216,6 +218,8 @@ Result<int64_t> Expr::eval_node(int i, const Lookup& lookup) const {
       return r;
     case '/':
       if (y == 0) return invalid_argument("division by zero in \"" + text_ + "\"");
+      if (x == std::numeric_limits<int64_t>::min() && y == -1)  // the one quotient past int64
+        return invalid_argument("overflow in \"" + text_ + "\"");
       return x / y;
   }
   return internal_error("bad expression node");

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace lizard {
 namespace {
 
@@ -41,6 +43,16 @@ TEST(Expr, ReportsNamesAndErrors) {
   auto big =
       Expr::parse("4611686018427387904 * 4")->eval([](const std::string&) { return std::nullopt; });
   EXPECT_NE(big.status().message().find("overflow"), std::string::npos);
+  // The most negative int64 divided by -1, or negated, has no int64 value.
+  auto k_is = [](int64_t v) {
+    return [v](const std::string&) { return std::optional<int64_t>(v); };
+  };
+  const int64_t lowest = std::numeric_limits<int64_t>::min();
+  auto quotient = Expr::parse("k / (0 - 1)")->eval(k_is(lowest));
+  EXPECT_NE(quotient.status().message().find("overflow"), std::string::npos);
+  auto negated = Expr::parse("-k")->eval(k_is(lowest));
+  EXPECT_NE(negated.status().message().find("overflow"), std::string::npos);
+  EXPECT_EQ(Expr::parse("k / (0 - 1)")->eval(k_is(lowest + 1)).value(), -(lowest + 1));
 }
 
 std::string repeat(const std::string& s, int n) {
