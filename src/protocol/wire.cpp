@@ -6,37 +6,44 @@
 
 namespace lizard {
 
+namespace {
+
+// What LIZARD_MESSAGE_TYPES says of one message type.
+struct MessageTypeInfo {
+  MessageType type;
+  const char* name;
+  const char* direction;
+  const char* payload;
+};
+
+constexpr MessageTypeInfo kMessageTypes[] = {
+#define LIZARD_MESSAGE_INFO(e, n, name, direction, payload) \
+  {MessageType::e, name, direction, payload},
+    LIZARD_MESSAGE_TYPES(LIZARD_MESSAGE_INFO)
+#undef LIZARD_MESSAGE_INFO
+};
+
+const MessageTypeInfo* info_of(MessageType t) {
+  for (const MessageTypeInfo& info : kMessageTypes)
+    if (info.type == t) return &info;
+  return nullptr;
+}
+
+}  // namespace
+
 const char* message_type_name(MessageType t) {
-  switch (t) {
-#define LIZARD_MESSAGE_NAME(e, n, name, direction, payload) \
-  case MessageType::e:                                      \
-    return name;
-    LIZARD_MESSAGE_TYPES(LIZARD_MESSAGE_NAME)
-#undef LIZARD_MESSAGE_NAME
-  }
-  return "unknown";
+  const MessageTypeInfo* info = info_of(t);
+  return info ? info->name : "unknown";
 }
 
 const char* message_direction(MessageType t) {
-  switch (t) {
-#define LIZARD_MESSAGE_DIRECTION(e, n, name, direction, payload) \
-  case MessageType::e:                                           \
-    return direction;
-    LIZARD_MESSAGE_TYPES(LIZARD_MESSAGE_DIRECTION)
-#undef LIZARD_MESSAGE_DIRECTION
-  }
-  return "";
+  const MessageTypeInfo* info = info_of(t);
+  return info ? info->direction : "";
 }
 
 const char* message_payload(MessageType t) {
-  switch (t) {
-#define LIZARD_MESSAGE_PAYLOAD(e, n, name, direction, payload) \
-  case MessageType::e:                                         \
-    return payload;
-    LIZARD_MESSAGE_TYPES(LIZARD_MESSAGE_PAYLOAD)
-#undef LIZARD_MESSAGE_PAYLOAD
-  }
-  return "";
+  const MessageTypeInfo* info = info_of(t);
+  return info ? info->payload : "";
 }
 
 bool has_packed_header(MessageType t) {

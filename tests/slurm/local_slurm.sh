@@ -5,7 +5,8 @@
 # see CUDA_VISIBLE_DEVICES set as on a real GPU node.  Client commands find
 # the cluster through SLURM_CONF, which slurm_start exports.  It also gives
 # the Slurm tests what they share: slurm_conf_settings (the slurm.conf lines
-# every test cluster has), slurm_sum_request, fail and wait_for.
+# every test cluster has), slurm_sum_request, slurm_skip_unless_installed,
+# fail and wait_for.
 #
 #   . tests/slurm/local_slurm.sh
 #   slurm_start "$work" || exit 77
@@ -32,6 +33,16 @@ slurm_missing() {
     command -v "$b" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin command -v "$b" >/dev/null 2>&1 || m+=" $b"
   done
   [ -z "$m" ] || echo "missing:$m (scripts/bootstrap slurm-wlm munge installs them)"
+}
+
+# Exits 77 (a skipped test) with the reason when Slurm or munge is missing.
+slurm_skip_unless_installed() {
+  local missing
+  missing=$(slurm_missing)
+  if [ -n "$missing" ]; then
+    echo "SKIPPED: Slurm is not installed here: $missing"
+    exit 77
+  fi
 }
 
 # slurm_conf_settings DIR USER CTLD_PORT SLURMD_PORT SLURMD_FILES: the

@@ -28,11 +28,7 @@ launcher=$src/packaging/slurm/lizard-slurm
 # shellcheck source=local_slurm.sh
 . "$here/local_slurm.sh"
 
-missing=$(slurm_missing)
-if [ -n "$missing" ]; then
-  echo "SKIPPED: Slurm is not installed here: $missing"
-  exit 77
-fi
+slurm_skip_unless_installed
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIPPED: network namespaces need root (this test runs as uid $(id -u))"
   exit 77

@@ -23,11 +23,7 @@ launcher=$src/packaging/slurm/lizard-slurm
 # shellcheck source=local_slurm.sh
 . "$here/local_slurm.sh"
 
-missing=$(slurm_missing)
-if [ -n "$missing" ]; then
-  echo "SKIPPED: Slurm is not installed here: $missing"
-  exit 77
-fi
+slurm_skip_unless_installed
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/lizard-slurm-test.XXXXXX")
 server_pid=""
