@@ -17,6 +17,7 @@
 //   build/bench/compile_cost [--arch sm_90] [--cuda /usr/local/cuda] [--repeat 3]
 //   build/bench/compile_cost --cache /tmp/kernels      # cold, then again: from disk
 //   build/bench/compile_cost --dump /tmp/kmeans-src    # the sources NVRTC sees
+//   build/bench/compile_cost --shape 256x64            # kmeans at (k, dims) = (256, 64)
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -140,12 +141,14 @@ int main(int argc, char** argv) {
   std::string arch = "sm_90", cuda_path = "/usr/local/cuda";
   int repeat = 3;
   std::string cache_dir, dump_dir;
+  int shape_k = 16, shape_dims = 32;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--arch")) arch = argv[i + 1];
     if (!std::strcmp(argv[i], "--cuda")) cuda_path = argv[i + 1];
     if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--cache")) cache_dir = argv[i + 1];
     if (!std::strcmp(argv[i], "--dump")) dump_dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--shape")) std::sscanf(argv[i + 1], "%dx%d", &shape_k, &shape_dims);
   }
   auto bundle = read_program_dir(LIZARD_KMEANS_EXAMPLE_DIR);
   if (!bundle.ok()) return std::fprintf(stderr, "%s\n", bundle.status().message().c_str()), 1;
@@ -163,7 +166,7 @@ int main(int argc, char** argv) {
     if (!params.ok()) std::exit(1);
     return variant_for_run(*image, *params).image;
   };
-  const ProgramImage kmeans = variant(16, 32);
+  const ProgramImage kmeans = variant(shape_k, shape_dims);
   if (!cache_dir.empty()) return cache_mode(cuda_path, kmeans, arch, cache_dir);
   if (!dump_dir.empty()) return dump_sources(kmeans, dump_dir);
   const ProgramImage bare =

@@ -11,6 +11,7 @@
 //
 //   kmeans_gpu [--sizes=65536,1048576,16777216,67108864] [--shapes=16x32,64x8,256x64]
 //              [--iters=20] [--seed=7] [--dir=examples/kmeans] [--json=FILE]
+//              [--tf32=1]      (the example's TF32 distances)
 //              [--backend=cpu]   (the CPU backend instead, to check results; no floor)
 #include <algorithm>
 #include <chrono>
@@ -44,6 +45,7 @@ struct Args {
   std::string dir = LIZARD_KMEANS_EXAMPLE_DIR;
   std::string json_path;
   bool cpu = false;
+  int tf32 = 0;  // the example's `tf32` param: TF32 distances
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -72,6 +74,8 @@ Args parse_args(int argc, char** argv) {
             {std::stoi(kd.substr(0, kd.find('x'))), std::stoi(kd.substr(kd.find('x') + 1))});
     } else if (auto v = value("--iters"); !v.empty()) {
       a.iters = std::stoi(v);
+    } else if (auto v = value("--tf32"); !v.empty()) {
+      a.tf32 = std::stoi(v);
     } else if (auto v = value("--seed"); !v.empty()) {
       a.seed = std::stoull(v);
     } else if (auto v = value("--dir"); !v.empty()) {
@@ -187,8 +191,9 @@ int fail(const Status& st) {
 // One configuration: generate, iterate, time.  Returns its JSON record.
 Result<json> run_one(Executor& gpu, const ProgramImage& program, const Args& a, int64_t n, Shape s,
                      double bandwidth) {
-  LIZARD_ASSIGN_OR_RETURN(ParamValues params,
-                          bind_params(program.manifest, {{"k", s.k}, {"dims", s.d}}));
+  json given{{"k", s.k}, {"dims", s.d}};
+  if (a.tf32) given["tf32"] = a.tf32;
+  LIZARD_ASSIGN_OR_RETURN(ParamValues params, bind_params(program.manifest, given));
   PartitionData data;
   data.rows = n;
   data.fields.resize(program.manifest.dataset.size());
@@ -240,6 +245,7 @@ Result<json> run_one(Executor& gpu, const ProgramImage& program, const Args& a, 
            {"k", s.k},
            {"d", s.d},
            {"seed", a.seed},
+           {"tf32", a.tf32},
            {"iters", a.iters},
            {"kernel_ms", median(kernel_ms)},
            {"iterate_ms", median(total_ms)},

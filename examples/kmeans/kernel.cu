@@ -40,40 +40,58 @@ extern "C" __global__ void blobs(global_params_t params, dataset_t data, global_
 extern "C" __global__ void assign(global_params_t params, dataset_t data, global_state_t state,
                                   agg_res_t result) {
   constexpr int K = params.k, D = params.dims;
-  // Rows per thread: each centroid value read from shared memory serves R rows
-  // (eight short rows, or two long ones, fit in registers).
-  constexpr int R = D <= 16 ? 8 : 2;
-  const lizard::BlockTable<&global_state_t::centroids, K, D> centroids(state);
+  // `tf32: 1` trades exact labels for TF32 scores (see lizard_device_nearest.h).
+  constexpr lizard::Precision P = params.tf32 ? lizard::Precision::kTF32 : lizard::Precision::kExact;
+  using Nearest = lizard::NearestRow<&global_state_t::centroids, K, D, P>;
   lizard::BlockSum<&agg_res_t::sums, K, D> sums(result);
   lizard::BlockSum<&agg_res_t::counts, K> counts(result);
 
-  for (const auto rows : lizard::row_groups<R>(data)) {
-    lizard::Row<float, D> x[R];
-    float best_dist[R];
-    int best[R];
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-      x[i] = lizard::load_row<D>(data.points, rows[i]);
-      best_dist[i] = 3.402823466e38f;
-      best[i] = 0;
+  // Larger tables go to the tensor cores, a warp's 32 rows at a time.
+  if constexpr (Nearest::kTensorCores && K * D >= 1024) {
+    const Nearest nearest(state);
+    for (const lizard::WarpRow r : lizard::warp_rows(data)) {
+      const lizard::Row<float, D> x = lizard::load_row<D>(data.points, r.row);
+      const int best = nearest.of_warp(x);
+      if (!r.valid) continue;
+      data.labels[r.row] = best;
+      sums.add_row(best, x);
+      counts.add(best, 1);
     }
-    for (int c = 0; c < K; ++c) {
-      const lizard::Row<float, D> centroid = centroids.row(c);
+  } else {
+    // Small tables: |x - c|^2 in full on the CUDA cores, where each centroid
+    // value read from shared memory serves R rows of a thread (eight short
+    // rows, or two long ones); for them the cheaper score of NearestRow saves
+    // less than its bookkeeping costs.
+    constexpr int R = D <= 16 ? 8 : 2;
+    const lizard::BlockTable<&global_state_t::centroids, K, D> centroids(state);
+    for (const auto rows : lizard::row_groups<R>(data)) {
+      lizard::Row<float, D> x[R];
+      float best_dist[R];
+      int best[R];
 #pragma unroll
       for (int i = 0; i < R; ++i) {
-        const float dist = lizard::distance2(x[i], centroid);
-        if (dist < best_dist[i]) {  // ties go to the lower index
-          best_dist[i] = dist;
-          best[i] = c;
+        x[i] = lizard::load_row<D>(data.points, rows[i]);
+        best_dist[i] = 3.402823466e38f;
+        best[i] = 0;
+      }
+      for (int c = 0; c < K; ++c) {
+        const lizard::Row<float, D> centroid = centroids.row(c);
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+          const float dist = lizard::distance2(x[i], centroid);
+          if (dist < best_dist[i]) {  // ties go to the lower index
+            best_dist[i] = dist;
+            best[i] = c;
+          }
         }
       }
-    }
 #pragma unroll
-    for (int i = 0; i < R; ++i) {
-      if (!rows.valid(i)) continue;
-      data.labels[rows[i]] = best[i];
-      sums.add_row(best[i], x[i]);
-      counts.add(best[i], 1);
+      for (int i = 0; i < R; ++i) {
+        if (!rows.valid(i)) continue;
+        data.labels[rows[i]] = best[i];
+        sums.add_row(best[i], x[i]);
+        counts.add(best[i], 1);
+      }
     }
   }
 }

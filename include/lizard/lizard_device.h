@@ -14,6 +14,10 @@
 //   lizard::BlockSum / BlockMin / BlockMax<&agg_res_t::f, R, C>
 //                                   a block-private copy of an aggregate field
 //                                   (lizard_device_aggregate.h)
+//   lizard::NearestRow<&global_state_t::f, K, D>
+//                                   the nearest row of a state table, exact, on
+//                                   tensor cores where a warp asks together
+//                                   (lizard_device_nearest.h)
 //
 // Sizes given as template arguments are compile-time constants: specialised
 // params (`specialize: true` in the manifest) are, so `params.dims` can be
@@ -446,5 +450,6 @@ class BlockTable {
 }  // namespace lizard
 
 #include "lizard_device_aggregate.h"
+#include "lizard_device_nearest.h"
 
 #endif  // LIZARD_DEVICE_H

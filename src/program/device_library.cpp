@@ -5,7 +5,8 @@
 namespace lizard {
 
 std::vector<std::pair<std::string, std::string_view>> device_library_files() {
-  static const char* const kNames[] = {"lizard_device.h", "lizard_device_aggregate.h"};
+  static const char* const kNames[] = {"lizard_device.h", "lizard_device_aggregate.h",
+                                       "lizard_device_nearest.h"};
   std::vector<std::pair<std::string, std::string_view>> out;
   for (const char* name : kNames) out.emplace_back(name, embedded_file(name));
   return out;
