@@ -134,9 +134,31 @@ class ExprParser {
       while (pos_ < s_.size() &&
              (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
         ++pos_;
-      return add({'v', 0, s_.substr(start, pos_ - start), -1, -1, 0});
+      std::string name = s_.substr(start, pos_ - start);
+      skip();
+      if ((name == "min" || name == "max") && pos_ < s_.size() && s_[pos_] == '(')
+        return parse_call(name == "min" ? '<' : '>');
+      return add({'v', 0, std::move(name), -1, -1, 0});
     }
     return error("unexpected '" + std::string(1, c) + "'");
+  }
+
+  // min(a, b) or max(a, b), from its '(' on.
+  Result<int> parse_call(char op) {
+    Level level(&depth_);
+    if (!level.ok()) return too_deep();
+    ++pos_;  // '('
+    auto a = parse_sum();
+    if (!a.ok()) return a;
+    skip();
+    if (pos_ >= s_.size() || s_[pos_] != ',') return error("expected ','");
+    ++pos_;
+    auto b = parse_sum();
+    if (!b.ok()) return b;
+    skip();
+    if (pos_ >= s_.size() || s_[pos_] != ')') return error("expected ')'");
+    ++pos_;
+    return add_checked(op, a.value(), b.value());
   }
 
   const std::string& s_;
@@ -216,6 +238,10 @@ Result<int64_t> Expr::eval_node(int i, const Lookup& lookup) const {
       if (__builtin_mul_overflow(x, y, &r))
         return invalid_argument("overflow in \"" + text_ + "\"");
       return r;
+    case '<':
+      return std::min(x, y);
+    case '>':
+      return std::max(x, y);
     case '/':
       if (y == 0) return invalid_argument("division by zero in \"" + text_ + "\"");
       if (x == std::numeric_limits<int64_t>::min() && y == -1)  // the one quotient past int64

@@ -41,7 +41,7 @@ class Expr {
 
  private:
   struct Node {
-    char op;  // 'n' number, 'v' variable, '+', '-', '*', '/', 'u' (unary minus)
+    char op;  // 'n' number, 'v' variable, '+', '-', '*', '/', 'u' (unary minus), '<' min, '>' max
     int64_t value = 0;
     std::string name;
     int lhs = -1, rhs = -1;

@@ -27,6 +27,19 @@ TEST(Expr, IntegerArithmeticWithPrecedence) {
   EXPECT_EQ(eval("  42 "), 42);
 }
 
+TEST(Expr, MinAndMaxBoundAValue) {
+  EXPECT_EQ(eval("min(k * dims * 4, 40)"), 40);
+  EXPECT_EQ(eval("min(k * dims * 4, 100)"), 48);
+  EXPECT_EQ(eval("max(k, dims) * 2"), 8);
+  EXPECT_EQ(eval("max(-k, min(1, 2))"), 1);
+  EXPECT_EQ(eval("min (k, 2)"), 2);
+  auto e = Expr::parse("min(k, dims)");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->names(), (std::vector<std::string>{"k", "dims"}));
+  EXPECT_NE(Expr::parse("min(k)").status().message().find("expected ','"), std::string::npos);
+  EXPECT_NE(Expr::parse("max(k, 2").status().message().find("expected ')'"), std::string::npos);
+}
+
 TEST(Expr, ReportsNamesAndErrors) {
   auto e = Expr::parse("k * dims + k");
   ASSERT_TRUE(e.ok());
