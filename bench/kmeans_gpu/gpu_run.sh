@@ -6,6 +6,8 @@
 # the JSON lines go to $OUT/kmeans_gpu (default: BUILD_DIR/kmeans_gpu).
 #
 #   bench/kmeans_gpu/gpu_run.sh [BUILD_DIR] [kmeans_gpu options: --sizes=... --shapes=...]
+#   KMEANS_GPU_TF32_SHAPES=256x64 bench/kmeans_gpu/gpu_run.sh ...   # and those with --tf32=1
+# The joint table is also written as JSON to $out/kmeans_gpu.json (for bench/save-result).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-gpu}
@@ -17,5 +19,11 @@ if command -v nvidia-smi >/dev/null; then
     --format=csv | tee "$out/device.txt"
 fi
 "$build/bench/kmeans_gpu" --json="$out/lizard.jsonl" "$@" 2>&1 | tee "$out/lizard.txt"
-PYTHONUNBUFFERED=1 python3 bench/kmeans_gpu/torch_lloyd.py --lizard "$out/lizard.jsonl" 2>&1 |
+if [ -n "${KMEANS_GPU_TF32_SHAPES:-}" ]; then  # the same shapes again with TF32 distances
+  "$build/bench/kmeans_gpu" --json="$out/lizard.jsonl.tf32" --tf32=1 --shapes="$KMEANS_GPU_TF32_SHAPES" \
+    $(printf '%s\n' "$@" | grep -e '--sizes' || true) 2>&1 | tee -a "$out/lizard.txt"
+  cat "$out/lizard.jsonl.tf32" >>"$out/lizard.jsonl"
+fi
+PYTHONUNBUFFERED=1 python3 bench/kmeans_gpu/torch_lloyd.py --lizard "$out/lizard.jsonl" \
+  --json "$out/kmeans_gpu.json" 2>&1 |
   tee "$out/table.txt"

@@ -5,7 +5,7 @@ on the GPU (the `blobs` generator of examples/kmeans, bit for bit), starts
 from the same centroids, checks that PyTorch's first Lloyd step agrees with
 lizard's, times the step and prints the table of both.
 
-    python3 bench/kmeans_gpu/torch_lloyd.py --lizard results.jsonl [--iters 20]
+    python3 bench/kmeans_gpu/torch_lloyd.py --lizard results.jsonl [--iters 20] [--json OUT]
 """
 import argparse
 import json
@@ -99,6 +99,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lizard", required=True, help="JSON lines written by kmeans_gpu --json")
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--json", help="also write the joint table here, as JSON")
     a = ap.parse_args()
     dev = torch.device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = False  # float32 like the kernel
@@ -133,6 +134,14 @@ def main():
         print(f"{r['n']:>10} {r['k']:>4} {r['d']:>3} {r['kernel_ms']:>10.3f} {r['floor_ms']:>9.3f} "
               f"{100 * r['floor_ms'] / r['kernel_ms']:>7.0f}% {ms:>9.3f} {ms / r['kernel_ms']:>7.1f}x"
               f"  counts differ by {count_diff}, sums rel {rel:.1e}")
+    if a.json:
+        table = [{"n": r["n"], "k": r["k"], "d": r["d"], "tf32": r.get("tf32", 0),
+                  "kernel_ms": r["kernel_ms"], "floor_ms": r["floor_ms"],
+                  "percent_of_floor": 100 * r["floor_ms"] / r["kernel_ms"], "torch_ms": ms,
+                  "counts_differ_by": count_diff, "sums_rel_diff": rel}
+                 for r, ms, count_diff, rel in rows]
+        with open(a.json, "w") as f:
+            json.dump({"device": dev_name, "copy_gbps": bw, "shapes": table}, f, indent=1)
 
 
 if __name__ == "__main__":
