@@ -24,7 +24,10 @@ class CountingHooks : public LoopHooks {
  public:
   CountingHooks(int64_t last, std::string fail = "", int sleep_ms = 0)
       : last_(last), fail_(std::move(fail)), sleep_ms_(sleep_ms) {}
-  Result<bool> update(SectionBuffer*, SectionBuffer* state, int64_t it) override {
+  Status aggregate(SectionBuffer*, const SectionBuffer&, int64_t) override {
+    return internal_error("no custom reducer");
+  }
+  Result<bool> update_state(const SectionBuffer&, SectionBuffer* state, int64_t it) override {
     if (!fail_.empty()) return runtime_error(fail_);
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
     double t;
