@@ -1,12 +1,13 @@
-// LoopHooks: a program's update_global_state hook as a worker calls it when
-// it drives a run's iterations itself (a run placed on this worker alone, see
-// MessageType::kLoop).  The daemon opens one per loop; user code behind it
+// LoopHooks: a program's host hooks as a worker calls them when it drives a
+// run's iterations itself (a run placed on this worker alone, see
+// MessageType::kLoop): the IterationHooks its IterationStep calls, as the
+// server's does.  The daemon opens them once per loop; user code behind them
 // runs outside the worker daemon.
 //
 //   Result<std::unique_ptr<LoopHooks>> h = open(program, params, limits);
 //   if (!h.ok()) ...;                  // kUnavailable: the server drives the run instead
 //   if (!*h) ...;                      // no update hook: done after one iteration
-//   Result<bool> done = (*h)->update(&agg, &state, iteration);
+//   Result<bool> done = (*h)->update_state(agg, &state, iteration);
 #pragma once
 
 #include <functional>
@@ -14,16 +15,11 @@
 
 #include "common/status.h"
 #include "exec/executor.h"
+#include "hooks/iteration_hooks.h"
 
 namespace lizard {
 
-class LoopHooks {
- public:
-  virtual ~LoopHooks() = default;
-  // Calls the hook; returns whether the run is done.  An error (the hook
-  // crashed, or ran past its time) fails the run.
-  virtual Result<bool> update(SectionBuffer* agg, SectionBuffer* state, int64_t iteration) = 0;
-};
+using LoopHooks = IterationHooks;
 
 // What bounds one loop's hook calls: `interrupted` is polled while a call
 // runs (a non-OK status ends the call and its process); `call_timeout_ms`

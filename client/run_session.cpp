@@ -9,24 +9,10 @@
 #include "common/parallel.h"
 #include "dataset/dataset_file.h"
 #include "exec/file_rows.h"
-#include "program/reducers.h"
 
 namespace lizard {
 
 using nlohmann::json;
-
-namespace {
-
-// Slices of an iteration whose progress is reported: enough to show it
-// moving, few enough that each slice's launches stay cheap beside its work.
-constexpr int64_t kMinSliceRows = 4096;
-constexpr int64_t kMaxSlices = 32;
-
-int64_t slice_count(int64_t rows) {
-  return std::clamp<int64_t>(rows / kMinSliceRows, 1, kMaxSlices);
-}
-
-}  // namespace
 
 RunSession::RunSession(SessionContext ctx, std::map<size_t, std::shared_ptr<UploadRows>> uploaded)
     : ctx_(std::move(ctx)), uploaded_(std::move(uploaded)) {
@@ -260,6 +246,8 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
     parts.push_back(std::move(d));
   }
   uploaded_.clear();
+  engine_.bind({ctx_.executors, &executors_, &rows_, &man, &params_, report_progress_, run_id_,
+                [this](std::string frame) { reply(std::move(frame)); }});
   const double rows_ms = ms_since(t0);
   LIZARD_RETURN_IF_ERROR(acquire_executors());
   // The progress line says "compiling" only while something compiles.
@@ -300,7 +288,7 @@ void RunSession::iterate(const MessageView& m) {
   r.error.assign(st.message());
   payload_parts_.clear();
   if (st.ok())
-    for (const SectionBuffer* a : aggs_)
+    for (const SectionBuffer* a : engine_.partials())
       payload_parts_.emplace_back(reinterpret_cast<const char*>(a->bytes.data()), a->bytes.size());
   std::string frame = take_frame();
   r.encode_into(&frame, payload_parts_.data(), payload_parts_.size());
@@ -315,132 +303,9 @@ Status RunSession::iterate_here(const MessageView& m) {
                             std::to_string(state_.bytes.size()));
   if (!state_.bytes.empty())
     std::memcpy(state_.bytes.data(), m.payload.data(), state_.bytes.size());
-  return iterate_executors(state_, h.iteration, &aggs_, &result_msg_.kernel_ms);
-}
-
-Status RunSession::iterate_executors(const SectionBuffer& state, int64_t iteration,
-                                     std::vector<const SectionBuffer*>* aggs, double* kernel_ms) {
-  const size_t n = executors_.size();
-  slots_.resize(n);
-  executor_ms_.assign(n, 0.0);
-  executor_total_ms_.assign(n, 0.0);
-  LIZARD_RETURN_IF_ERROR(run_slices(iteration, state));
-  aggs->clear();
-  *kernel_ms = 0;
-  for (size_t i = 0; i < n; ++i) {
-    for (int64_t k = 0; k < slices_of(i); ++k) aggs->push_back(&slots_[i][k]);
-    *kernel_ms = std::max(*kernel_ms, executor_ms_[i]);
-  }
-  // Built-in reducers fold here (into the first slot, which the next
-  // iteration overwrites); custom ones go to the server's aggregate hook.
-  if (!program_->manifest.has_custom_reducer() && aggs->size() > 1) {
-    SectionBuffer* first = &slots_[0][0];
-    for (size_t j = 1; j < aggs->size(); ++j) fold_into(first, *(*aggs)[j]);
-    aggs->resize(1);
-  }
+  LIZARD_RETURN_IF_ERROR(engine_.run(state_, h.iteration));
+  result_msg_.kernel_ms = engine_.kernel_ms();
   return Status::Ok();
-}
-
-int64_t RunSession::slices_of(size_t i) const {
-  return report_progress_ ? slice_count(rows_[i]) : 1;
-}
-
-Result<SectionBuffer*> RunSession::slot(size_t i, size_t k) {
-  std::vector<SectionBuffer>& mine = slots_[i];
-  while (mine.size() <= k) {
-    const Manifest& man = program_->manifest;
-    LIZARD_ASSIGN_OR_RETURN(SectionBuffer a, make_section(man.aggregate, man, params_));
-    mine.push_back(std::move(a));
-  }
-  return &mine[k];
-}
-
-Status RunSession::run_slices(int64_t iteration, const SectionBuffer& state) {
-  bool in_processes = true;
-  for (size_t i : executors_) in_processes = in_processes && (*ctx_.executors)[i]->process;
-  if (in_processes) return run_slices_in_processes(iteration, state);
-  const size_t n = executors_.size();
-  if (!fan_ || fan_->size() != n) fan_ = std::make_unique<FanOut>(n);
-  return first_error(fan_->run([&](size_t i) -> Status {
-    std::lock_guard<std::mutex> l(lock_of(i));
-    Executor& e = executor(i);
-    const int64_t rows = rows_[i];
-    const int64_t slices = slices_of(i);
-    for (int64_t k = 0; k < slices; ++k) {
-      LIZARD_ASSIGN_OR_RETURN(SectionBuffer * a, slot(i, static_cast<size_t>(k)));
-      IterationStats st;
-      if (slices == 1) {
-        LIZARD_RETURN_IF_ERROR(e.iterate(state, a, &st));
-      } else {
-        const int64_t first = rows * k / slices, end = rows * (k + 1) / slices;
-        LIZARD_RETURN_IF_ERROR(e.iterate_rows(state, a, &st, first, end - first));
-        reply(encode(ProgressMsg{run_id_, iteration, static_cast<int64_t>(executors_[i]), end}
-                         .to_message()));
-      }
-      executor_ms_[i] += st.kernel_ms;
-      executor_total_ms_[i] += st.total_ms;
-    }
-    return Status::Ok();
-  }));
-}
-
-// Executor processes compute at the same time without a thread each: every
-// slice is sent to all of them before any answer is awaited.  Every request
-// sent is answered before the next, so a failure on one executor still
-// collects the others' replies and their channels stay in step.
-Status RunSession::run_slices_in_processes(int64_t iteration, const SectionBuffer& state) {
-  const size_t n = executors_.size();
-  // Every executor of the run is held for the whole iteration.
-  struct HeldExecutors {
-    RunSession* session;
-    size_t n;
-    ~HeldExecutors() {
-      for (size_t i = 0; i < n; ++i) session->lock_of(i).unlock();
-    }
-  } held{this, 0};
-  for (; held.n < n; ++held.n) lock_of(held.n).lock();
-  int64_t most = 1;
-  for (size_t i = 0; i < n; ++i) most = std::max(most, slices_of(i));
-  Status failed;
-  for (int64_t k = 0; k < most && failed.ok(); ++k) {
-    size_t sent = 0;
-    sent_.assign(n, 0);  // whether executors_[i] was sent slice k
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t slices = slices_of(i);
-      if (k >= slices) continue;
-      ProcessExecutor& e = *(*ctx_.executors)[executors_[i]]->process;
-      const int64_t first = rows_[i] * k / slices, end = rows_[i] * (k + 1) / slices;
-      Status st =
-          slices == 1 ? e.send_iterate(state, 0, -1) : e.send_iterate(state, first, end - first);
-      if (!st.ok()) {
-        if (failed.ok()) failed = st;
-        continue;
-      }
-      sent_[i] = 1;
-      ++sent;
-    }
-    for (size_t i = 0; i < n && sent > 0; ++i) {
-      if (!sent_[i]) continue;
-      ProcessExecutor& e = *(*ctx_.executors)[executors_[i]]->process;
-      auto a = slot(i, static_cast<size_t>(k));
-      if (!a.ok()) return a.status();
-      IterationStats st;
-      Status got = e.receive_iterate(*a, &st);
-      if (!got.ok()) {
-        if (failed.ok()) failed = got;
-        continue;
-      }
-      const int64_t slices = slices_of(i);
-      if (slices > 1) {
-        const int64_t end = rows_[i] * (k + 1) / slices;
-        reply(encode(ProgressMsg{run_id_, iteration, static_cast<int64_t>(executors_[i]), end}
-                         .to_message()));
-      }
-      executor_ms_[i] += st.kernel_ms;
-      executor_total_ms_[i] += st.total_ms;
-    }
-  }
-  return failed;
 }
 
 Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload) {

@@ -1,10 +1,11 @@
 // RunSession: one run on this worker, on a thread of its own, so that runs
 // placed on different executors of the worker proceed at the same time.  It
 // loads the worker's rows onto the run's executors (run_start), runs each
-// iteration on them at once and folds their aggregates into one reply
-// (iterate), and returns the output fields (run_end).  A run on this worker
-// alone may have its iterations driven here (loop), with no round trip to the
-// server between them.  The daemon hands it
+// iteration on them at once (its IterationEngine) and replies with their
+// aggregates (iterate), and returns the output fields (run_end).  A run on
+// this worker alone may have its iterations driven here (loop): the same
+// engine, then the run's IterationStep, with no round trip to the server
+// between them.  The daemon hands it
 // the run's messages in order with post(); the session replies through
 // `send` and is done after run_end (or abort()).  abort() also kills the
 // processes of the executors the run holds (when executors run in processes
@@ -26,10 +27,11 @@
 #include <thread>
 #include <vector>
 
+#include "client/executor_handle.h"
+#include "client/iteration_engine.h"
 #include "client/kept_rows_catalog.h"
 #include "client/loop_hooks.h"
 #include "client/upload_cache.h"
-#include "common/fan_out.h"
 #include "common/frame_pool.h"
 #include "common/mailbox.h"
 #include "common/status.h"
@@ -41,19 +43,6 @@
 #include "protocol/messages.h"
 
 namespace lizard {
-
-// An executor of the worker, the lock that serialises calls on it between
-// sessions and program builds, and the run that owns it: a run's session
-// takes it over only after the previous run's session has let it go.
-struct ExecutorHandle {
-  std::unique_ptr<Executor> executor;
-  // `executor` itself when it runs in a process of its own: a run's session
-  // kills that process to stop a kernel, from any thread, without the lock.
-  ProcessExecutor* process = nullptr;
-  std::mutex mu;
-  std::condition_variable freed;
-  std::string owner;  // GUARDED_BY(mu): the run whose rows it holds, or empty
-};
 
 struct SessionContext {
   std::vector<std::unique_ptr<ExecutorHandle>>* executors = nullptr;
@@ -98,20 +87,6 @@ class RunSession {
   // Runs an iteration the server sent and replies with its result.
   void iterate(const MessageView& m);
   Status iterate_here(const MessageView& m);
-  // One iteration on every executor of the run at once; `aggs` points at
-  // the folded aggregate (built-in reducers) or at one per executor or
-  // slice, valid until the next iteration.  Past the first iteration it
-  // allocates nothing: the aggregates land in the run's slots_.
-  Status iterate_executors(const SectionBuffer& state, int64_t iteration,
-                           std::vector<const SectionBuffer*>* aggs, double* kernel_ms);
-  // The slices of an iteration on every executor, into slots_[i][k] and
-  // executor_ms_[i]: on threads, or on executor processes at once.
-  Status run_slices(int64_t iteration, const SectionBuffer& state);
-  Status run_slices_in_processes(int64_t iteration, const SectionBuffer& state);
-  // The aggregate slot of executor i's slice k, made at its first use.
-  Result<SectionBuffer*> slot(size_t i, size_t k);
-  // How many slices executor i runs an iteration in (several to report progress).
-  int64_t slices_of(size_t i) const;
   // Drives iterations here until the update hook says done (run_session_loop.cpp).
   void loop_here(const MessageView& m);
   Status run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* failed);
@@ -164,20 +139,11 @@ class RunSession {
   std::mutex held_mu_;
   size_t owned_ = 0;  // GUARDED_BY(held_mu_) for writes
 
-  std::unique_ptr<FanOut> fan_;  // the run's executors iterate at once on its threads
-  // Each executor's aggregates of an iteration (one per slice), reused by
-  // every iteration, and its time in kernels.
-  std::vector<std::vector<SectionBuffer>> slots_;
-  std::vector<double> executor_ms_;
-  // Each executor's time in its iterate calls, transfers included (the
-  // executor's own count, so that a loop can tell it from the time between).
-  std::vector<double> executor_total_ms_;
-  std::vector<char> sent_;  // run_slices_in_processes: executors sent the current slice
+  IterationEngine engine_;  // the run's iterations on its executors, at once
   // What iterate() reuses, so that an iteration allocates nothing.
   SectionBuffer state_;
   IterateMsg iterate_msg_;
   IterationResultMsg result_msg_;
-  std::vector<const SectionBuffer*> aggs_;
   std::vector<std::string_view> payload_parts_;
   Mailbox<std::string> inbox_;
   std::optional<std::string> stopped_by_;  // a frame that ended a loop, handled next

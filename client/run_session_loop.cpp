@@ -1,11 +1,12 @@
 // RunSession's loop: the iterations of a run placed on this worker alone,
 // driven here rather than by the server, so that no round trip to the server
-// separates them.  Each iteration folds its executors' aggregates into the
-// reducers' identity, as the server folds a worker's reply, calls the update
-// hook, and reports the aggregate and the new state to the server, which
-// records them (and resumes from them should this worker be lost) without
-// waiting on them.  A run_end arriving meanwhile (the run was cancelled or
-// failed) ends the loop before the next iteration.
+// separates them.  Each iteration runs on the session's IterationEngine, as
+// an iteration the server sends does, and then the run's IterationStep —
+// the server's own: the partials folded into the reducers' identity, the
+// hooks, the stop rule — and reports the aggregate and the new state to the
+// server, which records them (and resumes from them should this worker be
+// lost) without waiting on them.  A run_end arriving meanwhile (the run was
+// cancelled or failed) ends the loop before the next iteration.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -16,7 +17,7 @@
 
 #include "client/run_session.h"
 #include "common/clock.h"
-#include "program/reducers.h"
+#include "hooks/iteration_step.h"
 
 namespace lizard {
 namespace {
@@ -125,6 +126,8 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
   }
   std::unique_ptr<LoopHooks> hooks = std::move(opened).value();
   const Manifest& man = program_->manifest;
+  LIZARD_ASSIGN_OR_RETURN(IterationStep iteration_step,
+                          IterationStep::make(man, params_, hooks.get(), h.max_iterations));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer folded, make_section(man.aggregate, man, params_));
   const double opening_ms = ms_since(t_open);
   const auto t_loop = SteadyClock::now();
@@ -146,21 +149,19 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     failed->iteration = it;
     const auto t0 = SteadyClock::now();
     step.iteration = it;
-    LIZARD_RETURN_IF_ERROR(iterate_executors(state, it, &aggs_, &step.kernel_ms));
+    LIZARD_RETURN_IF_ERROR(engine_.run(state, it));
+    step.kernel_ms = engine_.kernel_ms();
     const double waiting = ms_since(t0);
-    double slowest = 0;  // the slowest executor's own time in its calls
-    for (double ms : executor_total_ms_) slowest = std::max(slowest, ms);
+    // The server's own step, here: the executors' partials folded in row
+    // order, the hooks, and the stop rule.
     const auto t_fold = SteadyClock::now();
-    set_identity(&folded);
-    for (const SectionBuffer* a : aggs_) fold_into(&folded, *a);
-    bool done = true;  // without an update hook, a run is one iteration
+    iteration_step.start(&folded);
+    for (const SectionBuffer* a : engine_.partials())
+      LIZARD_RETURN_IF_ERROR(iteration_step.fold(&folded, *a, it));
     const auto t_hook = SteadyClock::now();
-    if (hooks) {
-      LIZARD_ASSIGN_OR_RETURN(done, hooks->update(&folded, &state, it));
-    }
-    times.add(ms_since(t0), waiting, slowest, step.kernel_ms, ms_since(t_hook));
+    LIZARD_ASSIGN_OR_RETURN(step.last, iteration_step.finish(folded, &state, it));
+    times.add(ms_since(t0), waiting, engine_.slowest_call_ms(), step.kernel_ms, ms_since(t_hook));
     step.fold_ms = ms_since(t_fold);  // as the server counts it: the fold and the update hook
-    step.last = done || it + 1 >= h.max_iterations;
     step.ms = ms_since(t0);
     const std::string_view payload[] = {
         {reinterpret_cast<const char*>(folded.bytes.data()), folded.bytes.size()},

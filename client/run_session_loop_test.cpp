@@ -9,6 +9,7 @@
 
 #include "client/testing/run_session_fixture.h"
 #include "common/clock.h"
+#include "hooks/iteration_step.h"
 #include "tests/allocations.h"
 
 namespace lizard {
@@ -24,7 +25,10 @@ class CountingHooks : public LoopHooks {
  public:
   CountingHooks(int64_t last, std::string fail = "", int sleep_ms = 0)
       : last_(last), fail_(std::move(fail)), sleep_ms_(sleep_ms) {}
-  Result<bool> update(SectionBuffer*, SectionBuffer* state, int64_t it) override {
+  Status aggregate(SectionBuffer*, const SectionBuffer&, int64_t) override {
+    return internal_error("no custom reducer");
+  }
+  Result<bool> update_state(const SectionBuffer&, SectionBuffer* state, int64_t it) override {
     if (!fail_.empty()) return runtime_error(fail_);
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
     double t;
@@ -75,6 +79,51 @@ TEST_F(RunSessionTest, ALoopRunsItsIterationsHereAndReportsEach) {
 
 // fold_ms counts what the server's own loop counts as the fold: folding the
 // executors' aggregates and the update hook (here a hook of 20 ms).
+// The loop a worker drives and the server's loop over iterations the worker
+// is sent are one sequence: each loop step carries, bit for bit, the
+// aggregate and the state that the server's IterationStep makes of the
+// iteration results for the same iterations.
+TEST_F(RunSessionTest, ALoopStepIsWhatTheServerMakesOfTheSameIterations) {
+  const Manifest& m = program_->manifest;
+  CountingHooks server_hooks(/*last=*/100);
+  IterationStep server_step = IterationStep::make(m, ParamValues{}, &server_hooks, 3).value();
+  SectionBuffer agg = make_section(m.aggregate, m, ParamValues{}).value();
+  SectionBuffer state = make_section(m.state, m, ParamValues{}).value();
+  double t = 0.25;
+  std::memcpy(state.data(*state.find("t")), &t, sizeof t);
+
+  auto looping = session({}, hooks_of(/*last=*/100));
+  looping->post(run_start("r1.0", 5, {{0, 0, 3}, {1, 3, 2}}));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  looping->post(loop("r1.0", 0, 3, t));
+  std::vector<Message> steps;
+  for (int it = 0; it < 3; ++it) steps.push_back(next_reply());
+  looping->post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));  // frees the executors
+
+  auto sent = session();
+  sent->post(run_start("r2.0", 5, {{0, 0, 3}, {1, 3, 2}}));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  for (int64_t it = 0; it < 3; ++it) {
+    std::memcpy(&t, state.data(*state.find("t")), sizeof t);
+    sent->post(iterate("r2.0", it, t));
+    Message result = next_reply();
+    ASSERT_EQ(result.type, MessageType::kIterationResult);
+    server_step.start(&agg);
+    ASSERT_TRUE(server_step.fold_packed(&agg, result.payload, it).ok());
+    const bool stop = server_step.finish(agg, &state, it).value();
+
+    auto h = LoopStepMsg::parse(steps[it].packed).value();
+    ASSERT_TRUE(h.ok) << h.error;
+    EXPECT_EQ(h.iteration, it);
+    EXPECT_EQ(h.last, stop);
+    const std::string expected = std::string(agg.bytes.begin(), agg.bytes.end()) +
+                                 std::string(state.bytes.begin(), state.bytes.end());
+    EXPECT_EQ(steps[it].payload, expected) << "iteration " << it;
+  }
+  EXPECT_TRUE(LoopStepMsg::parse(steps[2].packed)->last);  // the cap
+  sent->post(encode(RunEndMsg{"r2.0", false, {}}.to_message()));
+}
+
 TEST_F(RunSessionTest, ALoopReportsItsFoldTimeWithTheUpdateHook) {
   auto s = session({}, hooks_of(/*last=*/2, "", /*sleep_ms=*/20));
   s->post(run_start("r1.0", 5, {{0, 0, 3}, {1, 3, 2}}));

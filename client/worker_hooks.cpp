@@ -4,18 +4,6 @@
 
 namespace lizard {
 
-// One loop's update hook, in the loop's hook process.
-class WorkerHooks::Loop : public LoopHooks {
- public:
-  explicit Loop(std::unique_ptr<RunHooks> hooks) : hooks_(std::move(hooks)) {}
-  Result<bool> update(SectionBuffer* agg, SectionBuffer* state, int64_t iteration) override {
-    return hooks_->update_state(*agg, state, iteration);
-  }
-
- private:
-  std::unique_ptr<RunHooks> hooks_;
-};
-
 WorkerHooks::WorkerHooks(const std::string& cache_dir, HookProcessOptions options)
     : compiler_(cache_dir), options_(std::move(options)) {}
 
@@ -61,7 +49,7 @@ Result<std::unique_ptr<LoopHooks>> WorkerHooks::open(const ProgramImage& program
     options.call_timeout_ms = static_cast<int>(limits.call_timeout_ms);
   LIZARD_ASSIGN_OR_RETURN(std::unique_ptr<RunHooks> hooks,
                           built->start(m, params, state, agg, std::move(options)));
-  return std::unique_ptr<LoopHooks>(std::make_unique<Loop>(std::move(hooks)));
+  return std::unique_ptr<LoopHooks>(std::move(hooks));
 }
 
 }  // namespace lizard

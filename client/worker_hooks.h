@@ -31,15 +31,14 @@ class WorkerHooks {
 
   // Compiles and checks the program's host.cpp, if it has one.
   void build(const ProgramImage& program);
-  // The update hook for one loop (null without one); kUnavailable when the
-  // program's host.cpp did not build here.  `limits` bound its calls: a
-  // call that runs past them ends with its process.
+  // The hooks for one loop, in a hook process of its own (null without an
+  // update hook); kUnavailable when the program's host.cpp did not build
+  // here.  `limits` bound its calls: a call that runs past them ends with
+  // its process.
   Result<std::unique_ptr<LoopHooks>> open(const ProgramImage& program, const ParamValues& params,
                                           LoopHookLimits limits);
 
  private:
-  class Loop;
-
   HostCompiler compiler_;
   HookProcessOptions options_;
   std::mutex mu_;

@@ -150,7 +150,7 @@ bool RunBook::start(const std::shared_ptr<RunRecord>& run,
     run->started_at = now_iso();
     run->running_since = SteadyClock::now();
     queued_ms = ms_since(run->queued_since);
-    run->phases["queued_ms"] = queued_ms;
+    run->phases.queued_ms = queued_ms;
     persist_locked(*run, run->to_json());
   }
   if (events_.started) events_.started(queued_ms / 1e3);

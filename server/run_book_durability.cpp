@@ -180,8 +180,7 @@ std::shared_ptr<RunRecord> RunBook::resume_one(const StoredRun& s, const Program
   } else {
     run->status = RunStatus::kRunning;
     run->started_at = s.record.value("started_at", now_iso());
-    if (s.record.contains("phases") && s.record["phases"].is_object())
-      run->phases = s.record["phases"];
+    if (s.record.contains("phases")) run->phases = RunPhases::from_json(s.record["phases"]);
     if (s.record.contains("recoveries") && s.record["recoveries"].is_array())
       run->recoveries = s.record["recoveries"];
     if (s.record.contains("executors") && s.record["executors"].is_array())

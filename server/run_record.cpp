@@ -71,7 +71,7 @@ json RunRecord::to_json() const {
             {"iterations", iterations},
             {"created_at", created_at},
             {"timings", t},
-            {"phases", phases}};
+            {"phases", phases.to_json()}};
   json demand = {{"min", request.executors.min}};
   if (request.executors.max > 0) demand["max"] = request.executors.max;
   if (request.executors.gpus_only) demand["gpus"] = true;

@@ -21,6 +21,7 @@
 #include "common/dtype.h"
 #include "plan/partition_plan.h"
 #include "server/program_registry.h"
+#include "server/run_phases.h"
 #include "server/run_request.h"
 #include "server/run_store.h"
 #include "server/scheduler.h"
@@ -68,8 +69,8 @@ struct RunRecord {
   std::string created_at, started_at, finished_at;
   int64_t iterations = 0;
   std::vector<IterationTiming> timings;
-  nlohmann::json phases = nlohmann::json::object();  // queued_ms, planning_ms, loading_ms, ...
-  std::vector<ExecutorRef> executors;                // held now
+  RunPhases phases;
+  std::vector<ExecutorRef> executors;  // held now
   std::optional<PartitionPlan> plan;
   nlohmann::json result;
   std::map<std::string, OutputField> outputs;

@@ -28,6 +28,7 @@
 #include "exec/executor.h"
 #include "exec/host_compiler.h"
 #include "hooks/hook_process.h"
+#include "hooks/iteration_hooks.h"
 
 namespace lizard {
 
@@ -35,12 +36,13 @@ class HostHooks;
 
 // One run's hooks: its hook process, which goes back to its program's idle
 // processes when this object goes, unless a call failed (then it is killed).
-class RunHooks {
+// The iteration's hooks (IterationHooks) are what an IterationStep calls.
+class RunHooks : public IterationHooks {
  public:
   explicit RunHooks(std::unique_ptr<HookProcess> process = nullptr,
                     std::weak_ptr<const HostHooks> home = {})
       : process_(std::move(process)), home_(std::move(home)) {}
-  ~RunHooks();
+  ~RunHooks() override;
   RunHooks(const RunHooks&) = delete;
   RunHooks& operator=(const RunHooks&) = delete;
 
@@ -48,10 +50,11 @@ class RunHooks {
   // False when the hook is absent.
   Result<bool> init_state(SectionBuffer* state);
   // A no-op when the hook is absent.
-  Status aggregate(SectionBuffer* running, const SectionBuffer& partial, int64_t iteration);
+  Status aggregate(SectionBuffer* running, const SectionBuffer& partial,
+                   int64_t iteration) override;
   // True when the run is done; without the hook, after one iteration.
   Result<bool> update_state(const SectionBuffer& aggregate, SectionBuffer* state,
-                            int64_t iteration);
+                            int64_t iteration) override;
 
   // The hook process (null for a program without host.cpp).
   HookProcess* process() const { return process_.get(); }

@@ -1,20 +1,40 @@
-// RunDriver's loading of a run: the plan of its rows over the executors it
-// holds (within their free memory), and each worker's rows and run_start.
-// Uploaded rows are first offered from the workers' caches of earlier runs.
+#include "server/run_loader.h"
+
 #include <algorithm>
 #include <future>
 
 #include "common/clock.h"
 #include "protocol/messages.h"
 #include "server/row_streamer.h"
-#include "server/run_driver.h"
 #include "server/server_metrics.h"
 
 namespace lizard {
 
+Status RunLoader::wait_for_placement(const std::string& last_loss) {
+  const bool have = ctx_.book->update(run_, [](RunRecord& r) {
+    if (r.executors.empty()) r.needs_executors = true;
+    return !r.executors.empty();
+  });
+  if (have) return Status::Ok();
+  ctx_.wake_scheduler();
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(ctx_.worker_wait_s);
+  while (SteadyClock::now() < deadline) {
+    LIZARD_RETURN_IF_ERROR(channel_->interrupted());
+    auto ev = channel_->pop_for(std::chrono::milliseconds(200));
+    if (ev && ev->kind == DriverEvent::Kind::kPlacement) return Status::Ok();
+  }
+  ctx_.book->update(run_, [](RunRecord& r) { r.needs_executors = false; });
+  if (!last_loss.empty())
+    return unavailable(last_loss + "; no other worker that has built program " +
+                       run_->hash.substr(0, 12) + " became free within " +
+                       std::to_string(ctx_.worker_wait_s) + " s (GET /clients lists the workers)");
+  return unavailable("no worker has built program " + run_->hash.substr(0, 12) + " after " +
+                     std::to_string(ctx_.worker_wait_s) + " s (GET /clients lists the workers)");
+}
+
 // Turns each executor's free memory (max_rows holds bytes on entry) into the
 // rows it can hold; fails before any work when they cannot hold them all.
-Status RunDriver::limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const {
+Status RunLoader::limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const {
   const Manifest& m = run_->program->image.manifest;
   const ParamValues& p = run_->request.params;
   int64_t row_bytes = 0;
@@ -44,7 +64,7 @@ Status RunDriver::limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const {
 
 // Plans the rows over the run's executors and loads every worker, each on a
 // thread of its own so that uploaded rows stream to all of them at once.
-Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& wire_id) {
+Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
   const auto t0 = SteadyClock::now();
   const std::vector<ExecutorRef> held =
       ctx_.book->update(run_, [](RunRecord& r) { return r.executors; });
@@ -52,7 +72,7 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
   if (slots.size() < held.size()) {  // a worker left before the plan
     for (const auto& e : held)
       if (!ctx_.workers->link(e.worker_id)) {
-        drop_executors_of(e.worker_id);
+        channel_->drop_executors_of(e.worker_id);
         return worker_lost("lost worker " + e.worker_id);
       }
   }
@@ -60,7 +80,7 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
   PartitionPlan plan = plan_partition(run_->request.rows, slots);
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.plan = plan;
-    r.phases["planning_ms"] = ms_since(t0);
+    r.phases.planning_ms = ms_since(t0);
   });
   std::map<std::string, std::vector<const PlanEntry*>> by_worker;
   for (const auto& e : plan.entries)
@@ -92,7 +112,7 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
       if (r.ok() && !r->ok && failed.ok()) failed = runtime_error("worker " + id + ": " + r->error);
     }
   if (!failed.ok()) {
-    end_on_workers(wire_id, participants, false);
+    channel_->end_on_workers(wire_id, participants, false);
     return failed.with_context("loading the dataset");
   }
   double compile_ms = 0;
@@ -108,19 +128,19 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
     if (ctx_.metrics) ctx_.metrics->count_run_ready(r->compile_cache_hit, r->compile_ms);
   }
   ctx_.book->update(run_, [&](RunRecord& r) {
-    r.phases["loading_ms"] = ms_since(t_load);
-    r.phases["compile_ms"] = compile_ms;
-    r.phases["compile_cache_hit"] = cache_hit;
+    r.phases.loading_ms = ms_since(t_load);
+    r.phases.compile_ms = compile_ms;
+    r.phases.compile_cache_hit = cache_hit;
     bool uploads = false, files = false;
     for (const auto& d : run_->request.dataset) {
       if (!d.source) continue;
       uploads = uploads || d.source->delivery() == RowDelivery::kCached;
       files = files || d.source->delivery() == RowDelivery::kFile;
     }
-    if (uploads) r.phases["uploads_cached"] = missing.empty();
+    if (uploads) r.phases.uploads_cached = missing.empty();
     if (files) {  // rows of `path` fields: read from their files, or kept on the executors
-      r.phases["file_bytes_read"] = file_bytes_read;
-      r.phases["file_bytes_kept"] = file_bytes_kept;
+      r.phases.file_bytes_read = file_bytes_read;
+      r.phases.file_bytes_kept = file_bytes_kept;
     }
   });
   return participants;
@@ -128,7 +148,7 @@ Result<std::vector<std::string>> RunDriver::start_partitions(const std::string& 
 
 // Loads `which` workers, each on a thread of its own so that uploaded rows
 // stream to all of them at once, and collects their run_ready answers.
-Result<std::map<std::string, Message>> RunDriver::load_workers(
+Result<std::map<std::string, Message>> RunLoader::load_workers(
     const std::string& wire_id,
     const std::map<std::string, std::vector<const PlanEntry*>>& by_worker,
     const std::vector<std::string>& which, bool stream_uploads) {
@@ -149,13 +169,13 @@ Result<std::map<std::string, Message>> RunDriver::load_workers(
     for (const PlanEntry* e : by_worker.at(id)) rows += e->rows;
     most_rows = std::max(most_rows, rows);
   }
-  expect_answers("run_start", 0, load_deadline_s(most_rows), which);
-  return collect(wire_id, MessageType::kRunReady, which, /*keep_failures=*/true);
+  channel_->expect_answers("run_start", 0, channel_->load_deadline_s(most_rows), which);
+  return channel_->collect(wire_id, MessageType::kRunReady, which, /*keep_failures=*/true);
 }
 
 // Sends one worker its rows (uploaded ones as chunks, or from its cache;
 // others as sources it reads or generates) and then its run_start.
-Status RunDriver::start_worker(const std::string& wire_id, const std::string& worker_id,
+Status RunLoader::start_worker(const std::string& wire_id, const std::string& worker_id,
                                const std::vector<const PlanEntry*>& entries, bool stream_uploads) {
   const Manifest& m = run_->program->image.manifest;
   const RunRequest& req = run_->request;

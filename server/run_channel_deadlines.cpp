@@ -1,4 +1,4 @@
-// RunDriver's deadlines for workers' answers: how long loading and each
+// RunChannel's deadlines for workers' answers: how long loading and each
 // iteration may take on a worker, and what happens to a worker that misses
 // one — it is dropped from the run (which re-plans over the others, as for
 // a lost worker), told to abort the run, and left out of placement until it
@@ -9,12 +9,12 @@
 #include <cstdio>
 
 #include "protocol/messages.h"
-#include "server/run_driver.h"
+#include "server/run_channel.h"
 
 namespace lizard {
 
-void RunDriver::expect_answers(const char* what, int64_t iteration, double seconds,
-                               const std::vector<std::string>& from) {
+void RunChannel::expect_answers(const char* what, int64_t iteration, double seconds,
+                                const std::vector<std::string>& from) {
   deadline_.what = what;
   deadline_.iteration = iteration;
   deadline_.seconds = seconds;
@@ -25,7 +25,7 @@ void RunDriver::expect_answers(const char* what, int64_t iteration, double secon
 
 // The floor, plus the rows' bytes at a conservative rate: reading or
 // generating them on the worker, and compiling the kernels.
-double RunDriver::load_deadline_s(int64_t rows) const {
+double RunChannel::load_deadline_s(int64_t rows) const {
   if (ctx_.load_timeout_s <= 0) return 0;
   const Manifest& m = run_->program->image.manifest;
   int64_t row_bytes = 0;
@@ -37,18 +37,18 @@ double RunDriver::load_deadline_s(int64_t rows) const {
   return ctx_.load_timeout_s + (ctx_.load_bytes_per_s > 0 ? bytes / ctx_.load_bytes_per_s : 0);
 }
 
-double RunDriver::iteration_deadline_s() const {
+double RunChannel::iteration_deadline_s() const {
   if (ctx_.iteration_timeout_s <= 0) return 0;
   return ctx_.iteration_timeout_s +
          DriverContext::kIterationSlowdown * slowest_iteration_ms_ / 1000.0;
 }
 
-void RunDriver::heard_from(const std::string& worker_id) {
+void RunChannel::heard_from(const std::string& worker_id) {
   for (size_t d = 0; d < deadline_.from.size(); ++d)
     if (deadline_.from[d] == worker_id) deadline_.since[d] = SteadyClock::now();
 }
 
-Status RunDriver::missed_deadline(const std::string& wire_id, const std::string& worker_id) {
+Status RunChannel::missed_deadline(const std::string& wire_id, const std::string& worker_id) {
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.4g", deadline_.seconds);
   const std::string what = std::string(deadline_.what) == "iteration"

@@ -1,30 +1,30 @@
-// RunDriver's side of a loop driven by the run's one worker: the worker runs
-// the iterations back to back, folding and calling the update hook as
-// iterate() would here, and reports each iteration's aggregate and new state.
-// The driver records them as they come, so that should the worker be lost,
-// the run resumes from the last reported iteration as it does from iterate().
+// RunLoop's side of a loop driven by the run's one worker: the worker runs
+// the iterations back to back with the same IterationStep the server's
+// iterate() calls, and reports each iteration's aggregate and new state.
+// They are recorded as they come, so that should the worker be lost, the
+// run resumes from the last reported iteration as it does from iterate().
 #include <cstring>
 
 #include "protocol/messages.h"
-#include "server/run_driver.h"
+#include "server/run_loop.h"
 
 namespace lizard {
 
-bool RunDriver::can_loop_on_worker(const std::vector<std::string>& participants) const {
+bool RunLoop::can_loop_on_worker(const std::vector<std::string>& participants) const {
   // A custom reducer folds through the server's aggregate hook.
   return ctx_.worker_loop && participants.size() == 1 &&
          !run_->program->image.manifest.has_custom_reducer();
 }
 
-Status RunDriver::loop_on_worker(const std::string& wire_id, const std::string& worker, int64_t* it,
-                                 Sections* s, bool* done, bool* unsupported) {
+Status RunLoop::loop_on_worker(const std::string& wire_id, const std::string& worker, int64_t* it,
+                               RunSections* s, bool* done, bool* unsupported) {
   const RunRequest& req = run_->request;
   const std::string frame =
       encode(LoopMsg{wire_id, *it, req.max_iterations, ctx_.hooks.call_timeout_ms}.to_message(
           std::string(s->state.bytes.begin(), s->state.bytes.end())));
   Status sent = ctx_.workers->send(worker, frame);
   if (!sent.ok()) {
-    drop_executors_of(worker);
+    channel_->drop_executors_of(worker);
     return sent.with_context("iteration " + std::to_string(*it));
   }
   const size_t agg_bytes = s->agg.bytes.size(), state_bytes = s->state.bytes.size();
@@ -33,8 +33,8 @@ Status RunDriver::loop_on_worker(const std::string& wire_id, const std::string& 
       r.progress_iteration = *it;
       r.rows_done.clear();
     });
-    expect_answers("iteration", *it, iteration_deadline_s(), {worker});
-    auto got = collect(wire_id, MessageType::kLoopStep, {worker}, /*keep_failures=*/true);
+    channel_->expect_answers("iteration", *it, channel_->iteration_deadline_s(), {worker});
+    auto got = channel_->collect(wire_id, MessageType::kLoopStep, {worker}, /*keep_failures=*/true);
     if (!got.ok()) return got.status().with_context("iteration " + std::to_string(*it));
     const Message& msg = got->at(worker);
     auto step = LoopStepMsg::parse(msg.packed);
@@ -59,7 +59,7 @@ Status RunDriver::loop_on_worker(const std::string& wire_id, const std::string& 
     record_iteration({*it, step->ms, step->kernel_ms, step->fold_ms, state_scalars(*s)});
     ++*it;
     *done = step->last;
-    save_checkpoint(*it, *done, *s);
+    recovery_->save_checkpoint(*it, *done, *s);
   }
   return Status::Ok();
 }

@@ -1,0 +1,161 @@
+#include "server/run_loop.h"
+
+#include <algorithm>
+
+#include "common/clock.h"
+#include "protocol/messages.h"
+#include "server/run_outputs.h"
+#include "server/server_metrics.h"
+
+namespace lizard {
+
+Status RunLoop::run(const std::string& wire_id, const std::vector<std::string>& participants,
+                    RunSections* s, int64_t* it, bool* done) {
+  bool loop_there = can_loop_on_worker(participants);
+  ctx_.book->update(run_, [&](RunRecord& r) { r.phases.worker_loop = loop_there; });
+  const auto t_iter = SteadyClock::now();
+  Status st;
+  while (st.ok() && *it < run_->request.max_iterations && !*done) {
+    if (loop_there) {
+      bool unsupported = false;
+      st = loop_on_worker(wire_id, participants[0], it, s, done, &unsupported);
+      loop_there = !unsupported;
+      if (unsupported) ctx_.book->update(run_, [&](RunRecord& r) { r.phases.worker_loop = false; });
+      continue;
+    }
+    st = iterate(wire_id, participants, *it, s, done);
+    if (st.ok()) ++*it;
+  }
+  record_finished_iteration(*s);
+  if (st.ok())
+    ctx_.book->update(run_, [&](RunRecord& r) { r.phases.iterations_ms = ms_since(t_iter); });
+  return st;
+}
+
+Status RunLoop::iterate(const std::string& wire_id, const std::vector<std::string>& participants,
+                        int64_t it, RunSections* s, bool* done) {
+  const auto t0 = SteadyClock::now();
+  // One frame for every worker, sent from where it lies; its buffer is
+  // reused once the previous iteration's sends let it go.
+  if (!iterate_frame_ || iterate_frame_.use_count() > 1)
+    iterate_frame_ = std::make_shared<std::string>();
+  const std::string_view state = {reinterpret_cast<const char*>(s->state.bytes.data()),
+                                  s->state.bytes.size()};
+  IterateMsg{wire_id, it}.encode_into(iterate_frame_.get(), &state, 1);
+  Status sent;
+  for (const auto& id : participants) {
+    sent = ctx_.workers->send(id, OutgoingFrame(std::string(), *iterate_frame_, iterate_frame_));
+    if (!sent.ok()) {
+      channel_->drop_executors_of(id);
+      break;
+    }
+  }
+  record_finished_iteration(*s);  // the previous iteration's, while this one runs
+  if (!sent.ok()) return sent.with_context("iteration " + std::to_string(it));
+  ctx_.book->update(run_, [&](RunRecord& r) {
+    r.progress_iteration = it;
+    r.rows_done.clear();
+  });
+  channel_->expect_answers("iteration", it, channel_->iteration_deadline_s(), participants);
+  // Each result is folded as soon as those of the workers before it are.
+  LIZARD_RETURN_IF_ERROR(collect_and_fold(wire_id, participants, it, s));
+  const auto t_update = SteadyClock::now();
+  LIZARD_ASSIGN_OR_RETURN(*done, s->step->finish(s->agg, &s->state, it));
+  const double fold_ms = results_fold_ms_ + ms_since(t_update);
+  finished_.due = true;
+  finished_.timing = {it, ms_since(t0), results_kernel_ms_, fold_ms, nullptr};
+  finished_.done = *done;
+  return Status::Ok();
+}
+
+Status RunLoop::collect_and_fold(const std::string& wire_id, const std::vector<std::string>& from,
+                                 int64_t it, RunSections* s) {
+  results_.resize(from.size());
+  payloads_.resize(from.size());
+  if (indexed_ != from) {  // the same participants as a rule: built once
+    indexed_ = from;
+    participant_index_.clear();
+    for (size_t k = 0; k < from.size(); ++k) participant_index_.emplace(from[k], k);
+  }
+  fold_order_.start(from.size());
+  results_kernel_ms_ = 0;
+  results_fold_ms_ = 0;
+  s->step->start(&s->agg);
+  auto fold = [&](size_t k) { return fold_result(from[k], k, it, s); };
+  // A failed collection names the iteration; a failed fold says it itself.
+  const auto at = [it](Status st) { return st.with_context("iteration " + std::to_string(it)); };
+  while (!fold_order_.done()) {
+    if (Status st = channel_->check_deadlines(wire_id, from,
+                                              [&](size_t k) { return fold_order_.has_arrived(k); });
+        !st.ok())
+      return at(st);
+    auto next = channel_->next_event_from(from, &participant_index_);
+    if (!next.ok()) return at(next.status());
+    std::optional<DriverEvent>& ev = *next;
+    if (!ev || ev->kind != DriverEvent::Kind::kResult) continue;
+    const size_t k = participant_index_.at(ev->worker_id);
+    if (fold_order_.has_arrived(k)) continue;
+    auto view = decode_view(ev->frame);
+    if (!view.ok() || view->type != MessageType::kIterationResult ||
+        packed_run_id(view->packed) != wire_id)
+      continue;  // an earlier attempt's
+    const std::string& id = ev->worker_id;
+    if (Status st = result_.read(view->packed); !st.ok())
+      return at(st.with_context("worker " + id));
+    if (!result_.ok)
+      return at(runtime_error("worker " + id + ": " +
+                              (result_.error.empty() ? std::string("failed") : result_.error)));
+    results_kernel_ms_ = std::max(results_kernel_ms_, result_.kernel_ms);
+    // The payload stays where it lies: moving the frame keeps its buffer.
+    payloads_[k] = view->payload;
+    results_[k] = std::move(ev->frame);
+    LIZARD_RETURN_IF_ERROR(fold_order_.arrived(k, fold));
+  }
+  return Status::Ok();
+}
+
+Status RunLoop::fold_result(const std::string& worker_id, size_t k, int64_t it, RunSections* s) {
+  const auto t0 = SteadyClock::now();
+  const std::string_view payload = payloads_[k];
+  const size_t n = s->step->partial_bytes();
+  if (n != 0 && payload.size() % n != 0)
+    return internal_error("worker " + worker_id + " sent an aggregate of " +
+                          std::to_string(payload.size()) + " bytes; expected a multiple of " +
+                          std::to_string(n));
+  LIZARD_RETURN_IF_ERROR(s->step->fold_packed(&s->agg, payload, it));
+  payloads_[k] = {};
+  if (ctx_.frames)  // for the hub to read the next results into
+    ctx_.frames->give(std::move(results_[k]));
+  results_fold_ms_ += ms_since(t0);
+  return Status::Ok();
+}
+
+void RunLoop::record_finished_iteration(const RunSections& s) {
+  if (!finished_.due) return;
+  finished_.due = false;
+  IterationTiming timing = std::move(finished_.timing);
+  timing.state = state_scalars(s);
+  const int64_t iterations = timing.iteration + 1;
+  record_iteration(std::move(timing));
+  recovery_->save_checkpoint(iterations, finished_.done, s);
+}
+
+nlohmann::json RunLoop::state_scalars(const RunSections& s) const {
+  return section_to_json(s.state, run_->program->image.manifest, run_->request.params,
+                         /*scalars_only=*/true);
+}
+
+void RunLoop::record_iteration(IterationTiming timing) {
+  if (ctx_.metrics) ctx_.metrics->observe_iteration(timing.ms, timing.kernel_ms, timing.fold_ms);
+  channel_->note_iteration_ms(timing.ms);
+  const bool started_over = recovery_->take_restart();
+  ctx_.book->update(run_, [&](RunRecord& r) {
+    if (started_over) r.timings.clear();  // the first iteration of a run started over
+    r.iterations = timing.iteration + 1;
+    if (r.plan)
+      for (const auto& e : r.plan->entries) r.rows_done[{e.worker_id, e.executor}] = e.rows;
+    r.timings.push_back(std::move(timing));
+  });
+}
+
+}  // namespace lizard

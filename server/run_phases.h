@@ -1,0 +1,37 @@
+// RunPhases: where a run's time went before and around its iterations, and
+// how its loading went — the `phases` object of its record (GET
+// /runtimes/<id>).  Each field is set once its phase is over, and the JSON
+// view names only those set, under the keys docs/rest-api.md lists.
+//
+//   r.phases.loading_ms = ms_since(t_load);
+//   json view = r.phases.to_json();            // {"loading_ms": 5.1, ...}
+//   RunPhases back = RunPhases::from_json(view);
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+
+namespace lizard {
+
+struct RunPhases {
+  std::optional<double> queued_ms;    // accepted to placed
+  std::optional<double> planning_ms;  // the rows planned over the executors
+  std::optional<double> loading_ms;   // rows loaded on every executor
+  // The longest per-run compile on any worker (0 when none), and whether
+  // every worker found its build in a cache.
+  std::optional<double> compile_ms;
+  std::optional<bool> compile_cache_hit;
+  std::optional<bool> uploads_cached;       // runs over uploads: every worker had the rows
+  std::optional<uint64_t> file_bytes_read;  // runs over files: bytes read from them
+  std::optional<uint64_t> file_bytes_kept;  // ... and found kept on the executors
+  std::optional<bool> worker_loop;          // the run's one worker drove its iterations
+  std::optional<double> iterations_ms;      // the loop, once it is over
+
+  nlohmann::json to_json() const;
+  // The fields of `j` this struct knows, of the right type; the rest are left unset.
+  static RunPhases from_json(const nlohmann::json& j);
+};
+
+}  // namespace lizard
