@@ -86,10 +86,10 @@ Status parse_dataset(const ProgramImage& image, const json& body, const UploadLo
     const int64_t n = s.rows;
     if (s.seed) {
       const uint64_t seed = *s.seed;
-      if (seeded && seed != out->seed)
+      if (seeded && seed != out->spec.generate_seed)
         return invalid_argument("dataset field '" + f.name +
                                 "': generated fields must share one seed");
-      out->seed = seed;
+      out->spec.generate_seed = seed;
       seeded = true;
     }
     if (rows >= 0 && n != rows)
@@ -214,6 +214,8 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
   // Shapes must resolve with these params, to sizes within the limits,
   // before anything else is read.
   LIZARD_RETURN_IF_ERROR(check_state_bytes(image.manifest, out.params, limits));
+  out.spec.hash = image.hash;
+  out.spec.params = out.params.to_json(image.manifest);
   LIZARD_RETURN_IF_ERROR(parse_dataset(image, body, uploads, limits, &out));
   LIZARD_RETURN_IF_ERROR(parse_state(image, body, &out));
   out.max_iterations = kDefaultIterationCap;

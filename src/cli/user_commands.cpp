@@ -164,7 +164,7 @@ void UserCommands::Impl::add_others(CLI::App* app) {
 }
 
 Status UserCommands::Impl::build_spec() {
-  RunSpec& spec = run_options.spec;
+  RunArgs& spec = run_options.spec;
   for (const auto& p : params) LIZARD_RETURN_IF_ERROR(add_param(&spec, p));
   for (const auto& d : datasets) LIZARD_RETURN_IF_ERROR(add_dataset(&spec, d));
   for (const auto& s : states) LIZARD_RETURN_IF_ERROR(add_state(&spec, s));
