@@ -72,6 +72,7 @@ json RunArgs::request_without_dataset() const {
   if (!state.empty()) body["state"] = state;
   if (!executors.is_null()) body["executors"] = executors;
   if (max_iterations) body["max_iterations"] = *max_iterations;
+  if (seed) body["seed"] = *seed;
   return body;
 }
 

@@ -40,8 +40,9 @@ struct RunArgs {
   nlohmann::json state = nlohmann::json::object();
   nlohmann::json executors;  // null: every free executor
   std::optional<int64_t> max_iterations;
+  std::optional<uint64_t> seed;  // --seed: the run's seed
 
-  // The run request's params, state, executors and max_iterations.
+  // The run request's params, state, executors, max_iterations and seed.
   nlohmann::json request_without_dataset() const;
 };
 

@@ -126,6 +126,8 @@ TEST(RunArgs, RequestCarriesWhatWasGiven) {
                                                   {"state", {{"shift", 0}}},
                                                   {"executors", 1},
                                                   {"max_iterations", 7}}));
+  spec.seed = 18446744073709551615ull;  // --seed: a whole uint64
+  EXPECT_EQ(spec.request_without_dataset()["seed"].get<uint64_t>(), 18446744073709551615ull);
 }
 
 }  // namespace

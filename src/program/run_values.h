@@ -16,6 +16,7 @@ namespace lizard {
 
 struct RunValues {
   uint64_t generate_seed = 0;  // the generators' seed (the dataset sources' "seed")
+  uint64_t run_seed = 0;       // the run's seed (the request's "seed", else drawn at random)
 };
 
 // One value of RunValues: its name in dataset_t, and its member.
@@ -28,6 +29,7 @@ struct RunValueMember {
 inline const std::vector<RunValueMember>& run_value_members() {
   static const std::vector<RunValueMember> members = {
       {"generate_seed", &RunValues::generate_seed},
+      {"run_seed", &RunValues::run_seed},
   };
   return members;
 }

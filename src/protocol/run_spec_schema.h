@@ -19,7 +19,9 @@ struct WireSchema<RunValues> {
   static constexpr const char* kName = "run_values";
   static auto fields() {
     return std::make_tuple(wire_schema::optional("seed", &RunValues::generate_seed,
-                                                 "the generators' seed (`data.generate_seed`)"));
+                                                 "the generators' seed (`data.generate_seed`)"),
+                           wire_schema::optional("run_seed", &RunValues::run_seed,
+                                                 "the run's seed (`data.run_seed`)"));
   }
 };
 
