@@ -145,8 +145,8 @@ Status RunSession::use_upload_cache(const RunStartMsg& h, std::map<size_t, Cache
 // One part's rows of field k that are not in the upload cache, by how its
 // source delivers them (dataset/dataset_source.h): into *buf, or named in *d
 // for the executor to fill.
-Status RunSession::rows_of(size_t k, const FieldSource& src, const PartRows& part, uint64_t seed,
-                           PartitionData* d, std::vector<uint8_t>* buf) {
+Status RunSession::rows_of(size_t k, const FieldSource& src, const PartRows& part, PartitionData* d,
+                           std::vector<uint8_t>* buf) {
   const std::string& name = program_->manifest.dataset[k].name;
   switch (src.delivery) {
     case RowDelivery::kRows: {
@@ -160,7 +160,6 @@ Status RunSession::rows_of(size_t k, const FieldSource& src, const PartRows& par
     case RowDelivery::kGenerator:  // left empty: the executor allocates it zeroed
       if (std::find(d->generators.begin(), d->generators.end(), src.kernel) == d->generators.end())
         d->generators.push_back(src.kernel);
-      d->seed = seed;
       return Status::Ok();
     case RowDelivery::kFile:    // read on its executor's turn (file_fields_)
     case RowDelivery::kCached:  // found in the upload cache, or reported missing
@@ -200,6 +199,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
     if (static_cast<size_t>(p.executor) >= ctx_.executors->size())
       return invalid_argument("run_start names executor " + std::to_string(p.executor));
     PartitionData d;
+    static_cast<RunValues&>(d) = h;  // the run's values, for its kernels
     d.first_row = p.first_row;
     d.rows = p.rows;
     if (d.first_row < h.first_row) return invalid_argument("run_start: a part precedes its rows");
@@ -237,7 +237,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
           buf.assign(rows.begin(), rows.end());
         }
       } else {
-        LIZARD_RETURN_IF_ERROR(rows_of(k, src, {m.payload, off, n, f.type}, h.seed, &d, &buf));
+        LIZARD_RETURN_IF_ERROR(rows_of(k, src, {m.payload, off, n, f.type}, &d, &buf));
       }
       d.fields.push_back(std::move(buf));
     }

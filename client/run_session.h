@@ -102,8 +102,8 @@ class RunSession {
   // run, then read for each executor under its lock, unless the executor
   // keeps those rows from an earlier run: they are then named by key alone.
   Status add_file_field(size_t k, const FieldSource& src, int64_t width);
-  Status rows_of(size_t k, const FieldSource& src, const PartRows& part, uint64_t seed,
-                 PartitionData* d, std::vector<uint8_t>* buf);
+  Status rows_of(size_t k, const FieldSource& src, const PartRows& part, PartitionData* d,
+                 std::vector<uint8_t>* buf);
   Status load_file_rows(size_t i, PartitionData* d);
   Status acquire_executors();
   void release();

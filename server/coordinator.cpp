@@ -101,6 +101,7 @@ void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bo
               program->image, *j, [this](const std::string& id) { return datasets.lookup(id); },
               limits);
           if (!request.ok()) return respond(error_response(request.status()));
+          (*j)["seed"] = request->spec.run_seed;  // one drawn at random holds after a restart
           std::unique_lock<std::mutex> l(programs_mu);
           if (!programs.find(hash))
             return respond(json_response(404, {{"error", "no such program: " + hash}}));

@@ -180,10 +180,9 @@ Status RunLoader::start_worker(const std::string& wire_id, const std::string& wo
   const Manifest& m = run_->program->image.manifest;
   const RunRequest& req = run_->request;
   RunStartMsg start;
+  static_cast<RunSpec&>(start) = req.spec;
   start.run_id = wire_id;
   start.hash = run_->hash;
-  start.params = run_->params_json;
-  start.seed = req.seed;
   start.data_roots = ctx_.data_roots;
   // A map-style run (one iteration) runs in slices that report progress.
   start.progress = run_->reports_rows();

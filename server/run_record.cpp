@@ -68,6 +68,7 @@ json RunRecord::to_json() const {
             {"params", params_json},
             {"rows", request.rows},
             {"max_iterations", request.max_iterations},
+            {"seed", request.spec.run_seed},
             {"iterations", iterations},
             {"created_at", created_at},
             {"timings", t},

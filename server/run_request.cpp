@@ -1,5 +1,6 @@
 #include "server/run_request.h"
 
+#include <random>
 #include <vector>
 
 #include "dataset/dataset_source_registry.h"
@@ -14,9 +15,9 @@ namespace {
 constexpr int64_t kDefaultIterationCap = 1000;
 
 Status check_keys(const json& body) {
-  static const char* kKeys[] = {"params",         "dataset",         "state",
-                                "max_iterations", "outputs",         "executors",
-                                "gpus",           "min_free_memory", "timeout_s"};
+  static const char* kKeys[] = {"params",    "dataset",   "state", "max_iterations",
+                                "outputs",   "executors", "gpus",  "min_free_memory",
+                                "timeout_s", "seed"};
   for (const auto& [k, _] : body.items()) {
     bool known = false;
     for (const char* n : kKeys) known = known || k == n;
@@ -24,7 +25,7 @@ Status check_keys(const json& body) {
       return invalid_argument(
           "unknown key '" + k +
           "' in the run request (expected params, dataset, state, max_iterations, outputs, "
-          "executors or gpus, min_free_memory, timeout_s)");
+          "executors or gpus, min_free_memory, timeout_s, seed)");
   }
   return Status::Ok();
 }
@@ -86,10 +87,10 @@ Status parse_dataset(const ProgramImage& image, const json& body, const UploadLo
     const int64_t n = s.rows;
     if (s.seed) {
       const uint64_t seed = *s.seed;
-      if (seeded && seed != out->seed)
+      if (seeded && seed != out->spec.generate_seed)
         return invalid_argument("dataset field '" + f.name +
                                 "': generated fields must share one seed");
-      out->seed = seed;
+      out->spec.generate_seed = seed;
       seeded = true;
     }
     if (rows >= 0 && n != rows)
@@ -187,6 +188,20 @@ Status parse_executors(const json& body, ExecutorDemand* out) {
   return Status::Ok();
 }
 
+// "seed": the run's seed, a uint64 (absent: drawn at random).
+Status parse_seed(const json& body, uint64_t* out) {
+  if (!body.contains("seed")) {
+    std::random_device device;
+    *out = (uint64_t{device()} << 32) ^ device();
+    return Status::Ok();
+  }
+  const json& v = body["seed"];
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+    return invalid_argument("`seed` must be an integer from 0 to 18446744073709551615");
+  *out = v.get<uint64_t>();
+  return Status::Ok();
+}
+
 }  // namespace
 
 // The state and aggregate buffers a run allocates (on the server and every
@@ -214,6 +229,9 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
   // Shapes must resolve with these params, to sizes within the limits,
   // before anything else is read.
   LIZARD_RETURN_IF_ERROR(check_state_bytes(image.manifest, out.params, limits));
+  out.spec.hash = image.hash;
+  out.spec.params = out.params.to_json(image.manifest);
+  LIZARD_RETURN_IF_ERROR(parse_seed(body, &out.spec.run_seed));
   LIZARD_RETURN_IF_ERROR(parse_dataset(image, body, uploads, limits, &out));
   LIZARD_RETURN_IF_ERROR(parse_state(image, body, &out));
   out.max_iterations = kDefaultIterationCap;

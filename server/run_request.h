@@ -21,6 +21,7 @@
 #include "dataset/dataset_source.h"
 #include "dataset/file_format.h"
 #include "exec/executor.h"
+#include "protocol/run_spec.h"
 
 namespace lizard {
 
@@ -36,9 +37,12 @@ struct ExecutorDemand {
 
 struct RunRequest {
   ParamValues params;
+  // What every worker of the run is told (protocol/run_spec.h): the program,
+  // its params and the run's values; the server adds its data roots and
+  // each worker's deliveries when the run starts.
+  RunSpec spec;
   std::vector<ParsedSource> dataset;  // manifest.dataset order (dataset/dataset_source.h)
   int64_t rows = 0;
-  uint64_t seed = 0;                   // of the generate sources
   std::optional<SectionBuffer> state;  // initial state when given
   int64_t max_iterations = 0;
   std::vector<bool> want_output;  // manifest.dataset order: gather this output field

@@ -48,6 +48,28 @@ TEST(RunRequest, InlineValuesStateAndIterationCap) {
   EXPECT_EQ(reinterpret_cast<const float*>(r->state->bytes.data())[1], -0.5f);
 }
 
+TEST(RunRequest, TheRunSeedIsTheRequestsOrDrawnAtRandom) {
+  const json base = {{"params", {{"dims", 1}}},
+                     {"dataset", {{"x", {{"values", {{1}}}}}, {"y", {{"values", {1}}}}}}};
+  json seeded = base;
+  seeded["seed"] = 18446744073709551615ull;
+  auto r = parse_run_request(image(kConfig), seeded);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->spec.run_seed, 18446744073709551615ull);
+  auto a = parse_run_request(image(kConfig), base);
+  auto b = parse_run_request(image(kConfig), base);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->spec.run_seed, b->spec.run_seed);  // 1 in 2^64 to fail
+  for (const json& bad : {json(-1), json(0.5), json("1"), json::array()}) {
+    json body = base;
+    body["seed"] = bad;
+    auto e = parse_run_request(image(kConfig), body);
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_EQ(e.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(e.status().message().find("`seed`"), std::string::npos) << e.status().message();
+  }
+}
+
 std::string error_of(const json& body) {
   auto r = parse_run_request(image(kConfig), body);
   return r.ok() ? "" : r.status().message();

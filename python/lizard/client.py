@@ -131,7 +131,7 @@ class Client:
     # --- runs -----------------------------------------------------------------
 
     def run(self, program, params=None, dataset=None, state=None, wait=True, executors=None,
-            max_iterations=None, outputs=None, timeout=None, progress=None):
+            max_iterations=None, outputs=None, timeout=None, progress=None, seed=None):
         """Starts a run of `program` (a directory, registered first, or a
         checksum) and, with wait=True, waits for it: returns the Run when it is
         done and raises LizardError when it fails or is cancelled. Ctrl-C
@@ -140,14 +140,16 @@ class Client:
         Numpy arrays are converted to their fields' dtypes where that loses
         no kind of value and every value fits (float64 -> float32), else
         refused before they are uploaded.
-        `progress`: as Run.wait shows it (on a terminal by default)."""
+        `progress`: as Run.wait shows it (on a terminal by default).
+        `seed`: the run's seed (kernels see it as data.run_seed); None: drawn
+        at random by the server, and shown in the run's record."""
         checksum = self._checksum_of(program)
         dataset = self._fitted_arrays(checksum, dataset)
         uploads = []
         try:
             sources = self._dataset_sources(dataset, uploads)
             run = self._submit(checksum, params, sources, state, executors, max_iterations, outputs,
-                               uploads)
+                               uploads, seed)
         except BaseException:
             for dataset_id in uploads:
                 self._delete_quietly(dataset_id)
@@ -286,7 +288,7 @@ class Client:
         return sources
 
     def _submit(self, checksum, params, sources, state, executors, max_iterations, outputs,
-                uploads=()):
+                uploads=(), seed=None):
         body = {"params": _plain(params or {})}
         if sources is not None:
             body["dataset"] = sources
@@ -299,6 +301,8 @@ class Client:
             body["max_iterations"] = max_iterations
         if outputs is not None:
             body["outputs"] = list(outputs)
+        if seed is not None:
+            body["seed"] = int(seed)
         answer = self._conn.json("POST", "/runtime/" + checksum, body, timeout=600)
         return Run(self, answer["runtime_id"], checksum, uploads, status=answer.get("status"))
 

@@ -100,7 +100,7 @@ Result<std::string> dataset_field_of(const Manifest& m, const DatasetArg& arg) {
   return arg.field;
 }
 
-Result<StagedDatasets> stage_datasets(const ServerApi& api, const Manifest& m, const RunSpec& spec,
+Result<StagedDatasets> stage_datasets(const ServerApi& api, const Manifest& m, const RunArgs& spec,
                                       bool shared_paths, std::ostream* log) {
   StagedDatasets out;
   auto fail = [&](const Status& s) {

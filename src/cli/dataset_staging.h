@@ -32,7 +32,7 @@ struct StagedDatasets {
 // `log` gets one line per upload.  Uploads already made are removed again
 // when a later one fails.
 Result<StagedDatasets> stage_datasets(const ServerApi& api, const Manifest& manifest,
-                                      const RunSpec& spec, bool shared_paths, std::ostream* log);
+                                      const RunArgs& spec, bool shared_paths, std::ostream* log);
 
 // The input field a --dataset argument is for (a lone FILE: the program's
 // only input field).

@@ -38,7 +38,7 @@ struct FollowOptions {
 
 struct RunOptions {
   std::string program;  // a directory or a checksum
-  RunSpec spec;
+  RunArgs spec;
   bool shared_paths = false;  // pass dataset files by path instead of uploading
   bool detach = false;        // print the run id once it is queued and exit
   bool keep_uploads = false;  // leave uploaded datasets on the server afterwards

@@ -67,15 +67,16 @@ Result<json> read_npy_values(const std::string& path, const std::string& bytes) 
 
 }  // namespace
 
-json RunSpec::request_without_dataset() const {
+json RunArgs::request_without_dataset() const {
   json body = {{"params", params}};
   if (!state.empty()) body["state"] = state;
   if (!executors.is_null()) body["executors"] = executors;
   if (max_iterations) body["max_iterations"] = *max_iterations;
+  if (seed) body["seed"] = *seed;
   return body;
 }
 
-Status add_param(RunSpec* spec, const std::string& arg) {
+Status add_param(RunArgs* spec, const std::string& arg) {
   LIZARD_ASSIGN_OR_RETURN(auto kv, split_assignment(arg, "--param", "NAME=VALUE, e.g. k=4"));
   if (kv.second.empty()) return invalid_argument("--param '" + arg + "': the value is empty");
   json v = json::parse(kv.second, nullptr, false);
@@ -121,7 +122,7 @@ Status parse_generator(const std::string& arg, const std::string& spec, DatasetA
 
 }  // namespace
 
-Status add_dataset(RunSpec* spec, const std::string& arg) {
+Status add_dataset(RunArgs* spec, const std::string& arg) {
   DatasetArg d;
   d.file = arg;
   const size_t eq = arg.find('=');
@@ -159,7 +160,7 @@ Result<json> read_values_file(const std::string& path) {
   return number_list(bytes, path);
 }
 
-Status add_state(RunSpec* spec, const std::string& arg) {
+Status add_state(RunArgs* spec, const std::string& arg) {
   LIZARD_ASSIGN_OR_RETURN(
       auto kv, split_assignment(arg, "--state", "NAME=FILE or NAME=VALUES, e.g. shift=0"));
   const std::string what = "--state " + kv.first;

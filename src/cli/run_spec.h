@@ -1,9 +1,9 @@
-// RunSpec: the arguments of `lizard run` (--param, --dataset, --state,
+// RunArgs: the arguments of `lizard run` (--param, --dataset, --state,
 // --executors, --max-iterations), checked and turned into the pieces of a run
 // request (docs/program-format.md#the-run-request).  Datasets stay file names
 // here; dataset_staging.h uploads them or passes their paths.
 //
-//   RunSpec spec;
+//   RunArgs spec;
 //   Status s = add_param(&spec, "k=4");            // {"k": 4}
 //   s = add_dataset(&spec, "points=data.npy");     // uploaded later
 //   s = add_state(&spec, "centroids=[[0,0],[1,1]]");
@@ -34,26 +34,27 @@ struct DatasetArg {
   nlohmann::json generate_source() const;
 };
 
-struct RunSpec {
+struct RunArgs {
   nlohmann::json params = nlohmann::json::object();
   std::vector<DatasetArg> datasets;
   nlohmann::json state = nlohmann::json::object();
   nlohmann::json executors;  // null: every free executor
   std::optional<int64_t> max_iterations;
+  std::optional<uint64_t> seed;  // --seed: the run's seed
 
-  // The run request's params, state, executors and max_iterations.
+  // The run request's params, state, executors, max_iterations and seed.
   nlohmann::json request_without_dataset() const;
 };
 
 // --param NAME=VALUE: VALUE is read as JSON (4, 0.5, true), else kept as text.
-Status add_param(RunSpec* spec, const std::string& arg);
+Status add_param(RunArgs* spec, const std::string& arg);
 
 // --dataset NAME=FILE, NAME=FORMAT:FILE, FILE or NAME=generate:KERNEL[,rows=N][,seed=S].
-Status add_dataset(RunSpec* spec, const std::string& arg);
+Status add_dataset(RunArgs* spec, const std::string& arg);
 
 // --state NAME=VALUES: a file (.npy, or numbers separated by commas, spaces or
 // new lines), JSON ([[0, 0], [1, 1]], 0.5) or numbers separated by commas.
-Status add_state(RunSpec* spec, const std::string& arg);
+Status add_state(RunArgs* spec, const std::string& arg);
 
 // --executors N, MIN:MAX or MIN: (as many as are free, at least MIN).
 Result<nlohmann::json> parse_executors_arg(const std::string& arg);

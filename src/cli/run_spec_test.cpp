@@ -16,8 +16,8 @@ std::string error_of(const Status& s) {
   return s.ok() ? "ok" : s.message();
 }
 
-TEST(RunSpec, ParamsAreJsonValuesOrText) {
-  RunSpec spec;
+TEST(RunArgs, ParamsAreJsonValuesOrText) {
+  RunArgs spec;
   ASSERT_TRUE(add_param(&spec, "k=4").ok());
   ASSERT_TRUE(add_param(&spec, "threshold=1e-4").ok());
   ASSERT_TRUE(add_param(&spec, "name=blobs").ok());
@@ -30,8 +30,8 @@ TEST(RunSpec, ParamsAreJsonValuesOrText) {
   EXPECT_EQ(error_of(add_param(&spec, "k=")), "--param 'k=': the value is empty");
 }
 
-TEST(RunSpec, DatasetsNameAFieldAFormatAndAFile) {
-  RunSpec spec;
+TEST(RunArgs, DatasetsNameAFieldAFormatAndAFile) {
+  RunArgs spec;
   ASSERT_TRUE(add_dataset(&spec, "points=data/p.npy").ok());
   ASSERT_TRUE(add_dataset(&spec, "seeds=csv:/tmp/s.txt").ok());
   ASSERT_TRUE(add_dataset(&spec, "lizard:k.txt").ok());
@@ -44,7 +44,7 @@ TEST(RunSpec, DatasetsNameAFieldAFormatAndAFile) {
   EXPECT_EQ(spec.datasets[2].field, "");
   EXPECT_EQ(spec.datasets[2].format, "lizard");
   EXPECT_EQ(spec.datasets[2].file, "k.txt");
-  RunSpec other;
+  RunArgs other;
   ASSERT_TRUE(add_dataset(&other, "x=c:/data.npy").ok());  // 'c' is no format: part of the path
   EXPECT_EQ(other.datasets[0].file, "c:/data.npy");
   EXPECT_EQ(error_of(add_dataset(&other, "x=b.npy")), "--dataset: field 'x' is given twice");
@@ -54,8 +54,8 @@ TEST(RunSpec, DatasetsNameAFieldAFormatAndAFile) {
 }
 
 // NAME=generate:KERNEL[,rows=N][,seed=S] names a generator of the manifest.
-TEST(RunSpec, DatasetsFromAGenerator) {
-  RunSpec spec;
+TEST(RunArgs, DatasetsFromAGenerator) {
+  RunArgs spec;
   ASSERT_TRUE(add_dataset(&spec, "points=generate:blobs,rows=5000,seed=2").ok());
   ASSERT_TRUE(add_dataset(&spec, "other=generate:uniform").ok());
   ASSERT_EQ(spec.datasets.size(), 2u);
@@ -72,8 +72,8 @@ TEST(RunSpec, DatasetsFromAGenerator) {
   }
 }
 
-TEST(RunSpec, StateFromJsonNumberListsAndFiles) {
-  RunSpec spec;
+TEST(RunArgs, StateFromJsonNumberListsAndFiles) {
+  RunArgs spec;
   ASSERT_TRUE(add_state(&spec, "centroids=[[0,0],[1,1]]").ok());
   ASSERT_TRUE(add_state(&spec, "shift=0.5").ok());
   ASSERT_TRUE(add_state(&spec, "w=1,2, 3").ok());
@@ -103,7 +103,7 @@ TEST(RunSpec, StateFromJsonNumberListsAndFiles) {
             dir.path("bad.txt") + ": 'x' is not a number");
 }
 
-TEST(RunSpec, ExecutorsAreACountOrARange) {
+TEST(RunArgs, ExecutorsAreACountOrARange) {
   EXPECT_EQ(parse_executors_arg("2").value(), json(2));
   EXPECT_EQ(parse_executors_arg("2:4").value(), json({{"min", 2}, {"max", 4}}));
   EXPECT_EQ(parse_executors_arg("3:").value(), json({{"min", 3}}));
@@ -115,8 +115,8 @@ TEST(RunSpec, ExecutorsAreACountOrARange) {
   }
 }
 
-TEST(RunSpec, RequestCarriesWhatWasGiven) {
-  RunSpec spec;
+TEST(RunArgs, RequestCarriesWhatWasGiven) {
+  RunArgs spec;
   EXPECT_EQ(spec.request_without_dataset(), json({{"params", json::object()}}));
   ASSERT_TRUE(add_param(&spec, "k=2").ok());
   ASSERT_TRUE(add_state(&spec, "shift=0").ok());
@@ -126,6 +126,8 @@ TEST(RunSpec, RequestCarriesWhatWasGiven) {
                                                   {"state", {{"shift", 0}}},
                                                   {"executors", 1},
                                                   {"max_iterations", 7}}));
+  spec.seed = 18446744073709551615ull;  // --seed: a whole uint64
+  EXPECT_EQ(spec.request_without_dataset()["seed"].get<uint64_t>(), 18446744073709551615ull);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <optional>
 
 #include "cli/cluster_views.h"
 #include "cli/dataset_views.h"
@@ -78,6 +79,7 @@ struct UserCommands::Impl {
   std::vector<std::string> params, datasets, states;
   std::string executors;
   int64_t max_iterations = 0;
+  std::optional<uint64_t> seed;
   // lizard runs / status / cancel / workers
   std::string status_filter;
   std::vector<std::string> ids;
@@ -125,6 +127,8 @@ void UserCommands::Impl::add_run(CLI::App* app) {
   run->add_option("--max-iterations", max_iterations,
                   "Stop after this many iterations (default: the program's own cap)")
       ->check(CLI::PositiveNumber);
+  run->add_option("--seed", seed,
+                  "The run's seed, which kernels see as data.run_seed (default: drawn at random)");
   run->add_option("--executors", executors,
                   "Executors for the run: N, MIN:MAX or MIN: (default: every free one)");
   run->add_option("--out", run_options.follow.out_dir,
@@ -164,7 +168,7 @@ void UserCommands::Impl::add_others(CLI::App* app) {
 }
 
 Status UserCommands::Impl::build_spec() {
-  RunSpec& spec = run_options.spec;
+  RunArgs& spec = run_options.spec;
   for (const auto& p : params) LIZARD_RETURN_IF_ERROR(add_param(&spec, p));
   for (const auto& d : datasets) LIZARD_RETURN_IF_ERROR(add_dataset(&spec, d));
   for (const auto& s : states) LIZARD_RETURN_IF_ERROR(add_state(&spec, s));
@@ -172,6 +176,7 @@ Status UserCommands::Impl::build_spec() {
     LIZARD_ASSIGN_OR_RETURN(spec.executors, parse_executors_arg(executors));
   }
   if (max_iterations > 0) spec.max_iterations = max_iterations;
+  spec.seed = seed;
   return Status::Ok();
 }
 

@@ -28,15 +28,17 @@
 #include "program/manifest.h"
 #include "program/program_image.h"
 #include "protocol/executor_info.h"
+#include "protocol/run_spec.h"
 
 namespace lizard {
 
-// One executor's rows of a run.  `fields` follows manifest.dataset order:
-// input fields hold rows * row_width elements; other fields, and input fields
-// left to the generators, are empty and the executor allocates them zeroed.
-struct PartitionData {
-  int64_t first_row = 0;
-  int64_t rows = 0;
+// One executor's part of a run: its spec (protocol/run_spec.h: the run's
+// values its kernels see, its rows' place, the generators to run once after
+// loading and before the first iteration) and its rows.  `fields` follows
+// manifest.dataset order: input fields hold rows * row_width elements; other
+// fields, and input fields left to the generators, are empty and the
+// executor allocates them zeroed.
+struct PartitionData : PartitionSpec {
   std::vector<std::vector<uint8_t>> fields;
   // Rows another owner keeps (the worker's upload cache), for an executor
   // process to be sent from where they lie rather than from a copy: where
@@ -81,10 +83,6 @@ struct PartitionData {
     if (from_file(k)) return static_cast<size_t>(file_rows[k].size);
     return named_only(k) ? shared[k].size : field_rows(k).size();
   }
-  // Generator kernels (names from manifest.generate) that fill fields once,
-  // after loading and before the first iteration; `seed` reaches them as data.generate_seed.
-  std::vector<std::string> generators;
-  uint64_t seed = 0;
 };
 
 // Reads the rows of every field that comes from a file (file_rows) into

@@ -63,7 +63,7 @@ Result<std::vector<uint8_t>> dataset_arg(const Manifest& m, const ParamValues& p
   LIZARD_ASSIGN_OR_RETURN(std::vector<uint64_t> ptrs,
                           field_ptrs_at_row(m, p, span.field_ptrs, span.first));
   return pack_dataset(dataset_layout(m), span.count, span.partition_first_row + span.first, ptrs,
-                      span.seed);
+                      span.values);
 }
 
 Result<std::vector<LaunchConfig>> iterate_launches(const Manifest& m, const ParamValues& p,

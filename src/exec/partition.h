@@ -61,7 +61,7 @@ struct LaunchLimits {
 struct RowSpan {
   int64_t partition_first_row = 0;   // the partition's first row in the dataset
   std::vector<uint64_t> field_ptrs;  // row 0 of the partition, per dataset field
-  uint64_t seed = 0;                 // data.generate_seed
+  RunValues values;                  // the run's values the kernels see
   int64_t first = 0;                 // within the partition
   int64_t count = 0;
 };

@@ -131,7 +131,9 @@ TEST(Partition, RowRangesAndSections) {
 
 TEST(Partition, KernelArgsOfASpanPointAtItsRows) {
   Fixture f = make(3);
-  RowSpan span{100, {0x10000, 0x20000, 0x30000}, 42, 4, 6};
+  RunValues values;
+  values.generate_seed = 42;
+  RowSpan span{100, {0x10000, 0x20000, 0x30000}, values, 4, 6};
   LaunchLimits limits{8, 256, 1024};
   auto a = kernel_args(f.m, f.p, span, limits);
   ASSERT_TRUE(a.ok()) << a.status().message();

@@ -233,7 +233,7 @@ StructLayout dataset_layout(const Manifest& m) {
   l.c_name = "dataset_t";
   add_member(&l, "rows", DType::kInt64, false);
   add_member(&l, "first_row", DType::kInt64, false);
-  add_member(&l, "generate_seed", DType::kUInt64, false);
+  for (const RunValueMember& v : run_value_members()) add_member(&l, v.name, DType::kUInt64, false);
   for (const auto& f : m.dataset) add_member(&l, f.name, f.type, true);
   finish(&l);
   return l;
@@ -323,13 +323,17 @@ void unpack_section_values(const StructLayout& l, const std::vector<uint8_t>& pa
 }
 
 std::vector<uint8_t> pack_dataset(const StructLayout& l, int64_t rows, int64_t first_row,
-                                  const std::vector<uint64_t>& field_ptrs, uint64_t seed) {
+                                  const std::vector<uint64_t>& field_ptrs,
+                                  const RunValues& values) {
   std::vector<uint8_t> out(l.size, 0);
   put(&out, l.members[0].offset, &rows, 8);
   put(&out, l.members[1].offset, &first_row, 8);
-  put(&out, l.members[2].offset, &seed, 8);
-  for (size_t k = 0; k < field_ptrs.size() && k + 3 < l.members.size(); ++k)
-    put(&out, l.members[k + 3].offset, &field_ptrs[k], 8);
+  const std::vector<RunValueMember>& run = run_value_members();
+  for (size_t k = 0; k < run.size() && k + 2 < l.members.size(); ++k)
+    put(&out, l.members[k + 2].offset, &(values.*run[k].member), 8);
+  const size_t fields_at = 2 + run.size();
+  for (size_t k = 0; k < field_ptrs.size() && k + fields_at < l.members.size(); ++k)
+    put(&out, l.members[k + fields_at].offset, &field_ptrs[k], 8);
   return out;
 }
 

@@ -18,6 +18,7 @@
 
 #include "common/status.h"
 #include "program/manifest.h"
+#include "program/run_values.h"
 
 namespace lizard {
 
@@ -110,9 +111,10 @@ void pack_section_into(const StructLayout& l, const SectionBuffer& host, uint64_
 void unpack_section_values(const StructLayout& l, const std::vector<uint8_t>& packed,
                            SectionBuffer* host);
 // `field_ptrs` are addresses of the dataset fields, in manifest order.
-// `seed` is the run's generator seed (0 when no field is generated).
+// `values` are the run's values (program/run_values.h) the kernels see.
 std::vector<uint8_t> pack_dataset(const StructLayout& l, int64_t rows, int64_t first_row,
-                                  const std::vector<uint64_t>& field_ptrs, uint64_t seed = 0);
+                                  const std::vector<uint64_t>& field_ptrs,
+                                  const RunValues& values = {});
 
 // The addresses of row `first` of each dataset field, given the addresses of
 // row 0 (manifest.dataset order): where a slice of a partition begins.

@@ -107,9 +107,13 @@ TEST(Layout, StructLayoutFollowsCAlignment) {
   for (const auto& mem : a.members) EXPECT_TRUE(mem.pointer) << mem.name;
   StructLayout d = dataset_layout(m);
   EXPECT_EQ(d.members[0].name, "rows");
+  EXPECT_EQ(d.members[1].name, "first_row");
+  // Then the run's values (program/run_values.h), then a pointer per field.
+  const size_t values = run_value_members().size();
+  for (size_t k = 0; k < values; ++k) EXPECT_EQ(d.members[2 + k].name, run_value_members()[k].name);
   EXPECT_EQ(d.members[2].name, "generate_seed");
-  EXPECT_EQ(d.members[3].name, "points");
-  EXPECT_EQ(d.size, 40u);
+  EXPECT_EQ(d.members[2 + values].name, "points");
+  EXPECT_EQ(d.size, 16u + 8 * values + 16);
 }
 
 // The generated header must compile and agree with StructLayout: it carries

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "program/run_values.h"
+
 namespace lizard {
 
 const char* reducer_name(Reducer r) {
@@ -219,8 +221,9 @@ class ManifestParser {
 
   Status check_name(const std::string& name, const std::string& path) {
     if (!valid_identifier(name)) return fail(path, "'" + name + "' is not a valid C identifier");
-    if (name == "rows" || name == "first_row" || name == "generate_seed" || name == "sm_count")
-      return fail(path, "'" + name + "' is reserved");
+    bool reserved = name == "rows" || name == "first_row" || name == "sm_count";
+    for (const RunValueMember& v : run_value_members()) reserved = reserved || name == v.name;
+    if (reserved) return fail(path, "'" + name + "' is reserved");
     if (name.rfind("lizard_specialised_", 0) == 0)
       return fail(path, "names starting with 'lizard_specialised_' are reserved");
     if (!names_.insert(name).second) return fail(path, "'" + name + "' is defined twice");

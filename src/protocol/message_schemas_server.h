@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "protocol/message_object_schemas.h"
+#include "protocol/run_spec_schema.h"
 
 namespace lizard {
 
@@ -47,20 +48,13 @@ struct WireSchema<RunStartMsg> {
   static constexpr MessageType kType = MessageType::kRunStart;
   static constexpr const char* kDoc = "Load these rows and get ready to iterate.";
   static auto fields() {
-    return std::make_tuple(
-        required("run_id", &RunStartMsg::run_id,
-                 "the attempt: `r3.0`, then `r3.1` after a re-plan"),
-        required("hash", &RunStartMsg::hash, "the program"),
-        optional("params", &RunStartMsg::params, "the run's params"),
-        optional("seed", &RunStartMsg::seed, "the generators' seed"),
-        optional("first_row", &RunStartMsg::first_row, "this worker's first row"),
-        optional("rows", &RunStartMsg::rows, "this worker's rows"),
-        optional("parts", &RunStartMsg::parts, "its rows per executor"),
-        optional<wire_schema::ListCodec<FieldSourceCodec>>(
-            "fields", &RunStartMsg::fields, "where each dataset field's rows come from"),
-        optional("data_roots", &RunStartMsg::data_roots,
-                 "the server's `--data-root` directories: `path` fields lie in them"),
-        optional("progress", &RunStartMsg::progress, "run iterations in slices and report each"));
+    return std::tuple_cat(
+        std::make_tuple(required("run_id", &RunStartMsg::run_id,
+                                 "the attempt: `r3.0`, then `r3.1` after a re-plan")),
+        WireSchema<RunSpec>::fields(),
+        std::make_tuple(optional("first_row", &RunStartMsg::first_row, "this worker's first row"),
+                        optional("rows", &RunStartMsg::rows, "this worker's rows"),
+                        optional("parts", &RunStartMsg::parts, "its rows per executor")));
   }
 };
 

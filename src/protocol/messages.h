@@ -25,6 +25,7 @@
 #include "dataset/dataset_source.h"
 #include "protocol/executor_info.h"
 #include "protocol/iteration_messages.h"
+#include "protocol/run_spec.h"
 #include "protocol/wire.h"
 
 namespace lizard {
@@ -81,18 +82,13 @@ struct PartSpec {
   int64_t rows = 0;
 };
 
-// server → worker: load these rows and get ready to iterate.  Payload: inline rows.
-struct RunStartMsg {
-  std::string run_id, hash;
-  nlohmann::json params = nlohmann::json::object();
-  uint64_t seed = 0;
+// server → worker: load these rows and get ready to iterate: the run's spec
+// (protocol/run_spec.h; its fields' deliveries are of this worker's rows)
+// and this worker's rows.  Payload: inline rows.
+struct RunStartMsg : RunSpec {
+  std::string run_id;
   int64_t first_row = 0, rows = 0;
   std::vector<PartSpec> parts;
-  std::vector<FieldSource> fields;  // dataset/dataset_source.h
-  // The server's --data-root directories: `path` fields must lie in them,
-  // and the worker opens them there (none: any path the worker may read).
-  std::vector<std::string> data_roots;
-  bool progress = false;  // run iterations in slices and report each
   Message to_message(std::string payload = {}) const;
   static Result<RunStartMsg> parse(const nlohmann::json& h);
 };

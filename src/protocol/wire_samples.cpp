@@ -35,7 +35,8 @@ RunStartMsg run_start() {
   m.run_id = "r1.0";
   m.hash = "ab12";
   m.params = {{"k", 2}};
-  m.seed = 7;
+  uint64_t value = 7;  // every run value, each its own
+  for (const RunValueMember& v : run_value_members()) m.*v.member = value++;
   m.first_row = 4;
   m.rows = 12;
   m.parts = {{0, 4, 6}, {1, 10, 6}};

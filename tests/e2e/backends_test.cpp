@@ -62,7 +62,8 @@ std::vector<Case> cases() {
          std::vector<uint64_t> seeds;
          for (uint64_t i = 1; i <= 256; ++i) seeds.push_back(i);
          return json{{"params", {{"steps", 500}, {"max_iterations", 6}}},
-                     {"dataset", {{"seed", {{"values", seeds}}}}}};
+                     {"dataset", {{"seed", {{"values", seeds}}}}},
+                     {"seed", 7}};
        }},
       {"logreg",
        [](const std::string& dir) {

@@ -210,7 +210,8 @@ TEST(Cluster, LostWorkerKeepsPerRowResults) {
   std::vector<uint64_t> seeds;
   for (uint64_t i = 1; i <= 3000; ++i) seeds.push_back(i);
   json body = {{"params", {{"steps", 300}, {"max_iterations", 8}}},
-               {"dataset", {{"seed", {{"values", seeds}}}}}};
+               {"dataset", {{"seed", {{"values", seeds}}}}},
+               {"seed", 11}};
   auto submit = [&] {
     auto r = c.post("/runtime/" + hash, body.dump());
     return r.ok() ? json::parse(r->body).value("runtime_id", "") : "";

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -65,7 +66,8 @@ TEST_F(Examples, AnnealFindsALowRastriginMinimum) {
                  {"initial_temperature", 5.0},
                  {"cooling", 0.6},
                  {"max_iterations", iterations}}},
-               {"dataset", {{"seed", {{"values", seeds}}}}}};
+               {"dataset", {{"seed", {{"values", seeds}}}}},
+               {"seed", 2024}};
   json rec = run(hash, body);
   ASSERT_EQ(rec["status"], "done") << rec.dump(2);
   EXPECT_EQ(rec["iterations"], iterations);
@@ -111,6 +113,51 @@ TEST_F(Examples, AnnealFindsALowRastriginMinimum) {
   ASSERT_EQ(again["status"], "done") << again.dump(2);
   EXPECT_EQ(again["result"]["aggregate"], agg);
   EXPECT_EQ(download<float>(again, "best_f", DType::kFloat32, {chains}), best_f);
+}
+
+// The run's seed reaches the kernels (anneal mixes it into every chain): one
+// seed gives one answer, another seed another; the record shows it, and a
+// request without one gets one drawn at random.
+TEST_F(Examples, AnnealChainsFollowTheRunSeed) {
+  const std::string hash = register_program(LIZARD_SOURCE_DIR "/examples/anneal");
+  ASSERT_EQ(hash.size(), 64u);
+  const int chains = 32;
+  std::vector<uint64_t> seeds;
+  for (int i = 1; i <= chains; ++i) seeds.push_back(uint64_t(i));
+  auto body = [&](std::optional<uint64_t> seed) {
+    json b = {{"params", {{"steps", 200}, {"max_iterations", 3}}},
+              {"dataset", {{"seed", {{"values", seeds}}}}}};
+    if (seed) b["seed"] = *seed;
+    return b;
+  };
+  auto best_f = [&](const json& rec) {
+    EXPECT_EQ(rec["status"], "done") << rec.dump(2);
+    return download<float>(rec, "best_f", DType::kFloat32, {chains});
+  };
+  const uint64_t big = 18446744073709551557ull;  // past int64: a whole uint64 crosses
+  json a = run(hash, body(big));
+  json b = run(hash, body(big));
+  json c = run(hash, body(6));
+  EXPECT_EQ(a["seed"].get<uint64_t>(), big);
+  EXPECT_EQ(c["seed"].get<uint64_t>(), 6u);
+  const std::vector<float> fa = best_f(a), fb = best_f(b), fc = best_f(c);
+  ASSERT_EQ(fa.size(), size_t(chains));
+  EXPECT_EQ(fa, fb);
+  EXPECT_NE(fa, fc);
+  json drawn = run(hash, body(std::nullopt));
+  ASSERT_TRUE(drawn.contains("seed") && drawn["seed"].is_number_unsigned()) << drawn.dump(2);
+  EXPECT_EQ(drawn["status"], "done") << drawn.dump(2);
+}
+
+TEST_F(Examples, ASeedThatIsNotAUint64IsRefusedNamingIt) {
+  const std::string hash = register_program(LIZARD_SOURCE_DIR "/examples/anneal");
+  for (const json& seed : {json(-1), json(1.5), json("7"), json::parse("18446744073709551616")}) {
+    json b = {{"dataset", {{"seed", {{"values", {1, 2}}}}}}, {"seed", seed}};
+    auto r = cluster_->post("/runtime/" + hash, b.dump());
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 400) << seed.dump() << ": " << r->body;
+    EXPECT_NE(r->body.find("`seed`"), std::string::npos) << r->body;
+  }
 }
 
 // ---- logreg ------------------------------------------------------------------

@@ -66,14 +66,14 @@ struct CpuExecutor::Run {
   std::vector<uint8_t> state_bytes;  // the kernels' copy of the state
   std::vector<Step> steps;
   int64_t rows = 0, first_row = 0;
-  uint64_t seed = 0;
+  RunValues values;                  // the run's values its kernels see
   std::vector<uint64_t> field_ptrs;  // row 0 of each field
   size_t state_size = 0, aggregate_size = 0;
   // Each kernel's time per block at its last launch, in microseconds, from
   // which launch() decides how many of the pool's threads to wake.
   std::map<CpuKernelFn, double> block_us;
   RowSpan span(int64_t first, int64_t count) const {
-    return RowSpan{first_row, field_ptrs, seed, first, count};
+    return RowSpan{first_row, field_ptrs, values, first, count};
   }
 };
 
@@ -173,7 +173,7 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
   run->module = std::move(module);
   run->rows = data.rows;
   run->first_row = data.first_row;
-  run->seed = data.seed;
+  run->values = data;
   run->state_size = state.bytes.size();
   run->aggregate_size = aggregate.bytes.size();
   for (size_t k = 0; k < m.dataset.size(); ++k) {

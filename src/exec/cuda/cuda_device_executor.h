@@ -73,7 +73,7 @@ struct Run {
   ParamValues params;
   int64_t rows = 0;
   int64_t first_row = 0;
-  uint64_t seed = 0;
+  RunValues values;                 // the run's values its kernels see
   std::vector<CUdeviceptr> fields;  // manifest.dataset order; 0 when empty
   std::vector<uint64_t> field_bytes;
   std::vector<FieldInit> field_init;
@@ -100,7 +100,7 @@ struct Run {
   size_t sections_bytes() const { return agg_bytes ? agg_offset() + agg_bytes : state_bytes; }
   uint8_t* pinned_state() { return pinned; }
   RowSpan span(int64_t first, int64_t count) const {
-    return RowSpan{first_row, std::vector<uint64_t>(fields.begin(), fields.end()), seed, first,
+    return RowSpan{first_row, std::vector<uint64_t>(fields.begin(), fields.end()), values, first,
                    count};
   }
   uint8_t* pinned_identity() { return pinned + agg_offset(); }

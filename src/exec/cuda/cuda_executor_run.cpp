@@ -55,7 +55,7 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
     set_identity(&agg);
     std::memcpy(run_->pinned_identity(), agg.bytes.data(), agg.bytes.size());
     run_->params_arg = pack_params(params_layout(man), params);
-    run_->seed = data.seed;
+    run_->values = data;
     auto arg = dataset_arg(man, params, run_->span(0, run_->rows));
     st = arg.status();
     if (st.ok()) {

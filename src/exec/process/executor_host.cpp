@@ -67,8 +67,9 @@ Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
   auto found = program(r, sent);  // checked once the field frames are read
   ParamValues params = read_params(r);
   PartitionData d;
-  std::vector<FieldRowsHead> heads = read_partition_head(r, &d);
+  auto read_heads = read_partition_head(r, &d);
   LIZARD_RETURN_IF_ERROR(r->status("begin_run"));
+  LIZARD_ASSIGN_OR_RETURN(std::vector<FieldRowsHead> heads, std::move(read_heads));
   // Each field's rows, unless named by key or read from a file by the
   // executor, follow as a frame of their own, read into place.
   d.fields.resize(heads.size());

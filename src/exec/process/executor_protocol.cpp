@@ -115,11 +115,7 @@ std::vector<std::string> read_keys(ByteReader* r) {
 
 void write_partition_head(ByteWriter* w, const PartitionData& d,
                           const std::vector<FieldRowsHead>& heads) {
-  w->i64(d.first_row);
-  w->i64(d.rows);
-  w->u64(d.seed);
-  w->u64(d.generators.size());
-  for (const auto& g : d.generators) w->bytes(g);
+  w->bytes(encode_partition_spec(d));
   w->u64(heads.size());
   for (const FieldRowsHead& h : heads) {
     w->u8(static_cast<uint8_t>(h.how));
@@ -129,12 +125,8 @@ void write_partition_head(ByteWriter* w, const PartitionData& d,
   }
 }
 
-std::vector<FieldRowsHead> read_partition_head(ByteReader* r, PartitionData* d) {
-  d->first_row = r->i64();
-  d->rows = r->i64();
-  d->seed = r->u64();
-  const uint64_t generators = r->u64();
-  for (uint64_t i = 0; i < generators && r->ok(); ++i) d->generators.push_back(r->str());
+Result<std::vector<FieldRowsHead>> read_partition_head(ByteReader* r, PartitionData* d) {
+  LIZARD_ASSIGN_OR_RETURN(static_cast<PartitionSpec&>(*d), decode_partition_spec(r->bytes()));
   std::vector<FieldRowsHead> heads;
   const uint64_t n = r->u64();
   for (uint64_t k = 0; k < n && r->ok(); ++k) {

@@ -66,12 +66,13 @@ struct FieldRowsHead {
   FileRows file;      // kFile: where they lie
 };
 
-// begin_run's partition after its program and params: the rows' place,
-// the generators' seed and sources, and how each field's rows travel.  The
-// reader fills all of `*d` but its fields.
+// begin_run's partition after its program and params: its PartitionSpec
+// (protocol/run_spec.h, in its one codec) and how each field's rows travel.
+// The reader fills all of `*d` but its fields; a spec that does not decode
+// is an error.
 void write_partition_head(ByteWriter* w, const PartitionData& d,
                           const std::vector<FieldRowsHead>& heads);
-std::vector<FieldRowsHead> read_partition_head(ByteReader* r, PartitionData* d);
+Result<std::vector<FieldRowsHead>> read_partition_head(ByteReader* r, PartitionData* d);
 
 // Where a file's rows lie (FileRows), as a begin_run head or keep_file_rows names them.
 void write_file_rows(ByteWriter* w, const FileRows& f);
