@@ -198,7 +198,7 @@ Result<json> run_one(Executor& gpu, const ProgramImage& program, const Args& a, 
   data.rows = n;
   data.fields.resize(program.manifest.dataset.size());
   data.generators = {"blobs"};
-  data.seed = a.seed;
+  data.generate_seed = a.seed;
   auto t0 = std::chrono::steady_clock::now();
   LIZARD_RETURN_IF_ERROR(gpu.begin_run(program, params, std::move(data)));
   const double begin_ms =
