@@ -21,17 +21,18 @@ __device__ int nearest_by_loop(const Table& table, const lizard::Row<float, D>& 
   return index;
 }
 
-extern "C" __global__ void check(global_params_t params, dataset_t data, global_state_t state,
-                                 agg_res_t result) {
-  constexpr int K = params.k, D = params.dims;
-  const lizard::NearestRow<&global_state_t::table, K, D> exact(state);
-  const lizard::NearestRow<&global_state_t::table, K, D, lizard::Precision::kTF32> tf32(state);
+// The checks for one table: `TableField` a [K, D] state field, `XField` a
+// [rows, D] dataset field.
+template <auto TableField, auto XField, int K, int D>
+__device__ void check_rows(const dataset_t& data, const global_state_t& state, agg_res_t& result) {
+  const lizard::NearestRow<TableField, K, D> exact(state);
+  const lizard::NearestRow<TableField, K, D, lizard::Precision::kTF32> tf32(state);
   lizard::BlockSum<&agg_res_t::wrong_by_thread> wrong_by_thread(result);
   lizard::BlockSum<&agg_res_t::wrong_by_warp> wrong_by_warp(result);
   lizard::BlockSum<&agg_res_t::tf32_too_far> tf32_too_far(result);
   lizard::BlockSum<&agg_res_t::checked> checked(result);
   for (const lizard::WarpRow r : lizard::warp_rows(data)) {
-    lizard::Row<float, D> x = lizard::load_row<D>(data.x, r.row);
+    lizard::Row<float, D> x = lizard::load_row<D>(data.*XField, r.row);
     if (r.row % 2 == 1) {  // off the lattice by -1, 0 or 1 units in the last place, times 4
 #pragma unroll
       for (int j = 0; j < D; ++j) {
@@ -52,4 +53,17 @@ extern "C" __global__ void check(global_params_t params, dataset_t data, global_
     tf32_too_far.add(0, chosen - best > 0.004f * reach * reach ? 1 : 0);
     checked.add(0, 1);
   }
+}
+
+// A table of k x dims values, in dynamic shared memory when it outgrows the
+// static kind (the step gives `shared_bytes`).
+extern "C" __global__ void check_large(global_params_t params, dataset_t data,
+                                       global_state_t state, agg_res_t result) {
+  check_rows<&global_state_t::table, &dataset_t::x, params.k, params.dims>(data, state, result);
+}
+
+// A 24 x 16 table, in static shared memory.
+extern "C" __global__ void check_small(global_params_t params, dataset_t data,
+                                       global_state_t state, agg_res_t result) {
+  check_rows<&global_state_t::small, &dataset_t::xs, 24, 16>(data, state, result);
 }
