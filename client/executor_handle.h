@@ -6,7 +6,7 @@
 //
 //   std::vector<std::unique_ptr<ExecutorHandle>> executors;  // the worker's
 //   std::lock_guard<std::mutex> l(executors[i]->mu);
-//   executors[i]->executor->iterate(state, &agg, &stats);
+//   executors[i]->executor->iterate(state, iteration, &agg, &stats);
 #pragma once
 
 #include <condition_variable>

@@ -95,10 +95,11 @@ Status IterationEngine::run_on_threads(int64_t iteration, const SectionBuffer& s
       LIZARD_ASSIGN_OR_RETURN(SectionBuffer * a, slot(i, static_cast<size_t>(k)));
       IterationStats st;
       if (slices == 1) {
-        LIZARD_RETURN_IF_ERROR(e.iterate(state, a, &st));
+        LIZARD_RETURN_IF_ERROR(e.iterate(state, iteration, a, &st));
       } else {
         const int64_t first = k == 0 ? 0 : slice_end(i, k - 1);
-        LIZARD_RETURN_IF_ERROR(e.iterate_rows(state, a, &st, first, slice_end(i, k) - first));
+        LIZARD_RETURN_IF_ERROR(
+            e.iterate_rows(state, iteration, a, &st, first, slice_end(i, k) - first));
       }
       slice_done(i, k, iteration, st.kernel_ms, st.total_ms);
     }
@@ -134,8 +135,9 @@ Status IterationEngine::run_in_processes(int64_t iteration, const SectionBuffer&
       const int64_t slices = slices_of(i);
       if (k >= slices) continue;
       const int64_t first = k == 0 ? 0 : slice_end(i, k - 1);
-      Status st = slices == 1 ? process(i).send_iterate(state, 0, -1)
-                              : process(i).send_iterate(state, first, slice_end(i, k) - first);
+      Status st = slices == 1
+                      ? process(i).send_iterate(state, iteration, 0, -1)
+                      : process(i).send_iterate(state, iteration, first, slice_end(i, k) - first);
       if (!st.ok()) {
         if (failed.ok()) failed = st;
         continue;

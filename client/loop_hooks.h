@@ -4,7 +4,7 @@
 // server's does.  The daemon opens them once per loop; user code behind them
 // runs outside the worker daemon.
 //
-//   Result<std::unique_ptr<LoopHooks>> h = open(program, params, limits);
+//   Result<std::unique_ptr<LoopHooks>> h = open(program, params, values, limits);
 //   if (!h.ok()) ...;                  // kUnavailable: the server drives the run instead
 //   if (!*h) ...;                      // no update hook: done after one iteration
 //   Result<bool> done = (*h)->update_state(agg, &state, iteration);
@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "exec/executor.h"
 #include "hooks/iteration_hooks.h"
+#include "program/run_values.h"
 
 namespace lizard {
 
@@ -29,9 +30,11 @@ struct LoopHookLimits {
   int64_t call_timeout_ms = 0;
 };
 
-// Opens a program's update hook for one loop: null when the program has
-// none; kUnavailable when this worker cannot run it.
+// Opens a program's update hook for one loop of a run with these params and
+// values (which the hooks read in lizard_hook_context): null when the
+// program has none; kUnavailable when this worker cannot run it.
 using OpenLoopHooks = std::function<Result<std::unique_ptr<LoopHooks>>(
-    const ProgramImage& program, const ParamValues& params, LoopHookLimits limits)>;
+    const ProgramImage& program, const ParamValues& params, const RunValues& values,
+    LoopHookLimits limits)>;
 
 }  // namespace lizard

@@ -24,10 +24,10 @@ class KeepingExecutor : public Executor {
   Status begin_run(const ProgramImage&, const ParamValues&, PartitionData) override {
     return Status::Ok();
   }
-  Status iterate(const SectionBuffer&, SectionBuffer*, IterationStats*) override {
+  Status iterate(const SectionBuffer&, int64_t, SectionBuffer*, IterationStats*) override {
     return Status::Ok();
   }
-  Status iterate_rows(const SectionBuffer&, SectionBuffer*, IterationStats*, int64_t,
+  Status iterate_rows(const SectionBuffer&, int64_t, SectionBuffer*, IterationStats*, int64_t,
                       int64_t) override {
     return Status::Ok();
   }

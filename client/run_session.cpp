@@ -177,6 +177,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   if (!program_) return not_found("this worker has not built program " + h.hash);
   const Manifest& man = program_->manifest;
   LIZARD_ASSIGN_OR_RETURN(params_, bind_params(man, h.params));
+  values_ = h;
   LIZARD_ASSIGN_OR_RETURN(state_, make_section(man.state, man, params_));
   if (h.fields.size() != man.dataset.size())
     return invalid_argument("run_start: field list does not match the manifest");
@@ -199,7 +200,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
     if (static_cast<size_t>(p.executor) >= ctx_.executors->size())
       return invalid_argument("run_start names executor " + std::to_string(p.executor));
     PartitionData d;
-    static_cast<RunValues&>(d) = h;  // the run's values, for its kernels
+    static_cast<RunValues&>(d) = values_;  // the run's values, for its kernels
     d.first_row = p.first_row;
     d.rows = p.rows;
     if (d.first_row < h.first_row) return invalid_argument("run_start: a part precedes its rows");

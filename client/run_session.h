@@ -118,6 +118,7 @@ class RunSession {
   std::string run_id_;
   std::shared_ptr<const ProgramImage> program_;
   ParamValues params_;
+  RunValues values_;               // the run's values, for its kernels and hooks
   std::vector<size_t> executors_;  // indices into the worker's executors, in row order
   std::vector<int64_t> rows_;      // each executor's rows
   std::vector<int64_t> missing_;   // fields of the run_start whose cached rows are gone

@@ -119,7 +119,7 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
   };
   limits.call_timeout_ms = h.hook_timeout_ms;
   const auto t_open = SteadyClock::now();
-  auto opened = ctx_.open_hooks(*program_, params_, std::move(limits));
+  auto opened = ctx_.open_hooks(*program_, params_, values_, std::move(limits));
   if (!opened.ok()) {
     failed->unsupported = opened.status().code() == Code::kUnavailable;
     return opened.status();

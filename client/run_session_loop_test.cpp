@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <future>
 
 #include "client/testing/run_session_fixture.h"
 #include "common/clock.h"
@@ -45,7 +46,7 @@ class CountingHooks : public LoopHooks {
 };
 
 OpenLoopHooks hooks_of(int64_t last, std::string fail = "", int sleep_ms = 0) {
-  return [=](const ProgramImage&, const ParamValues&,
+  return [=](const ProgramImage&, const ParamValues&, const RunValues&,
              LoopHookLimits) -> Result<std::unique_ptr<LoopHooks>> {
     return std::unique_ptr<LoopHooks>(std::make_unique<CountingHooks>(last, fail, sleep_ms));
   };
@@ -74,6 +75,26 @@ TEST_F(RunSessionTest, ALoopRunsItsIterationsHereAndReportsEach) {
     EXPECT_EQ(as_doubles(step.payload.data() + agg_bytes, sizeof(double))[0], t);
   }
   EXPECT_FALSE(replies_.pop_for(std::chrono::milliseconds(100)).has_value());
+  // Both executors ran the loop's iterations, as the kernels count them.
+  EXPECT_EQ(exec(0).iterations, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(exec(1).iterations, (std::vector<int64_t>{1, 2, 3}));
+  s->post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));
+}
+
+// The loop's hooks are opened with the run's values: the hook context's seed.
+TEST_F(RunSessionTest, ALoopOpensItsHooksWithTheRunsValues) {
+  std::promise<uint64_t> seed;
+  auto s = session({},
+                   [&](const ProgramImage&, const ParamValues&, const RunValues& values,
+                       LoopHookLimits) -> Result<std::unique_ptr<LoopHooks>> {
+                     seed.set_value(values.run_seed);
+                     return std::unique_ptr<LoopHooks>(std::make_unique<CountingHooks>(0));
+                   });
+  s->post(run_start("r1.0", 2, {}, false, /*run_seed=*/0xabcdef0123456789ull));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  s->post(loop("r1.0", 0, 5));
+  EXPECT_TRUE(LoopStepMsg::parse(next_reply().packed)->last);
+  EXPECT_EQ(seed.get_future().get(), 0xabcdef0123456789ull);
   s->post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));
 }
 
@@ -146,9 +167,10 @@ TEST_F(RunSessionTest, ALoopStopsAtMaxIterationsAndWithoutHooksAfterOne) {
   EXPECT_FALSE(LoopStepMsg::parse(next_reply().packed)->last);
   EXPECT_TRUE(LoopStepMsg::parse(next_reply().packed)->last);
 
-  auto plain = session({}, [](const ProgramImage&, const ParamValues&, LoopHookLimits) {
-    return Result<std::unique_ptr<LoopHooks>>(std::unique_ptr<LoopHooks>());
-  });
+  auto plain =
+      session({}, [](const ProgramImage&, const ParamValues&, const RunValues&, LoopHookLimits) {
+        return Result<std::unique_ptr<LoopHooks>>(std::unique_ptr<LoopHooks>());
+      });
   plain->post(run_start("r2.0", 2, {{1, 0, 2}}));
   ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
   plain->post(loop("r2.0", 0, 50));
@@ -158,9 +180,10 @@ TEST_F(RunSessionTest, ALoopStopsAtMaxIterationsAndWithoutHooksAfterOne) {
 }
 
 TEST_F(RunSessionTest, AWorkerThatCannotRunTheHooksSaysSoBeforeAnyIteration) {
-  auto s = session({}, [](const ProgramImage&, const ParamValues&, LoopHookLimits) {
-    return Result<std::unique_ptr<LoopHooks>>(unavailable("no compiler for host.cpp"));
-  });
+  auto s =
+      session({}, [](const ProgramImage&, const ParamValues&, const RunValues&, LoopHookLimits) {
+        return Result<std::unique_ptr<LoopHooks>>(unavailable("no compiler for host.cpp"));
+      });
   s->post(run_start("r1.0", 2));
   ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
   s->post(loop("r1.0", 0, 5));

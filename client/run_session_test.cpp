@@ -92,6 +92,8 @@ TEST_F(RunSessionTest, LongIterationsReportProgressPerSlice) {
   const double n = 3 * 4096;
   EXPECT_EQ(aggregate_of(m), (std::pair<double, int64_t>{n * (n + 1) / 2, 3 * 4096}));
   EXPECT_EQ(exec(0).slices, 3);
+  EXPECT_EQ(exec(0).iterations,
+            (std::vector<int64_t>{4, 4, 4}));  // each slice the server's iteration
 }
 
 TEST_F(RunSessionTest, UploadedRowsAreTakenFromTheChunksThatCameFirst) {

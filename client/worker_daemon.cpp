@@ -209,8 +209,8 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     if (ahead)
       ctx.needs_compile = [this](const ProgramVariant& v) { return ahead->needs_compile(v); };
     ctx.open_hooks = [this](const ProgramImage& program, const ParamValues& params,
-                            LoopHookLimits limits) {
-      return hooks->open(program, params, std::move(limits));
+                            const RunValues& values, LoopHookLimits limits) {
+      return hooks->open(program, params, values, std::move(limits));
     };
     auto uploaded = std::move(chunks[run_id]);
     chunks.erase(run_id);

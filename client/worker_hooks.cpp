@@ -25,6 +25,7 @@ void WorkerHooks::build(const ProgramImage& program) {
 
 Result<std::unique_ptr<LoopHooks>> WorkerHooks::open(const ProgramImage& program,
                                                      const ParamValues& params,
+                                                     const RunValues& values,
                                                      LoopHookLimits limits) {
   const Manifest& m = program.manifest;
   if (m.host_source.empty()) return std::unique_ptr<LoopHooks>();
@@ -48,7 +49,7 @@ Result<std::unique_ptr<LoopHooks>> WorkerHooks::open(const ProgramImage& program
   if (limits.call_timeout_ms > 0)
     options.call_timeout_ms = static_cast<int>(limits.call_timeout_ms);
   LIZARD_ASSIGN_OR_RETURN(std::unique_ptr<RunHooks> hooks,
-                          built->start(m, params, state, agg, std::move(options)));
+                          built->start(m, params, values, state, agg, std::move(options)));
   return std::unique_ptr<LoopHooks>(std::move(hooks));
 }
 

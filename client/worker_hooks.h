@@ -9,7 +9,7 @@
 //
 //   WorkerHooks hooks(cache_dir, options);
 //   hooks.build(program);                                   // at registration
-//   auto loop = hooks.open(program, params, interrupted);   // per loop
+//   auto loop = hooks.open(program, params, values, limits);  // per loop
 #pragma once
 
 #include <functional>
@@ -31,12 +31,12 @@ class WorkerHooks {
 
   // Compiles and checks the program's host.cpp, if it has one.
   void build(const ProgramImage& program);
-  // The hooks for one loop, in a hook process of its own (null without an
-  // update hook); kUnavailable when the program's host.cpp did not build
-  // here.  `limits` bound its calls: a call that runs past them ends with
-  // its process.
+  // The hooks for one loop of a run with these params and values, in a hook
+  // process of its own (null without an update hook); kUnavailable when the
+  // program's host.cpp did not build here.  `limits` bound its calls: a call
+  // that runs past them ends with its process.
   Result<std::unique_ptr<LoopHooks>> open(const ProgramImage& program, const ParamValues& params,
-                                          LoopHookLimits limits);
+                                          const RunValues& values, LoopHookLimits limits);
 
  private:
   HostCompiler compiler_;

@@ -57,7 +57,7 @@ Status RunDriver::drive() {
   HookProcessOptions hook_options = ctx_.hooks;
   hook_options.interrupted = [this] { return channel_.interrupted(); };
   LIZARD_ASSIGN_OR_RETURN(
-      s.hooks, prog.hooks->start(m, req.params, s.state, s.agg, std::move(hook_options)));
+      s.hooks, prog.hooks->start(m, req.params, req.spec, s.state, s.agg, std::move(hook_options)));
   LIZARD_ASSIGN_OR_RETURN(s.step,
                           IterationStep::make(m, req.params, s.hooks.get(), req.max_iterations));
   if (req.state)

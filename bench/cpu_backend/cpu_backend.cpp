@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   Totals plain;
   for (int i = 0; i < a.iters; ++i) {
     IterationStats st;
-    if (Status s = exec->iterate(*state, &*agg, &st); !s.ok()) return fail(s);
+    if (Status s = exec->iterate(*state, i, &*agg, &st); !s.ok()) return fail(s);
     backend_ms.push_back(st.total_ms);
     const auto t = std::chrono::steady_clock::now();
     plain = plain_assign(pts, cent, a.n, threads, &labels);

@@ -224,7 +224,7 @@ Result<json> run_one(Executor& gpu, const ProgramImage& program, const Args& a, 
   for (int it = 0; it <= a.iters; ++it) {
     std::memcpy(state.data(*cslot), cent.data(), cent.size() * 4);
     IterationStats stats;
-    LIZARD_RETURN_IF_ERROR(gpu.iterate(state, &agg, &stats));
+    LIZARD_RETURN_IF_ERROR(gpu.iterate(state, it, &agg, &stats));
     const float* sums = reinterpret_cast<const float*>(agg.data(*sums_slot));
     const int64_t* counts = reinterpret_cast<const int64_t*>(agg.data(*counts_slot));
     if (it == 0) {  // the first step is checked (and is the warm-up)

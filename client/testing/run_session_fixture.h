@@ -51,7 +51,10 @@ inline std::vector<double> as_doubles(const void* p, size_t bytes) {
 // t per row) into the aggregate and returns y = 2x.  Counts what it is asked.
 class FakeExecutor : public Executor {
  public:
-  explicit FakeExecutor(int ordinal) { info_.ordinal = ordinal; }
+  explicit FakeExecutor(int ordinal) {
+    info_.ordinal = ordinal;
+    iterations.reserve(1 << 16);  // an iteration allocates nothing
+  }
   const ExecutorInfo& info() const override { return info_; }
   Status build(const ProgramImage&) override { return Status::Ok(); }
   Status begin_run(const ProgramImage& p, const ParamValues&, PartitionData data) override {
@@ -65,11 +68,13 @@ class FakeExecutor : public Executor {
     EXPECT_TRUE(data.fields[1].empty());  // input: false, allocated here
     return Status::Ok();
   }
-  Status iterate(const SectionBuffer& state, SectionBuffer* agg, IterationStats* stats) override {
-    return iterate_rows(state, agg, stats, 0, static_cast<int64_t>(x.size()));
+  Status iterate(const SectionBuffer& state, int64_t iteration, SectionBuffer* agg,
+                 IterationStats* stats) override {
+    return iterate_rows(state, iteration, agg, stats, 0, static_cast<int64_t>(x.size()));
   }
-  Status iterate_rows(const SectionBuffer& state, SectionBuffer* agg, IterationStats* stats,
-                      int64_t first, int64_t count) override {
+  Status iterate_rows(const SectionBuffer& state, int64_t iteration, SectionBuffer* agg,
+                      IterationStats* stats, int64_t first, int64_t count) override {
+    iterations.push_back(iteration);
     if (!fail_iterate.empty()) return runtime_error(fail_iterate);
     ++slices;
     double t = 0;
@@ -98,6 +103,7 @@ class FakeExecutor : public Executor {
 
   std::atomic<int> begun{0}, ended{0}, ended_wanting{0}, slices{0};
   int64_t first_row = -1;
+  std::vector<int64_t> iterations;  // the iteration of each call, in order
   std::vector<double> x;
   std::string fail_begin, fail_iterate;
 
@@ -141,10 +147,11 @@ class RunSessionTest : public ::testing::Test {
 
   // x = 1..rows as rows, split over the given executors.
   std::string run_start(const std::string& run_id, int64_t rows, std::vector<PartSpec> parts = {},
-                        bool progress = false) {
+                        bool progress = false, uint64_t run_seed = 0) {
     if (parts.empty()) parts = {{0, 0, rows}};
     RunStartMsg s;
     s.run_id = run_id;
+    s.run_seed = run_seed;
     s.hash = program_->hash;
     s.rows = rows;
     s.parts = parts;

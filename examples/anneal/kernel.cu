@@ -5,10 +5,11 @@
 // current temperature.  A step moves one coordinate by a uniform offset,
 // either large (+-step_size) or small (+-step_size/50), reflected at the
 // bounds.  Random numbers are counter-based: draw k of a chain in iteration t
-// is splitmix64(key + k * golden) with key = mix(chain ^ mix(t)), where a
-// chain's own seed is its row's `seed` mixed with the run's seed
-// (data.run_seed), so a chain's path depends only on those two seeds and the
-// iteration, never on the partitioning or the device.  In one run, chains
+// (data.iteration) is splitmix64(key + k * golden) with key =
+// mix(chain ^ mix(t)), where a chain's own seed is its row's `seed` mixed
+// with the run's seed (data.run_seed), so a chain's path depends only on
+// those two seeds and the iteration, never on the partitioning or the
+// device.  In one run, chains
 // with equal seeds are identical; two runs with one run seed give the same
 // answer, and runs with other run seeds run other chains.
 //
@@ -56,11 +57,10 @@ __device__ void anneal_chain(const global_params_t& params, const dataset_t& dat
   typedef lizard::Row<float, RASTRIGIN_DIMS> Point;
   const unsigned long long chain =
       data.seed[row] ^ anneal_mix(data.run_seed + 0x632be59bd9b4e019ull);
-  unsigned long long s =
-      anneal_mix(chain ^ anneal_mix((unsigned long long)state.iteration + 1ull));
+  unsigned long long s = anneal_mix(chain ^ anneal_mix((unsigned long long)data.iteration + 1ull));
   Point x, g, bx;
   float best;
-  if (state.iteration == 0) {  // a starting point drawn from the chain's seed
+  if (data.iteration == 0) {  // a starting point drawn from the chain's seed
     unsigned long long s0 = anneal_mix(chain);
     for (int j = 0; j < RASTRIGIN_DIMS; ++j)
       x[j] = RASTRIGIN_LO + (RASTRIGIN_HI - RASTRIGIN_LO) * anneal_unit(anneal_next(&s0));
@@ -72,7 +72,7 @@ __device__ void anneal_chain(const global_params_t& params, const dataset_t& dat
     g[j] = rastrigin_term(x[j]);
     f += g[j];
   }
-  if (state.iteration == 0) {
+  if (data.iteration == 0) {
     best = f;
     bx = x;
   } else {

@@ -7,7 +7,7 @@
 //                                        with specialised params at their defaults
 //   begin_run(program, params, data)     build for the run's specialised values
 //                                        (cached), allocate, upload the partition
-//   iterate(state, &aggregate) ...       once per iteration (or iterate_rows
+//   iterate(state, it, &aggregate) ...   once per iteration (or iterate_rows
 //                                        over slices of the partition)
 //   end_run(want_outputs)                copy output fields back, free
 #pragma once
@@ -120,15 +120,18 @@ class Executor {
   virtual Status begin_run(const ProgramImage& program, const ParamValues& params,
                            PartitionData data) = 0;
   // Sets `aggregate` (sized by the caller) to the reducer identities, runs
-  // the `iterate` kernels with `state`, and leaves their results in `aggregate`.
-  virtual Status iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+  // the `iterate` kernels with `state`, and leaves their results in
+  // `aggregate`.  The kernels see `iteration` (the run's, from 0) as
+  // data.iteration.
+  virtual Status iterate(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
                          IterationStats* stats) = 0;
   // As iterate(), over rows [first, first + count) of the partition alone, as
   // if they were the whole partition: the kernels see data.rows == count and
   // data.first_row advanced by `first`.  A worker runs a long iteration in
   // such slices, folding their aggregates, to report its progress.
-  virtual Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
-                              IterationStats* stats, int64_t first, int64_t count) = 0;
+  virtual Status iterate_rows(const SectionBuffer& state, int64_t iteration,
+                              SectionBuffer* aggregate, IterationStats* stats, int64_t first,
+                              int64_t count) = 0;
   // Ends the run.  With `want_outputs`, returns the dataset fields marked
   // `output: true` (others empty), in manifest order.
   virtual Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) = 0;

@@ -76,8 +76,10 @@ class MappedStruct {
 
 class HookServer {
  public:
-  HookServer(FrameChannel* channel, InitFn init, AggregateFn aggregate, UpdateFn update)
-      : channel_(channel), init_(init), aggregate_(aggregate), update_(update) {}
+  // `context`: the library's lizard_hook_context (null when it has none).
+  HookServer(FrameChannel* channel, InitFn init, AggregateFn aggregate, UpdateFn update,
+             void* context)
+      : channel_(channel), init_(init), aggregate_(aggregate), update_(update), context_(context) {}
 
   Status handle(std::string_view frame) {
     if (is_setup_frame(frame)) {
@@ -92,6 +94,7 @@ class HookServer {
     auto call = decode_call(frame);
     if (!call.ok()) return fail(call.status().message());
     if (!have_setup_) return fail("a hook call before the setup");
+    if (context_) write_hook_context(context_, setup_.values, call->iteration);
     switch (call->op) {
       case HookOp::kInit:
         return init(*call);
@@ -154,6 +157,7 @@ class HookServer {
   InitFn init_;
   AggregateFn aggregate_;
   UpdateFn update_;
+  void* context_;
   bool have_setup_ = false;
   HookSetup setup_;
   AlignedBytes params_, state_, running_, partial_, result_;
@@ -188,7 +192,8 @@ int serve_hooks(const std::string& library) {
   auto update = lib->symbol<UpdateFn>("update_global_state");
   if (!channel->send(encode_ready({init != nullptr, aggregate != nullptr, update != nullptr})).ok())
     return 0;
-  HookServer server(&channel.value(), init, aggregate, update);
+  HookServer server(&channel.value(), init, aggregate, update,
+                    lib->raw_symbol("lizard_hook_context"));
   std::string frame;  // every call's, its capacity reused
   for (;;) {
     if (!ChildProcess::receive_request(&channel.value(), &frame).ok())

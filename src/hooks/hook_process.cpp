@@ -130,10 +130,11 @@ Status HookProcess::finish_setup() {
   return Status::Ok();
 }
 
-Status HookProcess::setup(const Manifest& m, const ParamValues& p, const SectionBuffer& state,
-                          const SectionBuffer& aggregate) {
+Status HookProcess::setup(const Manifest& m, const ParamValues& p, const RunValues& values,
+                          const SectionBuffer& state, const SectionBuffer& aggregate) {
   LIZARD_RETURN_IF_ERROR(finish_setup());  // an earlier run's, never awaited
   HookSetup s;
+  s.values = values;
   const std::vector<uint8_t> params = pack_params(params_layout(m), p);
   s.params.assign(params.begin(), params.end());
   s.state = section_map(state_layout(m), state);

@@ -10,7 +10,7 @@
 //   HookProcessOptions opts;                     // opts.call_timeout_ms, .interrupted
 //   auto hp = HookProcess::start(so_path, "host.cpp", opts);   // loads the library there
 //   (*hp)->hooks().update;                                     // which hooks it defines
-//   LIZARD_RETURN_IF_ERROR((*hp)->setup(manifest, params, state, aggregate));
+//   LIZARD_RETURN_IF_ERROR((*hp)->setup(manifest, params, values, state, aggregate));
 //   Result<bool> done = (*hp)->update_state(aggregate, &state, iteration);
 //
 // One process serves one run (one thread); the process is killed when the
@@ -61,11 +61,12 @@ class HookProcess {
 
   const HookSet& hooks() const { return hooks_; }
 
-  // Gives the process a run's params and the layouts of its sections; once,
-  // before the calls.  `state` and `aggregate` are sections of the run.
-  // With options.setup_in_background, fails only when the process is gone.
-  Status setup(const Manifest& m, const ParamValues& p, const SectionBuffer& state,
-               const SectionBuffer& aggregate);
+  // Gives the process a run's params, its values (which the hooks read in
+  // lizard_hook_context) and the layouts of its sections; once, before the
+  // calls.  `state` and `aggregate` are sections of the run.  With
+  // options.setup_in_background, fails only when the process is gone.
+  Status setup(const Manifest& m, const ParamValues& p, const RunValues& values,
+               const SectionBuffer& state, const SectionBuffer& aggregate);
 
   // init_global_state(params, state).  False when the library lacks it.
   Result<bool> init_state(SectionBuffer* state);

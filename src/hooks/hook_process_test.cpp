@@ -105,7 +105,7 @@ HookRun start_run(const CompiledHooks& c, const ParamValues& p, HookProcessOptio
   EXPECT_TRUE(hp.ok()) << hp.status().message();
   if (!hp.ok()) return r;
   r.hooks = std::move(hp).value();
-  Status st = r.hooks->setup(m, p, r.state, r.agg);
+  Status st = r.hooks->setup(m, p, RunValues{}, r.state, r.agg);
   EXPECT_TRUE(st.ok()) << st.message();
   return r;
 }
@@ -259,7 +259,7 @@ TEST(HookProcess, ASetupInTheBackgroundIsAnsweredBeforeTheFirstCall) {
   HookRun run = start_run(c, p, opts);  // its setup is awaited by no call
   ASSERT_TRUE(run.hooks);
   // The next run's setup, as a process kept idle gets it.
-  ASSERT_TRUE(run.hooks->setup(c.image.manifest, p, run.state, run.agg).ok());
+  ASSERT_TRUE(run.hooks->setup(c.image.manifest, p, RunValues{}, run.state, run.agg).ok());
   set_sum(&run.agg, 2.5);
   auto done = run.hooks->update_state(run.agg, &run.state, 0);
   ASSERT_TRUE(done.ok()) << done.status().message();

@@ -130,6 +130,7 @@ std::string encode_setup(const HookSetup& setup) {
   w.bytes(setup.params);
   write_map(&w, setup.state);
   write_map(&w, setup.aggregate);
+  for (const RunValueMember& v : run_value_members()) w.u64(setup.values.*v.member);
   return std::move(w.out());
 }
 
@@ -142,8 +143,9 @@ Result<HookSetup> decode_setup(std::string_view frame) {
   HookSetup s;
   if (!tagged(&r, Tag::kSetup)) return malformed("setup");
   const std::string_view params = r.bytes();
-  if (!read_map(&r, &s.state) || !read_map(&r, &s.aggregate) || r.left() != 0 ||
-      !map_is_sound(s.state) || !map_is_sound(s.aggregate))
+  if (!read_map(&r, &s.state) || !read_map(&r, &s.aggregate)) return malformed("setup");
+  for (const RunValueMember& v : run_value_members()) s.values.*v.member = r.u64();
+  if (!r.ok() || r.left() != 0 || !map_is_sound(s.state) || !map_is_sound(s.aggregate))
     return malformed("setup");
   s.params.assign(params.data(), params.size());
   return s;

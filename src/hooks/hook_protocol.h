@@ -7,7 +7,7 @@
 // The conversation:
 //   helper → parent   ready{hooks} once the library is loaded (its static
 //                     initialisers have run), or failed{message}
-//   parent → helper   setup{params, state map, aggregate map}: once per run
+//   parent → helper   setup{params, state map, aggregate map, run values}: once per run
 //   parent → helper   call{op, iteration, first section, second section}
 //   helper → parent   result{value, section} or failed{message}
 //
@@ -19,7 +19,9 @@
 //
 // A section map says how the helper builds a hook's C struct over a section
 // buffer: value members are copied in from the buffer (and back out after the
-// hook), pointer members point into the helper's copy of the buffer.
+// hook), pointer members point into the helper's copy of the buffer.  Before
+// each call the helper sets the library's lizard_hook_context (the generated
+// header's) to the run's values and the call's iteration.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,7 @@
 
 #include "common/status.h"
 #include "program/layout.h"
+#include "program/run_values.h"
 
 namespace lizard {
 
@@ -66,6 +69,7 @@ struct HookSetup {
   std::string params;  // the packed global_params_t
   SectionMap state;
   SectionMap aggregate;
+  RunValues values;  // the run's, for lizard_hook_context
 };
 
 // A decoded call; the sections are views into the received frame.

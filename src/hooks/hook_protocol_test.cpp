@@ -23,6 +23,8 @@ TEST(HookProtocol, SetupRoundTrips) {
   s.params = std::string("\x01\x00\x02\xff", 4);
   s.state = {24, 48, {{0, 8, 0, false}, {8, 8, 16, true}}};
   s.aggregate = {8, 16, {{0, 8, 0, true}}};
+  s.values.generate_seed = 7;
+  s.values.run_seed = 0xfedcba9876543210ull;
   const std::string frame = encode_setup(s);
   EXPECT_TRUE(is_setup_frame(frame));
   auto back = decode_setup(frame);
@@ -32,6 +34,8 @@ TEST(HookProtocol, SetupRoundTrips) {
   EXPECT_EQ(back->state.members[1].slot_offset, 16u);
   EXPECT_TRUE(back->state.members[1].pointer);
   EXPECT_EQ(back->aggregate.section_size, 16u);
+  EXPECT_EQ(back->values.generate_seed, 7u);
+  EXPECT_EQ(back->values.run_seed, 0xfedcba9876543210ull);
 }
 
 TEST(HookProtocol, ASetupWhoseMembersLeaveTheirBuffersIsRefused) {

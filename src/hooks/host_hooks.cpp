@@ -46,6 +46,7 @@ Result<std::shared_ptr<HostHooks>> HostHooks::build(const ProgramImage& image,
 }
 
 Result<std::unique_ptr<RunHooks>> HostHooks::start(const Manifest& m, const ParamValues& p,
+                                                   const RunValues& values,
                                                    const SectionBuffer& state,
                                                    const SectionBuffer& aggregate,
                                                    HookProcessOptions options) const {
@@ -55,11 +56,11 @@ Result<std::unique_ptr<RunHooks>> HostHooks::start(const Manifest& m, const Para
   std::unique_ptr<HookProcess> process = take_idle();
   if (process) {
     process->set_options(options);
-    if (!process->setup(m, p, state, aggregate).ok()) process.reset();
+    if (!process->setup(m, p, values, state, aggregate).ok()) process.reset();
   }
   if (!process) {
     LIZARD_ASSIGN_OR_RETURN(process, HookProcess::start(library_, source_, std::move(options)));
-    LIZARD_RETURN_IF_ERROR(process->setup(m, p, state, aggregate));
+    LIZARD_RETURN_IF_ERROR(process->setup(m, p, values, state, aggregate));
   }
   return std::make_unique<RunHooks>(std::move(process), weak_from_this());
 }

@@ -14,7 +14,7 @@
 // gets RunHooks with no process.
 //
 //   Result<std::shared_ptr<HostHooks>> h = HostHooks::build(image, compiler, opts);
-//   Result<std::unique_ptr<RunHooks>> run = (*h)->start(m, params, state, agg, opts);
+//   Result<std::unique_ptr<RunHooks>> run = (*h)->start(m, params, values, state, agg, opts);
 //   Result<bool> set = (*run)->init_state(&state);         // false when the hook is absent
 //   Result<bool> done = (*run)->update_state(agg, &state, iteration);
 #pragma once
@@ -80,11 +80,12 @@ class HostHooks : public std::enable_shared_from_this<HostHooks> {
   bool any() const { return hooks_.any(); }
 
   // One run's hook process (none without host.cpp), given the run's params,
-  // section layouts and `options`: one an earlier run of the program left
-  // idle (the one build() checked the library in, at first), or a new one.
-  // Back-to-back runs thus never wait for a process to start.
+  // values (the hooks' lizard_hook_context), section layouts and `options`:
+  // one an earlier run of the program left idle (the one build() checked the
+  // library in, at first), or a new one.  Back-to-back runs thus never wait
+  // for a process to start.
   Result<std::unique_ptr<RunHooks>> start(const Manifest& m, const ParamValues& p,
-                                          const SectionBuffer& state,
+                                          const RunValues& values, const SectionBuffer& state,
                                           const SectionBuffer& aggregate,
                                           HookProcessOptions options) const;
   // Hook processes kept idle for the next runs (for tests and metrics).

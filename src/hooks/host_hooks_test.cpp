@@ -72,7 +72,7 @@ HookedRun start(const HostHooks& hooks, const ProgramImage& image, int mode) {
   HookedRun r;
   r.state = make_section(m.state, m, *params).value();
   r.agg = make_section(m.aggregate, m, *params).value();
-  auto started = hooks.start(m, *params, r.state, r.agg, {});
+  auto started = hooks.start(m, *params, RunValues{}, r.state, r.agg, {});
   EXPECT_TRUE(started.ok()) << started.status().message();
   if (started.ok()) r.hooks = std::move(started).value();
   return r;
@@ -143,6 +143,70 @@ TEST_F(HostHooksTest, AnIdleProcessThatDiedIsReplaced) {
   HookedRun b = start(*hooks_, image_, 0);
   EXPECT_NE(b.pid(), idle);
   EXPECT_EQ(b.update(3.0, 0).value(), 3.0);
+}
+
+// Each hook reads the run's values and the iteration of its call in
+// lizard_hook_context; a process kept idle gives the next run its own.
+TEST(HostHooks, HooksReadTheRunsSeedAndTheIterationInTheirContext) {
+  ProgramBundle b;
+  b.config = R"(sources: {cuda: kernel.cu, host: host.cpp}
+dataset: {x: {type: float32, shape: [rows]}}
+state:
+  seed: {type: uint64}
+  gen_seed: {type: uint64}
+  at_init: {type: int64}
+  at_update: {type: int64}
+aggregate: {at_aggregate: {type: int64, reduce: custom}}
+iterate: [k]
+)";
+  b.sources["kernel.cu"] = "";
+  b.sources["host.cpp"] = R"(#include "lizard_program.h"
+extern "C" void init_global_state(const global_params_t*, global_state_t* s) {
+  s->at_init = 100 + lizard_hook_context.iteration;
+}
+extern "C" void aggregate(const global_params_t*, agg_res_t* running, const agg_res_t*) {
+  *running->at_aggregate = 1000 + lizard_hook_context.iteration;
+}
+extern "C" int update_global_state(const global_params_t*, const agg_res_t*, global_state_t* s,
+                                   int64_t) {
+  s->seed = lizard_hook_context.run_seed;
+  s->gen_seed = lizard_hook_context.generate_seed;
+  s->at_update = lizard_hook_context.iteration;
+  return 0;
+}
+)";
+  auto image = make_program_image(b);
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  const Manifest& m = image->manifest;
+  std::shared_ptr<HostHooks> hooks = build(*image);
+  ASSERT_TRUE(hooks);
+  ParamValues params;
+  auto state = make_section(m.state, m, params).value();
+  auto agg = make_section(m.aggregate, m, params).value();
+  auto get = [](const SectionBuffer& s, const char* name) {
+    int64_t v = 0;
+    std::memcpy(&v, s.data(*s.find(name)), sizeof v);
+    return v;
+  };
+  for (uint64_t run_seed : {0xfeedfacecafebeefull, 5ull}) {  // the second in the idle process
+    RunValues values;
+    values.generate_seed = 3;
+    values.run_seed = run_seed;
+    auto run = hooks->start(m, params, values, state, agg, {});
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    ASSERT_TRUE((*run)->init_state(&state).value());
+    EXPECT_EQ(get(state, "at_init"), 100);
+    for (int64_t it = 0; it < 3; ++it) {
+      SectionBuffer partial = agg;
+      ASSERT_TRUE((*run)->aggregate(&agg, partial, it).ok());
+      EXPECT_EQ(get(agg, "at_aggregate"), 1000 + it);
+      ASSERT_TRUE((*run)->update_state(agg, &state, it).ok());
+      EXPECT_EQ(static_cast<uint64_t>(get(state, "seed")), run_seed);
+      EXPECT_EQ(get(state, "gen_seed"), 3);
+      EXPECT_EQ(get(state, "at_update"), it);
+    }
+  }
+  EXPECT_EQ(hooks->idle_processes(), 1u);
 }
 
 }  // namespace

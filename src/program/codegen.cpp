@@ -63,6 +63,26 @@ void emit_asserts(std::ostringstream& o, const StructLayout& l, const Specialisa
   }
 }
 
+// What host.cpp hooks read of the run in progress: lizard_hook_context,
+// which the hook process sets before each call.  Kernels do not see it.
+void emit_hook_context(std::ostringstream& o) {
+  const StructLayout l = hook_context_layout();
+  o << "\n/* Hooks in host.cpp read the run in progress in lizard_hook_context: the\n"
+       "   run's values (as kernels see them in dataset_t) and the iteration of the\n"
+       "   call.  The hook process sets it before every hook call. */\n";
+  emit_struct(o, l, Specialisation{});
+  emit_asserts(o, l, Specialisation{});
+  o << "#if !defined(__CUDACC__) && !defined(LIZARD_CPU_BACKEND)\n"
+       "#if defined(__cplusplus)\n"
+       "extern \"C\" {\n"
+       "#endif\n"
+       "__attribute__((weak)) lizard_hook_context_t lizard_hook_context;\n"
+       "#if defined(__cplusplus)\n"
+       "}\n"
+       "#endif\n"
+       "#endif\n";
+}
+
 }  // namespace
 
 std::string generate_program_header(const Manifest& m, const Specialisation& s) {
@@ -102,6 +122,7 @@ std::string generate_program_header(const Manifest& m, const Specialisation& s) 
   for (const auto& l : layouts) emit_struct(o, l, &l == &layouts[0] ? s : none);
   o << "\n";
   for (const auto& l : layouts) emit_asserts(o, l, &l == &layouts[0] ? s : none);
+  emit_hook_context(o);
   o << "\n/* Kernels named in `iterate` have the signature:\n"
        "   extern \"C\" __global__ void NAME(global_params_t params, dataset_t data,\n"
        "                                   global_state_t state, agg_res_t result); */\n"

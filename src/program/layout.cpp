@@ -234,6 +234,7 @@ StructLayout dataset_layout(const Manifest& m) {
   add_member(&l, "rows", DType::kInt64, false);
   add_member(&l, "first_row", DType::kInt64, false);
   for (const RunValueMember& v : run_value_members()) add_member(&l, v.name, DType::kUInt64, false);
+  add_member(&l, "iteration", DType::kInt64, false);
   for (const auto& f : m.dataset) add_member(&l, f.name, f.type, true);
   finish(&l);
   return l;
@@ -331,10 +332,37 @@ std::vector<uint8_t> pack_dataset(const StructLayout& l, int64_t rows, int64_t f
   const std::vector<RunValueMember>& run = run_value_members();
   for (size_t k = 0; k < run.size() && k + 2 < l.members.size(); ++k)
     put(&out, l.members[k + 2].offset, &(values.*run[k].member), 8);
-  const size_t fields_at = 2 + run.size();
+  const size_t fields_at = 2 + run.size() + 1;  // past `iteration`, packed as 0
   for (size_t k = 0; k < field_ptrs.size() && k + fields_at < l.members.size(); ++k)
     put(&out, l.members[k + fields_at].offset, &field_ptrs[k], 8);
   return out;
+}
+
+size_t dataset_iteration_offset() {
+  return 8 * (2 + run_value_members().size());  // every member before it is 8 bytes
+}
+
+void set_dataset_iteration(std::vector<uint8_t>* packed, int64_t iteration) {
+  if (packed->size() >= dataset_iteration_offset() + 8)
+    put(packed, dataset_iteration_offset(), &iteration, 8);
+}
+
+StructLayout hook_context_layout() {
+  StructLayout l;
+  l.c_name = "lizard_hook_context_t";
+  for (const RunValueMember& v : run_value_members()) add_member(&l, v.name, DType::kUInt64, false);
+  add_member(&l, "iteration", DType::kInt64, false);
+  finish(&l);
+  return l;
+}
+
+void write_hook_context(void* out, const RunValues& values, int64_t iteration) {
+  uint8_t* at = static_cast<uint8_t*>(out);  // every member 8 bytes, in hook_context_layout order
+  for (const RunValueMember& v : run_value_members()) {
+    std::memcpy(at, &(values.*v.member), 8);
+    at += 8;
+  }
+  std::memcpy(at, &iteration, 8);
 }
 
 Result<std::vector<uint64_t>> field_ptrs_at_row(const Manifest& m, const ParamValues& p,

@@ -110,11 +110,24 @@ void pack_section_into(const StructLayout& l, const SectionBuffer& host, uint64_
 // Reads value members of a packed struct back into the section buffer (after a host hook).
 void unpack_section_values(const StructLayout& l, const std::vector<uint8_t>& packed,
                            SectionBuffer* host);
-// `field_ptrs` are addresses of the dataset fields, in manifest order.
-// `values` are the run's values (program/run_values.h) the kernels see.
+// dataset_t: `rows`, `first_row`, the run's values (program/run_values.h),
+// `iteration`, then a pointer per dataset field.  `field_ptrs` are addresses
+// of the dataset fields, in manifest order; `iteration` is packed as 0.
 std::vector<uint8_t> pack_dataset(const StructLayout& l, int64_t rows, int64_t first_row,
                                   const std::vector<uint64_t>& field_ptrs,
                                   const RunValues& values = {});
+// Where dataset_t holds `iteration`: the iteration the kernels run, which
+// changes from one launch to the next while the rest of the struct stays.
+size_t dataset_iteration_offset();
+// Sets `iteration` in a packed dataset_t (pack_dataset's), in place.
+void set_dataset_iteration(std::vector<uint8_t>* packed, int64_t iteration);
+
+// lizard_hook_context_t: what host.cpp hooks read of the run in progress,
+// in the generated header's `lizard_hook_context`: the run's values
+// (program/run_values.h), then `iteration`, the iteration of the call.
+StructLayout hook_context_layout();
+// Writes a lizard_hook_context_t (hook_context_layout().size bytes) at `out`.
+void write_hook_context(void* out, const RunValues& values, int64_t iteration);
 
 // The addresses of row `first` of each dataset field, given the addresses of
 // row 0 (manifest.dataset order): where a slice of a partition begins.

@@ -112,8 +112,33 @@ TEST(Layout, StructLayoutFollowsCAlignment) {
   const size_t values = run_value_members().size();
   for (size_t k = 0; k < values; ++k) EXPECT_EQ(d.members[2 + k].name, run_value_members()[k].name);
   EXPECT_EQ(d.members[2].name, "generate_seed");
-  EXPECT_EQ(d.members[2 + values].name, "points");
-  EXPECT_EQ(d.size, 16u + 8 * values + 16);
+  EXPECT_EQ(d.members[2 + values].name, "iteration");  // the one value set per launch
+  EXPECT_EQ(d.members[2 + values].type, DType::kInt64);
+  EXPECT_EQ(d.members[2 + values].offset, dataset_iteration_offset());
+  EXPECT_EQ(d.members[3 + values].name, "points");
+  EXPECT_EQ(d.size, 16u + 8 * values + 8 + 16);
+}
+
+TEST(Layout, TheIterationIsSetInAPackedDatasetInPlace) {
+  Manifest m = manifest();
+  StructLayout d = dataset_layout(m);
+  RunValues v;
+  v.generate_seed = 7;
+  v.run_seed = 9;
+  std::vector<uint8_t> packed = pack_dataset(d, 10, 20, {0x1000}, v);
+  auto read = [&](const char* name) {
+    uint64_t x = 0;
+    std::memcpy(&x, packed.data() + d.find(name)->offset, 8);
+    return x;
+  };
+  EXPECT_EQ(read("iteration"), 0u);
+  set_dataset_iteration(&packed, 41);
+  EXPECT_EQ(read("iteration"), 41u);
+  EXPECT_EQ(read("rows"), 10u);
+  EXPECT_EQ(read("first_row"), 20u);
+  EXPECT_EQ(read("generate_seed"), 7u);
+  EXPECT_EQ(read("run_seed"), 9u);
+  EXPECT_EQ(read("points"), 0x1000u);
 }
 
 // The generated header must compile and agree with StructLayout: it carries

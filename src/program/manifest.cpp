@@ -322,6 +322,8 @@ class ManifestParser {
       f.name = kv.first.as<std::string>();
       std::string path = section + "." + f.name;
       LIZARD_RETURN_IF_ERROR(check_name(f.name, path));
+      // dataset_t's own member; other sections may use the name.
+      if (is_dataset && f.name == "iteration") return fail(path, "'iteration' is reserved");
       if (!kv.second.IsMap()) return fail(path, "expected a mapping with `type`");
       std::set<std::string> keys = {"type", "shape"};
       if (is_dataset) keys.insert({"input", "output"});

@@ -109,6 +109,17 @@ TEST(Manifest, RejectsUnknownKeysDuplicatesAndBadYaml) {
             std::string::npos);
 }
 
+// dataset_t has a member `iteration`: a dataset field may not take the
+// name; a state field may (examples/anneal counts its iterations in one).
+TEST(Manifest, IterationIsReservedInTheDatasetOnly) {
+  EXPECT_EQ(error_of("sources: {cuda: k.cu}\ndataset: {iteration: {type: int64, shape: [rows]}}\n"
+                     "iterate: [r]\n"),
+            "config.yaml: dataset.iteration: 'iteration' is reserved");
+  auto m = parse_manifest(
+      "sources: {cuda: k.cu}\nstate: {iteration: {type: int32}}\niterate: [r]\n", "config.yaml");
+  EXPECT_TRUE(m.ok()) << m.status().message();
+}
+
 std::string repeat(const std::string& s, int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += s;

@@ -148,7 +148,7 @@ TEST_P(Conformance, MatchesExpected) {
     const int iterations = run.value("iterations", 1);
     for (int i = 0; i < iterations; ++i) {
       IterationStats stats;
-      s = exec->iterate(*state, &*agg, &stats);
+      s = exec->iterate(*state, i, &*agg, &stats);
       ASSERT_TRUE(s.ok()) << s.message();
     }
     auto outputs = exec->end_run(true);

@@ -237,19 +237,20 @@ std::vector<CpuExecutor::Step> CpuExecutor::steps_of(const Run& run,
   return out;
 }
 
-Status CpuExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+Status CpuExecutor::iterate(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
                             IterationStats* stats) {
   if (!run_) return no_run_error("iterate");
-  return iterate_rows(state, aggregate, stats, 0, run_->rows);
+  return iterate_rows(state, iteration, aggregate, stats, 0, run_->rows);
 }
 
-Status CpuExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
-                                 IterationStats* stats, int64_t first, int64_t count) {
+Status CpuExecutor::iterate_rows(const SectionBuffer& state, int64_t iteration,
+                                 SectionBuffer* aggregate, IterationStats* stats, int64_t first,
+                                 int64_t count) {
   if (!run_) return no_run_error("iterate");
   LIZARD_RETURN_IF_ERROR(check_row_range(run_->rows, first, count));
   LIZARD_RETURN_IF_ERROR(check_sections(state, *aggregate, run_->state_size, run_->aggregate_size));
   const Clock::time_point start = Clock::now();
-  const std::vector<uint8_t>* dataset = &run_->dataset_packed;
+  std::vector<uint8_t>* dataset = &run_->dataset_packed;
   const std::vector<Step>* steps = &run_->steps;
   KernelArgs slice;
   std::vector<Step> slice_steps;
@@ -260,6 +261,7 @@ Status CpuExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggr
     dataset = &slice.dataset;
     steps = &slice_steps;
   }
+  set_dataset_iteration(dataset, iteration);
   set_identity(aggregate);
   run_->state_bytes.assign(state.bytes.begin(), state.bytes.end());
   const std::vector<uint8_t> state_packed =

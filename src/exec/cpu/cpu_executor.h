@@ -6,7 +6,7 @@
 //   CpuExecutorOptions o;  // all cores, default cache directory
 //   std::unique_ptr<Executor> cpu = make_cpu_executor(o);
 //   cpu->build(program); cpu->begin_run(program, params, std::move(partition));
-//   cpu->iterate(state, &aggregate, &stats); cpu->end_run(true);
+//   cpu->iterate(state, iteration, &aggregate, &stats); cpu->end_run(true);
 #pragma once
 
 #include <cstdint>
@@ -48,10 +48,10 @@ class CpuExecutor : public Executor {
   Status build(const ProgramImage& program) override;
   Status begin_run(const ProgramImage& program, const ParamValues& params,
                    PartitionData data) override;
-  Status iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+  Status iterate(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
                  IterationStats* stats) override;
-  Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate, IterationStats* stats,
-                      int64_t first, int64_t count) override;
+  Status iterate_rows(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
+                      IterationStats* stats, int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override;

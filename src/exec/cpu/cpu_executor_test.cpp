@@ -68,7 +68,7 @@ RunResult run(Executor* e, const ProgramImage& p, const nlohmann::json& params_j
   auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
   for (int i = 0; i < iterations && r.status.ok(); ++i) {
     IterationStats stats;
-    r.status = e->iterate(*state, &*agg, &stats);
+    r.status = e->iterate(*state, i, &*agg, &stats);
     if (r.status.ok()) {
       EXPECT_GE(stats.total_ms, stats.kernel_ms);
     }
@@ -172,7 +172,7 @@ extern "C" __global__ void scale(global_params_t params, dataset_t data, global_
   for (int k = 0; k + 1 < 5; ++k) {
     auto part = make_section(p.manifest.aggregate, p.manifest, *params);
     IterationStats st;
-    Status s = e->iterate_rows(*state, &*part, &st, cuts[k], cuts[k + 1] - cuts[k]);
+    Status s = e->iterate_rows(*state, 0, &*part, &st, cuts[k], cuts[k + 1] - cuts[k]);
     ASSERT_TRUE(s.ok()) << s.message();
     if (k == 0)
       *whole = *part;
@@ -180,7 +180,7 @@ extern "C" __global__ void scale(global_params_t params, dataset_t data, global_
       fold_into(&*whole, *part);
   }
   IterationStats st;
-  EXPECT_FALSE(e->iterate_rows(*state, &*whole, &st, 900, 101).ok());  // past the end
+  EXPECT_FALSE(e->iterate_rows(*state, 0, &*whole, &st, 900, 101).ok());  // past the end
   auto out = e->end_run(true);
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(scalar<double>(*whole, "total"), 999000.0);
@@ -336,7 +336,7 @@ TEST(CpuExecutor, MisuseGetsTheSharedErrors) {
   auto params = bind_params(p.manifest, {{"scale", 1.0}});
   auto state = make_section(p.manifest.state, p.manifest, *params);
   auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
-  Status s = e->iterate(*state, &*agg, nullptr);
+  Status s = e->iterate(*state, 0, &*agg, nullptr);
   EXPECT_EQ(s.code(), Code::kConflict);
   EXPECT_EQ(s.message(), "iterate without begin_run");
   EXPECT_EQ(e->end_run(false).status().message(), "end_run without begin_run");
@@ -348,13 +348,68 @@ TEST(CpuExecutor, MisuseGetsTheSharedErrors) {
   d.rows = 4;
   d.fields = {std::vector<uint8_t>(16), {}, {}};
   ASSERT_TRUE(e->begin_run(p, *params, std::move(d)).ok());
-  EXPECT_EQ(e->iterate_rows(*state, &*agg, nullptr, 2, 3).message(),
+  EXPECT_EQ(e->iterate_rows(*state, 0, &*agg, nullptr, 2, 3).message(),
             "rows [2, 5) are not within the partition's 4");
   SectionBuffer small;
-  EXPECT_EQ(e->iterate(*state, &small, nullptr).message(),
+  EXPECT_EQ(e->iterate(*state, 0, &small, nullptr).message(),
             "state or aggregate buffer does not match the program's layout");
-  EXPECT_TRUE(e->iterate_rows(*state, &*agg, nullptr, 1, 3).ok());
+  EXPECT_TRUE(e->iterate_rows(*state, 0, &*agg, nullptr, 1, 3).ok());
   EXPECT_TRUE(e->end_run(false).ok());
+}
+
+// Kernels read the iteration they run in data.iteration, in a whole
+// iteration and in slices of one alike; the generators see 0.
+TEST(CpuExecutor, KernelsSeeTheIterationTheyRun) {
+  const char* yaml = R"(
+sources: {cuda: kernel.cu}
+dataset:
+  at_generate: {type: int64, shape: [rows], input: false, output: true}
+  seen: {type: int64, shape: [rows], input: false, output: true}
+aggregate:
+  total: {type: int64, reduce: sum}
+generate:
+  - kernel: mark
+iterate:
+  - kernel: count
+)";
+  const char* kernel = R"(
+#include "lizard_program.h"
+extern "C" __global__ void mark(global_params_t params, dataset_t data, global_state_t state,
+                                agg_res_t result) {
+  for (const long long row : lizard::rows(data)) data.at_generate[row] = 100 + data.iteration;
+}
+extern "C" __global__ void count(global_params_t params, dataset_t data, global_state_t state,
+                                 agg_res_t result) {
+  for (const long long row : lizard::rows(data)) {
+    data.seen[row] = data.iteration;
+    atomicAdd((unsigned long long*)result.total, (unsigned long long)data.iteration);
+  }
+}
+)";
+  auto e = make_executor();
+  ProgramImage p = make_program(yaml, kernel);
+  PartitionData d;
+  d.rows = 10;
+  d.fields.resize(2);
+  d.generators = {"mark"};
+  auto params = bind_params(p.manifest, nlohmann::json::object());
+  ASSERT_TRUE(params.ok());
+  Status begun = e->begin_run(p, *params, std::move(d));
+  ASSERT_TRUE(begun.ok()) << begun.message();
+  auto state = make_section(p.manifest.state, p.manifest, *params);
+  auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
+  for (int64_t it = 0; it < 3; ++it) {
+    ASSERT_TRUE(e->iterate(*state, it, &*agg, nullptr).ok());
+    EXPECT_EQ(scalar<int64_t>(*agg, "total"), 10 * it) << it;
+  }
+  ASSERT_TRUE(e->iterate_rows(*state, 7, &*agg, nullptr, 2, 3).ok());  // a slice
+  EXPECT_EQ(scalar<int64_t>(*agg, "total"), 3 * 7);
+  ASSERT_TRUE(e->iterate(*state, 8, &*agg, nullptr).ok());  // the whole again, after a slice
+  EXPECT_EQ(scalar<int64_t>(*agg, "total"), 10 * 8);
+  auto out = e->end_run(true);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(values_of<int64_t>((*out)[0]), std::vector<int64_t>(10, 100));
+  EXPECT_EQ(values_of<int64_t>((*out)[1]), std::vector<int64_t>(10, 8));
 }
 
 }  // namespace

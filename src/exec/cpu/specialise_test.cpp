@@ -80,7 +80,7 @@ class CpuSpecialise : public ::testing::Test {
     auto state = make_section(p.manifest.state, p.manifest, *params);
     auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
     IterationStats stats;
-    Status st = e->iterate(*state, &*agg, &stats);
+    Status st = e->iterate(*state, 0, &*agg, &stats);
     auto ended = e->end_run(false);
     LIZARD_RETURN_IF_ERROR(st);
     LIZARD_RETURN_IF_ERROR(ended.status());

@@ -126,10 +126,10 @@ class CudaExecutor final : public Executor {
   Status build(const ProgramImage& program) override;
   Status begin_run(const ProgramImage& program, const ParamValues& params,
                    PartitionData data) override;
-  Status iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+  Status iterate(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
                  IterationStats* stats) override;
-  Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate, IterationStats* stats,
-                      int64_t first, int64_t count) override;
+  Status iterate_rows(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
+                      IterationStats* stats, int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override {
@@ -194,9 +194,10 @@ class CudaExecutor final : public Executor {
   LaunchLimits limits() const {
     return LaunchLimits{info_.sm_count, kDefaultBlock, static_cast<uint32_t>(max_block_)};
   }
-  // The kernels' dataset argument and launches for an iteration.
+  // The kernels' dataset argument (its `iteration` set per iteration) and
+  // launches for an iteration.
   struct Rows {
-    const std::vector<uint8_t>* dataset_arg;
+    std::vector<uint8_t>* dataset_arg;
     const std::vector<LaunchConfig>* launches;
   };
   Status enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows);

@@ -320,14 +320,15 @@ Status CudaExecutor::prepare_launches(Run* run, const Module& m) {
 
 // --- iterate ----------------------------------------------------------------
 
-Status CudaExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
-                             IterationStats* stats) {
+Status CudaExecutor::iterate(const SectionBuffer& state, int64_t iteration,
+                             SectionBuffer* aggregate, IterationStats* stats) {
   if (!run_) return no_run_error("iterate");
-  return iterate_rows(state, aggregate, stats, 0, run_->rows);
+  return iterate_rows(state, iteration, aggregate, stats, 0, run_->rows);
 }
 
-Status CudaExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
-                                  IterationStats* stats, int64_t first, int64_t count) {
+Status CudaExecutor::iterate_rows(const SectionBuffer& state, int64_t iteration,
+                                  SectionBuffer* aggregate, IterationStats* stats, int64_t first,
+                                  int64_t count) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!run_) return no_run_error("iterate");
   LIZARD_RETURN_IF_ERROR(check_row_range(run_->rows, first, count));
@@ -342,6 +343,8 @@ Status CudaExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* agg
                                                run_->span(first, count), limits()));
     rows = Rows{&slice.dataset, &slice.launches};
   }
+  // Launches copy their arguments: the kernels of this iteration see this number.
+  set_dataset_iteration(rows.dataset_arg, iteration);
   Status st = enqueue_iteration(run_.get(), state, rows);
   if (!st.ok()) return st;
   CUresult r = cu_->cuStreamSynchronize(stream_);
@@ -377,8 +380,8 @@ Status CudaExecutor::enqueue_iteration(Run* run, const SectionBuffer& state, Row
   for (size_t k = 0; k < run->kernels.size(); ++k) {
     const LaunchConfig& c = (*rows.launches)[k];
     if (c.empty()) continue;
-    void* args[] = {run->params_arg.data(), const_cast<uint8_t*>(rows.dataset_arg->data()),
-                    run->state_arg.data(), run->agg_arg.data()};
+    void* args[] = {run->params_arg.data(), rows.dataset_arg->data(), run->state_arg.data(),
+                    run->agg_arg.data()};
     LIZARD_RETURN_IF_ERROR(
         step(cu_->cuLaunchKernel(run->kernels[k], c.grid[0], c.grid[1], c.grid[2], c.block[0],
                                  c.block[1], c.block[2], static_cast<unsigned>(c.shared_bytes),

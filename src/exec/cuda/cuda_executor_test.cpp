@@ -131,7 +131,7 @@ TEST_F(CudaGpu, RunsAProgramAndMatchesTheHost) {
     std::memcpy(state.data(*state.find("offset")), &offset, 4);
     std::memset(agg.bytes.data(), 0x5a, agg.bytes.size());  // poison: the executor must reset it
     IterationStats stats;
-    st = gpu_->iterate(state, &agg, &stats);
+    st = gpu_->iterate(state, 0, &agg, &stats);
     ASSERT_TRUE(st.ok()) << st.message();
     int64_t total = 0;
     int32_t low = INT32_MAX;
@@ -173,7 +173,7 @@ TEST_F(CudaGpu, BackToBackRunsGiveTheirOwnAnswers) {
     const int32_t offset = rows % 5;
     std::memcpy(state.data(*state.find("offset")), &offset, 4);
     std::memset(agg.bytes.data(), 0x5a, agg.bytes.size());
-    ASSERT_TRUE(gpu_->iterate(state, &agg, nullptr).ok());
+    ASSERT_TRUE(gpu_->iterate(state, 0, &agg, nullptr).ok());
     int64_t total = 0;
     for (int32_t v : x) total += v + offset;
     EXPECT_EQ(get<int64_t>(agg, "total"), total) << rows;
@@ -195,7 +195,7 @@ TEST_F(CudaGpu, SlicesOfThePartitionFoldToTheWhole) {
   for (int k = 0; k + 1 < 5; ++k) {
     SectionBuffer part = section(program_.manifest.aggregate, p);
     IterationStats stats;
-    Status st = gpu_->iterate_rows(state, &part, &stats, cuts[k], cuts[k + 1] - cuts[k]);
+    Status st = gpu_->iterate_rows(state, 0, &part, &stats, cuts[k], cuts[k + 1] - cuts[k]);
     ASSERT_TRUE(st.ok()) << st.message();
     if (k == 0)
       whole = part;
@@ -227,12 +227,12 @@ std::string fault_then_next_run(Executor* gpu, const ProgramImage& program, cons
   Status st = gpu->begin_run(program, bad, std::move(data));
   if (!st.ok()) return "begin_run: " + st.message();
   IterationStats stats;
-  st = gpu->iterate(*state, &*agg, &stats);
+  st = gpu->iterate(*state, 0, &*agg, &stats);
   if (st.ok()) return "a faulting kernel did not fail the iteration";
   if (st.code() != Code::kRuntimeError || st.message().find("CUDA_ERROR_") == std::string::npos ||
       st.message().find("shift") == std::string::npos)
     return "unexpected fault message: " + st.message();
-  if (gpu->iterate(*state, &*agg, &stats).ok()) return "the failed run went on";
+  if (gpu->iterate(*state, 0, &*agg, &stats).ok()) return "the failed run went on";
   if (gpu->end_run(true).ok()) return "end_run of a failed run gave outputs";
   st = gpu->begin_run(program, good, std::move(again));
   if (!st.ok()) {
@@ -241,7 +241,7 @@ std::string fault_then_next_run(Executor* gpu, const ProgramImage& program, cons
       return "";
     return "after a fault: " + st.message();
   }
-  st = gpu->iterate(*state, &*agg, &stats);
+  st = gpu->iterate(*state, 0, &*agg, &stats);
   if (!st.ok()) return "iterate after recovery: " + st.message();
   int64_t total = 0;
   std::memcpy(&total, agg->data(*agg->find("total")), 8);
@@ -365,7 +365,7 @@ Result<double> bump_once(Executor* e, const ProgramImage& p, int64_t rows, const
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(p.manifest.state, p.manifest, params));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg,
                           make_section(p.manifest.aggregate, p.manifest, params));
-  LIZARD_RETURN_IF_ERROR(e->iterate(state, &agg, nullptr));
+  LIZARD_RETURN_IF_ERROR(e->iterate(state, 0, &agg, nullptr));
   LIZARD_RETURN_IF_ERROR(e->end_run(false).status());
   double total = 0;
   std::memcpy(&total, agg.bytes.data(), sizeof total);

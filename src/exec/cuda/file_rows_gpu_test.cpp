@@ -92,7 +92,7 @@ TEST_F(CudaGpuFileRows, TheRowsOfTheRangeReachTheDevice) {
     auto agg = make_section(program_.manifest.aggregate, program_.manifest, params);
     ASSERT_TRUE(state.ok() && agg.ok());
     IterationStats stats;
-    ASSERT_TRUE(gpu_->iterate(*state, &*agg, &stats).ok());
+    ASSERT_TRUE(gpu_->iterate(*state, 0, &*agg, &stats).ok());
     auto out = gpu_->end_run(true);
     ASSERT_TRUE(out.ok()) << out.status().message();
     const std::vector<uint8_t>& y = (*out)[1];

@@ -83,7 +83,7 @@ TEST(CudaGpuGenerate, AGeneratedFieldKeepsEveryRowItWasGiven) {
     auto state = make_section(program.manifest.state, program.manifest, *params);
     auto agg = make_section(program.manifest.aggregate, program.manifest, *params);
     ASSERT_TRUE(state.ok() && agg.ok());
-    ASSERT_TRUE(gpu.iterate(*state, &*agg, nullptr).ok());
+    ASSERT_TRUE(gpu.iterate(*state, 0, &*agg, nullptr).ok());
     int64_t zeros = 0;
     double total = 0;
     std::memcpy(&zeros, agg->data(*agg->find("zeros")), 8);

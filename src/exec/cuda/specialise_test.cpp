@@ -124,7 +124,7 @@ class CudaGpuSpecialise : public ::testing::Test {
     auto state = make_section(program_.manifest.state, program_.manifest, p);
     auto agg = make_section(program_.manifest.aggregate, program_.manifest, p);
     IterationStats stats;
-    Status st = gpu_->iterate(*state, &*agg, &stats);
+    Status st = gpu_->iterate(*state, 0, &*agg, &stats);
     auto ended = gpu_->end_run(false);
     LIZARD_RETURN_IF_ERROR(st);
     LIZARD_RETURN_IF_ERROR(ended.status());

@@ -105,6 +105,7 @@ Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
 }
 
 Status Host::iterate(ByteReader* r, ByteWriter* out) {
+  const int64_t iteration = r->i64();
   const int64_t first = r->i64();
   const int64_t count = r->i64();
   std::string_view state = r->rest();
@@ -115,8 +116,9 @@ Status Host::iterate(ByteReader* r, ByteWriter* out) {
                             std::to_string(state_.bytes.size()));
   if (!state.empty()) std::memcpy(state_.bytes.data(), state.data(), state.size());
   IterationStats stats;
-  Status st = count < 0 ? executor_->iterate(state_, &aggregate_, &stats)
-                        : executor_->iterate_rows(state_, &aggregate_, &stats, first, count);
+  Status st = count < 0
+                  ? executor_->iterate(state_, iteration, &aggregate_, &stats)
+                  : executor_->iterate_rows(state_, iteration, &aggregate_, &stats, first, count);
   out->f64(stats.kernel_ms);
   out->f64(stats.total_ms);
   out->bytes(std::string_view(reinterpret_cast<const char*>(aggregate_.bytes.data()),

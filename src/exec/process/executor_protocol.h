@@ -8,7 +8,7 @@
 //   reply:   status code (1 byte) | message | lost (1 byte) | the call's results
 //
 // Fields are written with ByteWriter (common/byte_codec.h).  No JSON on the per-iteration path:
-// an iterate request is its slice and the state bytes, and its reply the
+// an iterate request is its iteration, its slice and the state bytes, and its reply the
 // stats and the aggregate bytes.  Large byte strings are not copied into a
 // frame: a begin_run request is followed by one frame per dataset field,
 // which the host reads straight into its buffer (FrameChannel::receive_into),
@@ -35,7 +35,7 @@ enum class ExecutorOp : uint8_t {
   kBuild = 2,              // program → -
   kBeginRun = 3,           // program?, params, partition, field heads; a frame per field
                            // sent → compile stats, rows missing, kept rows
-  kIterate = 4,            // first, count (< 0: every row), state → stats, aggregate
+  kIterate = 4,            // iteration, first, count (< 0: every row), state → stats, aggregate
   kEndRun = 5,             // want_outputs → fields
   kRefreshFreeMemory = 6,  // → free memory
   kRefreshLoad = 7,        // → utilisation, launch delay

@@ -78,7 +78,7 @@ Result<double> run_once(Executor* e, const ProgramImage& p, PartitionData d) {
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg,
                           make_section(p.manifest.aggregate, p.manifest, params));
   IterationStats stats;
-  LIZARD_RETURN_IF_ERROR(e->iterate(state, &agg, &stats));
+  LIZARD_RETURN_IF_ERROR(e->iterate(state, 0, &agg, &stats));
   LIZARD_RETURN_IF_ERROR(e->end_run(false).status());
   double total = 0;
   std::memcpy(&total, agg.bytes.data(), sizeof total);

@@ -105,7 +105,7 @@ Result<double> run_twice(Executor* e, const ProgramImage& p, PartitionData d) {
     LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg,
                             make_section(p.manifest.aggregate, p.manifest, params));
     IterationStats stats;
-    LIZARD_RETURN_IF_ERROR(e->iterate(state, &agg, &stats));
+    LIZARD_RETURN_IF_ERROR(e->iterate(state, it, &agg, &stats));
     if (it == 0) std::memcpy(&first, agg.bytes.data(), sizeof first);
   }
   LIZARD_RETURN_IF_ERROR(e->end_run(false).status());

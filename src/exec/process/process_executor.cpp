@@ -255,15 +255,16 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
   return st;
 }
 
-Status ProcessExecutor::send_iterate(const SectionBuffer& state, int64_t first, int64_t count) {
+Status ProcessExecutor::send_iterate(const SectionBuffer& state, int64_t iteration, int64_t first,
+                                     int64_t count) {
   if (!child_) return no_process(ExecutorOp::kIterate);
   if (!in_run_) return not_found("no run on this executor");
-  char range[16];  // first and count, as ByteWriter lays them out
-  ByteWriter::put_u64(static_cast<uint64_t>(first), range);
-  ByteWriter::put_u64(static_cast<uint64_t>(count), range + 8);
+  char head[24];  // the iteration, first and count, as ByteWriter lays them out
+  ByteWriter::put_u64(static_cast<uint64_t>(iteration), head);
+  ByteWriter::put_u64(static_cast<uint64_t>(first), head + 8);
+  ByteWriter::put_u64(static_cast<uint64_t>(count), head + 16);
   std::string_view parts[] = {
-      {range, sizeof range},
-      {reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()}};
+      {head, sizeof head}, {reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()}};
   // The run's first reply has no cadence to set how long to poll for it.
   if (!iterated_) child_->channel().expect_frame_soon();
   iterated_ = true;
@@ -286,15 +287,16 @@ Status ProcessExecutor::receive_iterate(SectionBuffer* aggregate, IterationStats
   return st;
 }
 
-Status ProcessExecutor::iterate(const SectionBuffer& state, SectionBuffer* aggregate,
-                                IterationStats* stats) {
-  LIZARD_RETURN_IF_ERROR(send_iterate(state, 0, -1));
+Status ProcessExecutor::iterate(const SectionBuffer& state, int64_t iteration,
+                                SectionBuffer* aggregate, IterationStats* stats) {
+  LIZARD_RETURN_IF_ERROR(send_iterate(state, iteration, 0, -1));
   return receive_iterate(aggregate, stats);
 }
 
-Status ProcessExecutor::iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate,
-                                     IterationStats* stats, int64_t first, int64_t count) {
-  LIZARD_RETURN_IF_ERROR(send_iterate(state, first, count));
+Status ProcessExecutor::iterate_rows(const SectionBuffer& state, int64_t iteration,
+                                     SectionBuffer* aggregate, IterationStats* stats, int64_t first,
+                                     int64_t count) {
+  LIZARD_RETURN_IF_ERROR(send_iterate(state, iteration, first, count));
   return receive_iterate(aggregate, stats);
 }
 

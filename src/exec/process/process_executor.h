@@ -6,7 +6,7 @@
 //
 //   auto e = ProcessExecutor::start({{"executor-host", "--backend", "cpu"}, "the CPU backend"});
 //   (*e)->begin_run(program, params, std::move(rows));
-//   (*e)->send_iterate(state, 0, -1);  ...  (*e)->receive_iterate(&aggregate, &stats);
+//   (*e)->send_iterate(state, iteration, 0, -1);  ...  (*e)->receive_iterate(&aggregate, &stats);
 //   other_thread: (*e)->kill_process();   // the blocked call returns an error
 //
 // When the process ends during a call, the call fails with how it ended
@@ -49,10 +49,10 @@ class ProcessExecutor : public Executor {
   Status build(const ProgramImage& program) override;
   Status begin_run(const ProgramImage& program, const ParamValues& params,
                    PartitionData data) override;
-  Status iterate(const SectionBuffer& state, SectionBuffer* aggregate,
+  Status iterate(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
                  IterationStats* stats) override;
-  Status iterate_rows(const SectionBuffer& state, SectionBuffer* aggregate, IterationStats* stats,
-                      int64_t first, int64_t count) override;
+  Status iterate_rows(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
+                      IterationStats* stats, int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override;
@@ -64,11 +64,11 @@ class ProcessExecutor : public Executor {
   void forget_kept_rows(const std::set<std::string>& keys) override;
 
   // An iteration in two halves, so that a worker starts it on all of its
-  // executor processes before it waits for any: sends the state (rows
-  // [first, first + count) of the partition; count < 0: all of them), then
-  // waits for the aggregate.  Each send_iterate is followed by one
-  // receive_iterate.
-  Status send_iterate(const SectionBuffer& state, int64_t first, int64_t count);
+  // executor processes before it waits for any: sends the state and the
+  // iteration (rows [first, first + count) of the partition; count < 0: all
+  // of them), then waits for the aggregate.  Each send_iterate is followed by
+  // one receive_iterate.
+  Status send_iterate(const SectionBuffer& state, int64_t iteration, int64_t first, int64_t count);
   Status receive_iterate(SectionBuffer* aggregate, IterationStats* stats);
 
   // SIGKILL to the process, from any thread; a call blocked on it returns.

@@ -113,8 +113,8 @@ Outcome run_scale(Executor* e, const ProgramImage& p, bool shared = false) {
     std::memcpy(state->bytes.data(), &offset, sizeof offset);
     auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
     IterationStats stats;
-    out.status = it < 3 ? e->iterate(*state, &*agg, &stats)
-                        : e->iterate_rows(*state, &*agg, &stats, it == 3 ? 0 : 400, 400);
+    out.status = it < 3 ? e->iterate(*state, it, &*agg, &stats)
+                        : e->iterate_rows(*state, it, &*agg, &stats, it == 3 ? 0 : 400, 400);
     out.aggregates.push_back(agg->bytes);
   }
   auto fields = e->end_run(true);
@@ -155,6 +155,48 @@ TEST(ProcessExecutor, GivesTheResultsOfTheExecutorInThisProcess) {
   EXPECT_GT(remote->info().free_memory, 0u);
 }
 
+// The iteration crosses to the executor process: its kernels read it in
+// data.iteration, in whole iterations and in slices.
+TEST(ProcessExecutor, ItsKernelsSeeTheIterationTheWorkerRuns) {
+  ProgramImage p = testing::program_image(R"(
+sources: {cuda: kernel.cu}
+dataset: {x: {type: float32, shape: [rows]}}
+aggregate: {total: {type: int64, reduce: sum}}
+iterate: [count]
+)",
+                                          R"(
+#include "lizard_program.h"
+extern "C" __global__ void count(global_params_t params, dataset_t data, global_state_t state,
+                                 agg_res_t result) {
+  for (const long long row : lizard::rows(data))
+    atomicAdd((unsigned long long*)result.total, (unsigned long long)data.iteration);
+}
+)");
+  auto e = start_cpu();
+  ASSERT_TRUE(e);
+  auto params = bind_params(p.manifest, nlohmann::json::object());
+  PartitionData d;
+  d.rows = 10;
+  d.fields = {floats(10)};
+  Status begun = e->begin_run(p, *params, std::move(d));
+  ASSERT_TRUE(begun.ok()) << begun.message();
+  auto state = make_section(p.manifest.state, p.manifest, *params);
+  auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
+  IterationStats stats;
+  auto total = [&] {
+    int64_t v = 0;
+    std::memcpy(&v, agg->bytes.data(), sizeof v);
+    return v;
+  };
+  for (int64_t it = 0; it < 3; ++it) {
+    ASSERT_TRUE(e->iterate(*state, it, &*agg, &stats).ok());
+    EXPECT_EQ(total(), 10 * it);
+  }
+  ASSERT_TRUE(e->iterate_rows(*state, 5, &*agg, &stats, 4, 6).ok());
+  EXPECT_EQ(total(), 6 * 5);
+  EXPECT_TRUE(e->end_run(false).ok());
+}
+
 // An iteration's request and reply, once their buffers have grown,
 // allocate nothing in the worker.
 TEST(ProcessExecutor, AnIterationAllocatesNothingOnceItsBuffersHaveGrown) {
@@ -170,10 +212,10 @@ TEST(ProcessExecutor, AnIterationAllocatesNothingOnceItsBuffersHaveGrown) {
   auto state = make_section(p.manifest.state, p.manifest, *params);
   auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
   IterationStats stats;
-  for (int it = 0; it < 3; ++it) ASSERT_TRUE(e->iterate(*state, &*agg, &stats).ok());
+  for (int it = 0; it < 3; ++it) ASSERT_TRUE(e->iterate(*state, it, &*agg, &stats).ok());
   int ok = 0;
   const uint64_t before = testing::allocations();
-  for (int it = 0; it < 30; ++it) ok += e->iterate(*state, &*agg, &stats).ok();
+  for (int it = 0; it < 30; ++it) ok += e->iterate(*state, it, &*agg, &stats).ok();
   const uint64_t allocated = testing::allocations() - before;
   EXPECT_EQ(ok, 30);
   EXPECT_EQ(allocated, 0u);
@@ -201,7 +243,7 @@ Status iterate_faults(ProcessExecutor* e, const ProgramImage& p, int mode,
   auto state = make_section(p.manifest.state, p.manifest, *params);
   auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
   IterationStats stats;
-  Status st = e->iterate(*state, &*agg, &stats);
+  Status st = e->iterate(*state, 0, &*agg, &stats);
   (void)e->end_run(false);
   return st;
 }

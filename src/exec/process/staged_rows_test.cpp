@@ -70,7 +70,7 @@ Result<double> sum_kept(Executor* e, const std::string& key) {
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg,
                           make_section(p.manifest.aggregate, p.manifest, params));
   IterationStats stats;
-  LIZARD_RETURN_IF_ERROR(e->iterate(state, &agg, &stats));
+  LIZARD_RETURN_IF_ERROR(e->iterate(state, 0, &agg, &stats));
   LIZARD_RETURN_IF_ERROR(e->end_run(false).status());
   double total = 0;
   std::memcpy(&total, agg.bytes.data(), sizeof total);
