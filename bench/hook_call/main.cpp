@@ -64,7 +64,7 @@ int bench(int calls) {
     HookProcessOptions opts;
     auto hp = HookProcess::start(*so, "host.cpp", opts);
     if (!hp.ok()) return std::fprintf(stderr, "%s\n", hp.status().message().c_str()), 1;
-    if (auto st = (*hp)->setup(m, *p, state, agg); !st.ok())
+    if (auto st = (*hp)->setup(m, *p, RunValues{}, state, agg); !st.ok())
       return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
     std::vector<double> us;
     us.reserve(calls);
