@@ -139,7 +139,14 @@ Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
   };
   if (!given("--backend")) {
     const char* b = std::getenv("LIZARD_E2E_BACKEND");  // "cuda" on GPU machines
-    argv.insert(argv.end(), {"--backend", b && *b ? b : "cpu"});
+    std::string backend = b && *b ? b : "cpu";
+    // A test that asks for several executors on one worker gets them on any
+    // machine: the CUDA backend would give it one per GPU, and a node may
+    // have one.
+    const auto asked = std::find(extra.begin(), extra.end(), "--cpu-executors");
+    if (asked != extra.end() && asked + 1 != extra.end() && std::atoi((asked + 1)->c_str()) > 1)
+      backend = "cpu";
+    argv.insert(argv.end(), {"--backend", backend});
   }
   if (!given("--cpu-threads")) argv.insert(argv.end(), {"--cpu-threads", "2"});
   // LIZARD_E2E_CPU_EXECUTORS=N: CPU workers of N executors each, so that the
