@@ -41,7 +41,8 @@ extern "C" __global__ void assign(global_params_t params, dataset_t data, global
                                   agg_res_t result) {
   constexpr int K = params.k, D = params.dims;
   // `tf32: 1` trades exact labels for TF32 scores (see lizard_device_nearest.h).
-  constexpr lizard::Precision P = params.tf32 ? lizard::Precision::kTF32 : lizard::Precision::kExact;
+  constexpr lizard::Precision P =
+      params.tf32 ? lizard::Precision::kTF32 : lizard::Precision::kExact;
   using Nearest = lizard::NearestRow<&global_state_t::centroids, K, D, P>;
   lizard::BlockSum<&agg_res_t::sums, K, D> sums(result);
   lizard::BlockSum<&agg_res_t::counts, K> counts(result);

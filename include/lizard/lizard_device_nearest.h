@@ -198,9 +198,9 @@ class NearestRow {
       table_ = src;
       padded_ = false;
     }
-    float* norms = dst ? dst + K * kStride
-                       : detail::shared_copy<float, K + 4, NormsKey>();
-    for (unsigned c = t; c < (unsigned)K; c += n) norms[c] = norm_of(table_ + c * (padded_ ? kStride : D));
+    float* norms = dst ? dst + K * kStride : detail::shared_copy<float, K + 4, NormsKey>();
+    for (unsigned c = t; c < (unsigned)K; c += n)
+      norms[c] = norm_of(table_ + c * (padded_ ? kStride : D));
     __syncthreads();
     if (t == 0) {
       float largest = 0;

@@ -57,13 +57,13 @@ __device__ void check_rows(const dataset_t& data, const global_state_t& state, a
 
 // A table of k x dims values, in dynamic shared memory when it outgrows the
 // static kind (the step gives `shared_bytes`).
-extern "C" __global__ void check_large(global_params_t params, dataset_t data,
-                                       global_state_t state, agg_res_t result) {
+extern "C" __global__ void check_large(global_params_t params, dataset_t data, global_state_t state,
+                                       agg_res_t result) {
   check_rows<&global_state_t::table, &dataset_t::x, params.k, params.dims>(data, state, result);
 }
 
 // A 24 x 16 table, in static shared memory.
-extern "C" __global__ void check_small(global_params_t params, dataset_t data,
-                                       global_state_t state, agg_res_t result) {
+extern "C" __global__ void check_small(global_params_t params, dataset_t data, global_state_t state,
+                                       agg_res_t result) {
   check_rows<&global_state_t::small, &dataset_t::xs, 24, 16>(data, state, result);
 }
