@@ -297,7 +297,7 @@ TEST_F(HttpRoutesTest, ClientsAreTheJoinedWorkers) {
   EXPECT_EQ(body(call(r, "GET", "/clients/" + w1))["hardware"]["hostname"], "gpu-node");
   auto missing = call(r, "GET", "/clients/w2");
   EXPECT_EQ(missing.status, 404);
-  EXPECT_EQ(body(missing)["error"], "no such client: w2");
+  EXPECT_EQ(body(missing)["error"], "no such worker: w2");
 }
 
 TEST_F(HttpRoutesTest, RunsAndTheirFields) {

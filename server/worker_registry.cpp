@@ -350,7 +350,7 @@ json WorkerRegistry::to_json() const {
 Result<json> WorkerRegistry::to_json(const std::string& id) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = workers_.find(id);
-  if (it == workers_.end() || !it->second.joined) return not_found("no such client: " + id);
+  if (it == workers_.end() || !it->second.joined) return not_found("no such worker: " + id);
   return it->second.to_json();
 }
 
