@@ -189,3 +189,20 @@ slurm_stop() {
   done
   SLURM_DIR=
 }
+
+# Stops this test with TERM (exit 124) when it runs past $1 seconds, so that
+# whatever hangs, the daemons it started are stopped by its cleanup; sets
+# $watchdog, the watcher's pid, for the cleanup to kill.
+slurm_start_watchdog() {
+  local limit=$1
+  (
+    sleep "$limit" &
+    sleeper=$!
+    trap 'kill $sleeper; exit 0' TERM
+    wait $sleeper
+    echo "FAILED: the test ran past $limit s" >&2
+    kill -TERM $$
+  ) &
+  watchdog=$!
+  trap 'exit 124' TERM INT
+}

@@ -74,17 +74,7 @@ remove_ns() {
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/lizard-slurm-multinode.XXXXXX")
 dir=$work/slurm
-limit=${SLURM_TEST_LIMIT:-180}
-(
-  sleep "$limit" &
-  sleeper=$!
-  trap 'kill $sleeper; exit 0' TERM
-  wait $sleeper
-  echo "FAILED: the test ran past $limit s" >&2
-  kill -TERM $$
-) &
-watchdog=$!
-trap 'exit 124' TERM INT
+slurm_start_watchdog "${SLURM_TEST_LIMIT:-180}"
 cleanup() {
   local status=$? pf pid ns alive
   kill "$watchdog" 2>/dev/null || true

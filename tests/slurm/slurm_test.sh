@@ -28,17 +28,7 @@ slurm_skip_unless_installed
 work=$(mktemp -d "${TMPDIR:-/tmp}/lizard-slurm-test.XXXXXX")
 server_pid=""
 # Whatever hangs, the daemons started here are stopped within the time limit.
-limit=${SLURM_TEST_LIMIT:-180}
-(
-  sleep "$limit" &
-  sleeper=$!
-  trap 'kill $sleeper; exit 0' TERM
-  wait $sleeper
-  echo "FAILED: the test ran past $limit s" >&2
-  kill -TERM $$
-) &
-watchdog=$!
-trap 'exit 124' TERM INT
+slurm_start_watchdog "${SLURM_TEST_LIMIT:-180}"
 cleanup() {
   local status=$?
   kill "$watchdog" 2>/dev/null || true
