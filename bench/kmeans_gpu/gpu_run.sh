@@ -20,8 +20,10 @@ if command -v nvidia-smi >/dev/null; then
 fi
 "$build/bench/kmeans_gpu" --json="$out/lizard.jsonl" "$@" 2>&1 | tee "$out/lizard.txt"
 if [ -n "${KMEANS_GPU_TF32_SHAPES:-}" ]; then  # the same shapes again with TF32 distances
-  "$build/bench/kmeans_gpu" --json="$out/lizard.jsonl.tf32" --tf32=1 --shapes="$KMEANS_GPU_TF32_SHAPES" \
-    $(printf '%s\n' "$@" | grep -e '--sizes' || true) 2>&1 | tee -a "$out/lizard.txt"
+  same=()  # the same options but the shapes
+  for a in "$@"; do [[ $a == --shapes=* || $a == --json=* ]] || same+=("$a"); done
+  "$build/bench/kmeans_gpu" "${same[@]}" --json="$out/lizard.jsonl.tf32" --tf32=1 \
+    --shapes="$KMEANS_GPU_TF32_SHAPES" 2>&1 | tee -a "$out/lizard.txt"
   cat "$out/lizard.jsonl.tf32" >>"$out/lizard.jsonl"
 fi
 PYTHONUNBUFFERED=1 python3 bench/kmeans_gpu/torch_lloyd.py --lizard "$out/lizard.jsonl" \

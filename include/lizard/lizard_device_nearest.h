@@ -111,17 +111,18 @@ struct BestTwo {
   }
 };
 
-// How far a score |c|^2 - 2 x.c over D values may lie from its exact value,
-// plus how far distance2 may: the candidates within twice this of the best
-// score hold the answer.  `bound` is (|x| + max |c|)^2; `product` the relative
-// error of one product (2^-24 in fp32, about 2^-10 in TF32).  The sum's error
-// is taken at twice fp32's, as tensor cores may truncate as they add.
+// How far above the best score the answer's score may lie: twice the error
+// of a score |c|^2 - 2 x.c over D values plus twice that of distance2, and
+// that doubled again for safety.  `bound` is (|x| + max |c|)^2; `product` the
+// relative error of one product (2^-24 in fp32, about 3 * 2^-22 in 3xTF32).
+// The sum's error is taken at twice fp32's, as tensor cores may truncate as
+// they add.
 template <int D>
 __device__ __forceinline__ float nearest_margin(float bound, float product) {
   constexpr float kUnit = 5.9604645e-8f;  // 2^-24
   const float score = (product + 2.0f * (D + 2) * kUnit) * bound;
   const float distance = (D + 2) * kUnit * bound;
-  return 4.0f * (score + distance);  // twice what the two bounds need
+  return 4.0f * (score + distance);
 }
 
 #if !LIZARD_DEVICE_CPU && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
