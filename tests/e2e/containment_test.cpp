@@ -1,15 +1,17 @@
 // What a program author's code can reach, with real processes: a host.cpp
 // hook looks at every descriptor its hook process has, tries accept() on
 // the listening ones, and finds none of the server's or a worker's; an
-// executor process restarted after a kernel fault holds none of its
-// worker's; children that a hook forks are reaped while they run and die
+// executor process after a kernel fault (restarted on the CPU backend, its
+// context reset on a GPU) holds none of its worker's; children that a hook forks are reaped while they run and die
 // with their hook process; and a server out of descriptors logs its failed
 // accepts once a second and serves again once descriptors free up.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
+#include <linux/kcmp.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -63,7 +65,9 @@ const char* kProbeHost = R"(#include <dirent.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <linux/kcmp.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "lizard_program.h"
 
@@ -176,18 +180,46 @@ std::set<std::string> tcp_socket_inodes() {
   return out;
 }
 
-// What `pid` holds beyond fds 0 to 4 and which of its descriptors are TCP sockets.
-std::vector<std::string> foreign_descriptors(pid_t pid) {
-  const auto tcp = tcp_socket_inodes();
-  std::vector<std::string> out;
-  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+std::vector<int> descriptors_of(pid_t pid) {
+  std::vector<int> out;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const int fd = std::stoi(e.path().filename().string());
-    const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
-    const bool is_tcp =
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec))
+    out.push_back(std::stoi(e.path().filename().string()));
+  return out;
+}
+
+// 0 where descriptor `a` of `pa` and `b` of `pb` are one open file (one was
+// inherited from the other), 1 where they are not, -1 where the kernel
+// cannot tell (kcmp(2) not permitted here).
+int same_open_file(pid_t pa, int a, pid_t pb, int b) {
+  const long r = syscall(SYS_kcmp, pa, pb, KCMP_FILE, a, b);
+  if (r == 0) return 0;
+  return r > 0 || (errno != ENOSYS && errno != EPERM && errno != EACCES) ? 1 : -1;
+}
+
+// What `pid` holds of its daemon's: any TCP socket, and beyond fds 0 to 4
+// (stdio, channel, mailboxes, shared on purpose) any descriptor that is one
+// open file with one of `daemon`'s.  A process's own descriptors (a GPU
+// driver's) are not the daemon's.  Where the kernel cannot compare open
+// files, every descriptor beyond fd 4 counts.
+std::vector<std::string> foreign_descriptors(pid_t pid, pid_t daemon) {
+  const auto tcp = tcp_socket_inodes();
+  const std::vector<int> daemon_fds = descriptors_of(daemon);
+  std::vector<std::string> out;
+  for (int fd : descriptors_of(pid)) {
+    std::error_code ec;
+    const std::string target =
+        std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd),
+                                      ec)
+            .string();
+    bool foreign =
         target.rfind("socket:[", 0) == 0 && tcp.count(target.substr(8, target.size() - 9)) > 0;
-    if (fd > 4 || is_tcp) out.push_back(std::to_string(fd) + " -> " + target);
+    for (size_t i = 0; !foreign && fd > 4 && i < daemon_fds.size(); ++i) {
+      const int same = same_open_file(pid, fd, daemon, daemon_fds[i]);
+      foreign = same <= 0;
+    }
+    if (foreign) out.push_back(std::to_string(fd) + " -> " + target);
   }
   return out;
 }
@@ -278,7 +310,7 @@ TEST_F(Containment, AnExecutorProcessHoldsNoDescriptorOfItsWorker) {
       const bool executor = cmdline.find("executor-host") != std::string::npos;
       if (!executor && cmdline.find("hook-host") == std::string::npos) continue;
       executors += executor;
-      const auto held = foreign_descriptors(child);
+      const auto held = foreign_descriptors(child, daemon);
       EXPECT_TRUE(held.empty()) << cmdline.c_str() << " process " << child << " of " << daemon
                                 << " holds " << ::testing::PrintToString(held);
     }

@@ -41,6 +41,14 @@ std::string this_host() {
   return buf;
 }
 
+// The metrics label of the first worker's first executor: "<host>/gpu<ordinal>"
+// on the CUDA backend, "<host>/cpu0" on the CPU backend.
+std::string first_executor_label(const LocalCluster& c) {
+  const json e = get_json(c, "/clients")[0]["hardware"]["executors"][0];
+  const bool gpu = e.value("kind", "") == "cuda";
+  return this_host() + (gpu ? "/gpu" + std::to_string(e.value("ordinal", 0)) : "/cpu0");
+}
+
 // k-means on generated blobs; with seed 2 it converges after 22 iterations.
 json kmeans_body(int max_iterations, double threshold = 1e-4, int executors = 0) {
   const int k = 16;
@@ -69,7 +77,7 @@ TEST(MetricsE2e, ValuesMoveWhenARunHappens) {
   EXPECT_EQ(before.value("lizard_runs", {{"status", "done"}}), 0.0);
   EXPECT_EQ(before.value("lizard_program_builds_total", {{"result", "ok"}}), 2.0);
   EXPECT_EQ(before.sum("lizard_iteration_duration_seconds_count"), 0.0);
-  EXPECT_GT(before.value("lizard_executor_memory_total_bytes", {{"worker", this_host() + "/cpu0"}})
+  EXPECT_GT(before.value("lizard_executor_memory_total_bytes", {{"worker", first_executor_label(c)}})
                 .value_or(0),
             0);
 
@@ -156,7 +164,7 @@ TEST(MetricsE2e, AWorkerThatRestartsKeepsItsSeries) {
   ASSERT_FALSE(hash.empty());
   auto r = c.post("/runtime/" + hash + "?wait=1", kmeans_body(2, -1).dump());
   ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().message());
-  const std::string worker = this_host() + "/cpu0";
+  const std::string worker = first_executor_label(c);
   const std::string first_id = get_json(c, "/clients")[0]["id"];
   EXPECT_EQ(scrape(c).value("lizard_executor_runs_served_total", {{"worker", worker}}), 1.0);
 
