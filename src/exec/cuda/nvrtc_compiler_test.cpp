@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "exec/cuda/test_program.h"
@@ -107,6 +108,30 @@ TEST_F(NvrtcCompilerTest, SecondCompileIsACacheHit) {
   auto edited = compile_for_arch(p, "sm_90", "/usr/local/cuda", cache_.string());
   ASSERT_TRUE(edited.ok()) << edited.status().message();
   EXPECT_FALSE(edited->from_cache);
+}
+
+// Options from LIZARD_NVRTC_OPTIONS reach NVRTC (a wrong one fails the
+// build) and are part of the cache key: a build with them is not served
+// one without them, nor the other way round.
+TEST_F(NvrtcCompilerTest, EnvironmentOptionsReachNvrtcAndTheCacheKey) {
+  ProgramImage p = make_test_program(kYaml, {{"kernel.cu", kKernel}, {"twice.cuh", kTwice}});
+  auto plain = compile_for_arch(p, "sm_90", "/usr/local/cuda", cache_.string());
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  ::setenv("LIZARD_NVRTC_OPTIONS", " -lineinfo  -DTWICE_UNUSED=1 ", 1);
+  auto with_options = compile_for_arch(p, "sm_90", "/usr/local/cuda", cache_.string());
+  ::setenv("LIZARD_NVRTC_OPTIONS", "--no-such-nvrtc-option", 1);
+  auto wrong = compile_for_arch(p, "sm_90", "/usr/local/cuda", cache_.string());
+  ::unsetenv("LIZARD_NVRTC_OPTIONS");
+  ASSERT_TRUE(with_options.ok()) << with_options.status().message();
+  EXPECT_FALSE(with_options->from_cache);
+  EXPECT_NE(with_options->cubin, plain->cubin);  // -lineinfo adds line tables
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("no-such-nvrtc-option"), std::string::npos)
+      << wrong.status().message();
+  auto again = compile_for_arch(p, "sm_90", "/usr/local/cuda", cache_.string());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_TRUE(again->from_cache);
+  EXPECT_EQ(again->cubin, plain->cubin);
 }
 
 TEST_F(NvrtcCompilerTest, RejectsAMalformedArch) {
