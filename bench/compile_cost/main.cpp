@@ -16,7 +16,8 @@
 //
 //   build/bench/compile_cost [--arch sm_90] [--cuda /usr/local/cuda] [--repeat 3]
 //   build/bench/compile_cost --cache /tmp/kernels      # cold, then again: from disk
-//   build/bench/compile_cost --dump /tmp/kmeans-src    # the sources NVRTC sees
+//   build/bench/compile_cost --dump /tmp/kmeans-src    # the sources NVRTC sees (and in cpu/
+//                                                      # the CPU backend's unit and flags)
 //   build/bench/compile_cost --shape 256x64            # kmeans at (k, dims) = (256, 64)
 #include <chrono>
 #include <cstdio>
@@ -131,6 +132,13 @@ int dump_sources(const ProgramImage& p, const std::string& dir) {
   for (const auto& [name, text] : p.sources)
     if (name != p.manifest.host_source) ok = write(name, text) && ok;
   for (const auto& [name, text] : device_library_files()) ok = write(name, std::string(text)) && ok;
+  // The CPU backend's translation unit and its flags, in cpu/.
+  auto cpu = plan_cpu_build(p);
+  if (!cpu.ok()) return std::fprintf(stderr, "%s\n", cpu.status().message().c_str()), 1;
+  for (const auto& [name, text] : cpu->files) ok = write("cpu/" + name, text) && ok;
+  std::string flags;
+  for (const auto& f : cpu->flags) flags += f + " ";
+  ok = write("cpu/flags", flags + "\n") && ok;
   std::printf("%s: %s\n", dir.c_str(), ok ? "written" : "could not write");
   return ok ? 0 : 1;
 }
