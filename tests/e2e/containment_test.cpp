@@ -2,14 +2,15 @@
 // hook looks at every descriptor its hook process has, tries accept() on
 // the listening ones, and finds none of the server's or a worker's; an
 // executor process after a kernel fault (restarted on the CPU backend, its
-// context reset on a GPU) holds none of its worker's; children that a hook forks are reaped while they run and die
-// with their hook process; and a server out of descriptors logs its failed
-// accepts once a second and serves again once descriptors free up.
+// context reset on a GPU) holds none of its worker's; children that a hook
+// forks are reaped while they run and die with their hook process; and a
+// server out of descriptors logs its failed accepts once a second and serves
+// again once descriptors free up.
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <linux/kcmp.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
-#include <linux/kcmp.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -209,10 +210,9 @@ std::vector<std::string> foreign_descriptors(pid_t pid, pid_t daemon) {
   std::vector<std::string> out;
   for (int fd : descriptors_of(pid)) {
     std::error_code ec;
-    const std::string target =
-        std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd),
-                                      ec)
-            .string();
+    const std::string target = std::filesystem::read_symlink(
+                                   "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd), ec)
+                                   .string();
     bool foreign =
         target.rfind("socket:[", 0) == 0 && tcp.count(target.substr(8, target.size() - 9)) > 0;
     for (size_t i = 0; !foreign && fd > 4 && i < daemon_fds.size(); ++i) {

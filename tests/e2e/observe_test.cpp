@@ -77,9 +77,10 @@ TEST(MetricsE2e, ValuesMoveWhenARunHappens) {
   EXPECT_EQ(before.value("lizard_runs", {{"status", "done"}}), 0.0);
   EXPECT_EQ(before.value("lizard_program_builds_total", {{"result", "ok"}}), 2.0);
   EXPECT_EQ(before.sum("lizard_iteration_duration_seconds_count"), 0.0);
-  EXPECT_GT(before.value("lizard_executor_memory_total_bytes", {{"worker", first_executor_label(c)}})
-                .value_or(0),
-            0);
+  EXPECT_GT(
+      before.value("lizard_executor_memory_total_bytes", {{"worker", first_executor_label(c)}})
+          .value_or(0),
+      0);
 
   auto r = c.post("/runtime/" + hash + "?wait=1", kmeans_body(6, -1).dump());
   ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().message());
