@@ -66,9 +66,7 @@ const char* kProbeHost = R"(#include <dirent.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <linux/kcmp.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include "lizard_program.h"
 
