@@ -91,12 +91,38 @@ class FileRunStore : public RunStore {
   Status save(const std::string& run_id, uint64_t seq, const std::string& status,
               const json& record) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
-    LIZARD_RETURN_IF_ERROR(health());
-    json j = {{"schema", kSchemaVersion}, {"id", run_id},    {"seq", seq}, {"status", status},
-              {"updated_at", now_iso()},  {"record", record}};
-    std::lock_guard<std::mutex> l(mu_);
-    return write_file_atomically(record_path(run_id), to_text(j))
-        .with_context("saving run " + run_id);
+    return write_record(run_id, seq, status, record, nullptr);
+  }
+
+  // A finished run in one write: its record, followed by the bytes of its
+  // fields of up to kInlineFieldBytes (as the SQLite store keeps them in its
+  // database), so that a run's end costs one fsync rather than one a field.
+  // Larger fields are files of their own, as save_blob writes them.
+  Status save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
+                       const json& record, const std::vector<NamedBytes>& fields) override {
+    LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    std::vector<NamedBytes> small;
+    for (const auto& [name, bytes] : fields) {
+      LIZARD_RETURN_IF_ERROR(check_name("field name", name));
+      if (bytes.size() <= kInlineFieldBytes)
+        small.emplace_back(name, bytes);
+      else
+        LIZARD_RETURN_IF_ERROR(save_blob(run_id, name, bytes));
+    }
+    LIZARD_RETURN_IF_ERROR(write_record(run_id, seq, status, record, &small));
+    return drop_checkpoint(run_id);
+  }
+
+  Result<std::string> load_blob(const std::string& run_id,
+                                const std::string& field) const override {
+    LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
+    LIZARD_RETURN_IF_ERROR(check_name("field name", field));
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto& [name, bytes] : stored_fields(run_id))
+        if (name == field) return std::move(bytes);
+    }
+    return RunStore::load_blob(run_id, field);
   }
 
   Result<std::vector<StoredRun>> load_all() const override {
@@ -106,7 +132,7 @@ class FileRunStore : public RunStore {
     for (const auto& f : fs::directory_iterator(runs_dir(state_dir_), ec)) {
       if (f.path().extension() != ".json" || !f.is_regular_file()) continue;
       LIZARD_ASSIGN_OR_RETURN(std::string text, read_file(f.path()));
-      json j = json::parse(text, nullptr, false);
+      json j = json::parse(text.substr(0, text.find('\n')), nullptr, false);
       const bool valid = j.is_object() && j.value("schema", 0) == kSchemaVersion &&
                          j.contains("record") && j["id"].is_string() &&
                          j["seq"].is_number_unsigned() && j["status"].is_string();
@@ -183,6 +209,58 @@ class FileRunStore : public RunStore {
   }
   fs::path extra_path(const std::string& run_id, const char* ext) const {
     return runs_dir(state_dir_) / (run_id + ext);
+  }
+
+  // The record file: one line of JSON, then the bytes of the fields that
+  // save_finished() kept in it, in the order its "inline_fields" lists them.
+  // `fields` null: those the stored record has are kept (a record saved
+  // again after its run finished loses none).
+  Status write_record(const std::string& run_id, uint64_t seq, const std::string& status,
+                      const json& record, const std::vector<NamedBytes>* fields) {
+    LIZARD_RETURN_IF_ERROR(health());
+    json j = {{"schema", kSchemaVersion}, {"id", run_id},    {"seq", seq}, {"status", status},
+              {"updated_at", now_iso()},  {"record", record}};
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<NamedBytes> kept;
+    if (!fields) {
+      kept = stored_fields(run_id);
+      fields = &kept;
+    }
+    std::string tail;
+    if (!fields->empty()) {
+      json index = json::array();
+      for (const auto& [name, bytes] : *fields) {
+        index.push_back({name, bytes.size()});
+        tail += bytes;
+      }
+      j["inline_fields"] = std::move(index);
+    }
+    return write_file_atomically(record_path(run_id), to_text(j) + "\n" + tail)
+        .with_context("saving run " + run_id);
+  }
+
+  // The fields kept in the run's record file; none where it has none (or
+  // the file is not whole).  mu_ held.
+  std::vector<NamedBytes> stored_fields(const std::string& run_id) const {
+    std::error_code ec;
+    if (!fs::is_regular_file(record_path(run_id), ec)) return {};
+    auto bytes = read_file(record_path(run_id));
+    if (!bytes.ok()) return {};
+    const size_t eol = bytes->find('\n');
+    if (eol == std::string::npos) return {};
+    const json head = json::parse(bytes->substr(0, eol), nullptr, false);
+    if (!head.is_object() || !head.contains("inline_fields")) return {};
+    std::vector<NamedBytes> out;
+    size_t at = eol + 1;
+    for (const json& f : head["inline_fields"]) {
+      if (!f.is_array() || f.size() != 2 || !f[0].is_string() || !f[1].is_number_unsigned())
+        return {};
+      const size_t n = f[1].get<size_t>();
+      if (at + n > bytes->size()) return {};
+      out.emplace_back(f[0].get<std::string>(), bytes->substr(at, n));
+      at += n;
+    }
+    return out;
   }
 
   // The run's request and checkpoint, where they were saved.

@@ -8,9 +8,10 @@
 // (the run's outputs as .npy bytes).  Records, requests and checkpoints live
 // in <state_dir>/runs.sqlite3 when lizard is built with SQLite, otherwise as
 // files under <state_dir>/runs/.  Fields are files under <state_dir>/runs/<id>/,
-// except that the SQLite store keeps fields of up to kInlineFieldBytes in
-// the database: a run's small results (its state and aggregate) are stored
-// in a commit each rather than a file and an fsync each.  Every method is thread-safe; every write
+// except that fields of up to kInlineFieldBytes that save_finished() stores
+// are kept with the record (in the SQLite database, or after the record's
+// JSON line in its file): a run's small results (its state and aggregate)
+// cost no file and fsync each.  Every method is thread-safe; every write
 // is complete or absent after a crash (kill -9 included), and a write that
 // meets a full disk fails with Code::kStorageFull and changes nothing.
 //

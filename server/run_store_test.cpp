@@ -123,6 +123,12 @@ TEST_P(RunStoreTest, LoadAllIsInSeqOrder) {
   EXPECT_EQ(ids(all(*store)), (std::vector<std::string>{"r1", "r2", "r10", "r33", "r100"}));
 }
 
+// A stored field's bytes, or "?" and the error.
+std::string blob_or(const RunStore& store, const std::string& run, const std::string& field) {
+  auto got = store.load_blob(run, field);
+  return got.ok() ? got.value() : "?" + got.status().message();
+}
+
 TEST_P(RunStoreTest, BlobsRoundTripBinaryBytes) {
   auto store = open();
   ASSERT_TRUE(store);
@@ -189,6 +195,36 @@ TEST_P(RunStoreTest, RemoveForgetsTheRunAndItsFields) {
   store = open();
   ASSERT_TRUE(store);
   EXPECT_EQ(ids(all(*store)), std::vector<std::string>{"r2"});
+}
+
+// A finished run's fields, small (kept with the record) and large (a file
+// of their own), outlive its record saved again (as a restart's restore
+// does) and a reopening, and go with remove().
+TEST_P(RunStoreTest, AFinishedRunsFieldsOutliveItsRecordSavedAgain) {
+  const std::string small("a\nb\0c\n", 7);
+  const std::string large(RunStore::kInlineFieldBytes + 5, 'L');
+  auto store = open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->save("r1", 1, "running", {{"status", "running"}}).ok());
+  ASSERT_TRUE(store
+                  ->save_finished("r1", 1, "done", kRecord,
+                                  {{"state", small}, {"big", large}, {"empty", ""}})
+                  .ok());
+  const json again = {{"status", "done"}, {"runtime_id", "r1"}};
+  ASSERT_TRUE(store->save("r1", 1, "done", again).ok());
+  store.reset();
+  store = open();
+  ASSERT_TRUE(store);
+  auto runs = all(*store);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].record, again);
+  EXPECT_EQ(blob_or(*store, "r1", "state"), small);
+  EXPECT_TRUE(blob_or(*store, "r1", "big") == large);
+  EXPECT_EQ(blob_or(*store, "r1", "empty"), "");
+  EXPECT_EQ(store->load_blob("r1", "other").status().code(), Code::kNotFound);
+  ASSERT_TRUE(store->remove("r1").ok());
+  EXPECT_EQ(store->load_blob("r1", "state").status().code(), Code::kNotFound);
+  EXPECT_EQ(store->load_blob("r1", "big").status().code(), Code::kNotFound);
 }
 
 TEST_P(RunStoreTest, NamesThatAreNotPlainFileNamesAreRefused) {
@@ -307,6 +343,28 @@ TEST_F(RunStoreDirTest, FilesBackendRefusesARecordOfANewerSchema) {
   auto runs = (*store)->load_all();
   ASSERT_FALSE(runs.ok());
   EXPECT_NE(runs.status().message().find("newer"), std::string::npos) << runs.status().message();
+}
+
+// The files store writes a finished run's small fields into its record
+// file (one write and fsync, not one a field), and still reads a record
+// file of an earlier server (the JSON alone, no line break after it).
+TEST_F(RunStoreDirTest, FilesBackendKeepsSmallFieldsInTheRecordFile) {
+  auto store = RunStore::open_files(dir_.string());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  const std::string large(RunStore::kInlineFieldBytes + 1, 'L');
+  ASSERT_TRUE((*store)->save_finished("r1", 1, "done", kRecord, {{"s", "abc"}, {"l", large}}).ok());
+  EXPECT_FALSE(fs::exists(dir_ / "runs" / "r1" / "s.npy"));
+  EXPECT_TRUE(fs::exists(dir_ / "runs" / "r1" / "l.npy"));
+  write_bytes(
+      dir_ / "runs" / "r2.json",
+      json({{"schema", 1}, {"id", "r2"}, {"seq", 2}, {"status", "done"}, {"record", kRecord}})
+          .dump());
+  auto runs = (*store)->load_all();
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].record, kRecord);
+  EXPECT_EQ((*runs)[1].record, kRecord);
+  EXPECT_EQ(blob_or(**store, "r1", "s"), "abc");
 }
 
 #ifdef LIZARD_HAVE_SQLITE
