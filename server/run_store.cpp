@@ -213,19 +213,20 @@ class FileRunStore : public RunStore {
 
   // The record file: one line of JSON, then the bytes of the fields that
   // save_finished() kept in it, in the order its "inline_fields" lists them.
-  // `fields` null: those the stored record has are kept (a record saved
-  // again after its run finished loses none).
+  // `fields` null: those the stored record has are kept (a finished run's
+  // record saved again, as a restart's restore does, loses none).
   Status write_record(const std::string& run_id, uint64_t seq, const std::string& status,
                       const json& record, const std::vector<NamedBytes>* fields) {
     LIZARD_RETURN_IF_ERROR(health());
     json j = {{"schema", kSchemaVersion}, {"id", run_id},    {"seq", seq}, {"status", status},
               {"updated_at", now_iso()},  {"record", record}};
     std::lock_guard<std::mutex> l(mu_);
+    // Only a finished run has fields in its record: the saves of a queued or
+    // running one read nothing back.
     std::vector<NamedBytes> kept;
-    if (!fields) {
-      kept = stored_fields(run_id);
-      fields = &kept;
-    }
+    const bool finished = status == "done" || status == "failed" || status == "cancelled";
+    if (!fields && finished) kept = stored_fields(run_id);
+    if (!fields) fields = &kept;
     std::string tail;
     if (!fields->empty()) {
       json index = json::array();
