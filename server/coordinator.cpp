@@ -35,17 +35,28 @@ void Coordinator::Impl::register_now(const std::string& body, const Responder& r
     if (!st.ok()) return respond(error_response(st));
     return finish_registration(std::move(entry), respond);
   }
+  // The workers build the kernels while this server builds host.cpp: the
+  // registration waits for the longer of the two, not for both in turn.  A
+  // host.cpp that does not build leaves no build of a new program behind.
+  const std::string hash = entry->image.hash;
+  workers.push_program(hash, ProgramMsg{hash, entry->bundle.to_json()}.to_message());
+  auto refuse = [this, hash](const Responder& respond, const Status& why) {
+    if (!programs.find(hash)) workers.forget_program(hash);
+    respond(error_response(why));
+  };
   const auto queued = SteadyClock::now();
-  boost::asio::post(host_code_pool, [this, entry, queued, respond] {
+  boost::asio::post(host_code_pool, [this, entry, queued, respond, refuse] {
     answer_guarded(respond, [&](const Responder& respond) {
-      if (stopping) return respond(error_response(unavailable("the server is shutting down")));
+      const Status shutting_down = unavailable("the server is shutting down");
+      if (stopping) return refuse(respond, shutting_down);
       if (SteadyClock::now() - queued > std::chrono::seconds(opts.hook_timeout_s))
-        return respond(error_response(unavailable(
-            "the server is busy checking other programs' host.cpp: this one waited more than " +
-            std::to_string(opts.hook_timeout_s) + " s (--hook-timeout) for its turn; try again")));
+        return refuse(respond, unavailable("the server is busy checking other programs' "
+                                           "host.cpp: this one waited more than " +
+                                           std::to_string(opts.hook_timeout_s) +
+                                           " s (--hook-timeout) for its turn; try again"));
       Status st = programs.build_hooks(entry.get());
-      if (!st.ok()) return respond(error_response(st));
-      if (stopping) return respond(error_response(unavailable("the server is shutting down")));
+      if (!st.ok()) return refuse(respond, st);
+      if (stopping) return refuse(respond, shutting_down);
       boost::asio::post(pool, [this, entry, respond] {
         answer_guarded(respond,
                        [&](const Responder& respond) { finish_registration(entry, respond); });

@@ -211,6 +211,11 @@ TEST_F(HookFaults, AStaticInitialiserThatAbortsFailsTheRegistration) {
             "host.cpp does not load on the server: loading host.cpp (its static initialisers) "
             "ended the hook process: killed by signal 6 (SIGABRT, abort())")
       << r->body;
+  // The workers built its kernels meanwhile; the server keeps no build of a
+  // program it refused: each worker lists the registered programs only.
+  const size_t registered = get_json(*cluster_, "/programs").size();
+  for (const json& w : get_json(*cluster_, "/clients"))
+    EXPECT_EQ(w["programs"].size(), registered) << w.dump(2);
   // load_program shows the same message.
   CommandResult loaded = cluster_->load_program(dir);
   EXPECT_NE(loaded.exit_code, 0);
