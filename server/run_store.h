@@ -87,9 +87,11 @@ class RunStore {
   // Stores (or replaces) one named binary field of a run.
   virtual Status save_blob(const std::string& run_id, const std::string& field,
                            const std::string& bytes);
-  // A finished run at once: its fields (save_blob), its record (save) and
-  // the end of its checkpoint (drop_checkpoint).  The SQLite store commits
-  // the rows together; the files store writes them one by one.
+  // A finished run at once: its fields, its record (save) and the end of its
+  // checkpoint (drop_checkpoint).  Fields of up to kInlineFieldBytes go with
+  // the record: the SQLite store commits them in one transaction, the files
+  // store writes them after the record's JSON line in one file; larger ones
+  // are files of their own (save_blob).
   using NamedBytes = std::pair<std::string, std::string>;
   virtual Status save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
                                const nlohmann::json& record, const std::vector<NamedBytes>& fields);
