@@ -60,6 +60,15 @@ Result<std::string> read_file(const fs::path& path) {
   return s.str();
 }
 
+Result<std::string> read_first_line(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return internal_error("cannot read " + path.string() + ": " + std::strerror(errno));
+  std::string line;
+  std::getline(in, line);
+  if (in.bad()) return internal_error("cannot read " + path.string() + ": " + std::strerror(errno));
+  return line;
+}
+
 fs::path runs_dir(const std::string& state_dir) {
   return fs::path(state_dir) / "runs";
 }
@@ -131,8 +140,9 @@ class FileRunStore : public RunStore {
     std::error_code ec;
     for (const auto& f : fs::directory_iterator(runs_dir(state_dir_), ec)) {
       if (f.path().extension() != ".json" || !f.is_regular_file()) continue;
-      LIZARD_ASSIGN_OR_RETURN(std::string text, read_file(f.path()));
-      json j = json::parse(text.substr(0, text.find('\n')), nullptr, false);
+      // The JSON line only: a finished run's fields follow it.
+      LIZARD_ASSIGN_OR_RETURN(std::string text, read_first_line(f.path()));
+      json j = json::parse(text, nullptr, false);
       const bool valid = j.is_object() && j.value("schema", 0) == kSchemaVersion &&
                          j.contains("record") && j["id"].is_string() &&
                          j["seq"].is_number_unsigned() && j["status"].is_string();

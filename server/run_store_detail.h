@@ -26,6 +26,8 @@ Status check_name(const std::string& what, const std::string& name);
 Status write_file_atomically(const std::filesystem::path& path, const std::string& bytes);
 Status create_dirs(const std::filesystem::path& dir);
 Result<std::string> read_file(const std::filesystem::path& path);
+// The file's bytes up to its first line break (all of them where it has none).
+Result<std::string> read_first_line(const std::filesystem::path& path);
 std::filesystem::path runs_dir(const std::string& state_dir);
 // Creates the store's directories and proves they are writable, so that a
 // bad --state-dir is reported at startup rather than at the first run.
