@@ -27,6 +27,7 @@ AheadBuilds::~AheadBuilds() {
     std::lock_guard<std::mutex> l(mu_);
     stopping_ = true;
     queue_.clear();
+    quick_.clear();
   }
   wake_.notify_all();
   for (auto& t : threads_) t.join();
@@ -34,6 +35,9 @@ AheadBuilds::~AheadBuilds() {
 
 void AheadBuilds::request(std::shared_ptr<const ProgramImage> program, const ParamValues& params) {
   ProgramVariant variant = variant_for_run(*program, params);
+  const bool quick_first =
+      compiler_->tiered() && !compiler_->cached(variant, BuildTier::kOptimised) &&
+      !compiler_->cached(variant, BuildTier::kQuick);
   std::lock_guard<std::mutex> l(mu_);
   if (stopping_ || variants_.count(variant.key)) return;
   if (queue_.size() >= max_queued_) return;
@@ -43,7 +47,11 @@ void AheadBuilds::request(std::shared_ptr<const ProgramImage> program, const Par
                                                                        : std::next(it);
   }
   variants_[variant.key] = State::kQueued;
-  queue_.push_back(std::move(variant));
+  if (quick_first) {
+    quick_.push_back(Job{variant, BuildTier::kQuick});
+    wake_.notify_one();
+  }
+  queue_.push_back(Job{std::move(variant), BuildTier::kOptimised});
   wake_.notify_one();
 }
 
@@ -53,7 +61,8 @@ bool AheadBuilds::needs_compile(const ProgramVariant& variant) const {
     auto it = variants_.find(variant.key);
     if (it != variants_.end() && it->second == State::kBuilt) return false;
   }
-  return !compiler_->cached(variant);
+  if (compiler_->cached(variant)) return false;
+  return !compiler_->tiered() || !compiler_->cached(variant, BuildTier::kQuick);
 }
 
 int AheadBuilds::compiled() const {
@@ -64,25 +73,34 @@ int AheadBuilds::compiled() const {
 void AheadBuilds::work() {
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
-    wake_.wait(l, [&] { return stopping_ || !queue_.empty(); });
+    wake_.wait(l, [&] { return stopping_ || !quick_.empty() || !queue_.empty(); });
     if (stopping_) return;
-    ProgramVariant variant = std::move(queue_.front());
-    queue_.pop_front();
-    variants_[variant.key] = State::kBuilding;
+    std::deque<Job>& from = quick_.empty() ? queue_ : quick_;
+    Job job = std::move(from.front());
+    from.pop_front();
+    const bool optimised = job.tier == BuildTier::kOptimised;
+    if (optimised) variants_[job.variant.key] = State::kBuilding;
     l.unlock();
-    const auto t0 = SteadyClock::now();
     bool compiled = false;
-    Status st = compiler_->compile(variant, &compiled);
-    const std::string name =
-        variant.image.manifest.name + (variant.values.empty() ? "" : " " + variant.values.key());
-    if (!st.ok())  // the run that needs it compiles it again and reports the error
-      spdlog::info("ahead build of {} failed: {}", name, st.message());
-    else if (compiled)
-      spdlog::info("built {} ahead of its runs in {:.0f} ms", name, ms_since(t0));
+    Status st = build(job, &compiled);
     l.lock();
-    variants_[variant.key] = st.ok() ? State::kBuilt : State::kFailed;
+    if (!optimised) continue;
+    variants_[job.variant.key] = st.ok() ? State::kBuilt : State::kFailed;
     if (compiled) ++compiled_;
   }
+}
+
+Status AheadBuilds::build(const Job& job, bool* compiled) {
+  const auto t0 = SteadyClock::now();
+  Status st = compiler_->compile(job.variant, compiled, job.tier);
+  const ProgramVariant& v = job.variant;
+  const std::string name = (job.tier == BuildTier::kQuick ? "the quick build of " : "") +
+                           v.image.manifest.name + (v.values.empty() ? "" : " " + v.values.key());
+  if (!st.ok())  // the run that needs it compiles it again and reports the error
+    spdlog::info("ahead build of {} failed: {}", name, st.message());
+  else if (*compiled)
+    spdlog::info("built {} ahead of its runs in {:.0f} ms", name, ms_since(t0));
+  return st;
 }
 
 }  // namespace lizard

@@ -6,8 +6,11 @@
 // cache, where the executors find it when the run begins.  A variant
 // requested again while queued, building or built is not built again, and
 // one compiled by another process of the host at the same time is compiled
-// once (the cache's single-flight).  Run sessions ask it whether their
-// kernels still have to be compiled, to tell the server so.
+// once (the cache's single-flight).  Where the executors begin runs on quick
+// builds (VariantCompiler::tiered), each variant's quick build is made
+// first, ahead of every optimised one, so that a queue of new values soon
+// has something to begin on.  Run sessions ask it whether their kernels
+// still have to be compiled, to tell the server so.
 //
 //   AheadBuilds ahead(std::move(variant_compiler), 2);
 //   ahead.request(program, params);                   // returns at once
@@ -43,21 +46,29 @@ class AheadBuilds {
   // unless that variant is queued, building or built already.
   void request(std::shared_ptr<const ProgramImage> program, const ParamValues& params);
   // Whether a run of `variant` has its kernels compiled (or waits for them
-  // to be) when it begins: neither built here nor in the host's cache.
+  // to be) when it begins: neither built here nor in the host's cache (nor,
+  // with quick builds, its quick build in the cache).
   bool needs_compile(const ProgramVariant& variant) const;
-  // Variants this compiled itself, for logs and tests.
+  // Variants whose optimised build this compiled itself, for logs and tests.
   int compiled() const;
 
  private:
   enum class State { kQueued, kBuilding, kBuilt, kFailed };
+  struct Job {
+    ProgramVariant variant;
+    BuildTier tier = BuildTier::kOptimised;
+  };
   void work();
+  // Compiles `job`, logging what it did; `compiled` as VariantCompiler::compile.
+  Status build(const Job& job, bool* compiled);
 
   std::unique_ptr<VariantCompiler> compiler_;
   const size_t max_queued_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<ProgramVariant> queue_;       // GUARDED_BY(mu_)
-  std::map<std::string, State> variants_;  // GUARDED_BY(mu_), by ProgramVariant::key
+  std::deque<Job> quick_;                  // GUARDED_BY(mu_): taken before queue_
+  std::deque<Job> queue_;                  // GUARDED_BY(mu_)
+  std::map<std::string, State> variants_;  // GUARDED_BY(mu_), by ProgramVariant::key: optimised
   int compiled_ = 0;                       // GUARDED_BY(mu_)
   bool stopping_ = false;                  // GUARDED_BY(mu_)
   std::vector<std::thread> threads_;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "program/layout.h"
 #include "program/testing/program_images.h"
@@ -60,6 +61,82 @@ TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
   auto two = bind_params(program->manifest, {{"dims", 4}});
   ASSERT_TRUE(two.ok());
   EXPECT_TRUE(other.needs_compile(variant_for_run(*program, *two)));
+  fs::remove_all(dir);
+}
+
+// For GPU executors that begin runs on quick builds, every requested
+// variant's quick build is made before any optimised one: a queue of new
+// values soon has builds to begin on, and a run whose quick build is in the
+// cache waits for no compile.  (NVRTC compiles without a GPU.)
+TEST(AheadBuilds, QuickBuildsComeFirstForGpuExecutors) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-quick-test";
+  fs::remove_all(dir);
+  BackendOptions o;
+  o.cache_dir = dir.string();
+  ExecutorInfo gpu;
+  gpu.kind = "cuda";
+  gpu.arch = "sm_90";
+  auto made = VariantCompiler::make(o, {gpu});
+  if (!made.ok()) GTEST_SKIP() << "NVRTC unavailable: " << made.status().message();
+  const VariantCompiler* compiler = made->get();
+  ASSERT_TRUE(compiler->tiered());
+  AheadBuilds ahead(std::move(made).value(), 1);
+  auto program = std::make_shared<const ProgramImage>(testing::program_image(kYaml, kKernel));
+  std::vector<ProgramVariant> variants;
+  for (int dims : {3, 4, 5}) {
+    auto params = bind_params(program->manifest, {{"dims", dims}});
+    ASSERT_TRUE(params.ok());
+    variants.push_back(variant_for_run(*program, *params));
+    EXPECT_TRUE(ahead.needs_compile(variants.back()));
+    ahead.request(program, *params);
+  }
+  auto all_cached = [&](BuildTier tier) {
+    for (const auto& v : variants)
+      if (!compiler->cached(v, tier)) return false;
+    return true;
+  };
+  auto any_cached = [&](BuildTier tier) {
+    for (const auto& v : variants)
+      if (compiler->cached(v, tier)) return true;
+    return false;
+  };
+  for (int i = 0; i < 1200 && !any_cached(BuildTier::kOptimised); ++i) {
+    EXPECT_EQ(all_cached(BuildTier::kQuick), !ahead.needs_compile(variants.back()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(all_cached(BuildTier::kQuick)) << "an optimised build came before a quick one";
+  for (int i = 0; i < 600 && !all_cached(BuildTier::kOptimised); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(all_cached(BuildTier::kOptimised));
+  for (const auto& v : variants) EXPECT_FALSE(ahead.needs_compile(v));
+  EXPECT_EQ(ahead.compiled(), 3);
+  fs::remove_all(dir);
+}
+
+// With quick builds off, only the optimised builds are made.
+TEST(AheadBuilds, NoQuickBuildsWhenTheExecutorsWaitForOptimisedOnes) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-noquick-test";
+  fs::remove_all(dir);
+  BackendOptions o;
+  o.cache_dir = dir.string();
+  o.quick_builds = false;
+  ExecutorInfo gpu;
+  gpu.kind = "cuda";
+  gpu.arch = "sm_90";
+  auto made = VariantCompiler::make(o, {gpu});
+  if (!made.ok()) GTEST_SKIP() << "NVRTC unavailable: " << made.status().message();
+  const VariantCompiler* compiler = made->get();
+  EXPECT_FALSE(compiler->tiered());
+  AheadBuilds ahead(std::move(made).value(), 1);
+  auto program = std::make_shared<const ProgramImage>(testing::program_image(kYaml, kKernel));
+  auto params = bind_params(program->manifest, {{"dims", 6}});
+  ASSERT_TRUE(params.ok());
+  const ProgramVariant variant = variant_for_run(*program, *params);
+  ahead.request(program, *params);
+  for (int i = 0; i < 600 && ahead.needs_compile(variant); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(compiler->cached(variant));
+  EXPECT_FALSE(compiler->cached(variant, BuildTier::kQuick));
   fs::remove_all(dir);
 }
 

@@ -82,6 +82,7 @@ void RunSession::handle(const MessageView& m) {
       ready.error = st.message();
       ready.compile_ms = compile.compile_ms;
       ready.compile_cache_hit = st.ok() && compile.cache_hit;
+      ready.quick_build = st.ok() && compile.quick_build;
       ready.missing = missing_;
       ready.file_bytes_read = file_bytes_read_;
       ready.file_bytes_kept = file_bytes_kept_;

@@ -116,7 +116,7 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
     return failed.with_context("loading the dataset");
   }
   double compile_ms = 0;
-  bool cache_hit = true;
+  bool cache_hit = true, quick_build = false;
   uint64_t file_bytes_read = 0, file_bytes_kept = 0;
   for (const auto& [_, msg] : ready.value()) {
     auto r = RunReadyMsg::parse(msg.header);
@@ -125,12 +125,14 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
     file_bytes_read += r->file_bytes_read;
     file_bytes_kept += r->file_bytes_kept;
     cache_hit = cache_hit && r->compile_cache_hit;
+    quick_build = quick_build || r->quick_build;
     if (ctx_.metrics) ctx_.metrics->count_run_ready(r->compile_cache_hit, r->compile_ms);
   }
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.phases.loading_ms = ms_since(t_load);
     r.phases.compile_ms = compile_ms;
     r.phases.compile_cache_hit = cache_hit;
+    if (quick_build) r.phases.quick_build = true;
     bool uploads = false, files = false;
     for (const auto& d : run_->request.dataset) {
       if (!d.source) continue;

@@ -23,6 +23,9 @@ struct RunPhases {
   // every worker found its build in a cache.
   std::optional<double> compile_ms;
   std::optional<bool> compile_cache_hit;
+  // Set when some executor began the run on a quick build of its kernels
+  // and switched to the optimised build between iterations once it compiled.
+  std::optional<bool> quick_build;
   std::optional<bool> uploads_cached;       // runs over uploads: every worker had the rows
   std::optional<uint64_t> file_bytes_read;  // runs over files: bytes read from them
   std::optional<uint64_t> file_bytes_kept;  // ... and found kept on the executors

@@ -362,6 +362,16 @@ int main(int argc, char** argv) {
       ->type_name("N")
       ->check(CLI::Range(0, 64));
   client
+      ->add_option("--quick-builds", wo.backend.quick_builds,
+                   "on: a GPU run whose kernels are not built for its values yet begins on a "
+                   "quick build (a quarter of the compile, slower kernels) and switches to the "
+                   "optimised build between iterations once it has compiled; off: it waits for "
+                   "the optimised build")
+      ->transform(
+          CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+      ->type_name("on|off")
+      ->default_str(wo.backend.quick_builds ? "on" : "off");
+  client
       ->add_option("--hook-timeout,--hook-timeout-s", wo.hook_timeout_s,
                    "Seconds the longest host hook call in a run this worker drives may take "
                    "(--hook-timeout-s is its former name)")
@@ -419,6 +429,9 @@ int main(int argc, char** argv) {
   host->add_option("--cache-dir", ho.cache_dir);
   host->add_option("--kept-rows-mb", ho.kept_rows_mb);
   host->add_option("--compile-cache-mb", ho.compile_cache_mb);
+  host->add_option("--quick-builds", ho.quick_builds)
+      ->transform(
+          CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}));
   host->add_flag("--probe", probe);
 
   lizard::UserCommands user(&app);

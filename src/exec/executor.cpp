@@ -9,6 +9,7 @@ CompileStats combine_compile_stats(const std::vector<CompileStats>& each) {
   for (const CompileStats& c : each) {
     out.compile_ms = std::max(out.compile_ms, c.compile_ms);
     out.cache_hit = out.cache_hit && c.cache_hit;
+    out.quick_build = out.quick_build || c.quick_build;
   }
   return out;
 }

@@ -96,15 +96,22 @@ Status read_file_fields(PartitionData* data, int threads);
 struct CompileStats {
   double compile_ms = 0;  // time spent compiling; 0 when the binary came from a cache
   bool cache_hit = true;  // from the in-memory or the on-disk cache
+  // Began on a quick build (a GPU's; see BuildTier in exec/cuda/nvrtc_compiler.h)
+  // while its optimised build compiles; the run switches between iterations.
+  bool quick_build = false;
 };
 
-// The stats of one run over several executors: the slowest compile, and a
-// cache hit when every executor's binary came from a cache.
+// The stats of one run over several executors: the slowest compile, a
+// cache hit when every executor's binary came from a cache, and a quick
+// build when any executor began on one.
 CompileStats combine_compile_stats(const std::vector<CompileStats>& each);
 
 struct IterationStats {
   double kernel_ms = 0;  // time in kernels
   double total_ms = 0;   // time in iterate(), transfers included
+  // The run began on a quick build, and this iteration is its first on the
+  // optimised build (exec/executor.h, CompileStats::quick_build).
+  bool switched_build = false;
 };
 
 class Executor {

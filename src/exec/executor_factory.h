@@ -30,6 +30,9 @@ struct BackendOptions {
   // in the CPU executor's memory; exec/kept_rows.h), in MiB; 0: none;
   // kKeptRowsAuto: a share of its memory (exec/kept_rows_budget.h).
   int64_t kept_rows_mb = 0;
+  // A GPU run whose optimised build is not ready begins on a quick build
+  // and switches between iterations (exec/cuda/nvrtc_compiler.h, BuildTier).
+  bool quick_builds = true;
 };
 
 Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptions& o,

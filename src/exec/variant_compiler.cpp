@@ -21,6 +21,7 @@ Result<std::unique_ptr<VariantCompiler>> VariantCompiler::make(
   if (o.cache_dir.empty()) return unavailable("the CUDA executors keep no compile cache");
   LIZARD_ASSIGN_OR_RETURN(vc->nvrtc_,
                           cuda::NvrtcCompiler::open(o.cuda_path, o.cache_dir + "/kernels", bytes));
+  vc->quick_builds_ = o.quick_builds;
   for (const ExecutorInfo& e : executors)
     if (std::find(vc->archs_.begin(), vc->archs_.end(), e.arch) == vc->archs_.end())
       vc->archs_.push_back(e.arch);
@@ -29,17 +30,18 @@ Result<std::unique_ptr<VariantCompiler>> VariantCompiler::make(
 
 VariantCompiler::~VariantCompiler() = default;
 
-bool VariantCompiler::cached(const ProgramVariant& variant) const {
+bool VariantCompiler::cached(const ProgramVariant& variant, BuildTier tier) const {
   if (host_) {
     auto plan = plan_cpu_build(variant.image);
     return plan.ok() && host_->cached(plan->files, plan->units, plan->flags);
   }
   for (const std::string& arch : archs_)
-    if (!nvrtc_->cached(variant.image, arch)) return false;
+    if (!nvrtc_->cached(variant.image, arch, tier)) return false;
   return true;
 }
 
-Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled) const {
+Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled,
+                                BuildTier tier) const {
   *compiled = false;
   if (host_) {
     LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(variant.image));
@@ -49,7 +51,7 @@ Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled) c
     return Status::Ok();
   }
   for (const std::string& arch : archs_) {
-    LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc_->compile(variant.image, arch));
+    LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc_->compile(variant.image, arch, tier));
     *compiled = *compiled || !out.from_cache;
   }
   return Status::Ok();

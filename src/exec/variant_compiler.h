@@ -35,12 +35,18 @@ class VariantCompiler {
                                                        const std::vector<ExecutorInfo>& executors);
   ~VariantCompiler();
 
-  // Whether every build of `variant` the executors need is in the cache.
-  bool cached(const ProgramVariant& variant) const;
-  // Builds those of `variant` that are not in the cache; `compiled`: whether
-  // this call compiled any (rather than finding them, or waiting for another
-  // process that compiled them).  A compile error carries the log.
-  Status compile(const ProgramVariant& variant, bool* compiled) const;
+  // Whether the executors begin runs on quick builds (GPUs with
+  // BackendOptions::quick_builds): then a variant's quick build is worth
+  // making ahead of its optimised one.
+  bool tiered() const { return nvrtc_ && quick_builds_; }
+  // Whether every build of `variant` at `tier` the executors need is in the cache.
+  bool cached(const ProgramVariant& variant, BuildTier tier = BuildTier::kOptimised) const;
+  // Builds those of `variant` at `tier` that are not in the cache;
+  // `compiled`: whether this call compiled any (rather than finding them, or
+  // waiting for another process that compiled them).  A compile error
+  // carries the log.  The CPU backend's builds have one tier.
+  Status compile(const ProgramVariant& variant, bool* compiled,
+                 BuildTier tier = BuildTier::kOptimised) const;
 
  private:
   VariantCompiler() = default;
@@ -48,6 +54,7 @@ class VariantCompiler {
   std::unique_ptr<HostCompiler> host_;                // the CPU backend
   std::shared_ptr<const cuda::NvrtcCompiler> nvrtc_;  // the CUDA backend
   std::vector<std::string> archs_;                    // with nvrtc_: each once
+  bool quick_builds_ = false;
 };
 
 }  // namespace lizard

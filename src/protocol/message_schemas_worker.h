@@ -68,7 +68,9 @@ struct WireSchema<RunReadyMsg> {
         optional("file_bytes_read", &RunReadyMsg::file_bytes_read,
                  "bytes of `path` fields read from their files"),
         optional("file_bytes_kept", &RunReadyMsg::file_bytes_kept,
-                 "bytes of `path` fields taken from rows kept from earlier runs"));
+                 "bytes of `path` fields taken from rows kept from earlier runs"),
+        optional("quick_build", &RunReadyMsg::quick_build,
+                 "an executor began on a quick build while the optimised one compiles"));
   }
   static std::string check(const RunReadyMsg& m) {
     for (int64_t i : m.missing)

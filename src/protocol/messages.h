@@ -104,6 +104,7 @@ struct RunReadyMsg {
   // Bytes of the rows of `path` fields read from their files for this run,
   // and taken instead from the rows its executors kept from earlier runs.
   uint64_t file_bytes_read = 0, file_bytes_kept = 0;
+  bool quick_build = false;  // an executor began on a quick build (exec/executor.h)
   Message to_message() const;
   static Result<RunReadyMsg> parse(const nlohmann::json& h);
 };

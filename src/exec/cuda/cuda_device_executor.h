@@ -94,6 +94,8 @@ struct Run {
   std::vector<uint8_t> state_arg;  // packed for each iteration
   std::vector<CUfunction> kernels;
   std::vector<LaunchConfig> launches;
+  std::string variant_key;   // ProgramVariant::key of the run's build
+  bool quick_build = false;  // on the quick build until the optimised one is in
   Status failed;             // set once an iteration failed
   bool device_lost = false;  // the context was reset: nothing left to free
   size_t agg_offset() const { return align256(state_bytes); }
@@ -140,6 +142,16 @@ class CudaExecutor final : public Executor {
   }
   std::vector<std::string> kept_rows() const override { return kept_rows_.keys(); }
   void set_kept_rows_budget(uint64_t bytes) { kept_rows_.set_budget(bytes); }
+  // Whether a run whose optimised build is not ready begins on a quick build
+  // (on by default; see cuda_executor_builds.cpp).
+  void set_quick_builds(bool on) { quick_builds_ = on; }
+
+  // A compile of a variant on a thread of its own, so that a run's rows
+  // load while its kernels compile: what it gave and the milliseconds it took.
+  struct CompileOutcome {
+    Result<CompiledProgram> compiled;
+    double ms = 0;
+  };
   Status keep_file_rows(const std::string& key, const FileRows& where) override;
   void forget_kept_rows(const std::set<std::string>& keys) override;
 
@@ -156,23 +168,31 @@ class CudaExecutor final : public Executor {
   Status fill_info();
   void read_free_memory();  // with the context current
 
-  // A compile of a variant started ahead of need, on a thread of its own,
-  // so that a run's rows load while its kernels compile: what it gave and
-  // the milliseconds it took.
-  struct CompileOutcome {
-    Result<CompiledProgram> compiled;
-    double ms = 0;
-  };
   using PendingCompile = std::future<CompileOutcome>;
   static CompileOutcome timed_compile(const NvrtcCompiler& cc, const ProgramVariant& variant,
-                                      const std::string& arch);
-  // Starts compiling `variant` unless its module is loaded (then: none).
-  // `variant` must outlive the result.
-  PendingCompile compile_ahead(const ProgramVariant& variant) const;
-  // The loaded module of `variant`, compiled unless cached (or taken from
-  // `ahead` when given); `stats` says which.
+                                      const std::string& arch, BuildTier tier);
+  // Where modules_ keeps `variant`'s build at `tier`.
+  static std::string module_key(const ProgramVariant& variant, BuildTier tier);
+  // Starts compiling `variant` at `tier` unless that module is loaded (then:
+  // none).  `variant` must outlive the result.
+  PendingCompile compile_ahead(const ProgramVariant& variant, BuildTier tier) const;
+  // The build a run of `variant` begins on, and its compile: the optimised
+  // one when it is loaded, cached or has compiled; else the quick one, with
+  // the optimised one compiling in optimising_.
+  struct BuildPlan {
+    BuildTier tier;
+    PendingCompile compiling;
+    bool compiled_before = false;  // the optimised build compiled during earlier runs
+  };
+  BuildPlan plan_build(const ProgramVariant& variant);
+  // Between iterations: moves a run begun on its quick build to the
+  // optimised one once that has compiled; true when it did.
+  bool adopt_optimised_build(int64_t iteration);
+  // The loaded module of `variant` at `tier`, compiled unless cached (or
+  // taken from `ahead` when given); `stats` says which.
   Result<Module*> load_program(const ProgramVariant& variant, CompileStats* stats,
-                               PendingCompile ahead = {});
+                               PendingCompile ahead = {},
+                               BuildTier tier = BuildTier::kOptimised);
   Status load_module(const ProgramImage& program, Module* m);
 
   // Evicts kept rows (never those in `protect`) until the run's buffers fit.
@@ -235,7 +255,15 @@ class CudaExecutor final : public Executor {
   int max_block_ = 1024;
   int shared_optin_ = kDefaultSharedLimit;
   ExecutorInfo info_;
-  std::map<std::string, Module> modules_;  // by ProgramVariant::key
+  std::map<std::string, Module> modules_;  // by module_key()
+  // Optimised builds compiling for variants whose runs began on quick ones,
+  // by ProgramVariant::key; the variant is owned here for its compile.
+  struct OptimisedBuild {
+    std::shared_ptr<const ProgramVariant> variant;
+    PendingCompile compiling;
+  };
+  std::map<std::string, OptimisedBuild> optimising_;
+  bool quick_builds_ = true;
   std::unique_ptr<Run> run_;
   KeptBuffers kept_;  // from the last run, with the context current
   KeptRows<DeviceRows> kept_rows_;

@@ -119,95 +119,6 @@ void CudaExecutor::read_free_memory() {
   info_.free_memory = std::min<uint64_t>(total, free + reclaimable);
 }
 
-// --- build ------------------------------------------------------------------
-
-Status CudaExecutor::build(const ProgramImage& program) {
-  LIZARD_RETURN_IF_ERROR(make_current());
-  CompileStats stats;
-  return load_program(variant_for_build(program), &stats).status();
-}
-
-// Compiles `variant` for `arch`, timed.
-CudaExecutor::CompileOutcome CudaExecutor::timed_compile(const NvrtcCompiler& cc,
-                                                         const ProgramVariant& variant,
-                                                         const std::string& arch) {
-  const auto start = std::chrono::steady_clock::now();
-  Result<CompiledProgram> compiled = cc.compile(variant.image, arch);
-  return {
-      std::move(compiled),
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
-}
-
-CudaExecutor::PendingCompile CudaExecutor::compile_ahead(const ProgramVariant& variant) const {
-  auto it = modules_.find(variant.key);
-  if (it != modules_.end() && it->second.module && !variant.image.hash.empty()) return {};
-  return std::async(std::launch::async, [cc = cc_, &variant, arch = info_.arch] {
-    return timed_compile(*cc, variant, arch);
-  });
-}
-
-Result<Module*> CudaExecutor::load_program(const ProgramVariant& variant, CompileStats* stats,
-                                           PendingCompile ahead) {
-  *stats = CompileStats{};
-  const ProgramImage& program = variant.image;
-  auto it = modules_.find(variant.key);
-  if (it == modules_.end() || program.hash.empty()) {
-    CompileOutcome outcome = ahead.valid() ? ahead.get() : timed_compile(*cc_, variant, info_.arch);
-    if (!outcome.compiled.ok())
-      return Status(outcome.compiled.status().code(),
-                    outcome.compiled.status().message() + specialised_note(variant));
-    CompiledProgram out = std::move(outcome.compiled).value();
-    stats->cache_hit = out.from_cache;
-    if (!out.from_cache) stats->compile_ms = outcome.ms;
-    Module fresh;
-    fresh.cubin = std::move(out.cubin);
-    if (it != modules_.end()) {
-      if (it->second.module) cu_->cuModuleUnload(it->second.module);
-      it->second = std::move(fresh);
-    } else {
-      it = modules_.emplace(variant.key, std::move(fresh)).first;
-    }
-  }
-  Module* m = &it->second;
-  if (!m->module) {
-    Status st = load_module(program, m);
-    if (!st.ok()) {
-      modules_.erase(it);
-      return st;
-    }
-  }
-  return m;
-}
-
-Status CudaExecutor::load_module(const ProgramImage& program, Module* m) {
-  LIZARD_RETURN_IF_ERROR(
-      check(cu_->cuModuleLoadData(&m->module, m->cubin.data()), "loading the compiled kernels"));
-  m->kernels.clear();
-  for (const auto& step : program.manifest.iterate) {
-    CUfunction f = nullptr;
-    if (cu_->cuModuleGetFunction(&f, m->module, step.kernel.c_str()) != CUDA_SUCCESS) {
-      cu_->cuModuleUnload(m->module);
-      m->module = nullptr;
-      return compile_error(program.manifest.cuda_source + ": kernel '" + step.kernel +
-                           "' named in iterate is not defined (it must be declared "
-                           "extern \"C\" __global__)");
-    }
-    m->kernels.push_back(f);
-  }
-  m->generators.clear();
-  for (const auto& step : program.manifest.generate) {
-    CUfunction f = nullptr;
-    if (cu_->cuModuleGetFunction(&f, m->module, step.kernel.c_str()) != CUDA_SUCCESS) {
-      cu_->cuModuleUnload(m->module);
-      m->module = nullptr;
-      return compile_error(program.manifest.cuda_source + ": generator kernel '" + step.kernel +
-                           "' is not defined (it must be declared extern \"C\" __global__)");
-    }
-    m->generators[step.kernel] = f;
-  }
-  return Status::Ok();
-}
-
 }  // namespace cuda
 
 Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOptions& options) {
@@ -229,6 +140,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOpt
   if (options.gpus.needs_load())
     for (int g = 0; g < count; ++g) {
       probed[g] = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib, options.kept_rows_bytes);
+      probed[g]->set_quick_builds(options.quick_builds);
       LIZARD_RETURN_IF_ERROR(probed[g]->open(g));
       if (options.kept_rows_auto)
         probed[g]->set_kept_rows_budget(kept_rows_budget(kKeptRowsAuto, probed[g]->info()));
@@ -244,6 +156,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOpt
       continue;
     }
     auto e = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib, options.kept_rows_bytes);
+    e->set_quick_builds(options.quick_builds);
     LIZARD_RETURN_IF_ERROR(e->open(g));
     if (options.kept_rows_auto) e->set_kept_rows_budget(kept_rows_budget(kKeptRowsAuto, e->info()));
     out.push_back(std::move(e));

@@ -27,6 +27,8 @@ struct CudaOptions {
   // exec/kept_rows.h); 0: none.  Evicted whenever a run needs the memory.
   uint64_t kept_rows_bytes = 0;
   bool kept_rows_auto = false;  // instead: half of each GPU's free memory when opened
+  // A run whose optimised build is not ready begins on a quick one (BuildTier).
+  bool quick_builds = true;
 };
 
 // One executor per selected GPU.  kUnavailable, with the reason ("libcuda.so.1

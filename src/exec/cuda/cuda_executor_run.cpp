@@ -23,12 +23,14 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
   compile_stats_ = CompileStats{};
   // The kernels compile (when they must) while the rows load.
   const ProgramVariant variant = variant_for_run(program, params);
-  PendingCompile compiling = compile_ahead(variant);
+  BuildPlan plan = plan_build(variant);
   auto run = std::make_unique<Run>();
   run->program = program;
   run->params = params;
   run->rows = data.rows;
   run->first_row = data.first_row;
+  run->variant_key = variant.key;
+  run->quick_build = plan.tier == BuildTier::kQuick;
   const Manifest& man = run->program.manifest;
   LIZARD_ASSIGN_OR_RETURN(PartitionLayout layout, check_partition(man, params, data));
   run->field_bytes = layout.field_bytes;
@@ -46,9 +48,12 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
   Status st = allocate_run(run_.get(), &data, protect);
   Module* m = nullptr;
   if (st.ok()) {
-    Result<Module*> loaded = load_program(variant, &compile_stats_, std::move(compiling));
+    Result<Module*> loaded =
+        load_program(variant, &compile_stats_, std::move(plan.compiling), plan.tier);
     st = loaded.status();
     if (st.ok()) m = *loaded;
+    // Compiled while earlier runs used the quick build: this run waited for nothing.
+    if (st.ok() && plan.compiled_before) compile_stats_ = CompileStats{};
     if (st.ok()) st = prepare_launches(run_.get(), *m);
   }
   if (st.ok()) {
@@ -336,6 +341,7 @@ Status CudaExecutor::iterate_rows(const SectionBuffer& state, int64_t iteration,
   if (!lost_.ok()) return lost_;
   LIZARD_RETURN_IF_ERROR(check_sections(state, *aggregate, run_->state_bytes, run_->agg_bytes));
   LIZARD_RETURN_IF_ERROR(make_current());
+  const bool switched = first == 0 && adopt_optimised_build(iteration);
   Rows rows{&run_->dataset_arg, &run_->launches};
   KernelArgs slice;
   if (first != 0 || count != run_->rows) {
@@ -355,6 +361,7 @@ Status CudaExecutor::iterate_rows(const SectionBuffer& state, int64_t iteration,
     if (cu_->cuEventElapsedTime(&ms, ev_begin_, ev_end_) == CUDA_SUCCESS) stats->kernel_ms = ms;
     stats->total_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    stats->switched_build = switched;
   }
   return Status::Ok();
 }

@@ -54,10 +54,11 @@ Result<std::shared_ptr<const NvrtcCompiler>> NvrtcCompiler::open(const std::stri
       std::make_shared<NvrtcCompiler>(std::move(nv), cuda_path, cache_dir, max_cache_bytes));
 }
 
-std::vector<std::string> NvrtcCompiler::options(const std::string& arch) const {
+std::vector<std::string> NvrtcCompiler::options(const std::string& arch, BuildTier tier) const {
   // Not -Xptxas=--split-compile: in NVRTC 13.0 it crashes the compiling
   // process now and then (a segfault in 2 of 8 runs of a unit test).
   std::vector<std::string> o{"-arch=" + arch, "-std=c++17", "-default-device"};
+  if (tier == BuildTier::kQuick) o.push_back("-Ofc=mid");
   std::error_code ec;
   if (!cuda_path_.empty() && fs::is_directory(cuda_path_ + "/include", ec))
     o.push_back("--include-path=" + cuda_path_ + "/include");
@@ -70,11 +71,12 @@ std::vector<std::string> NvrtcCompiler::options(const std::string& arch) const {
   return o;
 }
 
-std::string NvrtcCompiler::cache_key(const ProgramImage& p, const std::string& arch) const {
+std::string NvrtcCompiler::cache_key(const ProgramImage& p, const std::string& arch,
+                                     BuildTier tier) const {
   CompileKey key;
   key.add("format", "lizard-nvrtc-3").add("nvrtc", std::to_string(nvrtc_->version()));
   key.add("arch", arch);
-  for (const auto& o : options(arch)) key.add("option", o);
+  for (const auto& o : options(arch, tier)) key.add("option", o);
   for (const auto& [name, text] : device_library_files())
     key.add("library", name).add("text", text);
   key.add("program", p.hash).add("unit", p.manifest.cuda_source).add("header", p.header);
@@ -82,12 +84,13 @@ std::string NvrtcCompiler::cache_key(const ProgramImage& p, const std::string& a
   return key.digest();
 }
 
-bool NvrtcCompiler::cached(const ProgramImage& program, const std::string& arch) const {
-  return cache_.contains(cache_key(program, arch), ".cubin");
+bool NvrtcCompiler::cached(const ProgramImage& program, const std::string& arch,
+                           BuildTier tier) const {
+  return cache_.contains(cache_key(program, arch, tier), ".cubin");
 }
 
-Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program,
-                                               const std::string& arch) const {
+Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program, const std::string& arch,
+                                               BuildTier tier) const {
   if (!valid_arch(arch))
     return invalid_argument("'" + arch + "' is not a GPU architecture (expected sm_XY)");
   if (program.sources.find(program.manifest.cuda_source) == program.sources.end())
@@ -95,8 +98,8 @@ Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program,
   std::string log;
   LIZARD_ASSIGN_OR_RETURN(
       CacheEntry entry,
-      cache_.get_or_compile(cache_key(program, arch), ".cubin", [&]() -> Result<std::string> {
-        LIZARD_ASSIGN_OR_RETURN(CompiledProgram out, run_nvrtc(program, arch));
+      cache_.get_or_compile(cache_key(program, arch, tier), ".cubin", [&]() -> Result<std::string> {
+        LIZARD_ASSIGN_OR_RETURN(CompiledProgram out, run_nvrtc(program, arch, tier));
         log = std::move(out.log);
         return std::move(out.cubin);
       }));
@@ -104,7 +107,7 @@ Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program,
 }
 
 Result<CompiledProgram> NvrtcCompiler::run_nvrtc(const ProgramImage& program,
-                                                 const std::string& arch) const {
+                                                 const std::string& arch, BuildTier tier) const {
   const NvrtcLibrary& nv = *nvrtc_;
   const std::string& unit = program.manifest.cuda_source;
   std::vector<std::string> names, texts;
@@ -126,7 +129,7 @@ Result<CompiledProgram> NvrtcCompiler::run_nvrtc(const ProgramImage& program,
     ~Destroy() { nv.nvrtcDestroyProgram(p); }
   } destroy{nv, &prog};
 
-  const std::vector<std::string> opts = options(arch);
+  const std::vector<std::string> opts = options(arch, tier);
   std::vector<const char*> opt_ptrs;
   for (const auto& o : opts) opt_ptrs.push_back(o.c_str());
   r = nv.nvrtcCompileProgram(prog, static_cast<int>(opt_ptrs.size()), opt_ptrs.data());

@@ -3,7 +3,10 @@
 // (exec/compile_cache.h) keyed by the NVRTC version, its options, the
 // architecture and the sources (generated header with the specialised values,
 // device library, kernel), so that no process of the host compiles it again,
-// also after a restart.  Needs no GPU and no driver.
+// also after a restart.  Needs no GPU and no driver.  Builds come in two
+// tiers (BuildTier, exec/program_variant.h): kOptimised at NVRTC's full
+// optimisation, and kQuick with -Ofc=mid (NVVM and ptxas skip their
+// costlier passes).
 //
 //   Result<std::shared_ptr<const NvrtcCompiler>> cc = NvrtcCompiler::open("/usr/local/cuda", dir);
 //   Result<CompiledProgram> out = (*cc)->compile(program, "sm_90");
@@ -19,6 +22,7 @@
 #include "exec/compile_cache.h"
 #include "exec/cuda/nvrtc_library.h"
 #include "exec/executor.h"
+#include "exec/program_variant.h"
 
 namespace lizard::cuda {
 
@@ -43,18 +47,23 @@ class NvrtcCompiler {
 
   // Compiles `program` for `arch` ("sm_XY").  A kCompileError carries the
   // NVRTC log; kInvalidArgument when the program lacks its CUDA source.
-  Result<CompiledProgram> compile(const ProgramImage& program, const std::string& arch) const;
+  Result<CompiledProgram> compile(const ProgramImage& program, const std::string& arch,
+                                  BuildTier tier = BuildTier::kOptimised) const;
 
-  // Whether compile(program, arch) would find the cubin in the cache.
-  bool cached(const ProgramImage& program, const std::string& arch) const;
+  // Whether compile(program, arch, tier) would find the cubin in the cache.
+  bool cached(const ProgramImage& program, const std::string& arch,
+              BuildTier tier = BuildTier::kOptimised) const;
 
   const NvrtcLibrary& library() const { return *nvrtc_; }
-  // The NVRTC options used for `arch`.
-  std::vector<std::string> options(const std::string& arch) const;
+  // The NVRTC options used for `arch` at `tier`.
+  std::vector<std::string> options(const std::string& arch,
+                                   BuildTier tier = BuildTier::kOptimised) const;
 
  private:
-  std::string cache_key(const ProgramImage& program, const std::string& arch) const;
-  Result<CompiledProgram> run_nvrtc(const ProgramImage& program, const std::string& arch) const;
+  std::string cache_key(const ProgramImage& program, const std::string& arch,
+                        BuildTier tier) const;
+  Result<CompiledProgram> run_nvrtc(const ProgramImage& program, const std::string& arch,
+                                    BuildTier tier) const;
 
   std::shared_ptr<const NvrtcLibrary> nvrtc_;
   std::string cuda_path_;

@@ -4,9 +4,12 @@
 // test label sets it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "exec/cuda/cuda_executor.h"
 #include "exec/cuda/nvrtc_compiler.h"
@@ -96,6 +99,33 @@ TEST_F(NvrtcSpecialise, CachesEachValueOnDisk) {
   EXPECT_FALSE(other->from_cache);
 }
 
+// A quick build is an entry of its own: it compiles with NVRTC's fast-compile
+// level, is cached apart from the optimised build, and serves neither for
+// the other.
+TEST_F(NvrtcSpecialise, AQuickBuildIsCachedApartFromTheOptimisedOne) {
+  const ProgramImage five = variant_for_run(program_, dims_param(program_, 5)).image;
+  const auto quick_options = cc_->options("sm_90", BuildTier::kQuick);
+  const auto full_options = cc_->options("sm_90");
+  EXPECT_NE(std::find(quick_options.begin(), quick_options.end(), "-Ofc=mid"),
+            quick_options.end());
+  EXPECT_EQ(std::find(full_options.begin(), full_options.end(), "-Ofc=mid"), full_options.end());
+
+  auto quick = cc_->compile(five, "sm_90", BuildTier::kQuick);
+  ASSERT_TRUE(quick.ok()) << quick.status().message();
+  EXPECT_FALSE(quick->from_cache);
+  EXPECT_TRUE(cc_->cached(five, "sm_90", BuildTier::kQuick));
+  EXPECT_FALSE(cc_->cached(five, "sm_90"));
+
+  auto full = cc_->compile(five, "sm_90");
+  ASSERT_TRUE(full.ok()) << full.status().message();
+  EXPECT_FALSE(full->from_cache);
+  EXPECT_NE(full->cubin, quick->cubin);
+  auto quick_again = cc_->compile(five, "sm_90", BuildTier::kQuick);
+  ASSERT_TRUE(quick_again.ok());
+  EXPECT_TRUE(quick_again->from_cache);
+  EXPECT_EQ(quick_again->cubin, quick->cubin);
+}
+
 class CudaGpuSpecialise : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -163,6 +193,82 @@ TEST_F(CudaGpuSpecialise, EachValueCompilesOnceAndGivesItsAnswer) {
   EXPECT_EQ(*sums, expected(7, rows / 2));
   EXPECT_TRUE(gpu_->run_compile_stats().cache_hit);
   EXPECT_EQ(gpu_->run_compile_stats().compile_ms, 0);
+}
+
+// A run whose values have no optimised build begins on the quick build and
+// gives the same sums; once the optimised build has compiled, the next
+// iteration runs on it (still the same sums), and a later run of those
+// values begins on it, waiting for no compile.
+TEST_F(CudaGpuSpecialise, ARunBeginsOnTheQuickBuildAndSwitchesToTheOptimisedOne) {
+  const fs::path cache = fs::temp_directory_path() / "lizard-quick-build-test";
+  fs::remove_all(cache);
+  CudaOptions o;
+  o.cache_dir = cache.string();
+  auto gpus = make_cuda_executors(o);
+  ASSERT_TRUE(gpus.ok()) << gpus.status().message();
+  gpu_ = std::move(gpus->front());
+  auto cc = NvrtcCompiler::open("/usr/local/cuda", cache.string());
+  ASSERT_TRUE(cc.ok()) << cc.status().message();
+  const int dims = 11, rows = 30000;
+  const ParamValues p = dims_param(program_, dims);
+  const ProgramImage optimised = variant_for_run(program_, p).image;
+
+  PartitionData d;
+  d.rows = rows;
+  std::vector<float> x;
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < dims; ++j) x.push_back(static_cast<float>(i % 1000 + j));
+  d.fields.emplace_back(x.size() * sizeof(float));
+  std::memcpy(d.fields[0].data(), x.data(), d.fields[0].size());
+  ASSERT_TRUE(gpu_->begin_run(program_, p, std::move(d)).ok());
+  EXPECT_TRUE(gpu_->run_compile_stats().quick_build);
+  EXPECT_FALSE(gpu_->run_compile_stats().cache_hit);
+  auto state = make_section(program_.manifest.state, program_.manifest, p);
+  auto agg = make_section(program_.manifest.aggregate, program_.manifest, p);
+  auto sums_of = [&] {
+    std::vector<float> sums(dims);
+    std::memcpy(sums.data(), agg->bytes.data(), dims * sizeof(float));
+    return sums;
+  };
+  IterationStats stats;
+  ASSERT_TRUE(gpu_->iterate(*state, 0, &*agg, &stats).ok());
+  EXPECT_EQ(sums_of(), expected(dims, rows));
+
+  // The optimised build lands in the host's cache; the executor takes it up
+  // at the iteration after its compile ends.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool switched = stats.switched_build;
+  for (int it = 1; !switched && std::chrono::steady_clock::now() < deadline; ++it) {
+    if (!(*cc)->cached(optimised, gpu_->info().arch))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(gpu_->iterate(*state, it, &*agg, &stats).ok());
+    EXPECT_EQ(sums_of(), expected(dims, rows)) << "iteration " << it;
+    switched = stats.switched_build;
+  }
+  EXPECT_TRUE(switched);
+  ASSERT_TRUE(gpu_->end_run(false).ok());
+
+  auto again = column_sums(dims, rows / 3);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, expected(dims, rows / 3));
+  EXPECT_FALSE(gpu_->run_compile_stats().quick_build);
+  EXPECT_TRUE(gpu_->run_compile_stats().cache_hit);
+  gpu_.reset();
+  fs::remove_all(cache);
+}
+
+// With quick builds off, a run waits for its optimised build.
+TEST_F(CudaGpuSpecialise, WithQuickBuildsOffARunWaitsForTheOptimisedBuild) {
+  CudaOptions o;
+  o.quick_builds = false;
+  auto gpus = make_cuda_executors(o);
+  ASSERT_TRUE(gpus.ok()) << gpus.status().message();
+  gpu_ = std::move(gpus->front());
+  auto sums = column_sums(13, 5000);
+  ASSERT_TRUE(sums.ok()) << sums.status().message();
+  EXPECT_EQ(*sums, expected(13, 5000));
+  EXPECT_FALSE(gpu_->run_compile_stats().quick_build);
+  EXPECT_FALSE(gpu_->run_compile_stats().cache_hit);
 }
 
 }  // namespace

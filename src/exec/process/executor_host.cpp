@@ -121,6 +121,7 @@ Status Host::iterate(ByteReader* r, ByteWriter* out) {
                   : executor_->iterate_rows(state_, iteration, &aggregate_, &stats, first, count);
   out->f64(stats.kernel_ms);
   out->f64(stats.total_ms);
+  out->u8(stats.switched_build ? 1 : 0);
   out->bytes(std::string_view(reinterpret_cast<const char*>(aggregate_.bytes.data()),
                               st.ok() ? aggregate_.bytes.size() : 0));
   return st;

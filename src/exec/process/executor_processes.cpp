@@ -31,7 +31,9 @@ std::vector<std::string> executor_host_args(const BackendOptions& o) {
                                 "--kept-rows-mb",
                                 std::to_string(o.kept_rows_mb),
                                 "--compile-cache-mb",
-                                std::to_string(o.compile_cache_mb)};
+                                std::to_string(o.compile_cache_mb),
+                                "--quick-builds",
+                                o.quick_builds ? "on" : "off"};
   if (!o.cache_dir.empty()) args.insert(args.end(), {"--cache-dir", o.cache_dir});
   return args;
 }

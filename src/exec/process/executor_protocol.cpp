@@ -147,6 +147,7 @@ void write_begin_run_reply(ByteWriter* w, const CompileStats& compile, bool rows
                            const std::vector<std::string>& kept) {
   w->f64(compile.compile_ms);
   w->u8(compile.cache_hit ? 1 : 0);
+  w->u8(compile.quick_build ? 1 : 0);
   w->u8(rows_missing ? 1 : 0);
   write_keys(w, kept);
 }
@@ -155,6 +156,7 @@ BeginRunReply read_begin_run_reply(ByteReader* r) {
   BeginRunReply out;
   out.compile.compile_ms = r->f64();
   out.compile.cache_hit = r->u8() != 0;
+  out.compile.quick_build = r->u8() != 0;
   out.rows_missing = r->u8() != 0;
   out.kept = read_keys(r);
   return out;

@@ -277,6 +277,7 @@ Status ProcessExecutor::receive_iterate(SectionBuffer* aggregate, IterationStats
   Status st = reply.head();
   stats->kernel_ms = reply.reader.f64();
   stats->total_ms = reply.reader.f64();
+  stats->switched_build = reply.reader.u8() != 0;
   std::string_view agg = reply.reader.bytes();
   if (st.ok()) st = reply.reader.status("iterate");
   if (st.ok() && agg.size() != aggregate->bytes.size())

@@ -1,0 +1,179 @@
+// CudaExecutor's program builds: the registration's build, a run's build
+// of its specialised values, and the two tiers a run's build comes in
+// (BuildTier in nvrtc_compiler.h).  A run whose optimised build is neither
+// loaded nor in the host's compile cache begins on the quick build, while
+// the optimised one compiles on a thread of its own; the run switches to it
+// between two iterations once it has compiled, and later runs of the same
+// values begin on it.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "exec/cuda/cuda_device_executor.h"
+
+namespace lizard {
+namespace cuda {
+namespace {
+
+bool is_ready(const std::future<CudaExecutor::CompileOutcome>& f) {
+  return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+}  // namespace
+
+std::string CudaExecutor::module_key(const ProgramVariant& variant, BuildTier tier) {
+  return tier == BuildTier::kQuick ? variant.key + "#quick" : variant.key;
+}
+
+Status CudaExecutor::build(const ProgramImage& program) {
+  LIZARD_RETURN_IF_ERROR(make_current());
+  CompileStats stats;
+  return load_program(variant_for_build(program), &stats).status();
+}
+
+// Compiles `variant` for `arch` at `tier`, timed.
+CudaExecutor::CompileOutcome CudaExecutor::timed_compile(const NvrtcCompiler& cc,
+                                                         const ProgramVariant& variant,
+                                                         const std::string& arch, BuildTier tier) {
+  const auto start = std::chrono::steady_clock::now();
+  Result<CompiledProgram> compiled = cc.compile(variant.image, arch, tier);
+  return {
+      std::move(compiled),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
+}
+
+CudaExecutor::PendingCompile CudaExecutor::compile_ahead(const ProgramVariant& variant,
+                                                         BuildTier tier) const {
+  auto it = modules_.find(module_key(variant, tier));
+  if (it != modules_.end() && it->second.module && !variant.image.hash.empty()) return {};
+  return std::async(std::launch::async, [cc = cc_, &variant, arch = info_.arch, tier] {
+    return timed_compile(*cc, variant, arch, tier);
+  });
+}
+
+CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant) {
+  auto optimising = optimising_.find(variant.key);
+  if (optimising != optimising_.end()) {
+    if (!is_ready(optimising->second.compiling))
+      return {BuildTier::kQuick, compile_ahead(variant, BuildTier::kQuick)};
+    PendingCompile done = std::move(optimising->second.compiling);
+    optimising_.erase(optimising);
+    return {BuildTier::kOptimised, std::move(done), true};
+  }
+  auto loaded = modules_.find(variant.key);
+  const bool have_optimised = loaded != modules_.end() && loaded->second.module;
+  if (!quick_builds_ || variant.image.hash.empty() || have_optimised ||
+      cc_->cached(variant.image, info_.arch))
+    return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised)};
+  auto owned = std::make_shared<const ProgramVariant>(variant);
+  optimising_[variant.key] = OptimisedBuild{
+      owned, std::async(std::launch::async, [cc = cc_, owned, arch = info_.arch] {
+        return timed_compile(*cc, *owned, arch, BuildTier::kOptimised);
+      })};
+  return {BuildTier::kQuick, compile_ahead(variant, BuildTier::kQuick)};
+}
+
+bool CudaExecutor::adopt_optimised_build(int64_t iteration) {
+  Run* run = run_.get();
+  if (!run || !run->quick_build) return false;
+  auto it = optimising_.find(run->variant_key);
+  if (it == optimising_.end() || !is_ready(it->second.compiling)) return false;
+  OptimisedBuild done = std::move(it->second);
+  optimising_.erase(it);
+  run->quick_build = false;
+  CompileStats stats;
+  Result<Module*> m = load_program(*done.variant, &stats, std::move(done.compiling));
+  Status st = m.status();
+  std::vector<CUfunction> kernels = std::move(run->kernels);
+  std::vector<LaunchConfig> launches = std::move(run->launches);
+  run->kernels.clear();
+  run->launches.clear();
+  if (st.ok()) st = prepare_launches(run, **m);
+  if (!st.ok()) {  // the run stays on its quick build
+    run->kernels = std::move(kernels);
+    run->launches = std::move(launches);
+    spdlog::warn("GPU {}: the optimised build of {} cannot be used ({}); the run keeps its quick "
+                 "build",
+                 info_.ordinal, run->variant_key, st.message());
+    return false;
+  }
+  spdlog::info("GPU {}: the run switched to the optimised build of its kernels at iteration {} "
+               "(compiled in {:.0f} ms)",
+               info_.ordinal, iteration, stats.compile_ms);
+  auto quick = modules_.find(module_key(*done.variant, BuildTier::kQuick));
+  if (quick != modules_.end()) {
+    if (quick->second.module) cu_->cuModuleUnload(quick->second.module);
+    modules_.erase(quick);
+  }
+  return true;
+}
+
+Result<Module*> CudaExecutor::load_program(const ProgramVariant& variant, CompileStats* stats,
+                                           PendingCompile ahead, BuildTier tier) {
+  *stats = CompileStats{};
+  stats->quick_build = tier == BuildTier::kQuick;
+  const ProgramImage& program = variant.image;
+  const std::string key = module_key(variant, tier);
+  auto it = modules_.find(key);
+  if (it == modules_.end() || program.hash.empty()) {
+    CompileOutcome outcome =
+        ahead.valid() ? ahead.get() : timed_compile(*cc_, variant, info_.arch, tier);
+    if (!outcome.compiled.ok())
+      return Status(outcome.compiled.status().code(),
+                    outcome.compiled.status().message() + specialised_note(variant));
+    CompiledProgram out = std::move(outcome.compiled).value();
+    stats->cache_hit = out.from_cache;
+    if (!out.from_cache) stats->compile_ms = outcome.ms;
+    Module fresh;
+    fresh.cubin = std::move(out.cubin);
+    if (it != modules_.end()) {
+      if (it->second.module) cu_->cuModuleUnload(it->second.module);
+      it->second = std::move(fresh);
+    } else {
+      it = modules_.emplace(key, std::move(fresh)).first;
+    }
+  }
+  Module* m = &it->second;
+  if (!m->module) {
+    Status st = load_module(program, m);
+    if (!st.ok()) {
+      modules_.erase(it);
+      return st;
+    }
+  }
+  return m;
+}
+
+Status CudaExecutor::load_module(const ProgramImage& program, Module* m) {
+  LIZARD_RETURN_IF_ERROR(
+      check(cu_->cuModuleLoadData(&m->module, m->cubin.data()), "loading the compiled kernels"));
+  m->kernels.clear();
+  for (const auto& step : program.manifest.iterate) {
+    CUfunction f = nullptr;
+    if (cu_->cuModuleGetFunction(&f, m->module, step.kernel.c_str()) != CUDA_SUCCESS) {
+      cu_->cuModuleUnload(m->module);
+      m->module = nullptr;
+      return compile_error(program.manifest.cuda_source + ": kernel '" + step.kernel +
+                           "' named in iterate is not defined (it must be declared "
+                           "extern \"C\" __global__)");
+    }
+    m->kernels.push_back(f);
+  }
+  m->generators.clear();
+  for (const auto& step : program.manifest.generate) {
+    CUfunction f = nullptr;
+    if (cu_->cuModuleGetFunction(&f, m->module, step.kernel.c_str()) != CUDA_SUCCESS) {
+      cu_->cuModuleUnload(m->module);
+      m->module = nullptr;
+      return compile_error(program.manifest.cuda_source + ": generator kernel '" + step.kernel +
+                           "' is not defined (it must be declared extern \"C\" __global__)");
+    }
+    m->generators[step.kernel] = f;
+  }
+  return Status::Ok();
+}
+
+}  // namespace cuda
+}  // namespace lizard
