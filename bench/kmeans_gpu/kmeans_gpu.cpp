@@ -286,6 +286,7 @@ int main(int argc, char** argv) {
   } else {
     CudaOptions o;
     o.gpus = GpuSelection::of({0});
+    o.quick_builds = false;  // the kernels timed are the optimised ones
     auto gpus = make_cuda_executors(o);
     if (!gpus.ok()) return fail(gpus.status());
     executors = std::move(gpus).value();

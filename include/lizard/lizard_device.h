@@ -77,10 +77,16 @@ struct pick<false, A, Z> {
 template <auto F>
 struct FieldKey {};
 
-// Objects that keep a copy in static shared memory do so up to this size;
-// larger ones work on the global array directly (a GPU block has 48 KiB of
-// static shared memory in all).
+// A block has 48 KiB of static shared memory in all, and a kernel combines
+// the building blocks that use it, so each keeps to a share: a table
+// (BlockTable, NearestRow) or an aggregate's block copy takes at most
+// kMaxSharedCopyBytes (larger ones work on the global array, or a table on
+// the kernel's dynamic shared memory); an aggregate's copies together (its
+// block copy, the staging tiles of add_row and the warps' private copies)
+// at most kAggregateSharedBytes.  A table, a [k, d] aggregate and a [k]
+// aggregate then fit.
 constexpr unsigned long long kMaxSharedCopyBytes = 8192;
+constexpr unsigned long long kAggregateSharedBytes = 36864;
 
 __device__ __forceinline__ unsigned linear_thread() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);

@@ -18,8 +18,8 @@
 // reducer's identity when the object is made; a warp whose threads all fold
 // into one element combines their values with shuffles first and folds once;
 // add_row from a whole warp goes through a staging tile into a private copy
-// of the warp's (for the first warps of a block, when the copies fit in
-// 32 KiB), in which every thread folds its own columns without atomics;
+// of the warp's (for the first warps of a block, as many as fit in what the
+// block's copy and the staging tiles leave of 36 KiB), in which every thread folds its own columns without atomics;
 // otherwise each thread folds into the block's copy with a shared-memory
 // atomic, the rows of an [R, C] copy skewed across the memory banks so that
 // threads of a warp folding rows into different elements do not wait on one
@@ -180,8 +180,17 @@ class BlockAggregate {
   using Tile = detail::RowTile<C*(int)sizeof(T)>;
   static constexpr int kSubCopies = C >= 32 ? 1 : (32 % C == 0 ? 32 / C : 0);
   static constexpr unsigned long long kWarpCopyElems = kCount * kSubCopies;
+  // The warp copies take what the block copy and the staging tiles leave of
+  // detail::kAggregateSharedBytes.
+  static constexpr unsigned long long kBlockCopyBytes = kShared ? kCount * sizeof(T) : 0;
+  static constexpr unsigned long long kTileBytes =
+      Tile::kUsed ? (unsigned long long)Tile::kWarps * Tile::kWarpVecs * 16 : 0;
+  static constexpr unsigned long long kWarpCopyRoom =
+      detail::kAggregateSharedBytes > kBlockCopyBytes + kTileBytes
+          ? detail::kAggregateSharedBytes - kBlockCopyBytes - kTileBytes
+          : 0;
   static constexpr unsigned long long kWarpCopyFit =
-      kWarpCopyElems == 0 ? 0 : 32768 / (kWarpCopyElems * sizeof(T));
+      kWarpCopyElems == 0 ? 0 : kWarpCopyRoom / (kWarpCopyElems * sizeof(T));
 #if defined(LIZARD_NO_WARP_COPIES)
   static constexpr int kWarpCopies = 0;
 #else

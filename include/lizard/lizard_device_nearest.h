@@ -165,7 +165,7 @@ class NearestRow {
   static constexpr int kStride = D % 8 == 0 ? D + 4 : D;
   static constexpr unsigned long long kSharedBytes =
       ((unsigned long long)K * kStride + K + 4) * sizeof(float);
-  static constexpr unsigned long long kStaticBytes = 16384;
+  static constexpr unsigned long long kStaticBytes = detail::kMaxSharedCopyBytes;
   static constexpr bool kStatic = !LIZARD_DEVICE_CPU && kSharedBytes <= kStaticBytes;
   // of_warp uses the tensor cores (else it is operator() on each lane).
   static constexpr bool kTensorCores = LIZARD_NEAREST_TENSOR_CORES && D % 8 == 0;

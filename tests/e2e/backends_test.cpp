@@ -39,24 +39,31 @@ json run_on(const std::string& backend, const Case& c) {
   return rec;
 }
 
+// k-means over n points of d dimensions in k blobs, from the first k points.
+Case kmeans_case(int n, int d, int k) {
+  return {"kmeans", [n, d, k](const std::string& dir) {
+            std::mt19937 rng(3);
+            std::normal_distribution<float> noise(0.f, 1.f);
+            std::vector<float> pts(size_t(n) * d);
+            for (int i = 0; i < n; ++i)
+              for (int j = 0; j < d; ++j)
+                pts[size_t(i) * d + j] = 6.f * ((i % k) == j % k) + noise(rng);
+            std::ofstream(dir + "/pts.npy", std::ios::binary)
+                << npy_bytes(DType::kFloat32, {n, d}, pts.data());
+            std::vector<float> init(pts.begin(), pts.begin() + k * d);
+            return json{
+                {"params", {{"k", k}, {"dims", d}, {"max_iterations", 10}, {"threshold", -1}}},
+                {"dataset", {{"points", {{"path", dir + "/pts.npy"}}}}},
+                {"state", {{"centroids", init}}}};
+          }};
+}
+
 std::vector<Case> cases() {
   return {
-      {"kmeans",
-       [](const std::string& dir) {
-         const int n = 200000, d = 8, k = 5;
-         std::mt19937 rng(3);
-         std::normal_distribution<float> noise(0.f, 1.f);
-         std::vector<float> pts(size_t(n) * d);
-         for (int i = 0; i < n; ++i)
-           for (int j = 0; j < d; ++j)
-             pts[size_t(i) * d + j] = 6.f * ((i % k) == j % k) + noise(rng);
-         std::ofstream(dir + "/pts.npy", std::ios::binary)
-             << npy_bytes(DType::kFloat32, {n, d}, pts.data());
-         std::vector<float> init(pts.begin(), pts.begin() + k * d);
-         return json{{"params", {{"k", k}, {"dims", d}, {"max_iterations", 10}, {"threshold", -1}}},
-                     {"dataset", {{"points", {{"path", dir + "/pts.npy"}}}}},
-                     {"state", {{"centroids", init}}}};
-       }},
+      kmeans_case(200000, 8, 5),
+      // A table and sums that share a block's shared memory with the
+      // aggregate's warp copies, on the tensor cores.
+      kmeans_case(100000, 32, 64),
       {"anneal",
        [](const std::string&) {
          std::vector<uint64_t> seeds;

@@ -70,6 +70,7 @@ Status CudaDriver::bind() {
       {bind_one(l, &cuModuleUnload, {"cuModuleUnload"}), "cuModuleUnload"},
       {bind_one(l, &cuModuleGetFunction, {"cuModuleGetFunction"}), "cuModuleGetFunction"},
       {bind_one(l, &cuFuncSetAttribute, {"cuFuncSetAttribute"}), "cuFuncSetAttribute"},
+      {bind_one(l, &cuFuncGetAttribute, {"cuFuncGetAttribute"}), "cuFuncGetAttribute"},
       {bind_one(l, &cuLaunchKernel, {"cuLaunchKernel"}), "cuLaunchKernel"},
       {bind_one(l, &cuMemGetInfo, {"cuMemGetInfo_v2"}), "cuMemGetInfo_v2"},
       {bind_one(l, &cuMemAlloc, {"cuMemAlloc_v2"}), "cuMemAlloc_v2"},

@@ -311,7 +311,21 @@ Status CudaExecutor::prepare_launches(Run* run, const Module& m) {
       return invalid_argument("kernel '" + step.kernel + "': shared_bytes " +
                               std::to_string(c.shared_bytes) + " exceeds the " +
                               std::to_string(shared_optin_) + " bytes per block of " + info_.arch);
-    if (c.shared_bytes > static_cast<uint64_t>(kDefaultSharedLimit)) {
+    // Dynamic shared memory beyond what the kernel's static shared memory
+    // leaves of the default 48 KiB needs the limit raised.
+    int static_bytes = 0;
+    if (c.shared_bytes > 0 &&
+        cu_->cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                m.kernels[k]) != CUDA_SUCCESS)
+      static_bytes = 0;
+    if (c.shared_bytes + static_cast<uint64_t>(static_bytes) > static_cast<uint64_t>(shared_optin_))
+      return invalid_argument("kernel '" + step.kernel + "': shared_bytes " +
+                              std::to_string(c.shared_bytes) + " and its " +
+                              std::to_string(static_bytes) +
+                              " bytes of static shared memory exceed the " +
+                              std::to_string(shared_optin_) + " bytes per block of " + info_.arch);
+    if (c.shared_bytes + static_cast<uint64_t>(static_bytes) >
+        static_cast<uint64_t>(kDefaultSharedLimit)) {
       LIZARD_RETURN_IF_ERROR(check(
           cu_->cuFuncSetAttribute(m.kernels[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                   static_cast<int>(c.shared_bytes)),
