@@ -19,7 +19,10 @@ constexpr size_t kMaxRemembered = 4096;
 
 AheadBuilds::AheadBuilds(std::unique_ptr<VariantCompiler> compiler, int threads, size_t max_queued)
     : compiler_(std::move(compiler)), max_queued_(max_queued) {
-  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { work(); });
+  for (int i = 0; i < std::max(1, threads); ++i) {
+    threads_.emplace_back([this] { work(&queue_); });
+    if (compiler_->tiered()) threads_.emplace_back([this] { work(&quick_); });
+  }
 }
 
 AheadBuilds::~AheadBuilds() {
@@ -35,7 +38,7 @@ AheadBuilds::~AheadBuilds() {
 
 void AheadBuilds::request(std::shared_ptr<const ProgramImage> program, const ParamValues& params) {
   ProgramVariant variant = variant_for_run(*program, params);
-  const bool quick_first =
+  const bool make_quick =
       compiler_->tiered() && !compiler_->cached(variant, BuildTier::kOptimised) &&
       !compiler_->cached(variant, BuildTier::kQuick);
   std::lock_guard<std::mutex> l(mu_);
@@ -47,12 +50,9 @@ void AheadBuilds::request(std::shared_ptr<const ProgramImage> program, const Par
                                                                        : std::next(it);
   }
   variants_[variant.key] = State::kQueued;
-  if (quick_first) {
-    quick_.push_back(Job{variant, BuildTier::kQuick});
-    wake_.notify_one();
-  }
+  if (make_quick) quick_.push_back(Job{variant, BuildTier::kQuick});
   queue_.push_back(Job{std::move(variant), BuildTier::kOptimised});
-  wake_.notify_one();
+  wake_.notify_all();
 }
 
 bool AheadBuilds::needs_compile(const ProgramVariant& variant) const {
@@ -70,14 +70,13 @@ int AheadBuilds::compiled() const {
   return compiled_;
 }
 
-void AheadBuilds::work() {
+void AheadBuilds::work(std::deque<Job>* queue) {
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
-    wake_.wait(l, [&] { return stopping_ || !quick_.empty() || !queue_.empty(); });
+    wake_.wait(l, [&] { return stopping_ || !queue->empty(); });
     if (stopping_) return;
-    std::deque<Job>& from = quick_.empty() ? queue_ : quick_;
-    Job job = std::move(from.front());
-    from.pop_front();
+    Job job = std::move(queue->front());
+    queue->pop_front();
     const bool optimised = job.tier == BuildTier::kOptimised;
     if (optimised) variants_[job.variant.key] = State::kBuilding;
     l.unlock();

@@ -7,9 +7,9 @@
 // requested again while queued, building or built is not built again, and
 // one compiled by another process of the host at the same time is compiled
 // once (the cache's single-flight).  Where the executors begin runs on quick
-// builds (VariantCompiler::tiered), each variant's quick build is made
-// first, ahead of every optimised one, so that a queue of new values soon
-// has something to begin on.  Run sessions ask it whether their kernels
+// builds (VariantCompiler::tiered), each variant's quick build is made too,
+// on `threads` threads of their own, so that a queue of new values soon has
+// something to begin on, never waiting behind an optimised build.  Run sessions ask it whether their kernels
 // still have to be compiled, to tell the server so.
 //
 //   AheadBuilds ahead(std::move(variant_compiler), 2);
@@ -34,8 +34,9 @@ namespace lizard {
 
 class AheadBuilds {
  public:
-  // Builds with `compiler` on `threads` threads; requests beyond
-  // `max_queued` waiting ones are dropped (their runs compile at start).
+  // Builds with `compiler` on `threads` threads (and as many for quick
+  // builds, when tiered); requests beyond `max_queued` waiting ones are
+  // dropped (their runs compile at start).
   AheadBuilds(std::unique_ptr<VariantCompiler> compiler, int threads, size_t max_queued = 64);
   // Lets the builds under way finish; drops those not begun.
   ~AheadBuilds();
@@ -58,7 +59,8 @@ class AheadBuilds {
     ProgramVariant variant;
     BuildTier tier = BuildTier::kOptimised;
   };
-  void work();
+  // Takes the jobs of `queue` (quick_ or queue_) until stopped.
+  void work(std::deque<Job>* queue);
   // Compiles `job`, logging what it did; `compiled` as VariantCompiler::compile.
   Status build(const Job& job, bool* compiled);
 
@@ -66,8 +68,8 @@ class AheadBuilds {
   const size_t max_queued_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<Job> quick_;                  // GUARDED_BY(mu_): taken before queue_
-  std::deque<Job> queue_;                  // GUARDED_BY(mu_)
+  std::deque<Job> quick_;                  // GUARDED_BY(mu_): quick builds
+  std::deque<Job> queue_;                  // GUARDED_BY(mu_): optimised builds
   std::map<std::string, State> variants_;  // GUARDED_BY(mu_), by ProgramVariant::key: optimised
   int compiled_ = 0;                       // GUARDED_BY(mu_)
   bool stopping_ = false;                  // GUARDED_BY(mu_)

@@ -92,8 +92,8 @@ def timed_map(client, checksum, data, ks):
     t0 = time.perf_counter()
     runs = client.map(checksum, params, dataset={"points": data})
     ms = (time.perf_counter() - t0) * 1e3
-    compiles = [r.record.get("phases", {}).get("compile_ms", 0.0) for r in runs]
-    return ms, compiles
+    phases = [r.record.get("phases", {}) for r in runs]
+    return ms, phases
 
 
 def main():
@@ -148,13 +148,20 @@ def main():
     print(f"seed workload, warm run (POST ?wait=1): median {result['warm']['median_ms']:.2f} ms")
 
     ks = list(range(24, 32))  # 8 values no run has used
-    first_ms, first_compiles = timed_map(client, checksum, data, ks)
-    again_ms, _ = timed_map(client, checksum, data, ks)
+    first_ms, first_phases = timed_map(client, checksum, data, ks)
+    again_ms, again_phases = timed_map(client, checksum, data, ks)
+    first_compiles = [p.get("compile_ms", 0.0) for p in first_phases]
     result["map"] = {"values": len(ks), "first_ms": first_ms, "again_ms": again_ms,
-                     "ratio": first_ms / again_ms, "first_compile_ms": first_compiles}
+                     "ratio": first_ms / again_ms, "first_compile_ms": first_compiles,
+                     "first_phases": first_phases, "again_phases": again_phases}
     print(f"map over {len(ks)} new values of k: {first_ms:.0f} ms, the same map again "
           f"{again_ms:.0f} ms ({first_ms / again_ms:.2f}x); compile ms per run "
           f"{[round(c) for c in first_compiles]}")
+    for name, phases in (("first", first_phases), ("again", again_phases)):
+        print(f"  {name} map, per run: " + "; ".join(
+            f"queued {p.get('queued_ms', 0):.0f} load {p.get('loading_ms', 0):.0f} "
+            f"iterations {p.get('iterations_ms', 0):.0f}{' quick' if p.get('quick_build') else ''}"
+            for p in phases))
 
     if args.json:
         with open(args.json, "w") as f:
