@@ -19,10 +19,14 @@ constexpr size_t kMaxRemembered = 4096;
 
 AheadBuilds::AheadBuilds(std::unique_ptr<VariantCompiler> compiler, int threads, size_t max_queued)
     : compiler_(std::move(compiler)), max_queued_(max_queued) {
-  for (int i = 0; i < std::max(1, threads); ++i) {
-    threads_.emplace_back([this] { work(&queue_); });
-    if (compiler_->tiered()) threads_.emplace_back([this] { work(&quick_); });
-  }
+  threads = std::max(1, threads);
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { work(&queue_); });
+  if (!compiler_->tiered()) return;
+  // Quick builds are short and what queued runs begin on: a GPU node's
+  // cores (a quarter of them, up to 8) make them side by side.
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const int quick = std::max(threads, std::min(8, cores / 4));
+  for (int i = 0; i < quick; ++i) threads_.emplace_back([this] { work(&quick_); });
 }
 
 AheadBuilds::~AheadBuilds() {

@@ -8,7 +8,8 @@
 // one compiled by another process of the host at the same time is compiled
 // once (the cache's single-flight).  Where the executors begin runs on quick
 // builds (VariantCompiler::tiered), each variant's quick build is made too,
-// on `threads` threads of their own, so that a queue of new values soon has
+// on threads of their own (`threads`, or a quarter of the cores up to 8),
+// so that a queue of new values soon has
 // something to begin on, never waiting behind an optimised build.  Run sessions ask it whether their kernels
 // still have to be compiled, to tell the server so.
 //
@@ -34,8 +35,8 @@ namespace lizard {
 
 class AheadBuilds {
  public:
-  // Builds with `compiler` on `threads` threads (and as many for quick
-  // builds, when tiered); requests beyond `max_queued` waiting ones are
+  // Builds with `compiler` on `threads` threads (and at least as many for
+  // quick builds, when tiered); requests beyond `max_queued` waiting ones are
   // dropped (their runs compile at start).
   AheadBuilds(std::unique_ptr<VariantCompiler> compiler, int threads, size_t max_queued = 64);
   // Lets the builds under way finish; drops those not begun.

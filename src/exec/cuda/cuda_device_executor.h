@@ -9,6 +9,7 @@
 // session that holds it); it keeps no lock.
 #pragma once
 
+#include <chrono>
 #include <future>
 #include <map>
 #include <memory>
@@ -96,6 +97,7 @@ struct Run {
   std::vector<LaunchConfig> launches;
   std::string variant_key;   // ProgramVariant::key of the run's build
   bool quick_build = false;  // on the quick build until the optimised one is in
+  std::chrono::steady_clock::time_point next_cache_look;  // for the optimised build
   Status failed;             // set once an iteration failed
   bool device_lost = false;  // the context was reset: nothing left to free
   size_t agg_offset() const { return align256(state_bytes); }

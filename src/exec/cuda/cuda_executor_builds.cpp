@@ -56,8 +56,13 @@ CudaExecutor::PendingCompile CudaExecutor::compile_ahead(const ProgramVariant& v
 CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant) {
   auto optimising = optimising_.find(variant.key);
   if (optimising != optimising_.end()) {
-    if (!is_ready(optimising->second.compiling))
+    // Still compiling here, but another process of the host (an ahead
+    // build) may have put it in the cache: then it is read from there.
+    if (!is_ready(optimising->second.compiling)) {
+      if (cc_->cached(variant.image, info_.arch))
+        return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised), true};
       return {BuildTier::kQuick, compile_ahead(variant, BuildTier::kQuick)};
+    }
     PendingCompile done = std::move(optimising->second.compiling);
     optimising_.erase(optimising);
     return {BuildTier::kOptimised, std::move(done), true};
@@ -79,12 +84,25 @@ bool CudaExecutor::adopt_optimised_build(int64_t iteration) {
   Run* run = run_.get();
   if (!run || !run->quick_build) return false;
   auto it = optimising_.find(run->variant_key);
-  if (it == optimising_.end() || !is_ready(it->second.compiling)) return false;
-  OptimisedBuild done = std::move(it->second);
-  optimising_.erase(it);
+  if (it == optimising_.end()) return false;
+  // Ready here, or (looked for at most every 50 ms) in the host's cache,
+  // put there by another process.
+  bool ready = is_ready(it->second.compiling);
+  const auto now = std::chrono::steady_clock::now();
+  if (!ready && now >= run->next_cache_look) {
+    run->next_cache_look = now + std::chrono::milliseconds(50);
+    ready = cc_->cached(it->second.variant->image, info_.arch);
+  }
+  if (!ready) return false;
+  const std::shared_ptr<const ProgramVariant> variant = it->second.variant;
+  PendingCompile compiled;
+  if (is_ready(it->second.compiling)) {
+    compiled = std::move(it->second.compiling);
+    optimising_.erase(it);
+  }  // else its compile ends on its own; the build is read from the cache
   run->quick_build = false;
   CompileStats stats;
-  Result<Module*> m = load_program(*done.variant, &stats, std::move(done.compiling));
+  Result<Module*> m = load_program(*variant, &stats, std::move(compiled));
   Status st = m.status();
   std::vector<CUfunction> kernels = std::move(run->kernels);
   std::vector<LaunchConfig> launches = std::move(run->launches);
@@ -102,7 +120,7 @@ bool CudaExecutor::adopt_optimised_build(int64_t iteration) {
   spdlog::info("GPU {}: the run switched to the optimised build of its kernels at iteration {} "
                "(compiled in {:.0f} ms)",
                info_.ordinal, iteration, stats.compile_ms);
-  auto quick = modules_.find(module_key(*done.variant, BuildTier::kQuick));
+  auto quick = modules_.find(module_key(*variant, BuildTier::kQuick));
   if (quick != modules_.end()) {
     if (quick->second.module) cu_->cuModuleUnload(quick->second.module);
     modules_.erase(quick);
