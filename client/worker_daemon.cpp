@@ -412,6 +412,7 @@ Status WorkerDaemon::init() {
     // Executors in the worker are sent every run's rows: they keep none.
     BackendOptions in_process = impl_->opts.backend;
     in_process.kept_rows_mb = 0;
+    in_process.warm_up_compiler = true;
     LIZARD_ASSIGN_OR_RETURN(auto made, make_executors(in_process, &impl_->backend_note));
     for (auto& e : made) {
       impl_->executors.push_back(std::make_unique<ExecutorHandle>());

@@ -30,6 +30,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptio
     c.kept_rows_bytes = kept_rows_budget(std::max<int64_t>(0, o.kept_rows_mb), {});
     c.kept_rows_auto = o.kept_rows_mb < 0;
     c.quick_builds = o.quick_builds;
+    c.warm_up_compiler = o.warm_up_compiler;
     auto gpus = make_cuda_executors(c);
     if (gpus.ok()) {
       out = std::move(gpus).value();

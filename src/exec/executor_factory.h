@@ -33,6 +33,9 @@ struct BackendOptions {
   // A GPU run whose optimised build is not ready begins on a quick build
   // and switches between iterations (exec/cuda/nvrtc_compiler.h, BuildTier).
   bool quick_builds = true;
+  // GPU executors warm NVRTC up in the background as they open, so that a
+  // first build does not pay NVRTC's first call (exec/cuda/cuda_executor.h).
+  bool warm_up_compiler = false;
 };
 
 Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptions& o,

@@ -124,6 +124,10 @@ class CudaExecutor final : public Executor {
 
   // Retains the device's primary context and fills info().
   Status open(int ordinal);
+  // Warms NVRTC up for this device's architecture on a thread of its own.
+  void warm_up_compiler() {
+    warm_up_ = std::async(std::launch::async, [cc = cc_, arch = info_.arch] { cc->warm_up(arch); });
+  }
 
   const ExecutorInfo& info() const override { return info_; }
   bool lost() const override { return !lost_.ok(); }
@@ -266,6 +270,9 @@ class CudaExecutor final : public Executor {
   };
   std::map<std::string, OptimisedBuild> optimising_;
   bool quick_builds_ = true;
+  // NvrtcCompiler::warm_up, started when the device is opened (the first
+  // executor of the process); waited for before the executor goes.
+  std::future<void> warm_up_;
   std::unique_ptr<Run> run_;
   KeptBuffers kept_;  // from the last run, with the context current
   KeptRows<DeviceRows> kept_rows_;

@@ -151,14 +151,15 @@ Result<std::vector<std::unique_ptr<Executor>>> make_cuda_executors(const CudaOpt
   LIZARD_ASSIGN_OR_RETURN(std::vector<int> ordinals, choose_gpus(options.gpus, loads));
   std::vector<std::unique_ptr<Executor>> out;
   for (int g : ordinals) {
-    if (probed[g]) {
-      out.push_back(std::move(probed[g]));
-      continue;
+    std::unique_ptr<CudaExecutor> e = std::move(probed[g]);
+    if (!e) {
+      e = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib, options.kept_rows_bytes);
+      e->set_quick_builds(options.quick_builds);
+      LIZARD_RETURN_IF_ERROR(e->open(g));
+      if (options.kept_rows_auto)
+        e->set_kept_rows_budget(kept_rows_budget(kKeptRowsAuto, e->info()));
     }
-    auto e = std::make_unique<CudaExecutor>(cu, *cc, nvml_lib, options.kept_rows_bytes);
-    e->set_quick_builds(options.quick_builds);
-    LIZARD_RETURN_IF_ERROR(e->open(g));
-    if (options.kept_rows_auto) e->set_kept_rows_budget(kept_rows_budget(kKeptRowsAuto, e->info()));
+    if (out.empty() && options.warm_up_compiler) e->warm_up_compiler();
     out.push_back(std::move(e));
   }
   return out;

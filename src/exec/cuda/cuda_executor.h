@@ -29,6 +29,9 @@ struct CudaOptions {
   bool kept_rows_auto = false;  // instead: half of each GPU's free memory when opened
   // A run whose optimised build is not ready begins on a quick one (BuildTier).
   bool quick_builds = true;
+  // Warm NVRTC up in the background as the executors open (workers; not
+  // tools that only probe the devices).
+  bool warm_up_compiler = false;
 };
 
 // One executor per selected GPU.  kUnavailable, with the reason ("libcuda.so.1

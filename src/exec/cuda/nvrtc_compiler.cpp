@@ -106,6 +106,18 @@ Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program, cons
   return CompiledProgram{arch, std::move(entry.payload), std::move(log), entry.hit};
 }
 
+void NvrtcCompiler::warm_up(const std::string& arch) const {
+  const NvrtcLibrary& nv = *nvrtc_;
+  nvrtcProgram prog = nullptr;
+  if (nv.nvrtcCreateProgram(&prog, "extern \"C\" __global__ void warm_up(float* x) { *x = 1; }\n",
+                            "warm_up.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    return;
+  const std::string arch_option = "-arch=" + arch;
+  const char* opts[] = {arch_option.c_str()};
+  nv.nvrtcCompileProgram(prog, 1, opts);
+  nv.nvrtcDestroyProgram(&prog);
+}
+
 Result<CompiledProgram> NvrtcCompiler::run_nvrtc(const ProgramImage& program,
                                                  const std::string& arch, BuildTier tier) const {
   const NvrtcLibrary& nv = *nvrtc_;

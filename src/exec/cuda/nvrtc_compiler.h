@@ -50,6 +50,11 @@ class NvrtcCompiler {
   Result<CompiledProgram> compile(const ProgramImage& program, const std::string& arch,
                                   BuildTier tier = BuildTier::kOptimised) const;
 
+  // Compiles a one-line kernel for `arch`, caching nothing, so that NVRTC's
+  // first call in the process (loading its builtins, about 0.25 s on a
+  // fresh GPU node) is paid before a user's build needs it.
+  void warm_up(const std::string& arch) const;
+
   // Whether compile(program, arch, tier) would find the cubin in the cache.
   bool cached(const ProgramImage& program, const std::string& arch,
               BuildTier tier = BuildTier::kOptimised) const;

@@ -57,6 +57,23 @@ class NvrtcCompilerTest : public ::testing::Test {
   fs::path cache_;
 };
 
+// Warming NVRTC up compiles a kernel of its own and keeps nothing: the
+// cache directory stays empty, and a program's first build after it is still
+// a compile of that program.
+TEST_F(NvrtcCompilerTest, WarmingUpKeepsNothing) {
+  auto cc = NvrtcCompiler::open("/usr/local/cuda", cache_.string());
+  ASSERT_TRUE(cc.ok()) << cc.status().message();
+  (*cc)->warm_up("sm_90");
+  size_t entries = 0;
+  if (fs::exists(cache_))
+    for (const auto& e : fs::recursive_directory_iterator(cache_)) entries += e.is_regular_file();
+  EXPECT_EQ(entries, 0u);
+  ProgramImage p = make_test_program(kYaml, {{"kernel.cu", kKernel}, {"twice.cuh", kTwice}});
+  auto first = (*cc)->compile(p, "sm_90");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_FALSE(first->from_cache);
+}
+
 TEST_F(NvrtcCompilerTest, CompilesACubinForSm90WithTheProgramHeaders) {
   ProgramImage p = make_test_program(kYaml, {{"kernel.cu", kKernel}, {"twice.cuh", kTwice}});
   auto out = compile_for_arch(p, "sm_90");

@@ -229,7 +229,9 @@ int run_executor_host(const BackendOptions& options, bool probe_only) {
   }
   if (probe_only) return probe(&channel.value(), options);
   std::string note;
-  auto made = make_executors(options, &note);
+  BackendOptions serving = options;
+  serving.warm_up_compiler = true;
+  auto made = make_executors(serving, &note);
   Status unusable = made.status();
   std::unique_ptr<Executor> executor;
   if (made.ok() && made->size() != 1)
