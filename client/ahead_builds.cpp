@@ -42,9 +42,9 @@ AheadBuilds::~AheadBuilds() {
 
 void AheadBuilds::request(std::shared_ptr<const ProgramImage> program, const ParamValues& params) {
   ProgramVariant variant = variant_for_run(*program, params);
-  const bool make_quick =
-      compiler_->tiered() && !compiler_->cached(variant, BuildTier::kOptimised) &&
-      !compiler_->cached(variant, BuildTier::kQuick);
+  const bool make_quick = compiler_->tiered() &&
+                          !compiler_->cached(variant, BuildTier::kOptimised) &&
+                          !compiler_->cached(variant, BuildTier::kQuick);
   std::lock_guard<std::mutex> l(mu_);
   if (stopping_ || variants_.count(variant.key)) return;
   if (queue_.size() >= max_queued_) return;

@@ -6,12 +6,12 @@
 // cache, where the executors find it when the run begins.  A variant
 // requested again while queued, building or built is not built again, and
 // one compiled by another process of the host at the same time is compiled
-// once (the cache's single-flight).  Where the executors begin runs on quick
-// builds (VariantCompiler::tiered), each variant's quick build is made too,
-// on threads of their own (`threads`, or a quarter of the cores up to 8),
-// so that a queue of new values soon has
-// something to begin on, never waiting behind an optimised build.  Run sessions ask it whether their kernels
-// still have to be compiled, to tell the server so.
+// once (the cache's single-flight).  Where the executors begin runs on
+// quick builds (VariantCompiler::tiered), each variant's quick build is made
+// too, on threads of their own (`threads`, or a quarter of the cores up to
+// 8), so that a queue of new values soon has something to begin on, never
+// waiting behind an optimised build.  Run sessions ask it whether their
+// kernels still have to be compiled, to tell the server so.
 //
 //   AheadBuilds ahead(std::move(variant_compiler), 2);
 //   ahead.request(program, params);                   // returns at once

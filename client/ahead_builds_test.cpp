@@ -102,8 +102,8 @@ TEST(AheadBuilds, QuickBuildsAreMadeForGpuExecutors) {
     // only once a build is in the cache.
     const bool quick_before = compiler->cached(last, BuildTier::kQuick);
     const bool needs = ahead.needs_compile(last);
-    const bool any_after = compiler->cached(last, BuildTier::kQuick) ||
-                           compiler->cached(last, BuildTier::kOptimised);
+    const bool any_after =
+        compiler->cached(last, BuildTier::kQuick) || compiler->cached(last, BuildTier::kOptimised);
     EXPECT_TRUE(!quick_before || !needs);
     EXPECT_TRUE(needs || any_after);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -19,16 +19,15 @@
 // into one element combines their values with shuffles first and folds once;
 // add_row from a whole warp goes through a staging tile into a private copy
 // of the warp's (for the first warps of a block, as many as fit in what the
-// block's copy and the staging tiles leave of 36 KiB), in which every thread folds its own columns without atomics;
-// otherwise each thread folds into the block's copy with a shared-memory
-// atomic, the rows of an [R, C] copy skewed across the memory banks so that
-// threads of a warp folding rows into different elements do not wait on one
-// bank.  When the object goes out of scope the block waits for all its
-// threads and adds each element that changed into the field, one global
-// atomic per element and block.  Larger fields, and sizes known only at run time, are folded
-// into the field directly (after the same combining within a warp).  On the
-// CPU backend every field gets a private copy per OS thread, folded into the
-// field once after the thread's last block of the launch.
+// block's copy and the staging tiles leave of 36 KiB), in which every thread folds its own columns
+// without atomics; otherwise each thread folds into the block's copy with a shared-memory atomic,
+// the rows of an [R, C] copy skewed across the memory banks so that threads of a warp folding rows
+// into different elements do not wait on one bank.  When the object goes out of scope the block
+// waits for all its threads and adds each element that changed into the field, one global atomic
+// per element and block.  Larger fields, and sizes known only at run time, are folded into the
+// field directly (after the same combining within a warp).  On the CPU backend every field gets a
+// private copy per OS thread, folded into the field once after the thread's last block of the
+// launch.
 #ifndef LIZARD_DEVICE_AGGREGATE_H
 #define LIZARD_DEVICE_AGGREGATE_H
 

@@ -70,7 +70,8 @@ std::vector<WireSample> wire_samples() {
       ProgramMsg{"ab12", {{"config", "name: sum\n"}, {"sources", {{"k.cu", ""}}}}}.to_message());
   add("program_status", ProgramStatusMsg{"ab12", true, "é"}.to_message());
   add("run_start", run_start().to_message(std::string(16, '\x01')));
-  add("run_ready", RunReadyMsg{"r1.0", false, "no file", 1.5, true, {2}, 64, 128, true}.to_message());
+  add("run_ready",
+      RunReadyMsg{"r1.0", false, "no file", 1.5, true, {2}, 64, 128, true}.to_message());
   add("iterate", IterateMsg{"r1.0", 0}.to_message(kState));
   add("iteration_result", IterationResultMsg{"r1.0", 0, true, "", 0.25}.to_message(kState));
   add("iteration_failed", IterationResultMsg{"r1.0", 3, false, "CUDA error", 0}.to_message());

@@ -98,7 +98,7 @@ struct Run {
   std::string variant_key;   // ProgramVariant::key of the run's build
   bool quick_build = false;  // on the quick build until the optimised one is in
   std::chrono::steady_clock::time_point next_cache_look;  // for the optimised build
-  Status failed;             // set once an iteration failed
+  Status failed;                                          // set once an iteration failed
   bool device_lost = false;  // the context was reset: nothing left to free
   size_t agg_offset() const { return align256(state_bytes); }
   size_t sections_bytes() const { return agg_bytes ? agg_offset() + agg_bytes : state_bytes; }
@@ -197,8 +197,7 @@ class CudaExecutor final : public Executor {
   // The loaded module of `variant` at `tier`, compiled unless cached (or
   // taken from `ahead` when given); `stats` says which.
   Result<Module*> load_program(const ProgramVariant& variant, CompileStats* stats,
-                               PendingCompile ahead = {},
-                               BuildTier tier = BuildTier::kOptimised);
+                               PendingCompile ahead = {}, BuildTier tier = BuildTier::kOptimised);
   Status load_module(const ProgramImage& program, Module* m);
 
   // Evicts kept rows (never those in `protect`) until the run's buffers fit.

@@ -73,10 +73,10 @@ CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant) 
       cc_->cached(variant.image, info_.arch))
     return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised)};
   auto owned = std::make_shared<const ProgramVariant>(variant);
-  optimising_[variant.key] = OptimisedBuild{
-      owned, std::async(std::launch::async, [cc = cc_, owned, arch = info_.arch] {
-        return timed_compile(*cc, *owned, arch, BuildTier::kOptimised);
-      })};
+  optimising_[variant.key] =
+      OptimisedBuild{owned, std::async(std::launch::async, [cc = cc_, owned, arch = info_.arch] {
+                       return timed_compile(*cc, *owned, arch, BuildTier::kOptimised);
+                     })};
   return {BuildTier::kQuick, compile_ahead(variant, BuildTier::kQuick)};
 }
 
@@ -112,14 +112,16 @@ bool CudaExecutor::adopt_optimised_build(int64_t iteration) {
   if (!st.ok()) {  // the run stays on its quick build
     run->kernels = std::move(kernels);
     run->launches = std::move(launches);
-    spdlog::warn("GPU {}: the optimised build of {} cannot be used ({}); the run keeps its quick "
-                 "build",
-                 info_.ordinal, run->variant_key, st.message());
+    spdlog::warn(
+        "GPU {}: the optimised build of {} cannot be used ({}); the run keeps its quick "
+        "build",
+        info_.ordinal, run->variant_key, st.message());
     return false;
   }
-  spdlog::info("GPU {}: the run switched to the optimised build of its kernels at iteration {} "
-               "(compiled in {:.0f} ms)",
-               info_.ordinal, iteration, stats.compile_ms);
+  spdlog::info(
+      "GPU {}: the run switched to the optimised build of its kernels at iteration {} "
+      "(compiled in {:.0f} ms)",
+      info_.ordinal, iteration, stats.compile_ms);
   auto quick = modules_.find(module_key(*variant, BuildTier::kQuick));
   if (quick != modules_.end()) {
     if (quick->second.module) cu_->cuModuleUnload(quick->second.module);

@@ -315,8 +315,8 @@ Status CudaExecutor::prepare_launches(Run* run, const Module& m) {
     // leaves of the default 48 KiB needs the limit raised.
     int static_bytes = 0;
     if (c.shared_bytes > 0 &&
-        cu_->cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-                                m.kernels[k]) != CUDA_SUCCESS)
+        cu_->cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, m.kernels[k]) !=
+            CUDA_SUCCESS)
       static_bytes = 0;
     if (c.shared_bytes + static_cast<uint64_t>(static_bytes) > static_cast<uint64_t>(shared_optin_))
       return invalid_argument("kernel '" + step.kernel + "': shared_bytes " +

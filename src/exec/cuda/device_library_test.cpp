@@ -57,8 +57,8 @@ TEST(DeviceLibraryNvrtc, KmeansCompilesAtEveryShape) {
   auto image = make_program_image(*bundle);
   ASSERT_TRUE(image.ok()) << image.status().message();
   const std::vector<std::pair<int, int>> shapes = {
-      {40, 32}, {48, 32}, {64, 32}, {36, 32}, {64, 16}, {96, 16}, {128, 16}, {255, 4},
-      {256, 8}, {128, 8}, {24, 64}, {32, 64}, {1000, 2}, {512, 16}, {63, 16}, {31, 32},
+      {40, 32}, {48, 32}, {64, 32}, {36, 32}, {64, 16},  {96, 16},  {128, 16}, {255, 4},
+      {256, 8}, {128, 8}, {24, 64}, {32, 64}, {1000, 2}, {512, 16}, {63, 16},  {31, 32},
       {32, 32}, {56, 16}, {127, 8}, {511, 4}, {2048, 2}, {1024, 8}, {16, 128}, {4096, 8}};
   for (const auto& [k, dims] : shapes) {
     SCOPED_TRACE("k=" + std::to_string(k) + ", dims=" + std::to_string(dims));

@@ -65,8 +65,7 @@ class NvrtcCompiler {
                                    BuildTier tier = BuildTier::kOptimised) const;
 
  private:
-  std::string cache_key(const ProgramImage& program, const std::string& arch,
-                        BuildTier tier) const;
+  std::string cache_key(const ProgramImage& program, const std::string& arch, BuildTier tier) const;
   Result<CompiledProgram> run_nvrtc(const ProgramImage& program, const std::string& arch,
                                     BuildTier tier) const;
 

@@ -106,8 +106,7 @@ TEST_F(NvrtcSpecialise, AQuickBuildIsCachedApartFromTheOptimisedOne) {
   const ProgramImage five = variant_for_run(program_, dims_param(program_, 5)).image;
   const auto quick_options = cc_->options("sm_90", BuildTier::kQuick);
   const auto full_options = cc_->options("sm_90");
-  EXPECT_NE(std::find(quick_options.begin(), quick_options.end(), "-Ofc=mid"),
-            quick_options.end());
+  EXPECT_NE(std::find(quick_options.begin(), quick_options.end(), "-Ofc=mid"), quick_options.end());
   EXPECT_EQ(std::find(full_options.begin(), full_options.end(), "-Ofc=mid"), full_options.end());
 
   auto quick = cc_->compile(five, "sm_90", BuildTier::kQuick);
