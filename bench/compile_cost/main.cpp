@@ -17,6 +17,7 @@
 //
 //   build/bench/compile_cost [--arch sm_90] [--cuda /usr/local/cuda] [--repeat 3]
 //   build/bench/compile_cost --cache /tmp/kernels      # cold, then again: from disk
+//   build/bench/compile_cost --cache /tmp/kernels --json F   # and the times as JSON in F
 //   build/bench/compile_cost --dump /tmp/kmeans-src    # the sources NVRTC sees (and in cpu/
 //                                                      # the CPU backend's unit and flags)
 //   build/bench/compile_cost --shape 256x64            # kmeans at (k, dims) = (256, 64)
@@ -102,11 +103,13 @@ double raw_compile(const cuda::NvrtcLibrary& nv, const ProgramImage& p,
 
 // One kmeans build per backend through the compile cache in `dir`.
 int cache_mode(const std::string& cuda_path, const ProgramImage& kmeans, const std::string& arch,
-               const std::string& dir) {
+               const std::string& dir, const std::string& json) {
   auto cc = cuda::NvrtcCompiler::open(cuda_path, dir);
   if (!cc.ok()) return std::fprintf(stderr, "%s\n", cc.status().message().c_str()), 1;
   bool hit = false;
   double ms = timed_compile(**cc, kmeans, arch, &hit);
+  const double nvrtc_ms = ms;
+  const bool nvrtc_hit = hit;
   std::printf("%-44s %10.1f %s\n", "kmeans (16, 32), NVRTC", ms, hit ? "hit" : "miss");
   auto plan = plan_cpu_build(kmeans);
   if (!plan.ok()) return std::fprintf(stderr, "%s\n", plan.status().message().c_str()), 1;
@@ -116,6 +119,15 @@ int cache_mode(const std::string& cuda_path, const ProgramImage& kmeans, const s
   ms = ms_since(t0);
   if (!lib.ok()) return std::fprintf(stderr, "%s\n", lib.status().message().c_str()), 1;
   std::printf("%-44s %10.1f %s\n", "kmeans (16, 32), CPU backend", ms, hit ? "hit" : "miss");
+  if (!json.empty()) {  // for bench/save-result
+    std::FILE* f = std::fopen(json.c_str(), "w");
+    if (!f) return std::fprintf(stderr, "cannot write %s\n", json.c_str()), 1;
+    std::fprintf(f,
+                 "{\"arch\": \"%s\", \"nvrtc\": {\"ms\": %.3f, \"hit\": %s}, "
+                 "\"cpu\": {\"ms\": %.3f, \"hit\": %s}}\n",
+                 arch.c_str(), nvrtc_ms, nvrtc_hit ? "true" : "false", ms, hit ? "true" : "false");
+    std::fclose(f);
+  }
   return 0;
 }
 
@@ -149,7 +161,7 @@ int dump_sources(const ProgramImage& p, const std::string& dir) {
 int main(int argc, char** argv) {
   std::string arch = "sm_90", cuda_path = "/usr/local/cuda";
   int repeat = 3;
-  std::string cache_dir, dump_dir;
+  std::string cache_dir, dump_dir, json_path;
   int shape_k = 16, shape_dims = 32;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--arch")) arch = argv[i + 1];
@@ -157,6 +169,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--cache")) cache_dir = argv[i + 1];
     if (!std::strcmp(argv[i], "--dump")) dump_dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--json")) json_path = argv[i + 1];
     if (!std::strcmp(argv[i], "--shape")) std::sscanf(argv[i + 1], "%dx%d", &shape_k, &shape_dims);
   }
   auto bundle = read_program_dir(LIZARD_KMEANS_EXAMPLE_DIR);
@@ -176,7 +189,7 @@ int main(int argc, char** argv) {
     return variant_for_run(*image, *params).image;
   };
   const ProgramImage kmeans = variant(shape_k, shape_dims);
-  if (!cache_dir.empty()) return cache_mode(cuda_path, kmeans, arch, cache_dir);
+  if (!cache_dir.empty()) return cache_mode(cuda_path, kmeans, arch, cache_dir, json_path);
   if (!dump_dir.empty()) return dump_sources(kmeans, dump_dir);
   const ProgramImage bare =
       with_kernel(kmeans, "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n");
