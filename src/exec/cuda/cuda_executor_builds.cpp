@@ -1,10 +1,10 @@
 // CudaExecutor's program builds: the registration's build, a run's build
-// of its specialised values, and the two tiers a run's build comes in
-// (BuildTier in nvrtc_compiler.h).  A run whose optimised build is neither
-// loaded nor in the host's compile cache begins on the quick build, while
-// the optimised one compiles on a thread of its own; the run switches to it
-// between two iterations once it has compiled, and later runs of the same
-// values begin on it.
+// of its specialised values, and the two tiers a build comes in (BuildTier,
+// exec/program_variant.h).  A run (or a registration) whose optimised build
+// is neither loaded nor in the host's compile cache begins on the quick
+// build, while the optimised one compiles on a thread of its own; a run
+// switches to it between two iterations once it has compiled, and later
+// runs of the same values begin on it.
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -27,10 +27,15 @@ std::string CudaExecutor::module_key(const ProgramVariant& variant, BuildTier ti
   return tier == BuildTier::kQuick ? variant.key + "#quick" : variant.key;
 }
 
+// A registration's build is planned as a run's: the quick build when the
+// optimised one is not in the cache, so that the program is checked and
+// usable sooner, with the optimised build following in the background.
 Status CudaExecutor::build(const ProgramImage& program) {
   LIZARD_RETURN_IF_ERROR(make_current());
+  const ProgramVariant variant = variant_for_build(program);
+  BuildPlan plan = plan_build(variant);
   CompileStats stats;
-  return load_program(variant_for_build(program), &stats).status();
+  return load_program(variant, &stats, std::move(plan.compiling), plan.tier).status();
 }
 
 // Compiles `variant` for `arch` at `tier`, timed.

@@ -256,6 +256,34 @@ TEST_F(CudaGpuSpecialise, ARunBeginsOnTheQuickBuildAndSwitchesToTheOptimisedOne)
   fs::remove_all(cache);
 }
 
+// A registration's build is the quick one when the optimised one is not in
+// the host's cache; the optimised build follows in the background, and a
+// run of the defaults then begins on whichever is ready, with the same sums.
+TEST_F(CudaGpuSpecialise, ARegistrationBuildsTheQuickBuildAndTheOptimisedFollows) {
+  const fs::path cache = fs::temp_directory_path() / "lizard-quick-registration-test";
+  fs::remove_all(cache);
+  CudaOptions o;
+  o.cache_dir = cache.string();
+  auto gpus = make_cuda_executors(o);
+  ASSERT_TRUE(gpus.ok()) << gpus.status().message();
+  gpu_ = std::move(gpus->front());
+  auto cc = NvrtcCompiler::open("/usr/local/cuda", cache.string());
+  ASSERT_TRUE(cc.ok()) << cc.status().message();
+  const ProgramImage defaults = variant_for_build(program_).image;
+  const std::string arch = gpu_->info().arch;
+  ASSERT_TRUE(gpu_->build(program_).ok());
+  EXPECT_TRUE((*cc)->cached(defaults, arch, BuildTier::kQuick));
+  for (int i = 0; i < 600 && !(*cc)->cached(defaults, arch); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE((*cc)->cached(defaults, arch));
+  auto sums = column_sums(2, 4000);
+  ASSERT_TRUE(sums.ok()) << sums.status().message();
+  EXPECT_EQ(*sums, expected(2, 4000));
+  EXPECT_TRUE(gpu_->run_compile_stats().cache_hit);
+  gpu_.reset();
+  fs::remove_all(cache);
+}
+
 // With quick builds off, a run waits for its optimised build.
 TEST_F(CudaGpuSpecialise, WithQuickBuildsOffARunWaitsForTheOptimisedBuild) {
   CudaOptions o;
