@@ -64,6 +64,19 @@ TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
   fs::remove_all(dir);
 }
 
+// A VariantCompiler for GPU executors of sm_90 (NVRTC compiles without a
+// GPU), caching in `dir` (emptied first).
+Result<std::unique_ptr<VariantCompiler>> sm90_compiler(const fs::path& dir, bool quick_builds) {
+  fs::remove_all(dir);
+  BackendOptions o;
+  o.cache_dir = dir.string();
+  o.quick_builds = quick_builds;
+  ExecutorInfo gpu;
+  gpu.kind = "cuda";
+  gpu.arch = "sm_90";
+  return VariantCompiler::make(o, {gpu});
+}
+
 // For GPU executors that begin runs on quick builds, every requested
 // variant's quick build is made as well as its optimised one, on threads of
 // their own, and a run whose quick build is in the cache waits for no
@@ -71,13 +84,7 @@ TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
 // (NVRTC compiles without a GPU.)
 TEST(AheadBuilds, QuickBuildsAreMadeForGpuExecutors) {
   const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-quick-test";
-  fs::remove_all(dir);
-  BackendOptions o;
-  o.cache_dir = dir.string();
-  ExecutorInfo gpu;
-  gpu.kind = "cuda";
-  gpu.arch = "sm_90";
-  auto made = VariantCompiler::make(o, {gpu});
+  auto made = sm90_compiler(dir, true);
   if (!made.ok()) GTEST_SKIP() << "NVRTC unavailable: " << made.status().message();
   const VariantCompiler* compiler = made->get();
   ASSERT_TRUE(compiler->tiered());
@@ -122,14 +129,7 @@ TEST(AheadBuilds, QuickBuildsAreMadeForGpuExecutors) {
 // With quick builds off, only the optimised builds are made.
 TEST(AheadBuilds, NoQuickBuildsWhenTheExecutorsWaitForOptimisedOnes) {
   const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-noquick-test";
-  fs::remove_all(dir);
-  BackendOptions o;
-  o.cache_dir = dir.string();
-  o.quick_builds = false;
-  ExecutorInfo gpu;
-  gpu.kind = "cuda";
-  gpu.arch = "sm_90";
-  auto made = VariantCompiler::make(o, {gpu});
+  auto made = sm90_compiler(dir, false);
   if (!made.ok()) GTEST_SKIP() << "NVRTC unavailable: " << made.status().message();
   const VariantCompiler* compiler = made->get();
   EXPECT_FALSE(compiler->tiered());

@@ -139,9 +139,8 @@ class CudaGpuSpecialise : public ::testing::Test {
     program_ = make_test_program(kYaml, {{"kernel.cu", kKernel}});
   }
 
-  // Column sums of x[i][j] = i % 1000 + j over `rows` rows.
-  Result<std::vector<float>> column_sums(int dims, int rows) {
-    ParamValues p = dims_param(program_, dims);
+  // The rows x[i][j] = i % 1000 + j.
+  static PartitionData rows_of(int dims, int rows) {
     PartitionData d;
     d.rows = rows;
     std::vector<float> x;
@@ -149,7 +148,13 @@ class CudaGpuSpecialise : public ::testing::Test {
       for (int j = 0; j < dims; ++j) x.push_back(static_cast<float>(i % 1000 + j));
     d.fields.emplace_back(x.size() * sizeof(float));
     std::memcpy(d.fields[0].data(), x.data(), d.fields[0].size());
-    LIZARD_RETURN_IF_ERROR(gpu_->begin_run(program_, p, std::move(d)));
+    return d;
+  }
+
+  // Column sums of rows_of(dims, rows).
+  Result<std::vector<float>> column_sums(int dims, int rows) {
+    ParamValues p = dims_param(program_, dims);
+    LIZARD_RETURN_IF_ERROR(gpu_->begin_run(program_, p, rows_of(dims, rows)));
     auto state = make_section(program_.manifest.state, program_.manifest, p);
     auto agg = make_section(program_.manifest.aggregate, program_.manifest, p);
     IterationStats stats;
@@ -160,6 +165,17 @@ class CudaGpuSpecialise : public ::testing::Test {
     std::vector<float> sums(dims);
     std::memcpy(sums.data(), agg->bytes.data(), dims * sizeof(float));
     return sums;
+  }
+
+  // Replaces the executor with one that caches in `cache` (emptied first),
+  // and returns a compiler that looks into that cache.
+  Result<std::shared_ptr<const NvrtcCompiler>> use_a_cache(const fs::path& cache) {
+    fs::remove_all(cache);
+    CudaOptions o;
+    o.cache_dir = cache.string();
+    LIZARD_ASSIGN_OR_RETURN(auto gpus, make_cuda_executors(o));
+    gpu_ = std::move(gpus.front());
+    return NvrtcCompiler::open("/usr/local/cuda", cache.string());
   }
 
   static std::vector<float> expected(int dims, int rows) {
@@ -200,26 +216,12 @@ TEST_F(CudaGpuSpecialise, EachValueCompilesOnceAndGivesItsAnswer) {
 // values begins on it, waiting for no compile.
 TEST_F(CudaGpuSpecialise, ARunBeginsOnTheQuickBuildAndSwitchesToTheOptimisedOne) {
   const fs::path cache = fs::temp_directory_path() / "lizard-quick-build-test";
-  fs::remove_all(cache);
-  CudaOptions o;
-  o.cache_dir = cache.string();
-  auto gpus = make_cuda_executors(o);
-  ASSERT_TRUE(gpus.ok()) << gpus.status().message();
-  gpu_ = std::move(gpus->front());
-  auto cc = NvrtcCompiler::open("/usr/local/cuda", cache.string());
+  auto cc = use_a_cache(cache);
   ASSERT_TRUE(cc.ok()) << cc.status().message();
   const int dims = 11, rows = 30000;
   const ParamValues p = dims_param(program_, dims);
   const ProgramImage optimised = variant_for_run(program_, p).image;
-
-  PartitionData d;
-  d.rows = rows;
-  std::vector<float> x;
-  for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < dims; ++j) x.push_back(static_cast<float>(i % 1000 + j));
-  d.fields.emplace_back(x.size() * sizeof(float));
-  std::memcpy(d.fields[0].data(), x.data(), d.fields[0].size());
-  ASSERT_TRUE(gpu_->begin_run(program_, p, std::move(d)).ok());
+  ASSERT_TRUE(gpu_->begin_run(program_, p, rows_of(dims, rows)).ok());
   EXPECT_TRUE(gpu_->run_compile_stats().quick_build);
   EXPECT_FALSE(gpu_->run_compile_stats().cache_hit);
   auto state = make_section(program_.manifest.state, program_.manifest, p);
@@ -261,13 +263,7 @@ TEST_F(CudaGpuSpecialise, ARunBeginsOnTheQuickBuildAndSwitchesToTheOptimisedOne)
 // run of the defaults then begins on whichever is ready, with the same sums.
 TEST_F(CudaGpuSpecialise, ARegistrationBuildsTheQuickBuildAndTheOptimisedFollows) {
   const fs::path cache = fs::temp_directory_path() / "lizard-quick-registration-test";
-  fs::remove_all(cache);
-  CudaOptions o;
-  o.cache_dir = cache.string();
-  auto gpus = make_cuda_executors(o);
-  ASSERT_TRUE(gpus.ok()) << gpus.status().message();
-  gpu_ = std::move(gpus->front());
-  auto cc = NvrtcCompiler::open("/usr/local/cuda", cache.string());
+  auto cc = use_a_cache(cache);
   ASSERT_TRUE(cc.ok()) << cc.status().message();
   const ProgramImage defaults = variant_for_build(program_).image;
   const std::string arch = gpu_->info().arch;
