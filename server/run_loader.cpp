@@ -126,7 +126,8 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
     file_bytes_kept += r->file_bytes_kept;
     cache_hit = cache_hit && r->compile_cache_hit;
     quick_build = quick_build || r->quick_build;
-    if (ctx_.metrics) ctx_.metrics->count_run_ready(r->compile_cache_hit, r->compile_ms);
+    if (ctx_.metrics)
+      ctx_.metrics->count_run_ready(r->compile_cache_hit, r->compile_ms, r->quick_build);
   }
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.phases.loading_ms = ms_since(t_load);

@@ -85,6 +85,10 @@ ServerMetrics::ServerMetrics(const WorkerRegistry* workers, const RunBook* runs)
       compile_cache_hits_(reg_.counter("lizard_program_compile_cache_hits_total",
                                        "Workers whose binaries for a run came from a cache.")
                               .with({})),
+      quick_builds_(reg_.counter("lizard_runs_on_quick_builds_total",
+                                 "Workers that began a run on a quick build of its kernels "
+                                 "while the optimised build compiled.")
+                        .with({})),
       compile_seconds_(reg_.histogram("lizard_program_compile_duration_seconds",
                                       "Time a worker spent compiling a run's kernels, when it did.",
                                       {}, kCompileBounds)
@@ -130,7 +134,8 @@ void ServerMetrics::observe_run_finished(const std::string& status, double runni
   if (running_s > 0) run_duration_.with({status}).observe(running_s);
 }
 
-void ServerMetrics::count_run_ready(bool cache_hit, double compile_ms) {
+void ServerMetrics::count_run_ready(bool cache_hit, double compile_ms, bool quick_build) {
+  if (quick_build) quick_builds_.add();
   (cache_hit ? compile_hit_ : compile_miss_).observe(compile_ms / 1e3);
   if (cache_hit) return compile_cache_hits_.add();
   compiles_.add();

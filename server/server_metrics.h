@@ -37,8 +37,8 @@ class ServerMetrics {
   // update hook; the rest (state out, aggregates back) counts as transfer.
   void observe_iteration(double total_ms, double kernel_ms, double fold_ms);
   // A worker's run_ready: whether its binaries came from a cache, else how
-  // long the compile took.
-  void count_run_ready(bool cache_hit, double compile_ms);
+  // long the compile took, and whether a GPU began on a quick build.
+  void count_run_ready(bool cache_hit, double compile_ms, bool quick_build = false);
   // A run that starts running after `queued_s` in the queue.
   void observe_run_started(double queued_s);
   // A run that ends with `status` (done, failed, cancelled) after running
@@ -73,6 +73,7 @@ class ServerMetrics {
   Histogram& queue_wait_;
   Counter& compiles_;
   Counter& compile_cache_hits_;
+  Counter& quick_builds_;
   Histogram& compile_seconds_;
   HistogramFamily& compile_duration_;
   Histogram& compile_hit_;

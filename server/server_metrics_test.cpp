@@ -174,6 +174,7 @@ TEST_F(ServerMetricsTest, IterationTimesSplitIntoKernelTransferAndFold) {
 TEST_F(ServerMetricsTest, CompilesCacheHitsBuildsAndBytes) {
   metrics_->count_run_ready(true, 0);
   metrics_->count_run_ready(false, 1500);
+  metrics_->count_run_ready(false, 200, true);
   metrics_->count_program_build(true);
   metrics_->count_program_build(false);
   metrics_->count_program_build(true);
@@ -187,11 +188,13 @@ TEST_F(ServerMetricsTest, CompilesCacheHitsBuildsAndBytes) {
   EXPECT_EQ(inner->frames, 2);
   EXPECT_EQ(link->peer(), "127.0.0.1:1");
   EXPECT_EQ(m.value("lizard_program_compile_cache_hits_total"), 1.0);
-  EXPECT_EQ(m.value("lizard_program_compiles_total"), 1.0);
-  EXPECT_EQ(m.value("lizard_program_compile_duration_seconds_sum"), 1.5);
+  EXPECT_EQ(m.value("lizard_program_compiles_total"), 2.0);
+  EXPECT_EQ(m.value("lizard_runs_on_quick_builds_total"), 1.0);
+  EXPECT_DOUBLE_EQ(m.value("lizard_program_compile_duration_seconds_sum").value_or(0), 1.7);
   EXPECT_EQ(m.value("lizard_compile_duration_seconds_count", {{"cache", "hit"}}), 1.0);
-  EXPECT_EQ(m.value("lizard_compile_duration_seconds_count", {{"cache", "miss"}}), 1.0);
-  EXPECT_EQ(m.value("lizard_compile_duration_seconds_sum", {{"cache", "miss"}}), 1.5);
+  EXPECT_EQ(m.value("lizard_compile_duration_seconds_count", {{"cache", "miss"}}), 2.0);
+  EXPECT_DOUBLE_EQ(m.value("lizard_compile_duration_seconds_sum", {{"cache", "miss"}}).value_or(0),
+                   1.7);
   EXPECT_EQ(m.families["lizard_compile_duration_seconds"].type, "histogram");
   EXPECT_EQ(m.value("lizard_program_builds_total", {{"result", "ok"}}), 2.0);
   EXPECT_EQ(m.value("lizard_program_builds_total", {{"result", "failed"}}), 1.0);
