@@ -82,7 +82,7 @@ Result<std::unique_ptr<VariantCompiler>> sm90_compiler(const fs::path& dir, bool
 // their own, and a run whose quick build is in the cache waits for no
 // compile.
 // (NVRTC compiles without a GPU.)
-TEST(AheadBuilds, QuickBuildsAreMadeForGpuExecutors) {
+TEST(AheadBuildsNvrtc, QuickBuildsAreMadeForGpuExecutors) {
   const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-quick-test";
   auto made = sm90_compiler(dir, true);
   if (!made.ok()) GTEST_SKIP() << "NVRTC unavailable: " << made.status().message();
@@ -127,7 +127,7 @@ TEST(AheadBuilds, QuickBuildsAreMadeForGpuExecutors) {
 }
 
 // With quick builds off, only the optimised builds are made.
-TEST(AheadBuilds, NoQuickBuildsWhenTheExecutorsWaitForOptimisedOnes) {
+TEST(AheadBuildsNvrtc, NoQuickBuildsWhenTheExecutorsWaitForOptimisedOnes) {
   const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-noquick-test";
   auto made = sm90_compiler(dir, false);
   if (!made.ok()) GTEST_SKIP() << "NVRTC unavailable: " << made.status().message();
