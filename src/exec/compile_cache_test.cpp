@@ -2,6 +2,7 @@
 // single-flight, bounded, and never serving a corrupt entry.
 #include "exec/compile_cache.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -211,6 +212,58 @@ TEST_F(CompileCacheTest, ANewHostCompilerVersionMisses) {
     ::setenv("CXX", saved.c_str(), 1);
   else
     ::unsetenv("CXX");
+}
+
+// What f() of the library built from `unit` (which includes pre.h) returns.
+int value_of(const HostCompiler& cc, const std::map<std::string, std::string>& files,
+             const PrecompiledHeader& pch) {
+  auto lib = cc.build_shared(files, {"a.cpp"}, {"-O0"}, nullptr, &pch);
+  EXPECT_TRUE(lib.ok()) << lib.status().message();
+  if (!lib.ok()) return -1;
+  void* h = ::dlopen(lib->c_str(), RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(h, nullptr) << ::dlerror();
+  if (!h) return -1;
+  auto f = reinterpret_cast<int (*)()>(::dlsym(h, "f"));
+  const int v = f ? f() : -1;
+  ::dlclose(h);
+  return v;
+}
+
+// A header every build includes first is precompiled in the background once
+// a process builds a second time without it; builds then read it; it
+// serves only the inputs it was made from.
+TEST_F(CompileCacheTest, APrecompiledHeaderIsMadeInTheBackgroundAndServesOnlyItsInputs) {
+  const PrecompiledHeader pch{"pre.h", {"pre.h"}};
+  std::map<std::string, std::string> files{{"pre.h", "#define VALUE 1\n"}};
+  auto unit = [&](int n) {
+    files["a.cpp"] = "#include \"pre.h\"\nextern \"C\" int f() { return VALUE; }  // " +
+                     std::to_string(n) + "\n";
+  };
+  HostCompiler cc((dir_ / "kernels").string());
+  const fs::path path = cc.precompiled_path(files, {"-O0"}, pch);
+  ASSERT_FALSE(path.empty());
+  unit(1);
+  EXPECT_EQ(value_of(cc, files, pch), 1);
+  EXPECT_FALSE(fs::exists(path)) << "the first build waited for a precompiled header";
+  unit(2);
+  EXPECT_EQ(value_of(cc, files, pch), 1);
+  for (int i = 0; i < 600 && !fs::exists(path); ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(fs::exists(path));
+
+  // Replaced by one made from other text, it is what the next build reads:
+  // the builds use the precompiled header rather than parsing pre.h.
+  HostCompiler other((dir_ / "other").string());
+  std::map<std::string, std::string> two{{"pre.h", "#define VALUE 2\n"}};
+  ASSERT_TRUE(other.make_precompiled(two, {"-O0"}, pch));
+  fs::copy_file(other.precompiled_path(two, {"-O0"}, pch), path,
+                fs::copy_options::overwrite_existing);
+  unit(3);
+  EXPECT_EQ(value_of(cc, files, pch), 2);
+  // Other text in pre.h is another key: that header is parsed, not served
+  // a precompiled header made from other text.
+  files["pre.h"] = "#define VALUE 3\n";
+  unit(4);
+  EXPECT_EQ(value_of(cc, files, pch), 3);
 }
 
 }  // namespace

@@ -67,6 +67,52 @@ std::string machine() {
   return out;
 }
 
+// Where `pch` precompiled by `compiler` for `flags` lies under `cache_dir`:
+// keyed by the compiler, the machine, the flags and every file it reads.
+std::string pch_path(const std::string& compiler, const std::string& cache_dir,
+                     const std::map<std::string, std::string>& files,
+                     const std::vector<std::string>& flags, const PrecompiledHeader& pch) {
+  CompileKey key;
+  key.add("format", "lizard-pch-1").add("compiler", compiler);
+  key.add("version", compiler_version(compiler)).add("machine", machine());
+  for (const auto& f : flags) key.add("flag", f);
+  key.add("header", pch.header);
+  for (const std::string& name : pch.inputs) {
+    auto it = files.find(name);
+    if (it == files.end()) return "";
+    key.add("file", name).add("text", it->second);
+  }
+  return (fs::path(cache_dir) / "pch" / (key.digest() + ".gch")).string();
+}
+
+// Makes it unless it is there: in a directory of its own, renamed into place
+// whole (two processes that make it at once both do, and either one's stays).
+bool make_pch(const std::string& compiler, const std::string& cache_dir,
+              const std::map<std::string, std::string>& files,
+              const std::vector<std::string>& flags, const PrecompiledHeader& pch) {
+  const fs::path path = pch_path(compiler, cache_dir, files, flags, pch);
+  std::error_code ec;
+  if (path.empty()) return false;
+  if (fs::exists(path, ec)) return true;
+  static std::atomic<unsigned> counter{0};
+  const fs::path tmp =
+      path.parent_path() / (path.stem().string() + ".build." + std::to_string(::getpid()) + "." +
+                            std::to_string(counter++));
+  fs::create_directories(tmp, ec);
+  if (ec) return false;
+  for (const std::string& name : pch.inputs) {
+    std::ofstream out(tmp / name, std::ios::binary);
+    out << files.at(name);
+  }
+  std::vector<std::string> argv{compiler, "-fPIC", "-std=c++17", "-I."};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-x", "c++-header", pch.header, "-o", pch.header + ".gch"});
+  auto r = run_command(argv, tmp.string());
+  if (r.ok() && r->exit_code == 0) fs::rename(tmp / (pch.header + ".gch"), path, ec);
+  fs::remove_all(tmp, ec);
+  return fs::exists(path, ec);
+}
+
 }  // namespace
 
 HostCompiler::HostCompiler(std::string cache_dir, uint64_t max_cache_bytes)
@@ -95,22 +141,51 @@ bool HostCompiler::cached(const std::map<std::string, std::string>& files,
 
 Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::string>& files,
                                                const std::vector<std::string>& units,
-                                               const std::vector<std::string>& flags,
-                                               bool* cached) const {
+                                               const std::vector<std::string>& flags, bool* cached,
+                                               const PrecompiledHeader* pch) const {
   if (cached) *cached = false;
   if (cache_.dir().empty()) return invalid_argument("HostCompiler needs a cache directory");
   const std::string digest = key_of(files, units, flags);
   LIZARD_ASSIGN_OR_RETURN(CacheEntry entry, cache_.get_or_compile(digest, ".so", [&] {
-    return compile(files, units, flags, digest);
+    return compile(files, units, flags, digest, pch);
   }));
   if (cached) *cached = entry.hit;
   return entry.path;
 }
 
+std::string HostCompiler::precompiled_path(const std::map<std::string, std::string>& files,
+                                           const std::vector<std::string>& flags,
+                                           const PrecompiledHeader& pch) const {
+  return pch_path(compiler_, cache_.dir(), files, flags, pch);
+}
+
+bool HostCompiler::make_precompiled(const std::map<std::string, std::string>& files,
+                                    const std::vector<std::string>& flags,
+                                    const PrecompiledHeader& pch) const {
+  return make_pch(compiler_, cache_.dir(), files, flags, pch);
+}
+
+std::string HostCompiler::precompiled(const std::map<std::string, std::string>& files,
+                                      const std::vector<std::string>& flags,
+                                      const PrecompiledHeader& pch) const {
+  const std::string path = precompiled_path(files, flags, pch);
+  std::error_code ec;
+  if (path.empty() || fs::exists(path, ec)) return path;
+  std::lock_guard<std::mutex> l(background_->mu);
+  if (++background_->builds_without < 2 || background_->making.valid()) return "";
+  std::map<std::string, std::string> inputs;
+  for (const std::string& name : pch.inputs) inputs[name] = files.at(name);
+  background_->making =
+      std::async(std::launch::async, [compiler = compiler_, dir = cache_.dir(), inputs, flags,
+                                      pch] { return make_pch(compiler, dir, inputs, flags, pch); });
+  return "";
+}
+
 Result<std::string> HostCompiler::compile(const std::map<std::string, std::string>& files,
                                           const std::vector<std::string>& units,
                                           const std::vector<std::string>& flags,
-                                          const std::string& key) const {
+                                          const std::string& key,
+                                          const PrecompiledHeader* pch) const {
   static std::atomic<unsigned> counter{0};
   const fs::path tmp = fs::path(cache_.dir()) / (key + ".build." + std::to_string(::getpid()) +
                                                  "." + std::to_string(counter++));
@@ -130,6 +205,10 @@ Result<std::string> HostCompiler::compile(const std::map<std::string, std::strin
     std::ofstream out(p, std::ios::binary);
     out << text;
     if (!out) return internal_error("cannot write " + p.string());
+  }
+  if (pch) {  // beside its header, where the compiler looks for it
+    const std::string gch = precompiled(files, flags, *pch);
+    if (!gch.empty()) fs::create_symlink(gch, tmp / (pch->header + ".gch"), ec);
   }
   std::vector<std::string> argv{compiler_, "-shared", "-fPIC", "-std=c++17", "-I."};
   argv.insert(argv.end(), flags.begin(), flags.end());

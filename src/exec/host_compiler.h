@@ -7,10 +7,20 @@
 //   HostCompiler cc(cache_dir);
 //   Result<std::string> so = cc.build_shared({{"lizard_program.h", h}, {"host.cpp", src}},
 //                                            {"host.cpp"}, {"-O2"});
+//
+// A build may name a header that every unit includes first and that many
+// builds share (the CPU backend's runtime): it is precompiled once per host,
+// compiler and flags (a GCC .gch in the cache's pch/, keyed by everything it
+// reads), and the builds read it instead of parsing it.  It is made in the
+// background once a process builds a second time without it, so that no
+// build waits for it; a compiler that cannot use it parses the header.
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,6 +28,15 @@
 #include "exec/compile_cache.h"
 
 namespace lizard {
+
+// A header to precompile: `header`, a name among a build's files that each
+// unit includes first, and `inputs`, the names of every file it reads
+// (itself included), which key the precompiled header: its content must not
+// depend on any other file of the build.
+struct PrecompiledHeader {
+  std::string header;
+  std::vector<std::string> inputs;
+};
 
 class HostCompiler {
  public:
@@ -29,17 +48,27 @@ class HostCompiler {
   // Writes `files` into a fresh directory, compiles `units` (names among
   // `files`) into one shared library and returns its path.  A failure is a
   // kCompileError whose message holds the compiler's output.  `cached`, when
-  // given, says whether the library came from the cache directory.
+  // given, says whether the library came from the cache directory.  With
+  // `pch`, that header is read precompiled.
   Result<std::string> build_shared(const std::map<std::string, std::string>& files,
                                    const std::vector<std::string>& units,
-                                   const std::vector<std::string>& flags,
-                                   bool* cached = nullptr) const;
+                                   const std::vector<std::string>& flags, bool* cached = nullptr,
+                                   const PrecompiledHeader* pch = nullptr) const;
 
   // Whether build_shared() of these would find the library in the cache.
   bool cached(const std::map<std::string, std::string>& files,
               const std::vector<std::string>& units, const std::vector<std::string>& flags) const;
 
   const std::string& compiler() const { return compiler_; }
+
+  // Where `pch` precompiled for `flags` lies once made (whether or not it
+  // is there yet); "" when an input is missing from `files`.
+  std::string precompiled_path(const std::map<std::string, std::string>& files,
+                               const std::vector<std::string>& flags,
+                               const PrecompiledHeader& pch) const;
+  // Makes it now unless it is there; false when it cannot be made.
+  bool make_precompiled(const std::map<std::string, std::string>& files,
+                        const std::vector<std::string>& flags, const PrecompiledHeader& pch) const;
 
  private:
   // The cache entry's name for a build of these.
@@ -49,10 +78,25 @@ class HostCompiler {
   // Compiles in a fresh directory under the cache's and returns the library.
   Result<std::string> compile(const std::map<std::string, std::string>& files,
                               const std::vector<std::string>& units,
-                              const std::vector<std::string>& flags, const std::string& key) const;
+                              const std::vector<std::string>& flags, const std::string& key,
+                              const PrecompiledHeader* pch) const;
+  // The path of `pch` precompiled for `flags` when it is there, else "" (and
+  // at the process's second such build, made in the background).
+  std::string precompiled(const std::map<std::string, std::string>& files,
+                          const std::vector<std::string>& flags,
+                          const PrecompiledHeader& pch) const;
+
+  // The precompiled header made in the background (shared by copies of
+  // this compiler; its destructor waits for the compile under way).
+  struct Background {
+    std::mutex mu;
+    int builds_without = 0;    // GUARDED_BY(mu)
+    std::future<bool> making;  // GUARDED_BY(mu)
+  };
 
   CompileCache cache_;
   std::string compiler_;
+  std::shared_ptr<Background> background_ = std::make_shared<Background>();
 };
 
 }  // namespace lizard

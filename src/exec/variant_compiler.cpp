@@ -46,7 +46,8 @@ Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled,
   if (host_) {
     LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(variant.image));
     bool hit = false;
-    LIZARD_RETURN_IF_ERROR(host_->build_shared(plan.files, plan.units, plan.flags, &hit).status());
+    LIZARD_RETURN_IF_ERROR(
+        host_->build_shared(plan.files, plan.units, plan.flags, &hit, &plan.pch).status());
     *compiled = !hit;
     return Status::Ok();
   }

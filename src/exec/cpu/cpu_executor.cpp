@@ -110,7 +110,8 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
   LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(program));
   const Clock::time_point start = Clock::now();
   bool cached = false;
-  Result<std::string> library = compiler_.build_shared(plan.files, plan.units, plan.flags, &cached);
+  Result<std::string> library =
+      compiler_.build_shared(plan.files, plan.units, plan.flags, &cached, &plan.pch);
   if (!library.ok()) {
     if (library.status().code() != Code::kCompileError) return library.status();
     return compile_error(program.manifest.cuda_source + ": build failed for the CPU backend:\n" +
@@ -120,7 +121,7 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
   if (!loaded.ok() && !std::filesystem::exists(*library)) {
     // Evicted from the host's cache by another process between the lookup
     // and the load: built (or found) once more.
-    library = compiler_.build_shared(plan.files, plan.units, plan.flags, &cached);
+    library = compiler_.build_shared(plan.files, plan.units, plan.flags, &cached, &plan.pch);
     if (!library.ok()) return library.status();
     loaded = load(program, *library);
   }

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "exec/executor.h"
+#include "exec/host_compiler.h"
 
 namespace lizard {
 
@@ -23,6 +24,7 @@ struct CpuBuildPlan {
   std::vector<std::string> units;            // the entry file
   std::vector<std::string> flags;            // compile and link flags
   bool fibers = false;                       // threads of a block run as fibers
+  PrecompiledHeader pch;                     // the runtime, which the entry includes first
 };
 
 Result<CpuBuildPlan> plan_cpu_build(const ProgramImage& program);
