@@ -79,14 +79,15 @@ struct FieldKey {};
 
 // A block has 48 KiB of static shared memory in all, and a kernel combines
 // the building blocks that use it, so each keeps to a share: a table
-// (BlockTable, NearestRow) or an aggregate's block copy takes at most
-// kMaxSharedCopyBytes (larger ones work on the global array, or a table on
-// the kernel's dynamic shared memory); an aggregate's copies together (its
-// block copy, the staging tiles of add_row and the warps' private copies)
-// at most kAggregateSharedBytes.  A table, a [k, d] aggregate and a [k]
-// aggregate then fit.
+// (BlockTable; NearestRow at most 4 KiB) or an aggregate's block copy takes
+// at most kMaxSharedCopyBytes (larger ones work on the global array, or a
+// table on the kernel's dynamic shared memory); an aggregate's copies
+// together (its block copy, the staging tiles of add_row and the warps'
+// private copies) at most kAggregateSharedBytes.  A table, a [k, d] aggregate and a [k]
+// aggregate then fit: the larger the [k, d] copy, the fewer warp copies
+// beside it.
 constexpr unsigned long long kMaxSharedCopyBytes = 8192;
-constexpr unsigned long long kAggregateSharedBytes = 36864;
+constexpr unsigned long long kAggregateSharedBytes = 40960;
 
 __device__ __forceinline__ unsigned linear_thread() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);

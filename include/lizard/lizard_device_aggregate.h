@@ -19,7 +19,7 @@
 // into one element combines their values with shuffles first and folds once;
 // add_row from a whole warp goes through a staging tile into a private copy
 // of the warp's (for the first warps of a block, as many as fit in what the
-// block's copy and the staging tiles leave of 36 KiB), in which every thread folds its own columns
+// block's copy and the staging tiles leave of 40 KiB), in which every thread folds its own columns
 // without atomics; otherwise each thread folds into the block's copy with a shared-memory atomic,
 // the rows of an [R, C] copy skewed across the memory banks so that threads of a warp folding rows
 // into different elements do not wait on one bank.  When the object goes out of scope the block

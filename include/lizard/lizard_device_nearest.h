@@ -38,7 +38,7 @@
 //
 // Memory: the table and its rows' squared norms are copied into shared memory
 // once per block, like lizard::BlockTable: into static shared memory when
-// they take at most kStaticBytes, else into the kernel's dynamic shared
+// they take at most kStaticBytes (4 KiB), else into the kernel's dynamic shared
 // memory when the step's `shared_bytes` gives at least kSharedBytes (the
 // kernel must then not use its dynamic shared memory for anything else);
 // otherwise they are read from the state.  Make the object at the top of the
@@ -165,7 +165,9 @@ class NearestRow {
   static constexpr int kStride = D % 8 == 0 ? D + 4 : D;
   static constexpr unsigned long long kSharedBytes =
       ((unsigned long long)K * kStride + K + 4) * sizeof(float);
-  static constexpr unsigned long long kStaticBytes = detail::kMaxSharedCopyBytes;
+  // Larger tables go to dynamic shared memory, which leaves the static 48
+  // KiB to the kernel's aggregates (lizard_device.h, kAggregateSharedBytes).
+  static constexpr unsigned long long kStaticBytes = 4096;
   static constexpr bool kStatic = !LIZARD_DEVICE_CPU && kSharedBytes <= kStaticBytes;
   // of_warp uses the tensor cores (else it is operator() on each lane).
   static constexpr bool kTensorCores = LIZARD_NEAREST_TENSOR_CORES && D % 8 == 0;

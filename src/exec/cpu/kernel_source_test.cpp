@@ -82,7 +82,13 @@ TEST(KernelSource, PlanWritesEntryPointsAndFiberMode) {
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_FALSE(plan->fibers);
   const std::string& entry = plan->files.at("lizard_cpu_entry.cpp");
-  EXPECT_NE(entry.find("#define LIZARD_CPU_FIBERS 0"), std::string::npos);
+  // The fiber mode is set in the header the entry includes first, which is
+  // precompiled.
+  ASSERT_FALSE(plan->pch.header.empty());
+  EXPECT_NE(plan->files.at(plan->pch.header).find("#define LIZARD_CPU_FIBERS 0"),
+            std::string::npos);
+  EXPECT_LT(entry.find("#include \"" + plan->pch.header + "\""),
+            entry.find("#include \"lizard_program.h\""));
   EXPECT_NE(entry.find("int lizard_cpu_kernel_a("), std::string::npos);
   EXPECT_NE(entry.find("int lizard_cpu_kernel_b("), std::string::npos);
   EXPECT_EQ(entry.find("lizard_cpu_kernel_a(", entry.find("lizard_cpu_kernel_a(") + 1),
@@ -116,6 +122,35 @@ TEST(KernelSource, TheBuildCarriesEveryPartOfTheCudaLayer) {
   }
   EXPECT_GE(seen.size(), 9u);
   EXPECT_TRUE(seen.count("cuda_cpu_launch_abi.h"));
+}
+
+// The precompiled runtime is keyed by every file it reads: each file the
+// header reaches through quoted includes is one of its inputs, so that a
+// precompiled header is never read for other text (HostCompiler).
+TEST(KernelSource, ThePrecompiledRuntimeNamesEveryFileItReads) {
+  auto m = parse_manifest("sources: {cuda: kernel.cu}\niterate: [a]\n", "config.yaml");
+  ASSERT_TRUE(m.ok());
+  ProgramImage p;
+  p.manifest = *m;
+  p.header = generate_program_header(*m);
+  p.sources["kernel.cu"] = "";
+  auto plan = plan_cpu_build(p);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const std::set<std::string> inputs(plan->pch.inputs.begin(), plan->pch.inputs.end());
+  std::vector<std::string> todo{plan->pch.header};
+  std::set<std::string> seen;
+  const std::regex include(R"re(#include "([^"]+)")re");
+  while (!todo.empty()) {
+    const std::string name = todo.back();
+    todo.pop_back();
+    if (!seen.insert(name).second) continue;
+    EXPECT_TRUE(inputs.count(name)) << name << " is read by the precompiled header, not keyed";
+    auto it = plan->files.find(name);
+    ASSERT_NE(it, plan->files.end()) << name;
+    for (std::sregex_iterator i(it->second.begin(), it->second.end(), include), end; i != end; ++i)
+      todo.push_back((*i)[1].str());
+  }
+  EXPECT_GE(seen.size(), 10u);
 }
 
 }  // namespace

@@ -59,7 +59,8 @@ TEST(DeviceLibraryNvrtc, KmeansCompilesAtEveryShape) {
   const std::vector<std::pair<int, int>> shapes = {
       {40, 32}, {48, 32}, {64, 32}, {36, 32}, {64, 16},  {96, 16},  {128, 16}, {255, 4},
       {256, 8}, {128, 8}, {24, 64}, {32, 64}, {1000, 2}, {512, 16}, {63, 16},  {31, 32},
-      {32, 32}, {56, 16}, {127, 8}, {511, 4}, {2048, 2}, {1024, 8}, {16, 128}, {4096, 8}};
+      {32, 32}, {56, 16}, {127, 8}, {511, 4}, {2048, 2}, {1024, 8}, {16, 128}, {4096, 8},
+      {50, 32}, {55, 32}, {56, 32}, {16, 64}, {31, 64},  {100, 16}};
   for (const auto& [k, dims] : shapes) {
     SCOPED_TRACE("k=" + std::to_string(k) + ", dims=" + std::to_string(dims));
     auto params = bind_params(image->manifest, {{"k", k}, {"dims", dims}});
