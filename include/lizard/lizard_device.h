@@ -389,7 +389,7 @@ __device__ __forceinline__ Row<T, D> operator*(T s, const Row<T, D>& a) {
 // ---------------------------------------------------------------------------
 // A read-only state array of R rows of C values (R*C values of the field
 // `Field`, a member of global_state_t), copied once per block into shared
-// memory when it fits (16 KiB), else read from the state itself.  Each
+// memory when it fits (8 KiB), else read from the state itself.  Each
 // thread then reads it without going to device memory:
 //
 //   const lizard::BlockTable<&global_state_t::centroids, K, D> centroids(state);

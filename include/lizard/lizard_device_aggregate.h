@@ -13,7 +13,7 @@
 // an [R, C] field.  The reducer must be the field's own (`reduce:` in the
 // manifest).  Element types: float, double, and 32- and 64-bit integers.
 //
-// How it runs.  On a GPU, a field of at most 16 KiB whose size is a
+// How it runs.  On a GPU, a field of at most 8 KiB whose size is a
 // compile-time constant gets a copy in shared memory, filled with the
 // reducer's identity when the object is made; a warp whose threads all fold
 // into one element combines their values with shuffles first and folds once;
