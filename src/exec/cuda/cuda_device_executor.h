@@ -1,9 +1,10 @@
 // CudaExecutor: the Executor of one GPU, through the CUDA driver API.  This
 // header is private to src/exec/cuda/: the rest of lizard creates GPU
 // executors with make_cuda_executors (cuda_executor.h) and sees only the
-// Executor interface.  cuda_executor.cpp holds the device's lifecycle and
-// program builds; cuda_executor_run.cpp a run on it (rows, generators,
-// iterations, outputs).
+// Executor interface.  cuda_executor.cpp holds the device's lifecycle;
+// cuda_executor_builds.cpp its program builds, in two tiers;
+// cuda_executor_run.cpp a run on it (rows, generators, iterations,
+// outputs); cuda_executor_kept_rows.cpp the rows it keeps between runs.
 //
 // Threads: one executor is used by one thread at a time (the worker's run
 // session that holds it); it keeps no lock.

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -124,9 +125,10 @@ bool CudaExecutor::adopt_optimised_build(int64_t iteration) {
     return false;
   }
   spdlog::info(
-      "GPU {}: the run switched to the optimised build of its kernels at iteration {} "
-      "(compiled in {:.0f} ms)",
-      info_.ordinal, iteration, stats.compile_ms);
+      "GPU {}: the run switched to the optimised build of its kernels at iteration {} ({})",
+      info_.ordinal, iteration,
+      stats.cache_hit ? std::string("from the host's compile cache")
+                      : "compiled in " + std::to_string(std::lround(stats.compile_ms)) + " ms");
   auto quick = modules_.find(module_key(*variant, BuildTier::kQuick));
   if (quick != modules_.end()) {
     if (quick->second.module) cu_->cuModuleUnload(quick->second.module);
