@@ -50,6 +50,17 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// ", 480 ms of it compiling its kernels for new values" when the run waited
+// for a compile (its record's phases.compile_ms), so that a slow first run
+// says why; "" when its build came from a cache.
+std::string compile_note(const json& record) {
+  const json phases = record.value("phases", json::object());
+  const double ms = phases.is_object() ? phases.value("compile_ms", 0.0) : 0.0;
+  if (!(ms > 0)) return "";
+  return ", " + duration_text(ms) + " of it compiling its kernels for new values" +
+         (phases.value("quick_build", false) ? " (a quick build, then the optimised one)" : "");
+}
+
 int report(const ServerApi& api, const json& record, const FollowOptions& o, const Console& c) {
   const std::string id = record.value("runtime_id", "");
   const std::string status = record.value("status", "");
@@ -64,7 +75,7 @@ int report(const ServerApi& api, const json& record, const FollowOptions& o, con
     *c.out << record.dump(2) << "\n";
   } else if (status == "done") {
     *c.out << id << " done: " << iterations_text(record.value("iterations", int64_t{0})) << " in "
-           << duration_text(record.value("elapsed_ms", 0.0)) << "\n"
+           << duration_text(record.value("elapsed_ms", 0.0)) << compile_note(record) << "\n"
            << result_lines(record, o.out_dir);
   }
   if (status == "done") return 0;

@@ -87,6 +87,23 @@ TEST_F(CliOutput, AnIterativeRunOnATerminalCountsTheRecordsIterationsAndNoRows) 
   EXPECT_EQ(r.out.find("cached"), std::string::npos) << r.out;
 }
 
+// A run with values no build has used says what its compile took, so that a
+// slow first run explains itself; the same run again compiles nothing and
+// says nothing of it.
+TEST_F(CliOutput, AFirstRunOfNewValuesSaysWhatItsCompileTook) {
+  std::vector<std::string> args = kmeans_args(points_, 3);
+  args[3] = "k=3";
+  args.back() = "centroids=-4,-4,4,-4,-4,4";
+  CliResult first = run_cli(*cluster_, args, {}, 120);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find(" of it compiling its kernels for new values"), std::string::npos)
+      << first.out;
+  CliResult again = run_cli(*cluster_, args, {}, 120);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find(" done: 3 iterations in "), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("compiling"), std::string::npos) << again.out;
+}
+
 TEST_F(CliOutput, AnIterativeRunIntoAPipeGetsPlainLinesWithTheSameCounts) {
   CliResult r = run_cli(*cluster_, kmeans_args(points_, 40), {}, 120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
