@@ -67,6 +67,19 @@ std::string machine() {
   return out;
 }
 
+// Writes `files` (name -> text) into `dir`, subdirectories included.
+Status write_files(const fs::path& dir, const std::map<std::string, std::string>& files) {
+  std::error_code ec;
+  for (const auto& [name, text] : files) {
+    const fs::path p = dir / name;
+    fs::create_directories(p.parent_path(), ec);
+    std::ofstream out(p, std::ios::binary);
+    out << text;
+    if (!out) return internal_error("cannot write " + p.string());
+  }
+  return Status::Ok();
+}
+
 // Where `pch` precompiled by `compiler` for `flags` lies under `cache_dir`:
 // keyed by the compiler, the machine, the flags and every file it reads.
 std::string pch_path(const std::string& compiler, const std::string& cache_dir,
@@ -95,14 +108,18 @@ bool make_pch(const std::string& compiler, const std::string& cache_dir,
   if (path.empty()) return false;
   if (fs::exists(path, ec)) return true;
   static std::atomic<unsigned> counter{0};
+  // Built beside the library builds, whose leftovers the cache clears when
+  // a process dies mid-build (CompileCache), then moved into pch/.
   const fs::path tmp =
-      path.parent_path() / (path.stem().string() + ".build." + std::to_string(::getpid()) + "." +
-                            std::to_string(counter++));
+      fs::path(cache_dir) / (path.stem().string() + ".pch.build." + std::to_string(::getpid()) +
+                             "." + std::to_string(counter++));
+  fs::create_directories(path.parent_path(), ec);
+  std::map<std::string, std::string> inputs;
+  for (const std::string& name : pch.inputs) inputs[name] = files.at(name);
   fs::create_directories(tmp, ec);
-  if (ec) return false;
-  for (const std::string& name : pch.inputs) {
-    std::ofstream out(tmp / name, std::ios::binary);
-    out << files.at(name);
+  if (ec || !write_files(tmp, inputs).ok()) {
+    fs::remove_all(tmp, ec);
+    return false;
   }
   std::vector<std::string> argv{compiler, "-fPIC", "-std=c++17", "-I."};
   argv.insert(argv.end(), flags.begin(), flags.end());
@@ -173,7 +190,7 @@ std::string HostCompiler::precompiled(const std::map<std::string, std::string>& 
   if (path.empty() || fs::exists(path, ec)) return path;
   std::lock_guard<std::mutex> l(background_->mu);
   if (++background_->builds_without < 2 || background_->making.valid()) return "";
-  std::map<std::string, std::string> inputs;
+  std::map<std::string, std::string> inputs;  // all make_pch reads of `files`
   for (const std::string& name : pch.inputs) inputs[name] = files.at(name);
   background_->making =
       std::async(std::launch::async, [compiler = compiler_, dir = cache_.dir(), inputs, flags,
@@ -199,13 +216,7 @@ Result<std::string> HostCompiler::compile(const std::map<std::string, std::strin
       fs::remove_all(dir, e);
     }
   } remove_after{tmp};
-  for (const auto& [name, text] : files) {
-    fs::path p = tmp / name;
-    fs::create_directories(p.parent_path(), ec);
-    std::ofstream out(p, std::ios::binary);
-    out << text;
-    if (!out) return internal_error("cannot write " + p.string());
-  }
+  LIZARD_RETURN_IF_ERROR(write_files(tmp, files));
   if (pch) {  // beside its header, where the compiler looks for it
     const std::string gch = precompiled(files, flags, *pch);
     if (!gch.empty()) fs::create_symlink(gch, tmp / (pch->header + ".gch"), ec);
