@@ -116,7 +116,7 @@ void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bo
           std::unique_lock<std::mutex> l(programs_mu);
           if (!programs.find(hash))
             return respond(json_response(404, {{"error", "no such program: " + hash}}));
-          auto queued = runs.enqueue(program, hash, std::move(request).value(), *j);
+          auto queued = runs.enqueue(program, hash, std::move(request).value(), *j, wait);
           l.unlock();
           if (!queued.ok()) return respond(error_response(queued.status()));
           auto run = std::move(queued).value();

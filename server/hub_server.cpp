@@ -9,6 +9,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <thread>
 #include <variant>
@@ -220,6 +221,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     parser_.emplace(std::move(*header_parser_));
     parser_->body_limit(max_body_);
+    // Reads are sized by the buffer's free capacity, 512 bytes unless reserved.
+    if (auto length = parser_->content_length())
+      buffer_.reserve(std::min<size_t>(*length, size_t{256} << 10));
     continue_then([self = shared_from_this()] {
       http::async_read(self->stream_, self->buffer_, *self->parser_,
                        beast::bind_front_handler(&HttpSession::on_read, self));

@@ -54,7 +54,7 @@ std::shared_ptr<RunRecord> RunBook::submit(std::shared_ptr<const ProgramEntry> p
 // lock (a request with inline values may be large).
 Result<std::shared_ptr<RunRecord>> RunBook::enqueue(std::shared_ptr<const ProgramEntry> program,
                                                     const std::string& hash, RunRequest request,
-                                                    const json& body) {
+                                                    const json& body, bool answered_when_done) {
   auto run = new_run(std::move(program), hash, std::move(request));
   run->uploads = uploads_named(body);
   {
@@ -62,7 +62,10 @@ Result<std::shared_ptr<RunRecord>> RunBook::enqueue(std::shared_ptr<const Progra
     run->seq = next_seq_++;
     run->id = "r" + std::to_string(run->seq);
   }
-  if (store_) {
+  if (store_ && answered_when_done) {
+    run->resumable = true;
+    writer_->save_submission(run->id, body, run->seq, "queued", run->to_json());
+  } else if (store_) {
     run->resumable = true;
     Status st = store_->save_request(run->id, body);
     if (st.ok()) st = store_->save(run->id, run->seq, "queued", run->to_json());
@@ -151,7 +154,7 @@ bool RunBook::start(const std::shared_ptr<RunRecord>& run,
     run->running_since = SteadyClock::now();
     queued_ms = ms_since(run->queued_since);
     run->phases.queued_ms = queued_ms;
-    persist_locked(*run, run->to_json());
+    persist_later_locked(*run);
   }
   if (events_.started) events_.started(queued_ms / 1e3);
   return true;
@@ -159,7 +162,12 @@ bool RunBook::start(const std::shared_ptr<RunRecord>& run,
 
 void RunBook::persist(const std::shared_ptr<RunRecord>& run) {
   std::lock_guard<std::mutex> l(mu_);
-  persist_locked(*run, run->to_json());
+  if (run->finishing || is_finished(run->status)) return;
+  persist_later_locked(*run);
+}
+
+void RunBook::persist_later_locked(const RunRecord& run) {
+  if (writer_) writer_->save_record(run.id, run.seq, run_status_name(run.status), run.to_json());
 }
 
 void RunBook::persist_locked(const RunRecord& run, const json& record) {
@@ -245,7 +253,7 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
 // where even that fails, a restarted server resumes the run from its last
 // checkpoint.  Returns the status the run ends with.
 RunStatus RunBook::store_finished(const std::shared_ptr<RunRecord>& run, RunStatus status) {
-  if (checkpoints_) checkpoints_->forget(run->id);  // the finished record drops it
+  if (writer_) (void)writer_->settle(run->id);  // the finished record drops its checkpoint
   std::vector<RunStore::NamedBytes> fields;
   for (const auto& [name, f] : run->outputs)
     fields.emplace_back(name, npy_bytes(f.type, f.dims, f.bytes.data()));

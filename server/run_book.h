@@ -29,9 +29,9 @@
 
 #include "common/status.h"
 #include "protocol/messages.h"
-#include "server/checkpoint_writer.h"
 #include "server/run_record.h"
 #include "server/run_store.h"
+#include "server/run_store_writer.h"
 
 namespace lizard {
 
@@ -46,11 +46,15 @@ class RunBook {
   explicit RunBook(const std::string& state_dir);
 
   // Queues a run and keeps its request `body` (as sent) in the run store, so
-  // that it survives a restart.  Nothing is queued when the store cannot take
-  // it: kStorageFull for a full disk.
+  // that it survives a restart.  A run whose submitter is answered at once
+  // (202) is stored before this returns, and nothing is queued when the store
+  // cannot take it (kStorageFull for a full disk).  One whose submitter is
+  // answered only when it ends (`answered_when_done`, ?wait=1) is stored in
+  // the background (run_store_writer.h), off the run's path.
   Result<std::shared_ptr<RunRecord>> enqueue(std::shared_ptr<const ProgramEntry> program,
                                              const std::string& hash, RunRequest request,
-                                             const nlohmann::json& body);
+                                             const nlohmann::json& body,
+                                             bool answered_when_done = false);
   // Queues a run whose request is not kept (it fails at a restart).
   std::shared_ptr<RunRecord> submit(std::shared_ptr<const ProgramEntry> program,
                                     const std::string& hash, RunRequest request);
@@ -65,12 +69,13 @@ class RunBook {
   std::vector<std::shared_ptr<RunRecord>> resume(const ProgramLookup& programs,
                                                  const UploadLookup& uploads, int resume_wait_s);
   // Keeps the run's progress after a completed iteration: written to the
-  // store by a thread of its own (checkpoint_writer.h), so the run does not
+  // store by a thread of its own (run_store_writer.h), so the run does not
   // wait for it.  A failure is logged: the run goes on, resumable from an
   // earlier point.
   void checkpoint(const std::shared_ptr<RunRecord>& run, RunCheckpoint cp);
-  // Returns once every checkpoint handed over before the call is written.
-  void flush_checkpoints();
+  // Returns once every record, request and checkpoint handed over to the
+  // store's writer before the call is written.
+  void flush_writes();
   // From now on runs that end leave their stored records as they are, so
   // that a server shutting down leaves them to resume at its next start.
   void suspend();
@@ -96,6 +101,8 @@ class RunBook {
     std::lock_guard<std::mutex> l(mu_);
     return f(*run);
   }
+  // Hands the run's record, as it is now, to the store's writer (unless the
+  // run is finishing: its finished record is stored by finish()).
   void persist(const std::shared_ptr<RunRecord>& run);
 
   enum class CancelOutcome { kCancelled, kCancelling };
@@ -135,6 +142,7 @@ class RunBook {
  private:
   RunStatus store_finished(const std::shared_ptr<RunRecord>& run, RunStatus status);
   void persist_locked(const RunRecord& run, const nlohmann::json& record);
+  void persist_later_locked(const RunRecord& run);
   void restore(const std::string& state_dir);
   std::shared_ptr<RunRecord> resume_one(const StoredRun& s, const ProgramLookup& programs,
                                         const UploadLookup& uploads, int resume_wait_s,
@@ -148,7 +156,7 @@ class RunBook {
   bool suspended_ = false;                                  // GUARDED_BY(mu_)
   std::unique_ptr<RunStore> store_;  // null: records do not survive a restart
   // Declared after store_: stopped, with what is pending written, before it.
-  std::unique_ptr<CheckpointWriter> checkpoints_;
+  std::unique_ptr<RunStoreWriter> writer_;
   Events events_;
 };
 

@@ -55,7 +55,7 @@ void RunBook::restore(const std::string& state_dir) {
         "and run ids start at r1",
         state_dir);
   store_ = std::move(opened).value();
-  checkpoints_ = std::make_unique<CheckpointWriter>(store_.get());
+  writer_ = std::make_unique<RunStoreWriter>(store_.get());
   auto stored = store_->load_all();
   if (!stored.ok()) {
     spdlog::warn("cannot read earlier run records: {}", stored.status().message());
@@ -197,11 +197,11 @@ std::shared_ptr<RunRecord> RunBook::resume_one(const StoredRun& s, const Program
 }
 
 void RunBook::checkpoint(const std::shared_ptr<RunRecord>& run, RunCheckpoint cp) {
-  if (checkpoints_ && run->resumable) checkpoints_->save(run->id, std::move(cp));
+  if (writer_ && run->resumable) writer_->save_checkpoint(run->id, std::move(cp));
 }
 
-void RunBook::flush_checkpoints() {
-  if (checkpoints_) checkpoints_->flush();
+void RunBook::flush_writes() {
+  if (writer_) writer_->flush();
 }
 
 void RunBook::suspend() {

@@ -43,10 +43,12 @@ class RunBookDurabilityTest : public ::testing::Test {
                             FileFormat::kRaw);
     };
   }
-  Result<std::shared_ptr<RunRecord>> enqueue(RunBook& book, const json& body) {
+  Result<std::shared_ptr<RunRecord>> enqueue(RunBook& book, const json& body,
+                                             bool answered_when_done = false) {
     auto req = parse_run_request(program_->image, body, uploads());
     EXPECT_TRUE(req.ok()) << req.status().message();
-    return book.enqueue(program_, program_->image.hash, std::move(req).value(), body);
+    return book.enqueue(program_, program_->image.hash, std::move(req).value(), body,
+                        answered_when_done);
   }
   RunBook::ProgramLookup programs() {
     return [this](const std::string& hash) {
@@ -130,6 +132,36 @@ TEST_F(RunBookDurabilityTest, ARunThatCannotResumeFailsWithTheReason) {
             std::string::npos);
 }
 
+// A run whose submitter waits for its end (?wait=1) is stored off its path:
+// it is queued even while the disk refuses writes, it is in the store (with
+// its request, so that it resumes) once the writes land, and its finished
+// record is what stays.
+TEST_F(RunBookDurabilityTest, ARunAnsweredWhenDoneIsStoredInTheBackground) {
+  {
+    RunBook book(dir_.path());
+    fail_next_storage_writes(1);  // the request's write, off the run's path
+    auto refused_write = enqueue(book, body_of(), true);
+    ASSERT_TRUE(refused_write.ok()) << refused_write.status().message();
+    auto r2 = enqueue(book, body_of(), true).value();
+    ASSERT_TRUE(book.start(r2, {{"w1", 0}}));
+    book.flush_writes();
+    RunBook restarted(dir_.path());
+    EXPECT_EQ(restarted.list_json("").value().size(), 1u) << "r1's request never reached the store";
+    EXPECT_EQ(status_of(restarted, "r2"), "running");
+    auto resumed = restarted.resume(programs(), uploads(), 0);
+    ASSERT_EQ(resumed.size(), 1u);
+    EXPECT_EQ(resumed[0]->id, "r2");
+  }
+  RunBook book(dir_.path());
+  auto r3 = enqueue(book, body_of(), true).value();
+  ASSERT_TRUE(book.start(r3, {{"w1", 0}}));
+  book.persist(r3);
+  book.finish(r3, Status::Ok());  // its queued and running records may still be pending
+  book.flush_writes();
+  RunBook again(dir_.path());
+  EXPECT_EQ(status_of(again, "r3"), "done");
+}
+
 TEST_F(RunBookDurabilityTest, AFullDiskRefusesTheRunAndListsNothing) {
   RunBook book(dir_.path());
   fail_next_storage_writes(1);
@@ -158,7 +190,7 @@ TEST_F(RunBookDurabilityTest, AResultThatCannotBeStoredEndsFailedAndDoesNotRunAg
     });
     json answered;
     book.add_waiter(r1, [&](HttpResponse r) { answered = json::parse(r.body); });
-    book.flush_checkpoints();     // the checkpoint's own write is not the one that fails
+    book.flush_writes();          // the checkpoint's own write is not the one that fails
     fail_next_storage_writes(1);  // the finished record meets a full disk
     book.finish(r1, Status::Ok());
     json r = book.get_json("r1").value();

@@ -1,0 +1,142 @@
+#include "server/run_store_writer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+namespace lizard {
+
+RunStoreWriter::RunStoreWriter(RunStore* store) : store_(store) {
+  thread_ = std::thread([this] { write_loop(); });
+}
+
+RunStoreWriter::~RunStoreWriter() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void RunStoreWriter::save_submission(const std::string& run_id, nlohmann::json body, uint64_t seq,
+                                     std::string status, nlohmann::json record) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    Pending& p = pending_[run_id];
+    p.request = std::move(body);
+    p.record = Record{seq, std::move(status), std::move(record)};
+  }
+  cv_.notify_all();
+}
+
+void RunStoreWriter::save_record(const std::string& run_id, uint64_t seq, std::string status,
+                                 nlohmann::json record) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    pending_[run_id].record = Record{seq, std::move(status), std::move(record)};
+  }
+  cv_.notify_all();
+}
+
+void RunStoreWriter::save_checkpoint(const std::string& run_id, RunCheckpoint cp) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    pending_[run_id].checkpoint = std::move(cp);
+  }
+  cv_.notify_all();
+}
+
+Status RunStoreWriter::settle(const std::string& run_id) {
+  std::optional<nlohmann::json> request;
+  {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return writing_run_ != run_id || !writing_record_; });
+    auto it = pending_.find(run_id);
+    if (it != pending_.end()) {
+      request = std::move(it->second.request);
+      pending_.erase(it);
+    }
+    if (writing_run_ == run_id) settled_while_writing_ = true;
+    unrequested_.erase(run_id);
+  }
+  if (!request) return Status::Ok();
+  Status st = store_->save_request(run_id, *request);
+  if (!st.ok()) spdlog::warn("{}: its request not saved: {}", run_id, st.message());
+  return st;
+}
+
+void RunStoreWriter::flush() {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [this] { return pending_.empty() && writing_run_.empty(); });
+}
+
+// Writes one run's pending writes at a time, in the order of their run ids;
+// stops once nothing is pending after stop was asked for.
+void RunStoreWriter::write_loop() {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    cv_.wait(l, [this] { return stopping_ || !pending_.empty(); });
+    if (pending_.empty()) return;  // stopping, with nothing left
+    auto node = pending_.extract(pending_.begin());
+    writing_run_ = node.key();
+    writing_record_ = node.mapped().request || node.mapped().record;
+    settled_while_writing_ = false;
+    l.unlock();
+    write(node.key(), std::move(node.mapped()));
+    l.lock();
+    writing_run_.clear();
+    cv_.notify_all();
+  }
+}
+
+// The request before the record, so that a stored unfinished record always
+// has the request a restarted server resumes it from; a checkpoint last, and
+// dropped again when the run was settled while it was written.
+void RunStoreWriter::write(const std::string& run_id, Pending p) {
+  std::unique_lock<std::mutex> l(mu_);
+  const bool unrequested = unrequested_.count(run_id) > 0;
+  l.unlock();
+  if (unrequested && !p.request) {  // nothing of it is written
+    l.lock();
+    writing_record_ = false;
+    l.unlock();
+    cv_.notify_all();
+    return;
+  }
+  if (p.request || p.record) {
+    bool requested = true;
+    Status st = Status::Ok();
+    if (p.request) {
+      st = store_->save_request(run_id, *p.request);
+      requested = st.ok();
+      if (!st.ok()) spdlog::warn("{}: its request not saved: {}", run_id, st.message());
+    }
+    if (st.ok() && p.record) {
+      st = store_->save(run_id, p.record->seq, p.record->status, p.record->json);
+      if (!st.ok())
+        spdlog::warn("{}: its {} record not saved: {}", run_id, p.record->status, st.message());
+    }
+    l.lock();
+    writing_record_ = false;
+    if (requested)
+      unrequested_.erase(run_id);
+    else
+      unrequested_.insert(run_id);
+    const bool settled = settled_while_writing_;
+    l.unlock();
+    cv_.notify_all();
+    if (!st.ok() || settled) return;
+  }
+  if (!p.checkpoint) return;
+  Status st = store_->save_checkpoint(run_id, *p.checkpoint);
+  if (!st.ok())
+    spdlog::warn("{}: checkpoint after iteration {} not saved: {}", run_id, p.checkpoint->iteration,
+                 st.message());
+  l.lock();
+  const bool settled = settled_while_writing_;
+  l.unlock();
+  if (settled) (void)store_->drop_checkpoint(run_id);
+}
+
+}  // namespace lizard
