@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -127,15 +128,15 @@ class FileRunStore : public RunStore {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
     LIZARD_RETURN_IF_ERROR(check_name("field name", field));
     {
-      std::lock_guard<std::mutex> l(mu_);
+      std::lock_guard<std::mutex> l(mu_of(run_id));
       for (auto& [name, bytes] : stored_fields(run_id))
         if (name == field) return std::move(bytes);
     }
     return RunStore::load_blob(run_id, field);
   }
 
+  // Takes no lock: every file it reads is replaced whole (by rename).
   Result<std::vector<StoredRun>> load_all() const override {
-    std::lock_guard<std::mutex> l(mu_);
     std::vector<StoredRun> out;
     std::error_code ec;
     for (const auto& f : fs::directory_iterator(runs_dir(state_dir_), ec)) {
@@ -173,7 +174,7 @@ class FileRunStore : public RunStore {
   Status remove(const std::string& run_id) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
     LIZARD_RETURN_IF_ERROR(health());
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::mutex> l(mu_of(run_id));
     std::error_code ec;
     fs::remove(record_path(run_id), ec);
     if (ec) return internal_error("cannot remove run " + run_id + ": " + ec.message());
@@ -185,7 +186,7 @@ class FileRunStore : public RunStore {
   Status save_request(const std::string& run_id, const json& body) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
     LIZARD_RETURN_IF_ERROR(health());
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::mutex> l(mu_of(run_id));
     return write_file_atomically(extra_path(run_id, ".request"), to_text(body))
         .with_context("saving the request of run " + run_id);
   }
@@ -199,7 +200,7 @@ class FileRunStore : public RunStore {
                  {"state_bytes", cp.state.size()},
                  {"aggregate_bytes", cp.aggregate.size()}};
     std::string bytes = head.dump() + "\n" + cp.state + cp.aggregate;
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::mutex> l(mu_of(run_id));
     return write_file_atomically(extra_path(run_id, ".checkpoint"), bytes)
         .with_context("saving the checkpoint of run " + run_id);
   }
@@ -207,7 +208,7 @@ class FileRunStore : public RunStore {
   Status drop_checkpoint(const std::string& run_id) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
     LIZARD_RETURN_IF_ERROR(health());
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::mutex> l(mu_of(run_id));
     std::error_code ec;
     fs::remove(extra_path(run_id, ".checkpoint"), ec);
     return Status::Ok();
@@ -230,7 +231,7 @@ class FileRunStore : public RunStore {
     LIZARD_RETURN_IF_ERROR(health());
     json j = {{"schema", kSchemaVersion}, {"id", run_id},    {"seq", seq}, {"status", status},
               {"updated_at", now_iso()},  {"record", record}};
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::mutex> l(mu_of(run_id));
     // Only a finished run has fields in its record: the saves of a queued or
     // running one read nothing back.
     std::vector<NamedBytes> kept;
@@ -251,7 +252,7 @@ class FileRunStore : public RunStore {
   }
 
   // The fields kept in the run's record file; none where it has none (or
-  // the file is not whole).  mu_ held.
+  // the file is not whole).  mu_of(run_id) held.
   std::vector<NamedBytes> stored_fields(const std::string& run_id) const {
     std::error_code ec;
     if (!fs::is_regular_file(record_path(run_id), ec)) return {};
@@ -295,7 +296,14 @@ class FileRunStore : public RunStore {
     return Status::Ok();
   }
 
-  mutable std::mutex mu_;
+  // A run's files are written under a lock of their own (one of kStripes,
+  // by run id), so that the writes of different runs (a finishing run's
+  // record, another's checkpoint) never wait for each other's fsync.
+  static constexpr size_t kStripes = 64;
+  std::mutex& mu_of(const std::string& run_id) const {
+    return stripes_[std::hash<std::string>{}(run_id) % kStripes];
+  }
+  mutable std::array<std::mutex, kStripes> stripes_;
 };
 
 }  // namespace

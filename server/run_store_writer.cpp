@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace lizard {
 
-RunStoreWriter::RunStoreWriter(RunStore* store) : store_(store) {
+RunStoreWriter::RunStoreWriter(RunStore* store, std::chrono::milliseconds checkpoint_every)
+    : store_(store), checkpoint_every_(checkpoint_every) {
   thread_ = std::thread([this] { write_loop(); });
 }
 
@@ -59,6 +61,7 @@ Status RunStoreWriter::settle(const std::string& run_id) {
     }
     if (writing_run_ == run_id) settled_while_writing_ = true;
     unrequested_.erase(run_id);
+    checkpoint_written_.erase(run_id);
   }
   if (!request) return Status::Ok();
   Status st = store_->save_request(run_id, *request);
@@ -68,22 +71,68 @@ Status RunStoreWriter::settle(const std::string& run_id) {
 
 void RunStoreWriter::flush() {
   std::unique_lock<std::mutex> l(mu_);
+  ++flushing_;  // checkpoints are due at once meanwhile
+  cv_.notify_all();
   cv_.wait(l, [this] { return pending_.empty() && writing_run_.empty(); });
+  --flushing_;
 }
 
-// Writes one run's pending writes at a time, in the order of their run ids;
+SteadyClock::time_point RunStoreWriter::checkpoint_due(const std::string& run_id) const {
+  if (stopping_ || flushing_ > 0) return SteadyClock::time_point::min();
+  auto it = checkpoint_written_.find(run_id);
+  return it == checkpoint_written_.end() ? SteadyClock::time_point::min()
+                                         : it->second + checkpoint_every_;
+}
+
+// The first run (by id) with a write due at `now`; also the time the next
+// checkpoint falls due when none is.
+std::map<std::string, RunStoreWriter::Pending>::iterator RunStoreWriter::next_due(
+    SteadyClock::time_point now, SteadyClock::time_point* next) {
+  *next = SteadyClock::time_point::max();
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    const Pending& p = it->second;
+    if (p.request || p.record) return it;
+    if (!p.checkpoint) continue;
+    const auto due = checkpoint_due(it->first);
+    if (due <= now) return it;
+    *next = std::min(*next, due);
+  }
+  return pending_.end();
+}
+
+// Writes one run's due writes at a time, in the order of their run ids;
 // stops once nothing is pending after stop was asked for.
 void RunStoreWriter::write_loop() {
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
-    cv_.wait(l, [this] { return stopping_ || !pending_.empty(); });
-    if (pending_.empty()) return;  // stopping, with nothing left
-    auto node = pending_.extract(pending_.begin());
-    writing_run_ = node.key();
-    writing_record_ = node.mapped().request || node.mapped().record;
+    const auto now = SteadyClock::now();
+    SteadyClock::time_point next;
+    auto it = next_due(now, &next);
+    if (it == pending_.end()) {
+      if (stopping_ && pending_.empty()) return;
+      if (next == SteadyClock::time_point::max())
+        cv_.wait(l);
+      else
+        cv_.wait_until(l, next);
+      continue;
+    }
+    const std::string run_id = it->first;
+    Pending job;
+    job.request = std::move(it->second.request);
+    job.record = std::move(it->second.record);
+    it->second.request.reset();
+    it->second.record.reset();
+    if (it->second.checkpoint && checkpoint_due(run_id) <= now) {
+      job.checkpoint = std::move(it->second.checkpoint);
+      it->second.checkpoint.reset();
+      checkpoint_written_[run_id] = now;
+    }
+    if (!it->second.checkpoint) pending_.erase(it);
+    writing_run_ = run_id;
+    writing_record_ = job.request || job.record;
     settled_while_writing_ = false;
     l.unlock();
-    write(node.key(), std::move(node.mapped()));
+    write(run_id, std::move(job));
     l.lock();
     writing_run_.clear();
     cv_.notify_all();

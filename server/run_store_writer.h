@@ -3,7 +3,8 @@
 // its record as it starts and loads, its checkpoint after each iteration) on
 // a thread of its own, so that the run hands them over and goes on instead of
 // waiting for the disk.  Only the latest pending record and checkpoint of a
-// run are kept: when the run is faster than the store, the intermediate ones
+// run are kept: when the run is faster than the store, or hands over
+// checkpoints faster than one every kCheckpointEvery, the intermediate ones
 // are skipped.  A run's request is written before its record.
 //
 // What is handed over here is lost if the server dies before it is written:
@@ -29,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -38,13 +40,21 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "server/run_store.h"
 
 namespace lizard {
 
 class RunStoreWriter {
  public:
-  explicit RunStoreWriter(RunStore* store);
+  // A run's checkpoints are written at most once every `checkpoint_every`
+  // (its first at once): a run of short iterations costs the store a few
+  // writes a second, not one an iteration, and a restarted server resumes it
+  // at most that much of its work back.
+  static constexpr std::chrono::milliseconds kCheckpointEvery{100};
+
+  explicit RunStoreWriter(RunStore* store,
+                          std::chrono::milliseconds checkpoint_every = kCheckpointEvery);
   ~RunStoreWriter();
   RunStoreWriter(const RunStoreWriter&) = delete;
   RunStoreWriter& operator=(const RunStoreWriter&) = delete;
@@ -84,9 +94,13 @@ class RunStoreWriter {
   };
 
   void write_loop();
+  std::map<std::string, Pending>::iterator next_due(SteadyClock::time_point now,
+                                                    SteadyClock::time_point* next);
+  SteadyClock::time_point checkpoint_due(const std::string& run_id) const;
   void write(const std::string& run_id, Pending p);
 
   RunStore* store_;
+  const std::chrono::milliseconds checkpoint_every_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Pending> pending_;  // GUARDED_BY(mu_)
@@ -97,7 +111,10 @@ class RunStoreWriter {
   bool settled_while_writing_ = false;  // GUARDED_BY(mu_)
   // Runs whose request could not be written: their records are not either.
   std::set<std::string> unrequested_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;             // GUARDED_BY(mu_)
+  // When each run's last checkpoint write began.
+  std::map<std::string, SteadyClock::time_point> checkpoint_written_;  // GUARDED_BY(mu_)
+  int flushing_ = 0;                                                   // GUARDED_BY(mu_)
+  bool stopping_ = false;                                              // GUARDED_BY(mu_)
   std::thread thread_;
 };
 

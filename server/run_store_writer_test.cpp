@@ -87,13 +87,16 @@ class RecordingStore : public RunStore {
 
 using Writes = std::vector<std::string>;
 
+// Checkpoints written as soon as the writer can, not one an interval.
+constexpr std::chrono::milliseconds kAtOnce{0};
+
 RunCheckpoint at(int64_t iteration) {
   return RunCheckpoint{iteration, false, "state", "agg"};
 }
 
 TEST(RunStoreWriter, WritesWhatItIsHandedWithoutHoldingTheCaller) {
   RecordingStore store;
-  RunStoreWriter writer(&store);
+  RunStoreWriter writer(&store, kAtOnce);
   store.hold();
   writer.save_checkpoint("r1", at(1));  // returns while the store is held
   store.wait_entered();
@@ -104,7 +107,7 @@ TEST(RunStoreWriter, WritesWhatItIsHandedWithoutHoldingTheCaller) {
 
 TEST(RunStoreWriter, OnlyTheLatestPendingRecordAndCheckpointOfARunAreWritten) {
   RecordingStore store;
-  RunStoreWriter writer(&store);
+  RunStoreWriter writer(&store, kAtOnce);
   store.hold();
   writer.save_checkpoint("r1", at(1));
   store.wait_entered();  // iteration 1 is being written; the next ones wait
@@ -121,7 +124,7 @@ TEST(RunStoreWriter, OnlyTheLatestPendingRecordAndCheckpointOfARunAreWritten) {
 // A stored unfinished record always has the request it resumes from.
 TEST(RunStoreWriter, ARunsRequestIsWrittenBeforeItsRecord) {
   RecordingStore store;
-  RunStoreWriter writer(&store);
+  RunStoreWriter writer(&store, kAtOnce);
   store.hold();
   writer.save_checkpoint("r0", at(1));
   store.wait_entered();
@@ -137,7 +140,7 @@ TEST(RunStoreWriter, ARunsRequestIsWrittenBeforeItsRecord) {
 // nothing of it follows.
 TEST(RunStoreWriter, SettleWritesTheRequestAndDropsTheRest) {
   RecordingStore store;
-  RunStoreWriter writer(&store);
+  RunStoreWriter writer(&store, kAtOnce);
   store.hold("r0");  // the writer is busy with another run
   writer.save_checkpoint("r0", at(1));
   store.wait_entered();
@@ -156,7 +159,7 @@ TEST(RunStoreWriter, SettleWritesTheRequestAndDropsTheRest) {
 // that the finished record that follows is the last.
 TEST(RunStoreWriter, SettleWaitsForTheRunsRecordUnderWay) {
   RecordingStore store;
-  RunStoreWriter writer(&store);
+  RunStoreWriter writer(&store, kAtOnce);
   store.hold("r1");
   writer.save_record("r1", 1, "running", {});
   store.wait_entered();
@@ -177,7 +180,7 @@ TEST(RunStoreWriter, SettleWaitsForTheRunsRecordUnderWay) {
 // returns at once, and the checkpoint is dropped again once it is written.
 TEST(RunStoreWriter, ACheckpointWrittenWhileTheRunSettlesIsDroppedAfterIt) {
   RecordingStore store;
-  RunStoreWriter writer(&store);
+  RunStoreWriter writer(&store, kAtOnce);
   store.hold();
   writer.save_checkpoint("r1", at(1));
   store.wait_entered();
@@ -188,10 +191,45 @@ TEST(RunStoreWriter, ACheckpointWrittenWhileTheRunSettlesIsDroppedAfterIt) {
   EXPECT_EQ(store.written(), (Writes{"r1 checkpoint 1", "r1 drop checkpoint"}));
 }
 
+// A run's first checkpoint is written at once, later ones at most once an
+// interval (the latest of them), and flush() writes what is pending.
+TEST(RunStoreWriter, ARunsCheckpointsAreWrittenAtMostOnceAnInterval) {
+  RecordingStore store;
+  RunStoreWriter writer(&store, std::chrono::seconds(60));
+  writer.save_checkpoint("r1", at(1));
+  for (int i = 0; i < 500 && store.written().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(store.written(), Writes{"r1 checkpoint 1"});
+  for (int64_t i = 2; i <= 5; ++i) writer.save_checkpoint("r1", at(i));
+  writer.save_record("r1", 1, "running", {});  // records are not held back
+  writer.save_checkpoint("r2", at(1));        // nor another run's first checkpoint
+  for (int i = 0; i < 500 && store.written().size() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(store.written(), (Writes{"r1 checkpoint 1", "r1 record running", "r2 checkpoint 1"}));
+  writer.flush();
+  EXPECT_EQ(store.written(), (Writes{"r1 checkpoint 1", "r1 record running", "r2 checkpoint 1",
+                                     "r1 checkpoint 5"}));
+}
+
+// A held-back checkpoint is written once its interval has passed, with no
+// further handover to wake the writer.
+TEST(RunStoreWriter, AHeldBackCheckpointIsWrittenWhenItsIntervalHasPassed) {
+  RecordingStore store;
+  RunStoreWriter writer(&store, std::chrono::milliseconds(50));
+  writer.save_checkpoint("r1", at(1));
+  writer.save_checkpoint("r1", at(2));  // held back, or replacing the first
+  for (int i = 0; i < 500 && (store.written().empty() || store.written().back() != "r1 checkpoint 2");
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_FALSE(store.written().empty());
+  EXPECT_EQ(store.written().back(), "r1 checkpoint 2");
+}
+
 TEST(RunStoreWriter, PendingWritesAreWrittenBeforeItGoes) {
   RecordingStore store;
   {
-    RunStoreWriter writer(&store);
+    RunStoreWriter writer(&store, kAtOnce);
     store.hold();
     writer.save_checkpoint("r1", at(1));
     store.wait_entered();
@@ -204,7 +242,7 @@ TEST(RunStoreWriter, PendingWritesAreWrittenBeforeItGoes) {
 
 TEST(RunStoreWriter, AFailedWriteIsLoggedAndTheNextOneStillGoes) {
   RecordingStore store;
-  RunStoreWriter writer(&store);
+  RunStoreWriter writer(&store, kAtOnce);
   store.set_fail(true);
   writer.save_checkpoint("r1", at(1));
   writer.flush();
@@ -218,7 +256,7 @@ TEST(RunStoreWriter, AFailedWriteIsLoggedAndTheNextOneStillGoes) {
 // stored unfinished record without its request could not be resumed.
 TEST(RunStoreWriter, NoRecordOfARunWhoseRequestFailedIsWritten) {
   RecordingStore store;
-  RunStoreWriter writer(&store);
+  RunStoreWriter writer(&store, kAtOnce);
   store.set_fail(true);
   writer.save_submission("r1", {}, 1, "queued", {});
   writer.flush();

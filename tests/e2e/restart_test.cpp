@@ -184,8 +184,10 @@ void logreg_resumes_from_its_checkpoint(ServerRestart* t, LocalCluster& c) {
   json body = {{"params", {{"dims", kDims}, {"lr", 0.5}, {"tol", -1}, {"max_iterations", 60}}},
                {"dataset", {{"x", {{"upload", xs}}}, {"y", {{"upload", ys}}}}}};
   json rec = t->interrupt_and_compare(hash, body, 4, {"w"});
-  // The record shows an iteration just before its checkpoint is committed.
-  EXPECT_GE(rec["recoveries"].back()["resumed_at_iteration"].get<int64_t>(), 3) << rec.dump(2);
+  // Not from the start: a run's first checkpoint is written at once, later
+  // ones at most one every 100 ms (run_store_writer.h), so the run resumes
+  // at most that much of its work back.
+  EXPECT_GE(rec["recoveries"].back()["resumed_at_iteration"].get<int64_t>(), 1) << rec.dump(2);
   EXPECT_EQ(rec["recoveries"].back()["reason"], "the server restarted");
 }
 
