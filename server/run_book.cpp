@@ -63,6 +63,13 @@ Result<std::shared_ptr<RunRecord>> RunBook::enqueue(std::shared_ptr<const Progra
     run->id = "r" + std::to_string(run->seq);
   }
   if (store_ && answered_when_done) {
+    // Refused at once where the store is known to take nothing (a state
+    // directory removed), rather than after the run: its result could not
+    // be stored.
+    if (Status st = store_->health(); !st.ok()) {
+      spdlog::error("run refused: {}", st.message());
+      return st;
+    }
     run->resumable = true;
     writer_->save_submission(run->id, body, run->seq, "queued", run->to_json());
   } else if (store_) {

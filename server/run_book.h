@@ -50,7 +50,8 @@ class RunBook {
   // (202) is stored before this returns, and nothing is queued when the store
   // cannot take it (kStorageFull for a full disk).  One whose submitter is
   // answered only when it ends (`answered_when_done`, ?wait=1) is stored in
-  // the background (run_store_writer.h), off the run's path.
+  // the background (run_store_writer.h), off the run's path; it is refused
+  // only when the store is known to take nothing (its state directory gone).
   Result<std::shared_ptr<RunRecord>> enqueue(std::shared_ptr<const ProgramEntry> program,
                                              const std::string& hash, RunRequest request,
                                              const nlohmann::json& body,
