@@ -106,8 +106,8 @@ class RunStoreWriter {
   std::map<std::string, Pending> pending_;  // GUARDED_BY(mu_)
   // The run whose writes are under way ("" when none), and whether its
   // request or record is (settle() waits for those, not for a checkpoint).
-  std::string writing_run_;           // GUARDED_BY(mu_)
-  bool writing_record_ = false;       // GUARDED_BY(mu_)
+  std::string writing_run_;             // GUARDED_BY(mu_)
+  bool writing_record_ = false;         // GUARDED_BY(mu_)
   bool settled_while_writing_ = false;  // GUARDED_BY(mu_)
   // Runs whose request could not be written: their records are not either.
   std::set<std::string> unrequested_;  // GUARDED_BY(mu_)

@@ -117,8 +117,8 @@ TEST(RunStoreWriter, OnlyTheLatestPendingRecordAndCheckpointOfARunAreWritten) {
   writer.save_checkpoint("r2", at(7));
   store.release();
   writer.flush();
-  EXPECT_EQ(store.written(),
-            (Writes{"r1 checkpoint 1", "r1 record running", "r1 checkpoint 50", "r2 checkpoint 7"}));
+  EXPECT_EQ(store.written(), (Writes{"r1 checkpoint 1", "r1 record running", "r1 checkpoint 50",
+                                     "r2 checkpoint 7"}));
 }
 
 // A stored unfinished record always has the request it resumes from.
@@ -202,14 +202,14 @@ TEST(RunStoreWriter, ARunsCheckpointsAreWrittenAtMostOnceAnInterval) {
   EXPECT_EQ(store.written(), Writes{"r1 checkpoint 1"});
   for (int64_t i = 2; i <= 5; ++i) writer.save_checkpoint("r1", at(i));
   writer.save_record("r1", 1, "running", {});  // records are not held back
-  writer.save_checkpoint("r2", at(1));        // nor another run's first checkpoint
+  writer.save_checkpoint("r2", at(1));         // nor another run's first checkpoint
   for (int i = 0; i < 500 && store.written().size() < 3; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(store.written(), (Writes{"r1 checkpoint 1", "r1 record running", "r2 checkpoint 1"}));
   writer.flush();
-  EXPECT_EQ(store.written(), (Writes{"r1 checkpoint 1", "r1 record running", "r2 checkpoint 1",
-                                     "r1 checkpoint 5"}));
+  EXPECT_EQ(store.written(),
+            (Writes{"r1 checkpoint 1", "r1 record running", "r2 checkpoint 1", "r1 checkpoint 5"}));
 }
 
 // A held-back checkpoint is written once its interval has passed, with no
@@ -219,8 +219,8 @@ TEST(RunStoreWriter, AHeldBackCheckpointIsWrittenWhenItsIntervalHasPassed) {
   RunStoreWriter writer(&store, std::chrono::milliseconds(50));
   writer.save_checkpoint("r1", at(1));
   writer.save_checkpoint("r1", at(2));  // held back, or replacing the first
-  for (int i = 0; i < 500 && (store.written().empty() || store.written().back() != "r1 checkpoint 2");
-       ++i)
+  for (int i = 0;
+       i < 500 && (store.written().empty() || store.written().back() != "r1 checkpoint 2"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_FALSE(store.written().empty());
   EXPECT_EQ(store.written().back(), "r1 checkpoint 2");
