@@ -155,15 +155,19 @@ Result<std::map<std::string, Message>> RunLoader::load_workers(
     const std::string& wire_id,
     const std::map<std::string, std::vector<const PlanEntry*>>& by_worker,
     const std::vector<std::string>& which, bool stream_uploads) {
-  std::vector<std::future<Status>> loads;
-  for (const auto& id : which)
-    loads.push_back(std::async(std::launch::async, [&, id] {
-      return start_worker(wire_id, id, by_worker.at(id), stream_uploads);
-    }));
   Status loaded = Status::Ok();
-  for (auto& f : loads) {
-    Status st = f.get();
-    if (loaded.ok() && !st.ok()) loaded = st;
+  if (which.size() == 1) {  // no thread to start for one worker
+    loaded = start_worker(wire_id, which.front(), by_worker.at(which.front()), stream_uploads);
+  } else {
+    std::vector<std::future<Status>> loads;
+    for (const auto& id : which)
+      loads.push_back(std::async(std::launch::async, [&, id] {
+        return start_worker(wire_id, id, by_worker.at(id), stream_uploads);
+      }));
+    for (auto& f : loads) {
+      Status st = f.get();
+      if (loaded.ok() && !st.ok()) loaded = st;
+    }
   }
   if (!loaded.ok()) return loaded;
   int64_t most_rows = 0;

@@ -153,7 +153,11 @@ std::string HostCompiler::key_of(const std::map<std::string, std::string>& files
 bool HostCompiler::cached(const std::map<std::string, std::string>& files,
                           const std::vector<std::string>& units,
                           const std::vector<std::string>& flags) const {
-  return cache_.contains(key_of(files, units, flags), ".so");
+  return contains(key_of(files, units, flags));
+}
+
+bool HostCompiler::contains(const std::string& key) const {
+  return cache_.contains(key, ".so");
 }
 
 Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::string>& files,

@@ -58,6 +58,12 @@ class HostCompiler {
   // Whether build_shared() of these would find the library in the cache.
   bool cached(const std::map<std::string, std::string>& files,
               const std::vector<std::string>& units, const std::vector<std::string>& flags) const;
+  // The cache entry's name for a build of these, and whether the cache holds
+  // that entry (cached() is the two together).
+  std::string key_of(const std::map<std::string, std::string>& files,
+                     const std::vector<std::string>& units,
+                     const std::vector<std::string>& flags) const;
+  bool contains(const std::string& key) const;
 
   const std::string& compiler() const { return compiler_; }
 
@@ -71,10 +77,6 @@ class HostCompiler {
                         const std::vector<std::string>& flags, const PrecompiledHeader& pch) const;
 
  private:
-  // The cache entry's name for a build of these.
-  std::string key_of(const std::map<std::string, std::string>& files,
-                     const std::vector<std::string>& units,
-                     const std::vector<std::string>& flags) const;
   // Compiles in a fresh directory under the cache's and returns the library.
   Result<std::string> compile(const std::map<std::string, std::string>& files,
                               const std::vector<std::string>& units,

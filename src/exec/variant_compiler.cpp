@@ -31,13 +31,34 @@ Result<std::unique_ptr<VariantCompiler>> VariantCompiler::make(
 VariantCompiler::~VariantCompiler() = default;
 
 bool VariantCompiler::cached(const ProgramVariant& variant, BuildTier tier) const {
+  const std::vector<std::string> names = entry_names(variant, tier);
+  if (names.empty()) return false;
+  for (const std::string& name : names)
+    if (host_ ? !host_->contains(name) : !nvrtc_->contains(name)) return false;
+  return true;
+}
+
+std::vector<std::string> VariantCompiler::entry_names(const ProgramVariant& variant,
+                                                      BuildTier tier) const {
+  constexpr size_t kMaxNamed = 4096;
+  const std::string id = variant.key + (tier == BuildTier::kQuick ? "#quick" : "#optimised");
+  {
+    std::lock_guard<std::mutex> l(names_mu_);
+    if (auto it = names_.find(id); it != names_.end()) return it->second;
+  }
+  std::vector<std::string> names;
   if (host_) {
     auto plan = plan_cpu_build(variant.image);
-    return plan.ok() && host_->cached(plan->files, plan->units, plan->flags);
+    if (!plan.ok()) return {};
+    names.push_back(host_->key_of(plan->files, plan->units, plan->flags));
+  } else {
+    for (const std::string& arch : archs_)
+      names.push_back(nvrtc_->cache_key(variant.image, arch, tier));
   }
-  for (const std::string& arch : archs_)
-    if (!nvrtc_->cached(variant.image, arch, tier)) return false;
-  return true;
+  std::lock_guard<std::mutex> l(names_mu_);
+  if (names_.size() >= kMaxNamed) names_.clear();
+  names_[id] = names;
+  return names;
 }
 
 Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled,

@@ -10,7 +10,9 @@
 //   if (vc.ok() && !(*vc)->cached(variant)) (*vc)->compile(variant, &compiled);
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,7 +41,10 @@ class VariantCompiler {
   // BackendOptions::quick_builds): then a variant's quick build is worth
   // making ahead of its optimised one.
   bool tiered() const { return nvrtc_ && quick_builds_; }
-  // Whether every build of `variant` at `tier` the executors need is in the cache.
+  // Whether every build of `variant` at `tier` the executors need is in the
+  // cache.  The cache entries' names are worked out once per variant key
+  // and tier (hashing the program with the device library takes about a
+  // millisecond); the cache itself is looked at every time.
   bool cached(const ProgramVariant& variant, BuildTier tier = BuildTier::kOptimised) const;
   // Builds those of `variant` at `tier` that are not in the cache;
   // `compiled`: whether this call compiled any (rather than finding them, or
@@ -50,11 +55,20 @@ class VariantCompiler {
 
  private:
   VariantCompiler() = default;
+  // The names of `variant`'s cache entries at `tier`: one per architecture,
+  // or the CPU build's; none when it cannot be planned.  A variant's key
+  // names its program's files and specialised values, and the rest of what
+  // the names cover (the compilers, their options, the device library) is
+  // fixed for the process.
+  std::vector<std::string> entry_names(const ProgramVariant& variant, BuildTier tier) const;
 
   std::unique_ptr<HostCompiler> host_;                // the CPU backend
   std::shared_ptr<const cuda::NvrtcCompiler> nvrtc_;  // the CUDA backend
   std::vector<std::string> archs_;                    // with nvrtc_: each once
   bool quick_builds_ = false;
+  mutable std::mutex names_mu_;
+  // By variant key and tier; forgotten wholesale past kMaxNamed.
+  mutable std::map<std::string, std::vector<std::string>> names_;  // GUARDED_BY(names_mu_)
 };
 
 }  // namespace lizard

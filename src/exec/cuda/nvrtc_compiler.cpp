@@ -86,7 +86,11 @@ std::string NvrtcCompiler::cache_key(const ProgramImage& p, const std::string& a
 
 bool NvrtcCompiler::cached(const ProgramImage& program, const std::string& arch,
                            BuildTier tier) const {
-  return cache_.contains(cache_key(program, arch, tier), ".cubin");
+  return contains(cache_key(program, arch, tier));
+}
+
+bool NvrtcCompiler::contains(const std::string& key) const {
+  return cache_.contains(key, ".cubin");
 }
 
 Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program, const std::string& arch,

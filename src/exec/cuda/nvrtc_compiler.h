@@ -58,6 +58,10 @@ class NvrtcCompiler {
   // Whether compile(program, arch, tier) would find the cubin in the cache.
   bool cached(const ProgramImage& program, const std::string& arch,
               BuildTier tier = BuildTier::kOptimised) const;
+  // The cache entry's name for that build, and whether the cache holds that
+  // entry (cached() is the two together).
+  std::string cache_key(const ProgramImage& program, const std::string& arch, BuildTier tier) const;
+  bool contains(const std::string& key) const;
 
   const NvrtcLibrary& library() const { return *nvrtc_; }
   // The NVRTC options used for `arch` at `tier`.
@@ -65,7 +69,6 @@ class NvrtcCompiler {
                                    BuildTier tier = BuildTier::kOptimised) const;
 
  private:
-  std::string cache_key(const ProgramImage& program, const std::string& arch, BuildTier tier) const;
   Result<CompiledProgram> run_nvrtc(const ProgramImage& program, const std::string& arch,
                                     BuildTier tier) const;
 

@@ -1,0 +1,91 @@
+// VariantCompiler::cached: a variant's cache entries are named once, but the
+// cache itself is looked at every time, so an entry that is gone (evicted,
+// or the cache cleared) is seen as missing, and each value and tier is an
+// entry of its own.
+#include "exec/variant_compiler.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "program/layout.h"
+#include "program/testing/program_images.h"
+
+namespace lizard {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kYaml =
+    "sources: {cuda: kernel.cu}\n"
+    "params: {dims: {type: int32, specialize: true, default: 2}}\n"
+    "dataset: {x: {type: float32, shape: [rows, dims]}}\n"
+    "aggregate: {sums: {type: float32, shape: [dims], reduce: sum}}\n"
+    "iterate: [column_sums]\n";
+const char* kKernel = R"(#include "lizard_program.h"
+extern "C" __global__ void column_sums(global_params_t p, dataset_t d, global_state_t s,
+                                       agg_res_t r) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= d.rows) return;
+  for (int j = 0; j < p.dims; ++j) atomicAdd(&r.sums[j], d.x[i * p.dims + j]);
+}
+)";
+
+ProgramVariant variant_with_dims(const ProgramImage& program, int dims) {
+  auto params = bind_params(program.manifest, {{"dims", dims}});
+  EXPECT_TRUE(params.ok()) << params.status().message();
+  return variant_for_run(program, *params);
+}
+
+Result<std::unique_ptr<VariantCompiler>> compiler_for(const fs::path& dir, const char* kind) {
+  fs::remove_all(dir);
+  BackendOptions o;
+  o.cache_dir = dir.string();
+  ExecutorInfo e;
+  e.kind = kind;
+  if (e.kind == "cuda") e.arch = "sm_90";
+  return VariantCompiler::make(o, {e});
+}
+
+TEST(VariantCompiler, AnEntryGoneFromTheCacheIsSeenAsMissing) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "lizard-variant-compiler-test";
+  auto made = compiler_for(dir, "cpu");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  const VariantCompiler& vc = **made;
+  const ProgramImage program = testing::program_image(kYaml, kKernel);
+  const ProgramVariant three = variant_with_dims(program, 3);
+  EXPECT_FALSE(vc.cached(three));
+  bool compiled = false;
+  ASSERT_TRUE(vc.compile(three, &compiled).ok());
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(vc.cached(three));
+  EXPECT_FALSE(vc.cached(variant_with_dims(program, 4)));  // another value, another entry
+  fs::remove_all(dir);                                     // the cache cleared under the compiler
+  EXPECT_FALSE(vc.cached(three));
+  ASSERT_TRUE(vc.compile(three, &compiled).ok());
+  EXPECT_TRUE(compiled);
+  EXPECT_TRUE(vc.cached(three));
+  fs::remove_all(dir);
+}
+
+// (NVRTC compiles without a GPU.)
+TEST(VariantCompilerNvrtc, EachTierIsAnEntryOfItsOwnLookedUpEveryTime) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "lizard-variant-compiler-nvrtc-test";
+  auto made = compiler_for(dir, "cuda");
+  if (!made.ok()) GTEST_SKIP() << "NVRTC unavailable: " << made.status().message();
+  const VariantCompiler& vc = **made;
+  const ProgramVariant three = variant_with_dims(testing::program_image(kYaml, kKernel), 3);
+  bool compiled = false;
+  ASSERT_TRUE(vc.compile(three, &compiled, BuildTier::kQuick).ok());
+  EXPECT_TRUE(vc.cached(three, BuildTier::kQuick));
+  EXPECT_FALSE(vc.cached(three, BuildTier::kOptimised));
+  fs::remove_all(dir);
+  EXPECT_FALSE(vc.cached(three, BuildTier::kQuick));
+  ASSERT_TRUE(vc.compile(three, &compiled, BuildTier::kOptimised).ok());
+  EXPECT_TRUE(vc.cached(three, BuildTier::kOptimised));
+  EXPECT_FALSE(vc.cached(three, BuildTier::kQuick));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lizard
