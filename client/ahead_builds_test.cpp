@@ -17,21 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kYaml =
-    "sources: {cuda: kernel.cu}\n"
-    "params: {dims: {type: int32, specialize: true, default: 2}}\n"
-    "dataset: {x: {type: float32, shape: [rows, dims]}}\n"
-    "aggregate: {sums: {type: float32, shape: [dims], reduce: sum}}\n"
-    "iterate: [column_sums]\n";
-const char* kKernel = R"(#include "lizard_program.h"
-extern "C" __global__ void column_sums(global_params_t p, dataset_t d, global_state_t s,
-                                       agg_res_t r) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i >= d.rows) return;
-  for (int j = 0; j < p.dims; ++j) atomicAdd(&r.sums[j], d.x[i * p.dims + j]);
-}
-)";
-
 TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
   const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-builds-test";
   fs::remove_all(dir);
@@ -42,7 +27,7 @@ TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
   auto compiler = VariantCompiler::make(o, {cpu});
   ASSERT_TRUE(compiler.ok()) << compiler.status().message();
   AheadBuilds ahead(std::move(compiler).value(), 2);
-  auto program = std::make_shared<const ProgramImage>(testing::program_image(kYaml, kKernel));
+  auto program = std::make_shared<const ProgramImage>(testing::column_sums_image());
   auto params = bind_params(program->manifest, {{"dims", 3}});
   ASSERT_TRUE(params.ok());
   const ProgramVariant variant = variant_for_run(*program, *params);
@@ -89,7 +74,7 @@ TEST(AheadBuildsNvrtc, QuickBuildsAreMadeForGpuExecutors) {
   const VariantCompiler* compiler = made->get();
   ASSERT_TRUE(compiler->tiered());
   AheadBuilds ahead(std::move(made).value(), 1);
-  auto program = std::make_shared<const ProgramImage>(testing::program_image(kYaml, kKernel));
+  auto program = std::make_shared<const ProgramImage>(testing::column_sums_image());
   std::vector<ProgramVariant> variants;
   for (int dims : {3, 4, 5}) {
     auto params = bind_params(program->manifest, {{"dims", dims}});
@@ -137,7 +122,7 @@ TEST(AheadBuildsNvrtc, NoQuickBuildsWhenTheExecutorsWaitForOptimisedOnes) {
   const VariantCompiler* compiler = made->get();
   EXPECT_FALSE(compiler->tiered());
   AheadBuilds ahead(std::move(made).value(), 1);
-  auto program = std::make_shared<const ProgramImage>(testing::program_image(kYaml, kKernel));
+  auto program = std::make_shared<const ProgramImage>(testing::column_sums_image());
   auto params = bind_params(program->manifest, {{"dims", 6}});
   ASSERT_TRUE(params.ok());
   const ProgramVariant variant = variant_for_run(*program, *params);

@@ -16,21 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kYaml =
-    "sources: {cuda: kernel.cu}\n"
-    "params: {dims: {type: int32, specialize: true, default: 2}}\n"
-    "dataset: {x: {type: float32, shape: [rows, dims]}}\n"
-    "aggregate: {sums: {type: float32, shape: [dims], reduce: sum}}\n"
-    "iterate: [column_sums]\n";
-const char* kKernel = R"(#include "lizard_program.h"
-extern "C" __global__ void column_sums(global_params_t p, dataset_t d, global_state_t s,
-                                       agg_res_t r) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i >= d.rows) return;
-  for (int j = 0; j < p.dims; ++j) atomicAdd(&r.sums[j], d.x[i * p.dims + j]);
-}
-)";
-
 ProgramVariant variant_with_dims(const ProgramImage& program, int dims) {
   auto params = bind_params(program.manifest, {{"dims", dims}});
   EXPECT_TRUE(params.ok()) << params.status().message();
@@ -52,7 +37,7 @@ TEST(VariantCompiler, AnEntryGoneFromTheCacheIsSeenAsMissing) {
   auto made = compiler_for(dir, "cpu");
   ASSERT_TRUE(made.ok()) << made.status().message();
   const VariantCompiler& vc = **made;
-  const ProgramImage program = testing::program_image(kYaml, kKernel);
+  const ProgramImage program = testing::column_sums_image();
   const ProgramVariant three = variant_with_dims(program, 3);
   EXPECT_FALSE(vc.cached(three));
   bool compiled = false;
@@ -74,7 +59,7 @@ TEST(VariantCompilerNvrtc, EachTierIsAnEntryOfItsOwnLookedUpEveryTime) {
   auto made = compiler_for(dir, "cuda");
   if (!made.ok()) GTEST_SKIP() << "NVRTC unavailable: " << made.status().message();
   const VariantCompiler& vc = **made;
-  const ProgramVariant three = variant_with_dims(testing::program_image(kYaml, kKernel), 3);
+  const ProgramVariant three = variant_with_dims(testing::column_sums_image(), 3);
   bool compiled = false;
   ASSERT_TRUE(vc.compile(three, &compiled, BuildTier::kQuick).ok());
   EXPECT_TRUE(vc.cached(three, BuildTier::kQuick));

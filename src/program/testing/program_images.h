@@ -4,6 +4,7 @@
 // that does not make an image fails the calling test and gives an empty image.
 //
 //   ProgramImage p = testing::program_image(kYaml, kKernel);
+//   ProgramImage q = testing::column_sums_image();  // `dims` specialised
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,6 +22,25 @@ inline ProgramImage program_image(const std::string& config, const std::string& 
   auto img = make_program_image(b);
   EXPECT_TRUE(img.ok()) << img.status().message();
   return img.ok() ? img.value() : ProgramImage{};
+}
+
+// A program whose kernel sums each of its `dims` columns, `dims` specialised:
+// each value of it is a build of its own, which both backends compile.
+inline ProgramImage column_sums_image() {
+  return program_image(
+      "sources: {cuda: kernel.cu}\n"
+      "params: {dims: {type: int32, specialize: true, default: 2}}\n"
+      "dataset: {x: {type: float32, shape: [rows, dims]}}\n"
+      "aggregate: {sums: {type: float32, shape: [dims], reduce: sum}}\n"
+      "iterate: [column_sums]\n",
+      R"(#include "lizard_program.h"
+extern "C" __global__ void column_sums(global_params_t p, dataset_t d, global_state_t s,
+                                       agg_res_t r) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= d.rows) return;
+  for (int j = 0; j < p.dims; ++j) atomicAdd(&r.sums[j], d.x[i * p.dims + j]);
+}
+)");
 }
 
 }  // namespace lizard::testing
