@@ -162,6 +162,25 @@ TEST_F(RunBookDurabilityTest, ARunAnsweredWhenDoneIsStoredInTheBackground) {
   EXPECT_EQ(status_of(again, "r3"), "done");
 }
 
+// However the writer's background writes and the runs' ends interleave,
+// every run's finished record is the one that stays.
+TEST_F(RunBookDurabilityTest, NoBackgroundWriteOutlivesAFinishedRecord) {
+  constexpr int kRuns = 100;
+  {
+    RunBook book(dir_.path());
+    for (int i = 0; i < kRuns; ++i) {
+      auto run = enqueue(book, body_of(), true).value();
+      ASSERT_TRUE(book.start(run, {{"w1", 0}}));
+      book.persist(run);
+      book.checkpoint(run, {1, false, std::string(8, 'S'), std::string(8, 'A')});
+      book.finish(run, Status::Ok());
+    }
+  }
+  RunBook again(dir_.path());
+  for (int i = 1; i <= kRuns; ++i) EXPECT_EQ(status_of(again, "r" + std::to_string(i)), "done");
+  EXPECT_TRUE(again.resume(programs(), uploads(), 0).empty()) << "a finished run came back";
+}
+
 TEST_F(RunBookDurabilityTest, AFullDiskRefusesTheRunAndListsNothing) {
   RunBook book(dir_.path());
   fail_next_storage_writes(1);
