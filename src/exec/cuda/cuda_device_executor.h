@@ -267,6 +267,7 @@ class CudaExecutor final : public Executor {
   struct OptimisedBuild {
     std::shared_ptr<const ProgramVariant> variant;
     PendingCompile compiling;
+    std::string cache_entry;  // its name in the host's compile cache
   };
   std::map<std::string, OptimisedBuild> optimising_;
   bool quick_builds_ = true;

@@ -65,7 +65,7 @@ CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant) 
     // Still compiling here, but another process of the host (an ahead
     // build) may have put it in the cache: then it is read from there.
     if (!is_ready(optimising->second.compiling)) {
-      if (cc_->cached(variant.image, info_.arch))
+      if (cc_->contains(optimising->second.cache_entry))
         return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised), true};
       return {BuildTier::kQuick, compile_ahead(variant, BuildTier::kQuick)};
     }
@@ -75,14 +75,21 @@ CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant) 
   }
   auto loaded = modules_.find(variant.key);
   const bool have_optimised = loaded != modules_.end() && loaded->second.module;
-  if (!quick_builds_ || variant.image.hash.empty() || have_optimised ||
-      cc_->cached(variant.image, info_.arch))
+  if (!quick_builds_ || variant.image.hash.empty() || have_optimised)
+    return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised)};
+  // Named once: naming hashes the program with the device library, and the
+  // cache is looked at again between iterations until the build is there.
+  std::string entry = cc_->cache_key(variant.image, info_.arch, BuildTier::kOptimised);
+  if (cc_->contains(entry))
     return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised)};
   auto owned = std::make_shared<const ProgramVariant>(variant);
   optimising_[variant.key] =
-      OptimisedBuild{owned, std::async(std::launch::async, [cc = cc_, owned, arch = info_.arch] {
-                       return timed_compile(*cc, *owned, arch, BuildTier::kOptimised);
-                     })};
+      OptimisedBuild{owned,
+                     std::async(std::launch::async,
+                                [cc = cc_, owned, arch = info_.arch] {
+                                  return timed_compile(*cc, *owned, arch, BuildTier::kOptimised);
+                                }),
+                     std::move(entry)};
   return {BuildTier::kQuick, compile_ahead(variant, BuildTier::kQuick)};
 }
 
@@ -97,7 +104,7 @@ bool CudaExecutor::adopt_optimised_build(int64_t iteration) {
   const auto now = std::chrono::steady_clock::now();
   if (!ready && now >= run->next_cache_look) {
     run->next_cache_look = now + std::chrono::milliseconds(50);
-    ready = cc_->cached(it->second.variant->image, info_.arch);
+    ready = cc_->contains(it->second.cache_entry);
   }
   if (!ready) return false;
   const std::shared_ptr<const ProgramVariant> variant = it->second.variant;
