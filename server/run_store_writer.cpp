@@ -128,6 +128,10 @@ void RunStoreWriter::write_loop() {
       checkpoint_written_[run_id] = now;
     }
     if (!it->second.checkpoint) pending_.erase(it);
+    if (unrequested_.count(run_id) && !job.request) {  // nothing of it is written
+      cv_.notify_all();                                // for flush()
+      continue;
+    }
     writing_run_ = run_id;
     writing_record_ = job.request || job.record;
     settled_while_writing_ = false;
@@ -143,16 +147,7 @@ void RunStoreWriter::write_loop() {
 // has the request a restarted server resumes it from; a checkpoint last, and
 // dropped again when the run was settled while it was written.
 void RunStoreWriter::write(const std::string& run_id, Pending p) {
-  std::unique_lock<std::mutex> l(mu_);
-  const bool unrequested = unrequested_.count(run_id) > 0;
-  l.unlock();
-  if (unrequested && !p.request) {  // nothing of it is written
-    l.lock();
-    writing_record_ = false;
-    l.unlock();
-    cv_.notify_all();
-    return;
-  }
+  std::unique_lock<std::mutex> l(mu_, std::defer_lock);
   if (p.request || p.record) {
     bool requested = true;
     Status st = Status::Ok();
