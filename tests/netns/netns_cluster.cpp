@@ -162,6 +162,17 @@ int NetnsCluster::worker_count() {
   return j.is_array() ? static_cast<int>(j.size()) : -1;
 }
 
+int NetnsCluster::workers_ready(const std::string& hash) {
+  auto r = get("/clients");
+  if (!r.ok() || r->status != 200) return -1;
+  json j = json::parse(r->body, nullptr, false);
+  if (!j.is_array()) return -1;
+  int ready = 0;
+  for (const json& w : j)
+    if (w.contains("programs") && w["programs"].value(hash, "") == "ready") ++ready;
+  return ready;
+}
+
 Result<HttpReply> NetnsCluster::get(const std::string& path) {
   return hosts_.in_host(user_host(), [&] {
     return http_request("GET", uri() + path, "", "", 10, token_, {true, ca_});

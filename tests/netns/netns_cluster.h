@@ -66,6 +66,8 @@ class NetnsCluster {
   bool wait_for_iterations(const std::string& id, int64_t n, int timeout_s = 60);
   // The workers GET /clients lists (-1 when the server does not answer).
   int worker_count();
+  // The workers GET /clients lists with `hash` built ("ready"); -1 as above.
+  int workers_ready(const std::string& hash);
 
  private:
   Status make_certificates();

@@ -106,10 +106,18 @@ TEST_F(Partition, AWorkerCutOffPastTheTimeoutIsDroppedAndJoinsAgain) {
   ASSERT_TRUE(c_.hosts().restore(c_.worker_host(1)).ok());
   const double rejoined_s = seconds_until_workers(2, 30);
   ASSERT_GT(rejoined_s, 0) << "the worker did not join again (logs in " << c_.dir() << ")";
+  // A worker that joins builds the registered program in the background;
+  // runs plan over it once its build is ready, not before.
+  const auto t_joined = Clock::now();
+  while (c_.workers_ready(hash_) != 2 && seconds_since(t_joined) < 60)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(c_.workers_ready(hash_), 2) << "the worker that came back never built the program";
+  const double built_s = seconds_since(t_joined);
   std::fprintf(stderr,
                "liveness %d s: dropped %.1f s after the cut; run %.1f s against %.1f s "
-               "undisturbed; joined again %.1f s after the link came back\n",
-               kLivenessS, detected_s, run_s, undisturbed_s, rejoined_s);
+               "undisturbed; joined again %.1f s after the link came back, its build ready "
+               "%.2f s later\n",
+               kLivenessS, detected_s, run_s, undisturbed_s, rejoined_s, built_s);
   json again = c_.wait_until_finished(c_.submit(hash_, body), 120);
   expect_exact(again);
   EXPECT_EQ(again["plan"]["executors"].size(), 2u) << "the worker that came back serves runs";
