@@ -9,7 +9,10 @@
 //   6. examples/kmeans (16, 32) with other NVRTC options: PTX only (the
 //      front end and NVVM without ptxas), ptxas at -O1 and -O0, and split
 //      compilation in NVVM and in ptxas,
-//   7. step 4 again through NvrtcCompiler with a disk cache (a hit).
+//   7. NVRTC's own account (its --time option) of where a new k's optimised
+//      and quick builds spend their time: the C++ front end, NVVM, and the
+//      PTX translation (ptxas),
+//   8. step 4 again through NvrtcCompiler with a disk cache (a hit).
 // and prints each time in ms.  With --cache DIR it instead builds
 // examples/kmeans (16, 32) once with NVRTC and once for the CPU backend
 // through the host's compile cache in DIR and prints each time and whether it
@@ -25,6 +28,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <unistd.h>
@@ -99,6 +103,27 @@ double raw_compile(const cuda::NvrtcLibrary& nv, const ProgramImage& p,
   }
   nv.nvrtcDestroyProgram(&prog);
   return ms;
+}
+
+// NVRTC's phases of a compile of `p` with `opts`, from the CSV its --time
+// option writes ("file, phase, ms, unit" rows), as "phase X ms" pairs.
+std::string nvrtc_phases(const cuda::NvrtcLibrary& nv, const ProgramImage& p,
+                         std::vector<std::string> opts) {
+  const fs::path csv =
+      fs::temp_directory_path() / ("lizard-compile-phases-" + std::to_string(getpid()) + ".csv");
+  opts.push_back("--time=" + csv.string());
+  raw_compile(nv, p, opts);
+  std::ifstream in(csv);
+  std::string line, out;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    const size_t a = line.find(", "), b = line.find(", ", a + 2), c = line.find(", ", b + 2);
+    if (c == std::string::npos) continue;
+    out += (out.empty() ? "" : ", ") + line.substr(a + 2, b - a - 2) + " " +
+           line.substr(b + 2, c - b - 2) + " ms";
+  }
+  fs::remove(csv);
+  return out.empty() ? "(NVRTC wrote no timings)" : out;
 }
 
 // One kmeans build per backend through the compile cache in `dir`.
@@ -274,6 +299,14 @@ int main(int argc, char** argv) {
     std::printf("%-44s %10.1f\n", ("kmeans raw " + label).c_str(),
                 raw_compile((*cc)->library(), fresh, opts));
   }
+
+  const std::vector<std::string> base{"-arch=" + arch, "-std=c++17", "-default-device", inc};
+  std::vector<std::string> quick = base;
+  quick.push_back("-Ofc=mid");
+  std::printf("kmeans, new k, NVRTC's phases: %s\n",
+              nvrtc_phases((*cc)->library(), variant(fresh_k++, 32), base).c_str());
+  std::printf("kmeans, new k, quick build, NVRTC's phases: %s\n",
+              nvrtc_phases((*cc)->library(), variant(fresh_k++, 32), quick).c_str());
 
   const fs::path dir =
       fs::temp_directory_path() / ("lizard-compile-cost-" + std::to_string(getpid()));
