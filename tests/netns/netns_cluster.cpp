@@ -168,8 +168,10 @@ int NetnsCluster::workers_ready(const std::string& hash) {
   json j = json::parse(r->body, nullptr, false);
   if (!j.is_array()) return -1;
   int ready = 0;
-  for (const json& w : j)
-    if (w.contains("programs") && w["programs"].value(hash, "") == "ready") ++ready;
+  for (const json& w : j) {
+    const json& build = w.value("programs", json::object()).value(hash, json());
+    if (build.is_string() && build == "ready") ++ready;
+  }
   return ready;
 }
 
