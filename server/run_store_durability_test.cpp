@@ -15,6 +15,7 @@
 
 #include "server/durable_write.h"
 #include "server/run_store.h"
+#include "server/run_store_backends_testing.h"
 
 #ifdef LIZARD_HAVE_SQLITE
 #include <sqlite3.h>
@@ -27,18 +28,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using Opener = Result<std::unique_ptr<RunStore>> (*)(const std::string&);
 
-struct Backend {
-  const char* name;
-  Opener open;
-};
-
-void PrintTo(const Backend& b, std::ostream* os) {
-  *os << b.name;
-}
-
-class RunStoreDurabilityTest : public ::testing::TestWithParam<Backend> {
+class RunStoreDurabilityTest : public ::testing::TestWithParam<RunStoreBackend> {
  protected:
   void SetUp() override {
     std::string tmpl = (fs::temp_directory_path() / "lizard-run-store-d-XXXXXX").string();
@@ -391,16 +382,8 @@ TEST(SqliteRunStoreFull, ARealSqliteFullFailsTheWriteAndTheStoreRecovers) {
 
 // Built whole (no push_back into an empty vector, which GCC 13 warns about
 // where only one backend is built).
-std::vector<Backend> backends() {
-  return {
-#ifdef LIZARD_HAVE_SQLITE
-      {"Sqlite", &RunStore::open_sqlite},
-#endif
-      {"Files", &RunStore::open_files}};
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, RunStoreDurabilityTest, ::testing::ValuesIn(backends()),
-                         [](const ::testing::TestParamInfo<Backend>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Backends, RunStoreDurabilityTest,
+                         ::testing::ValuesIn(run_store_backends()), run_store_backend_name);
 
 }  // namespace
 }  // namespace lizard

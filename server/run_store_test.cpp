@@ -8,6 +8,8 @@
 #include <fstream>
 #include <thread>
 
+#include "server/run_store_backends_testing.h"
+
 #ifdef LIZARD_HAVE_SQLITE
 #include <sqlite3.h>
 #endif
@@ -18,24 +20,13 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-using Opener = Result<std::unique_ptr<RunStore>> (*)(const std::string&);
-
-struct Backend {
-  const char* name;
-  Opener open;
-};
-
-void PrintTo(const Backend& b, std::ostream* os) {
-  *os << b.name;
-}
-
 void write_bytes(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << bytes;
   ASSERT_TRUE(out.good()) << path;
 }
 
-class RunStoreTest : public ::testing::TestWithParam<Backend> {
+class RunStoreTest : public ::testing::TestWithParam<RunStoreBackend> {
  protected:
   void SetUp() override {
     std::string tmpl = (fs::temp_directory_path() / "lizard-run-store-XXXXXX").string();
@@ -293,16 +284,8 @@ TEST_P(RunStoreTest, RefusesToWriteIntoAStateDirItCannotWrite) {
 
 // Built whole (no push_back into an empty vector, which GCC 13 warns about
 // where only one backend is built).
-std::vector<Backend> backends() {
-  return {
-#ifdef LIZARD_HAVE_SQLITE
-      {"Sqlite", &RunStore::open_sqlite},
-#endif
-      {"Files", &RunStore::open_files}};
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, RunStoreTest, ::testing::ValuesIn(backends()),
-                         [](const ::testing::TestParamInfo<Backend>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Backends, RunStoreTest, ::testing::ValuesIn(run_store_backends()),
+                         run_store_backend_name);
 
 // ---- what only one backend has ------------------------------------------------
 
