@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "dataset/dataset_file.h"
 #include "dataset/input_file.h"
 #include "dataset/npy.h"
 #include "server/durable_write.h"
@@ -42,13 +43,7 @@ bool valid_id(const std::string& id) {
 // Describes an .npy file from its header.
 Result<json> describe_npy(const std::string& path) {
   LIZARD_ASSIGN_OR_RETURN(InputFile f, InputFile::open(path));
-  std::string head(std::min<uint64_t>(f.size(), kNpyPreambleMax), '\0');
-  LIZARD_RETURN_IF_ERROR(f.read_at(0, head.size(), head.data()));
-  LIZARD_ASSIGN_OR_RETURN(size_t header_len, npy_header_length(head));
-  if (header_len > f.size()) return invalid_argument("the .npy header is truncated");
-  std::string header(header_len, '\0');
-  LIZARD_RETURN_IF_ERROR(f.read_at(0, header_len, header.data()));
-  LIZARD_ASSIGN_OR_RETURN(NpyHeader h, parse_npy_header(header));
+  LIZARD_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(f));
   if (h.data_offset + h.data_bytes() != f.size())
     return invalid_argument("the .npy data is " + std::to_string(f.size() - h.data_offset) +
                             " bytes; its header says " + std::to_string(h.data_bytes()));

@@ -58,6 +58,13 @@ TEST(DatasetStore, BadUploadsAreRefusedAndNotKept) {
   upload(ds, "not an npy file", "", &meta);
   EXPECT_EQ(meta.status().code(), Code::kInvalidArgument);
   EXPECT_NE(meta.status().message().find("?format=raw"), std::string::npos);
+  // An upload cut off inside its .npy header says so.
+  const float v[4] = {1, 2, 3, 4};
+  upload(ds, npy_bytes(DType::kFloat32, {2, 2}, v).substr(0, 40), "", &meta);
+  EXPECT_EQ(meta.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(meta.status().message().find("not a valid .npy file (truncated .npy header"),
+            std::string::npos)
+      << meta.status().message();
   upload(ds, "x", "csv", &meta);
   EXPECT_EQ(meta.status().message(), "format must be npy or raw (got 'csv')");
   EXPECT_TRUE(ds.list().empty());

@@ -16,17 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-// The header of an open .npy file.
-Result<NpyHeader> read_npy_header(const InputFile& f) {
-  std::string head(std::min<uint64_t>(f.size(), kNpyPreambleMax), '\0');
-  LIZARD_RETURN_IF_ERROR(f.read_at(0, head.size(), head.data()));
-  LIZARD_ASSIGN_OR_RETURN(size_t header_len, npy_header_length(head));
-  if (header_len > f.size()) return invalid_argument("the .npy header is truncated");
-  std::string header(header_len, '\0');
-  LIZARD_RETURN_IF_ERROR(f.read_at(0, header_len, header.data()));
-  return parse_npy_header(header);
-}
-
 Status check_keys(const json& body) {
   static const std::set<std::string> known = {"path",  "format",    "dtype",
                                               "width", "executors", "upload"};

@@ -60,15 +60,7 @@ Status check_npy_header(const std::string& path, const NpyHeader& h, DType dtype
 
 Result<BinaryRows> npy_layout(const InputFile& f, DType dtype, int64_t width) {
   const std::string& path = f.path();
-  std::string head(std::min<uint64_t>(f.size(), kNpyPreambleMax), '\0');
-  LIZARD_RETURN_IF_ERROR(f.read_at(0, head.size(), head.data()));
-  Result<size_t> length = npy_header_length(head);
-  if (!length.ok()) return length.status().with_context(path);
-  if (*length > f.size())
-    return invalid_argument(path + ": truncated .npy header: the file ends inside it");
-  head.resize(*length);
-  LIZARD_RETURN_IF_ERROR(f.read_at(0, head.size(), head.data()));
-  Result<NpyHeader> h = parse_npy_header(head);
+  Result<NpyHeader> h = read_npy_header(f);
   if (!h.ok()) return h.status().with_context(path);
   LIZARD_RETURN_IF_ERROR(check_npy_header(path, *h, dtype, width));
   uint64_t available = f.size() - h->data_offset;
@@ -364,6 +356,17 @@ Result<BinaryRows> binary_rows(const InputFile& file, FileFormat format, DType d
     return invalid_argument(file.path() + ": " + file_format_name(format) +
                             " rows have no fixed place in the file");
   return binary_layout(file, format, dtype, width);
+}
+
+Result<NpyHeader> read_npy_header(const InputFile& file) {
+  std::string head(std::min<uint64_t>(file.size(), kNpyPreambleMax), '\0');
+  LIZARD_RETURN_IF_ERROR(file.read_at(0, head.size(), head.data()));
+  LIZARD_ASSIGN_OR_RETURN(size_t length, npy_header_length(head));
+  if (length > file.size())
+    return invalid_argument("truncated .npy header: the file ends inside it");
+  head.resize(length);
+  LIZARD_RETURN_IF_ERROR(file.read_at(0, head.size(), head.data()));
+  return parse_npy_header(head);
 }
 
 }  // namespace lizard

@@ -22,8 +22,13 @@
 #include "common/status.h"
 #include "dataset/file_format.h"
 #include "dataset/input_file.h"
+#include "dataset/npy.h"
 
 namespace lizard {
+
+// The header of an .npy file opened already, read from its start (errors
+// do not name the file: add file.path() as their context).
+Result<NpyHeader> read_npy_header(const InputFile& file);
 
 // Checks that the file holds rows of `width` values of `dtype` and returns how
 // many: an npy header must match dtype exactly with shape (rows, ...) whose
