@@ -300,13 +300,15 @@ int main(int argc, char** argv) {
                 raw_compile((*cc)->library(), fresh, opts));
   }
 
-  const std::vector<std::string> base{"-arch=" + arch, "-std=c++17", "-default-device", inc};
-  std::vector<std::string> quick = base;
-  quick.push_back("-Ofc=mid");
+  // With the options the worker's builds use at each tier.
   std::printf("kmeans, new k, NVRTC's phases: %s\n",
-              nvrtc_phases((*cc)->library(), variant(fresh_k++, 32), base).c_str());
+              nvrtc_phases((*cc)->library(), variant(fresh_k++, 32),
+                           (*cc)->options(arch, BuildTier::kOptimised))
+                  .c_str());
   std::printf("kmeans, new k, quick build, NVRTC's phases: %s\n",
-              nvrtc_phases((*cc)->library(), variant(fresh_k++, 32), quick).c_str());
+              nvrtc_phases((*cc)->library(), variant(fresh_k++, 32),
+                           (*cc)->options(arch, BuildTier::kQuick))
+                  .c_str());
 
   const fs::path dir =
       fs::temp_directory_path() / ("lizard-compile-cost-" + std::to_string(getpid()));
