@@ -1,6 +1,9 @@
 #include "exec/program_variant.h"
 
+#include <set>
+
 #include "program/codegen.h"
+#include "program/kernel_set.h"
 
 namespace lizard {
 namespace {
@@ -25,6 +28,26 @@ ProgramVariant variant_for_build(const ProgramImage& program) {
 
 ProgramVariant variant_for_run(const ProgramImage& program, const ParamValues& params) {
   return make_variant(program, run_specialisation(program.manifest, params));
+}
+
+ProgramVariant kernel_set(const ProgramVariant& variant, KernelSet set) {
+  if (set == KernelSet::kAll || variant.kernels != KernelSet::kAll) return variant;
+  const Manifest& m = variant.image.manifest;
+  std::set<std::string> keep, demote;
+  for (const auto& step : m.iterate)
+    if (has_iterate_kernels(set)) keep.insert(step.kernel);
+  for (const auto& step : m.generate)
+    if (has_generators(set)) keep.insert(step.kernel);
+  for (const auto& step : m.iterate)
+    if (!keep.count(step.kernel)) demote.insert(step.kernel);
+  for (const auto& step : m.generate)
+    if (!keep.count(step.kernel)) demote.insert(step.kernel);
+  ProgramVariant v = variant;
+  v.kernels = set;
+  v.key += set == KernelSet::kIterate ? "#iterate" : "#generate";
+  auto unit = v.image.sources.find(m.cuda_source);
+  if (unit != v.image.sources.end()) unit->second = demote_kernels(unit->second, demote);
+  return v;
 }
 
 std::string specialised_note(const ProgramVariant& variant) {

@@ -2,9 +2,13 @@
 // lizard_program.h specialised to a set of param values (see
 // program/specialisation.h), and the key executors cache that build under.
 // A program without specialised params has one variant, keyed by its hash.
+// The CUDA backend builds each variant as kernel sets (program/kernel_set.h):
+// the iterate kernels, which every run launches, apart from the generators,
+// which only a run that generates its rows needs.
 //
 //   ProgramVariant v = variant_for_run(program, params);
 //   if (!cache.count(v.key)) cache[v.key] = compile(v.image);
+//   ProgramVariant iterate = kernel_set(v, KernelSet::kIterate);  // for NVRTC
 #pragma once
 
 #include <string>
@@ -22,16 +26,32 @@ namespace lizard {
 // builds kOptimised only.
 enum class BuildTier { kOptimised, kQuick };
 
+// Which of the manifest's kernels a build holds.
+enum class KernelSet { kAll, kIterate, kGenerate };
+
 struct ProgramVariant {
   ProgramImage image;     // header generated with `values` baked in
   Specialisation values;  // empty: the registered header
-  std::string key;        // image.hash, then "/" and values.key() when any
+  std::string key;        // image.hash, then "/" and values.key() when any,
+                          // then "#iterate" or "#generate" for a kernel set
+  KernelSet kernels = KernelSet::kAll;
 };
 
 // The build registration makes: specialised params with a default take it.
 ProgramVariant variant_for_build(const ProgramImage& program);
 // The build a run needs: specialised params take the run's values.
 ProgramVariant variant_for_run(const ProgramImage& program, const ParamValues& params);
+
+// `variant` with only the manifest kernels of `set` left `__global__` in its
+// CUDA source (the rest demoted to device functions), keyed apart.
+ProgramVariant kernel_set(const ProgramVariant& variant, KernelSet set);
+// Whether a build of `set` holds the iterate kernels, and the generators.
+inline bool has_iterate_kernels(KernelSet set) {
+  return set != KernelSet::kGenerate;
+}
+inline bool has_generators(KernelSet set) {
+  return set != KernelSet::kIterate;
+}
 
 // "\n(compiled with the specialised params dims=32)", to end a compile error
 // of `variant`; empty when nothing was specialised.

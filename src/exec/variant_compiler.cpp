@@ -52,8 +52,11 @@ std::vector<std::string> VariantCompiler::entry_names(const ProgramVariant& vari
     if (!plan.ok()) return {};
     names.push_back(host_->key_of(plan->files, plan->units, plan->flags));
   } else {
+    // Runs compile their iterate kernels ahead; a run that generates
+    // compiles its generators when it begins.
+    const ProgramVariant iterate = kernel_set(variant, KernelSet::kIterate);
     for (const std::string& arch : archs_)
-      names.push_back(nvrtc_->cache_key(variant.image, arch, tier));
+      names.push_back(nvrtc_->cache_key(iterate.image, arch, tier));
   }
   std::lock_guard<std::mutex> l(names_mu_);
   if (names_.size() >= kMaxNamed) names_.clear();
@@ -72,8 +75,9 @@ Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled,
     *compiled = !hit;
     return Status::Ok();
   }
+  const ProgramVariant iterate = kernel_set(variant, KernelSet::kIterate);
   for (const std::string& arch : archs_) {
-    LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc_->compile(variant.image, arch, tier));
+    LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc_->compile(iterate.image, arch, tier));
     *compiled = *compiled || !out.from_cache;
   }
   return Status::Ok();

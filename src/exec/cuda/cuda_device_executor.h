@@ -42,8 +42,8 @@ inline size_t align256(size_t n) {  // as cuMemAlloc aligns
   return (n + 255) & ~size_t{255};
 }
 
-// A program compiled for this device; `module` is null until loaded (and
-// again after a context reset, which unloads every module).
+// A kernel set of a program compiled for this device; `module` is null until
+// loaded (and again after a context reset, which unloads every module).
 struct Module {
   std::string cubin;
   CUmodule module = nullptr;
@@ -199,7 +199,20 @@ class CudaExecutor final : public Executor {
   // taken from `ahead` when given); `stats` says which.
   Result<Module*> load_program(const ProgramVariant& variant, CompileStats* stats,
                                PendingCompile ahead = {}, BuildTier tier = BuildTier::kOptimised);
-  Status load_module(const ProgramImage& program, Module* m);
+  Status load_module(const ProgramVariant& variant, Module* m);
+  Status find_iterate_kernels(const ProgramImage& program, Module* m) const;
+  Status find_generators(const ProgramImage& program, Module* m) const;
+  // A variant's generator kernels (KernelSet::kGenerate), built apart from
+  // its iterate kernels and only for runs that generate: started by
+  // start_generators (compiling on a thread of its own unless loaded),
+  // loaded by load_generators, which folds its compile into `stats`.
+  struct GeneratorBuild {
+    std::shared_ptr<const ProgramVariant> variant;  // null: none
+    BuildTier tier = BuildTier::kQuick;
+    PendingCompile compiling;
+  };
+  GeneratorBuild start_generators(const ProgramVariant& variant);
+  Result<Module*> load_generators(GeneratorBuild build, CompileStats* stats);
 
   // Evicts kept rows (never those in `protect`) until the run's buffers fit.
   Status make_room(const Run& run, const std::set<std::string>& protect);

@@ -7,6 +7,7 @@
 // runs of the same values begin on it.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -31,12 +32,49 @@ std::string CudaExecutor::module_key(const ProgramVariant& variant, BuildTier ti
 // A registration's build is planned as a run's: the quick build when the
 // optimised one is not in the cache, so that the program is checked and
 // usable sooner, with the optimised build following in the background.
+// Its generators, when it has any, compile beside the iterate kernels.
 Status CudaExecutor::build(const ProgramImage& program) {
   LIZARD_RETURN_IF_ERROR(make_current());
   const ProgramVariant variant = variant_for_build(program);
-  BuildPlan plan = plan_build(variant);
+  GeneratorBuild generators;
+  if (!program.manifest.generate.empty()) generators = start_generators(variant);
+  const ProgramVariant iterate = kernel_set(variant, KernelSet::kIterate);
+  BuildPlan plan = plan_build(iterate);
   CompileStats stats;
-  return load_program(variant, &stats, std::move(plan.compiling), plan.tier).status();
+  Status st = load_program(iterate, &stats, std::move(plan.compiling), plan.tier).status();
+  if (!generators.variant) return st;
+  Status gen = load_generators(std::move(generators), &stats).status();
+  return st.ok() ? gen : st;
+}
+
+// The generators' build: whichever tier is loaded or cached, else the quick
+// one (a generator runs once per run; with quick builds off, the optimised).
+CudaExecutor::GeneratorBuild CudaExecutor::start_generators(const ProgramVariant& variant) {
+  GeneratorBuild g;
+  auto owned = std::make_shared<const ProgramVariant>(kernel_set(variant, KernelSet::kGenerate));
+  g.variant = owned;
+  g.tier = BuildTier::kOptimised;
+  auto loaded = [&](BuildTier tier) {
+    auto it = modules_.find(module_key(*owned, tier));
+    return it != modules_.end() && it->second.module;
+  };
+  if (quick_builds_ && !owned->image.hash.empty() && !loaded(BuildTier::kOptimised) &&
+      (loaded(BuildTier::kQuick) || !cc_->cached(owned->image, info_.arch, BuildTier::kOptimised)))
+    g.tier = BuildTier::kQuick;
+  if (loaded(g.tier) && !owned->image.hash.empty()) return g;
+  g.compiling = std::async(std::launch::async, [cc = cc_, owned, arch = info_.arch, t = g.tier] {
+    return timed_compile(*cc, *owned, arch, t);
+  });
+  return g;
+}
+
+Result<Module*> CudaExecutor::load_generators(GeneratorBuild build, CompileStats* stats) {
+  CompileStats own;
+  Result<Module*> m = load_program(*build.variant, &own, std::move(build.compiling), build.tier);
+  // The two builds compiled side by side.
+  stats->compile_ms = std::max(stats->compile_ms, own.compile_ms);
+  stats->cache_hit = stats->cache_hit && own.cache_hit;
+  return m;
 }
 
 // Compiles `variant` for `arch` at `tier`, timed.
@@ -171,7 +209,7 @@ Result<Module*> CudaExecutor::load_program(const ProgramVariant& variant, Compil
   }
   Module* m = &it->second;
   if (!m->module) {
-    Status st = load_module(program, m);
+    Status st = load_module(variant, m);
     if (!st.ok()) {
       modules_.erase(it);
       return st;
@@ -180,10 +218,20 @@ Result<Module*> CudaExecutor::load_program(const ProgramVariant& variant, Compil
   return m;
 }
 
-Status CudaExecutor::load_module(const ProgramImage& program, Module* m) {
+// Finds the kernels of `variant`'s kernel set in its loaded module.
+Status CudaExecutor::load_module(const ProgramVariant& variant, Module* m) {
+  const ProgramImage& program = variant.image;
   LIZARD_RETURN_IF_ERROR(
       check(cu_->cuModuleLoadData(&m->module, m->cubin.data()), "loading the compiled kernels"));
   m->kernels.clear();
+  m->generators.clear();
+  if (has_iterate_kernels(variant.kernels))
+    LIZARD_RETURN_IF_ERROR(find_iterate_kernels(program, m));
+  if (has_generators(variant.kernels)) LIZARD_RETURN_IF_ERROR(find_generators(program, m));
+  return Status::Ok();
+}
+
+Status CudaExecutor::find_iterate_kernels(const ProgramImage& program, Module* m) const {
   for (const auto& step : program.manifest.iterate) {
     CUfunction f = nullptr;
     if (cu_->cuModuleGetFunction(&f, m->module, step.kernel.c_str()) != CUDA_SUCCESS) {
@@ -195,7 +243,10 @@ Status CudaExecutor::load_module(const ProgramImage& program, Module* m) {
     }
     m->kernels.push_back(f);
   }
-  m->generators.clear();
+  return Status::Ok();
+}
+
+Status CudaExecutor::find_generators(const ProgramImage& program, Module* m) const {
   for (const auto& step : program.manifest.generate) {
     CUfunction f = nullptr;
     if (cu_->cuModuleGetFunction(&f, m->module, step.kernel.c_str()) != CUDA_SUCCESS) {

@@ -21,8 +21,12 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
   LIZARD_RETURN_IF_ERROR(make_current());
   release_run();
   compile_stats_ = CompileStats{};
-  // The kernels compile (when they must) while the rows load.
-  const ProgramVariant variant = variant_for_run(program, params);
+  // The kernels compile (when they must) while the rows load: the iterate
+  // kernels, and beside them the generators when the run generates.
+  const ProgramVariant all = variant_for_run(program, params);
+  GeneratorBuild generators;
+  if (!data.generators.empty()) generators = start_generators(all);
+  const ProgramVariant variant = kernel_set(all, KernelSet::kIterate);
   BuildPlan plan = plan_build(variant);
   auto run = std::make_unique<Run>();
   run->program = program;
@@ -56,6 +60,12 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
     if (st.ok() && plan.compiled_before) compile_stats_ = CompileStats{};
     if (st.ok()) st = prepare_launches(run_.get(), *m);
   }
+  Module* gen = nullptr;
+  if (st.ok() && generators.variant) {
+    Result<Module*> loaded = load_generators(std::move(generators), &compile_stats_);
+    st = loaded.status();
+    if (st.ok()) gen = *loaded;
+  }
   if (st.ok()) {
     set_identity(&agg);
     std::memcpy(run_->pinned_identity(), agg.bytes.data(), agg.bytes.size());
@@ -66,7 +76,7 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
     if (st.ok()) {
       run_->dataset_arg = std::move(arg).value();
       run_->agg_arg = pack_section(aggregate_layout(man), agg, run_->aggregate);
-      st = run_generators(*m, data.generators, state);
+      if (gen) st = run_generators(*gen, data.generators, state);
     }
   }
   // The rows' upload (and a kept copy of them) is still in flight: it is

@@ -1,0 +1,26 @@
+// Kernel sets: a program's CUDA source cut down to the kernels one build
+// needs.  NVRTC compiles every `__global__` function of a unit, launched or
+// not; a run that iterates needs only its iterate kernels, and only a run
+// that generates its rows needs the generators.  The CUDA backend therefore
+// builds a program as separate kernel sets (exec/program_variant.h), each
+// from the same source with the other manifest kernels demoted from
+// `__global__` to `__device__`: an unused device function is dropped by the
+// compiler before NVVM and ptxas spend time on it, and the rewrite keeps
+// every byte offset, so the compiler's line and column numbers still point
+// at the user's file.  Kernels the manifest does not name are left alone.
+//
+//   std::string unit = demote_kernels(source, {"blobs"});
+//   // "extern \"C\" __device__ void blobs(...)": compiled only if called
+#pragma once
+
+#include <set>
+#include <string>
+
+namespace lizard {
+
+// `source` with the `__global__` of every function named in `names`
+// replaced by `__device__` (same length).  Comments, string and character
+// literals and preprocessor lines are left untouched.
+std::string demote_kernels(const std::string& source, const std::set<std::string>& names);
+
+}  // namespace lizard
