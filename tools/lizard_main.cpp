@@ -364,7 +364,7 @@ int main(int argc, char** argv) {
   client
       ->add_option("--quick-builds", wo.backend.quick_builds,
                    "on: a GPU run whose kernels are not built for its values yet begins on a "
-                   "quick build (a quarter of the compile, slower kernels) and switches to the "
+                   "quick build (under half the compile, kernels within a few per cent) and switches to the "
                    "optimised build between iterations once it has compiled; off: it waits for "
                    "the optimised build")
       ->transform(

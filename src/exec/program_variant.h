@@ -19,9 +19,9 @@
 namespace lizard {
 
 // The tiers a GPU build comes in.  kOptimised: full optimisation, which
-// every run settles on.  kQuick: NVRTC's fast-compile level, about a
-// quarter of the compile time for kernels that run slower, for a run to
-// begin on while its optimised build compiles.  Both keep fp32 semantics
+// every run settles on.  kQuick: ptxas at -O1, under half the compile time
+// for kernels within a few per cent, for a run to begin on while its
+// optimised build compiles.  Both keep fp32 semantics
 // (no fast math), so their answers agree to rounding.  The CPU backend
 // builds kOptimised only.
 enum class BuildTier { kOptimised, kQuick };
