@@ -44,7 +44,7 @@ void AheadBuilds::request(std::shared_ptr<const ProgramImage> program, const Par
   ProgramVariant variant = variant_for_run(*program, params);
   const bool make_quick = compiler_->tiered() &&
                           !compiler_->cached(variant, BuildTier::kOptimised) &&
-                          !compiler_->cached(variant, BuildTier::kQuick);
+                          !compiler_->cached(variant, BuildTier::kFast);
   std::lock_guard<std::mutex> l(mu_);
   if (stopping_ || variants_.count(variant.key)) return;
   if (queue_.size() >= max_queued_) return;
@@ -54,7 +54,7 @@ void AheadBuilds::request(std::shared_ptr<const ProgramImage> program, const Par
                                                                        : std::next(it);
   }
   variants_[variant.key] = State::kQueued;
-  if (make_quick) quick_.push_back(Job{variant, BuildTier::kQuick});
+  if (make_quick) quick_.push_back(Job{variant, BuildTier::kFast});
   queue_.push_back(Job{std::move(variant), BuildTier::kOptimised});
   wake_.notify_all();
 }
@@ -66,7 +66,8 @@ bool AheadBuilds::needs_compile(const ProgramVariant& variant) const {
     if (it != variants_.end() && it->second == State::kBuilt) return false;
   }
   if (compiler_->cached(variant)) return false;
-  return !compiler_->tiered() || !compiler_->cached(variant, BuildTier::kQuick);
+  return !compiler_->tiered() || !(compiler_->cached(variant, BuildTier::kFast) ||
+                                   compiler_->cached(variant, BuildTier::kQuick));
 }
 
 int AheadBuilds::compiled() const {
@@ -97,7 +98,9 @@ Status AheadBuilds::build(const Job& job, bool* compiled) {
   const auto t0 = SteadyClock::now();
   Status st = compiler_->compile(job.variant, compiled, job.tier);
   const ProgramVariant& v = job.variant;
-  const std::string name = (job.tier == BuildTier::kQuick ? "the quick build of " : "") +
+  const std::string name = (job.tier == BuildTier::kOptimised
+                                ? std::string()
+                                : std::string("the ") + tier_name(job.tier) + " build of ") +
                            v.image.manifest.name + (v.values.empty() ? "" : " " + v.values.key());
   if (!st.ok())  // the run that needs it compiles it again and reports the error
     spdlog::info("ahead build of {} failed: {}", name, st.message());

@@ -90,19 +90,19 @@ TEST(AheadBuildsNvrtc, QuickBuildsAreMadeForGpuExecutors) {
   };
   const ProgramVariant& last = variants.back();
   for (int i = 0; i < 1200 && !compiler->cached(last, BuildTier::kOptimised); ++i) {
-    // A quick build in the cache needs no compile; no compile is needed
+    // A fast build in the cache needs no compile; no compile is needed
     // only once a build is in the cache.
-    const bool quick_before = compiler->cached(last, BuildTier::kQuick);
+    const bool quick_before = compiler->cached(last, BuildTier::kFast);
     const bool needs = ahead.needs_compile(last);
     const bool any_after =
-        compiler->cached(last, BuildTier::kQuick) || compiler->cached(last, BuildTier::kOptimised);
+        compiler->cached(last, BuildTier::kFast) || compiler->cached(last, BuildTier::kOptimised);
     EXPECT_TRUE(!quick_before || !needs);
     EXPECT_TRUE(needs || any_after);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  for (int i = 0; i < 600 && !all_cached(BuildTier::kQuick); ++i)
+  for (int i = 0; i < 600 && !all_cached(BuildTier::kFast); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_TRUE(all_cached(BuildTier::kQuick));
+  EXPECT_TRUE(all_cached(BuildTier::kFast));
   for (int i = 0; i < 600 && !all_cached(BuildTier::kOptimised); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_TRUE(all_cached(BuildTier::kOptimised));
@@ -130,7 +130,7 @@ TEST(AheadBuildsNvrtc, NoQuickBuildsWhenTheExecutorsWaitForOptimisedOnes) {
   for (int i = 0; i < 600 && ahead.needs_compile(variant); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_TRUE(compiler->cached(variant));
-  EXPECT_FALSE(compiler->cached(variant, BuildTier::kQuick));
+  EXPECT_FALSE(compiler->cached(variant, BuildTier::kFast));
   fs::remove_all(dir);
 }
 

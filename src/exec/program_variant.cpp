@@ -50,6 +50,23 @@ ProgramVariant kernel_set(const ProgramVariant& variant, KernelSet set) {
   return v;
 }
 
+BuildTier first_tier_for(uint64_t partition_bytes, bool quick_ready) {
+  if (quick_ready) return BuildTier::kQuick;
+  return partition_bytes <= kFastBuildMaxBytes ? BuildTier::kFast : BuildTier::kQuick;
+}
+
+const char* tier_name(BuildTier tier) {
+  switch (tier) {
+    case BuildTier::kOptimised:
+      return "optimised";
+    case BuildTier::kQuick:
+      return "quick";
+    case BuildTier::kFast:
+      return "fast";
+  }
+  return "?";
+}
+
 std::string specialised_note(const ProgramVariant& variant) {
   if (variant.values.empty()) return "";
   return "\n(compiled with the specialised params " + variant.values.key() + ")";

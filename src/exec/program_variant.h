@@ -18,13 +18,27 @@
 
 namespace lizard {
 
-// The tiers a GPU build comes in.  kOptimised: full optimisation, which
-// every run settles on.  kQuick: ptxas at -O1, under half the compile time
-// for kernels within a few per cent, for a run to begin on while its
-// optimised build compiles.  Both keep fp32 semantics
-// (no fast math), so their answers agree to rounding.  The CPU backend
-// builds kOptimised only.
-enum class BuildTier { kOptimised, kQuick };
+// The tiers a GPU build comes in (measured in docs/benchmarks-history.md,
+// first_tier).  kOptimised: full optimisation, which every run settles on.
+// The first tiers, for a run to begin on while its optimised build
+// compiles: kQuick (ptxas at -O1: 55-85% of the optimised compile, kernels
+// within 6% of it) and kFast (NVRTC's fast-compile level as well: about a
+// fifth of the compile, kernels up to 35x slower where they keep per-thread
+// arrays).  All keep fp32 semantics (no fast math), so their answers agree to
+// rounding.  The CPU backend builds kOptimised only.
+enum class BuildTier { kOptimised, kQuick, kFast };
+
+// Partitions up to this many bytes begin on kFast: what its slower kernels
+// cost them until the optimised build is in stays under what kQuick's longer
+// compile would.
+inline constexpr uint64_t kFastBuildMaxBytes = uint64_t{256} << 20;
+
+// The first tier a run begins on when its optimised build is not ready:
+// kQuick when that build is ready (loaded or cached), else kFast for a
+// partition of up to kFastBuildMaxBytes, else kQuick.
+BuildTier first_tier_for(uint64_t partition_bytes, bool quick_ready);
+// "optimised", "quick" or "fast".
+const char* tier_name(BuildTier tier);
 
 // Which of the manifest's kernels a build holds.
 enum class KernelSet { kAll, kIterate, kGenerate };

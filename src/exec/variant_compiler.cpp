@@ -41,7 +41,7 @@ bool VariantCompiler::cached(const ProgramVariant& variant, BuildTier tier) cons
 std::vector<std::string> VariantCompiler::entry_names(const ProgramVariant& variant,
                                                       BuildTier tier) const {
   constexpr size_t kMaxNamed = 4096;
-  const std::string id = variant.key + (tier == BuildTier::kQuick ? "#quick" : "#optimised");
+  const std::string id = variant.key + "#" + tier_name(tier);
   {
     std::lock_guard<std::mutex> l(names_mu_);
     if (auto it = names_.find(id); it != names_.end()) return it->second;

@@ -183,15 +183,17 @@ class CudaExecutor final : public Executor {
   // Starts compiling `variant` at `tier` unless that module is loaded (then:
   // none).  `variant` must outlive the result.
   PendingCompile compile_ahead(const ProgramVariant& variant, BuildTier tier) const;
-  // The build a run of `variant` begins on, and its compile: the optimised
-  // one when it is loaded, cached or has compiled; else the quick one, with
-  // the optimised one compiling in optimising_.
+  // The build a run of `variant` over `partition_bytes` begins on, and its
+  // compile: the optimised one when it is loaded, cached or has compiled;
+  // else a first tier (first_tier), with the optimised one compiling in
+  // optimising_.
   struct BuildPlan {
     BuildTier tier;
     PendingCompile compiling;
     bool compiled_before = false;  // the optimised build compiled during earlier runs
   };
-  BuildPlan plan_build(const ProgramVariant& variant);
+  BuildPlan plan_build(const ProgramVariant& variant, uint64_t partition_bytes);
+  BuildTier first_tier(const ProgramVariant& variant, uint64_t partition_bytes) const;
   // Between iterations: moves a run begun on its quick build to the
   // optimised one once that has compiled; true when it did.
   bool adopt_optimised_build(int64_t iteration);
@@ -208,7 +210,7 @@ class CudaExecutor final : public Executor {
   // loaded by load_generators, which folds its compile into `stats`.
   struct GeneratorBuild {
     std::shared_ptr<const ProgramVariant> variant;  // null: none
-    BuildTier tier = BuildTier::kQuick;
+    BuildTier tier = BuildTier::kFast;
     PendingCompile compiling;
   };
   GeneratorBuild start_generators(const ProgramVariant& variant);

@@ -26,7 +26,7 @@ bool is_ready(const std::future<CudaExecutor::CompileOutcome>& f) {
 }  // namespace
 
 std::string CudaExecutor::module_key(const ProgramVariant& variant, BuildTier tier) {
-  return tier == BuildTier::kQuick ? variant.key + "#quick" : variant.key;
+  return tier == BuildTier::kOptimised ? variant.key : variant.key + "#" + tier_name(tier);
 }
 
 // A registration's build is planned as a run's: the quick build when the
@@ -39,7 +39,7 @@ Status CudaExecutor::build(const ProgramImage& program) {
   GeneratorBuild generators;
   if (!program.manifest.generate.empty()) generators = start_generators(variant);
   const ProgramVariant iterate = kernel_set(variant, KernelSet::kIterate);
-  BuildPlan plan = plan_build(iterate);
+  BuildPlan plan = plan_build(iterate, 0);
   CompileStats stats;
   Status st = load_program(iterate, &stats, std::move(plan.compiling), plan.tier).status();
   if (!generators.variant) return st;
@@ -47,8 +47,9 @@ Status CudaExecutor::build(const ProgramImage& program) {
   return st.ok() ? gen : st;
 }
 
-// The generators' build: whichever tier is loaded or cached, else the quick
-// one (a generator runs once per run; with quick builds off, the optimised).
+// The generators' build: the optimised one when loaded or cached, else the
+// fast one (a generator runs once per run; with quick builds off, the
+// optimised).
 CudaExecutor::GeneratorBuild CudaExecutor::start_generators(const ProgramVariant& variant) {
   GeneratorBuild g;
   auto owned = std::make_shared<const ProgramVariant>(kernel_set(variant, KernelSet::kGenerate));
@@ -59,8 +60,8 @@ CudaExecutor::GeneratorBuild CudaExecutor::start_generators(const ProgramVariant
     return it != modules_.end() && it->second.module;
   };
   if (quick_builds_ && !owned->image.hash.empty() && !loaded(BuildTier::kOptimised) &&
-      (loaded(BuildTier::kQuick) || !cc_->cached(owned->image, info_.arch, BuildTier::kOptimised)))
-    g.tier = BuildTier::kQuick;
+      (loaded(BuildTier::kFast) || !cc_->cached(owned->image, info_.arch, BuildTier::kOptimised)))
+    g.tier = BuildTier::kFast;
   if (loaded(g.tier) && !owned->image.hash.empty()) return g;
   g.compiling = std::async(std::launch::async, [cc = cc_, owned, arch = info_.arch, t = g.tier] {
     return timed_compile(*cc, *owned, arch, t);
@@ -97,7 +98,17 @@ CudaExecutor::PendingCompile CudaExecutor::compile_ahead(const ProgramVariant& v
   });
 }
 
-CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant) {
+// The first tier (BuildTier) a run of `variant` over `partition_bytes` begins
+// on: first_tier_for, told whether the quick build is loaded or cached.
+BuildTier CudaExecutor::first_tier(const ProgramVariant& variant, uint64_t partition_bytes) const {
+  auto quick = modules_.find(module_key(variant, BuildTier::kQuick));
+  const bool quick_ready = (quick != modules_.end() && quick->second.module) ||
+                           cc_->cached(variant.image, info_.arch, BuildTier::kQuick);
+  return first_tier_for(partition_bytes, quick_ready);
+}
+
+CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant,
+                                                 uint64_t partition_bytes) {
   auto optimising = optimising_.find(variant.key);
   if (optimising != optimising_.end()) {
     // Still compiling here, but another process of the host (an ahead
@@ -105,7 +116,8 @@ CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant) 
     if (!is_ready(optimising->second.compiling)) {
       if (cc_->contains(optimising->second.cache_entry))
         return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised), true};
-      return {BuildTier::kQuick, compile_ahead(variant, BuildTier::kQuick)};
+      const BuildTier tier = first_tier(variant, partition_bytes);
+      return {tier, compile_ahead(variant, tier)};
     }
     PendingCompile done = std::move(optimising->second.compiling);
     optimising_.erase(optimising);
@@ -128,7 +140,8 @@ CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant) 
                                   return timed_compile(*cc, *owned, arch, BuildTier::kOptimised);
                                 }),
                      std::move(entry)};
-  return {BuildTier::kQuick, compile_ahead(variant, BuildTier::kQuick)};
+  const BuildTier tier = first_tier(variant, partition_bytes);
+  return {tier, compile_ahead(variant, tier)};
 }
 
 bool CudaExecutor::adopt_optimised_build(int64_t iteration) {
@@ -174,10 +187,11 @@ bool CudaExecutor::adopt_optimised_build(int64_t iteration) {
       info_.ordinal, iteration,
       stats.cache_hit ? std::string("from the host's compile cache")
                       : "compiled in " + std::to_string(std::lround(stats.compile_ms)) + " ms");
-  auto quick = modules_.find(module_key(*variant, BuildTier::kQuick));
-  if (quick != modules_.end()) {
-    if (quick->second.module) cu_->cuModuleUnload(quick->second.module);
-    modules_.erase(quick);
+  for (BuildTier first : {BuildTier::kQuick, BuildTier::kFast}) {
+    auto m = modules_.find(module_key(*variant, first));
+    if (m == modules_.end()) continue;
+    if (m->second.module) cu_->cuModuleUnload(m->second.module);
+    modules_.erase(m);
   }
   return true;
 }
@@ -185,7 +199,7 @@ bool CudaExecutor::adopt_optimised_build(int64_t iteration) {
 Result<Module*> CudaExecutor::load_program(const ProgramVariant& variant, CompileStats* stats,
                                            PendingCompile ahead, BuildTier tier) {
   *stats = CompileStats{};
-  stats->quick_build = tier == BuildTier::kQuick;
+  stats->quick_build = tier != BuildTier::kOptimised;
   const ProgramImage& program = variant.image;
   const std::string key = module_key(variant, tier);
   auto it = modules_.find(key);

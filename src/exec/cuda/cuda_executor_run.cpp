@@ -21,22 +21,24 @@ Status CudaExecutor::begin_run(const ProgramImage& program, const ParamValues& p
   LIZARD_RETURN_IF_ERROR(make_current());
   release_run();
   compile_stats_ = CompileStats{};
+  LIZARD_ASSIGN_OR_RETURN(PartitionLayout layout, check_partition(program.manifest, params, data));
+  uint64_t partition_bytes = 0;
+  for (uint64_t b : layout.field_bytes) partition_bytes += b;
   // The kernels compile (when they must) while the rows load: the iterate
   // kernels, and beside them the generators when the run generates.
   const ProgramVariant all = variant_for_run(program, params);
   GeneratorBuild generators;
   if (!data.generators.empty()) generators = start_generators(all);
   const ProgramVariant variant = kernel_set(all, KernelSet::kIterate);
-  BuildPlan plan = plan_build(variant);
+  BuildPlan plan = plan_build(variant, partition_bytes);
   auto run = std::make_unique<Run>();
   run->program = program;
   run->params = params;
   run->rows = data.rows;
   run->first_row = data.first_row;
   run->variant_key = variant.key;
-  run->quick_build = plan.tier == BuildTier::kQuick;
+  run->quick_build = plan.tier != BuildTier::kOptimised;
   const Manifest& man = run->program.manifest;
-  LIZARD_ASSIGN_OR_RETURN(PartitionLayout layout, check_partition(man, params, data));
   run->field_bytes = layout.field_bytes;
   run->field_init = layout.init;
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(man.state, man, params));

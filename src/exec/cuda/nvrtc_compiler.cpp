@@ -58,11 +58,11 @@ std::vector<std::string> NvrtcCompiler::options(const std::string& arch, BuildTi
   // Not -Xptxas=--split-compile: in NVRTC 13.0 it crashes the compiling
   // process now and then (a segfault in 2 of 8 runs of a unit test).
   std::vector<std::string> o{"-arch=" + arch, "-std=c++17", "-default-device"};
-  // The quick tier keeps NVVM's full optimisation and runs ptxas at -O1:
-  // about 40% of the optimised build's compile for kernels within 6% of it
-  // on H200 (docs/benchmarks-history.md, first_tier).  NVRTC's fast-compile
-  // levels (-Ofc) leave per-thread arrays in local memory: 18-35x slower.
-  if (tier == BuildTier::kQuick) o.push_back("-Xptxas=-O1");
+  // The first tiers (BuildTier): kQuick keeps NVVM's full optimisation and
+  // runs ptxas at -O1; kFast adds NVRTC's fast-compile level, whose NVVM
+  // leaves per-thread arrays in local memory.
+  if (tier == BuildTier::kFast) o.push_back("-Ofc=mid");
+  if (tier != BuildTier::kOptimised) o.push_back("-Xptxas=-O1");
   std::error_code ec;
   if (!cuda_path_.empty() && fs::is_directory(cuda_path_ + "/include", ec))
     o.push_back("--include-path=" + cuda_path_ + "/include");

@@ -5,8 +5,9 @@
 // device library, kernel), so that no process of the host compiles it again,
 // also after a restart.  Needs no GPU and no driver.  Builds come in two
 // tiers (BuildTier, exec/program_variant.h): kOptimised at NVRTC's full
-// optimisation, and kQuick with ptxas at -O1 (NVVM still optimises fully,
-// so kernels keep their registers; ptxas skips its costlier passes).
+// optimisation, kQuick with ptxas at -O1 (NVVM still optimises fully, so
+// kernels keep their registers), and kFast with NVRTC's fast-compile level
+// as well.
 //
 //   Result<std::shared_ptr<const NvrtcCompiler>> cc = NvrtcCompiler::open("/usr/local/cuda", dir);
 //   Result<CompiledProgram> out = (*cc)->compile(program, "sm_90");

@@ -99,15 +99,24 @@ TEST_F(NvrtcSpecialise, CachesEachValueOnDisk) {
   EXPECT_FALSE(other->from_cache);
 }
 
-// A quick build is an entry of its own: it compiles with NVRTC's fast-compile
-// level, is cached apart from the optimised build, and serves neither for
-// the other.
+// A first-tier build is an entry of its own: the quick one runs ptxas at
+// -O1, the fast one NVRTC's fast-compile level too; each is cached apart
+// from the optimised build, and none serves for another.
 TEST_F(NvrtcSpecialise, AQuickBuildIsCachedApartFromTheOptimisedOne) {
   const ProgramImage five = variant_for_run(program_, dims_param(program_, 5)).image;
+  auto has = [](const std::vector<std::string>& o, const char* option) {
+    return std::find(o.begin(), o.end(), option) != o.end();
+  };
+  const auto fast_options = cc_->options("sm_90", BuildTier::kFast);
   const auto quick_options = cc_->options("sm_90", BuildTier::kQuick);
   const auto full_options = cc_->options("sm_90");
-  EXPECT_NE(std::find(quick_options.begin(), quick_options.end(), "-Ofc=mid"), quick_options.end());
-  EXPECT_EQ(std::find(full_options.begin(), full_options.end(), "-Ofc=mid"), full_options.end());
+  EXPECT_TRUE(has(fast_options, "-Ofc=mid") && has(fast_options, "-Xptxas=-O1"));
+  EXPECT_TRUE(!has(quick_options, "-Ofc=mid") && has(quick_options, "-Xptxas=-O1"));
+  EXPECT_TRUE(!has(full_options, "-Ofc=mid") && !has(full_options, "-Xptxas=-O1"));
+  auto fast = cc_->compile(five, "sm_90", BuildTier::kFast);
+  ASSERT_TRUE(fast.ok()) << fast.status().message();
+  EXPECT_TRUE(cc_->cached(five, "sm_90", BuildTier::kFast));
+  EXPECT_FALSE(cc_->cached(five, "sm_90", BuildTier::kQuick));
 
   auto quick = cc_->compile(five, "sm_90", BuildTier::kQuick);
   ASSERT_TRUE(quick.ok()) << quick.status().message();
@@ -258,17 +267,18 @@ TEST_F(CudaGpuSpecialise, ARunBeginsOnTheQuickBuildAndSwitchesToTheOptimisedOne)
   fs::remove_all(cache);
 }
 
-// A registration's build is the quick one when the optimised one is not in
-// the host's cache; the optimised build follows in the background, and a
-// run of the defaults then begins on whichever is ready, with the same sums.
+// A registration's build is the fast one (of the iterate kernels) when the
+// optimised one is not in the host's cache; the optimised build follows in
+// the background, and a run of the defaults then begins on whichever is
+// ready, with the same sums.
 TEST_F(CudaGpuSpecialise, ARegistrationBuildsTheQuickBuildAndTheOptimisedFollows) {
   const fs::path cache = fs::temp_directory_path() / "lizard-quick-registration-test";
   auto cc = use_a_cache(cache);
   ASSERT_TRUE(cc.ok()) << cc.status().message();
-  const ProgramImage defaults = variant_for_build(program_).image;
+  const ProgramImage defaults = kernel_set(variant_for_build(program_), KernelSet::kIterate).image;
   const std::string arch = gpu_->info().arch;
   ASSERT_TRUE(gpu_->build(program_).ok());
-  EXPECT_TRUE((*cc)->cached(defaults, arch, BuildTier::kQuick));
+  EXPECT_TRUE((*cc)->cached(defaults, arch, BuildTier::kFast));
   for (int i = 0; i < 600 && !(*cc)->cached(defaults, arch); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_TRUE((*cc)->cached(defaults, arch));
