@@ -83,58 +83,61 @@ Result<json> measure(const std::string& self, const std::string& c, const std::s
   return json::parse(text.substr(line));
 }
 
-// `a.repeat` measurements; the last one's record with the median of each
-// time, and every compile time under "compile_ms_all".
-Result<json> measure_median(const std::string& self, const std::string& c, const std::string& cand,
-                            const Args& a) {
+// The median of each time over a case's and candidate's measurements (the
+// last one's record otherwise), with every compile time in "compile_ms_all".
+json summarise(const std::vector<json>& runs) {
+  json out = runs.back();
   std::map<std::string, std::vector<double>> times;
-  json last;
-  for (int i = 0; i < a.repeat; ++i) {
-    LIZARD_ASSIGN_OR_RETURN(last, measure(self, c, cand, a));
-    if (last.contains("error")) return last;
+  for (const json& r : runs)
     for (const char* key : {"compile_ms", "jit_ms", "nvrtc_ms", "kernel_ms"})
-      if (last.contains(key)) times[key].push_back(last[key].get<double>());
-  }
+      if (r.contains(key)) times[key].push_back(r[key].get<double>());
+  out["compile_ms_all"] = times["compile_ms"];
   for (auto& [key, v] : times) {
     std::sort(v.begin(), v.end());
-    last[key] = v[v.size() / 2];
+    out[key] = v[v.size() / 2];
   }
-  last["compile_ms_all"] = times["compile_ms"];
-  return last;
+  return out;
 }
 
+// Every case and candidate once per round, `a.repeat` rounds, so that a
+// drift of the machine over the minutes spreads over all of them alike.
 int parent(const char* self, const Args& a) {
-  std::printf("%-13s %-10s %11s %9s %11s %11s  %s\n", "case", "candidate", "compile ms", "(jit ms)",
-              "kernel ms", "vs O3", "check");
+  std::map<std::pair<std::string, std::string>, std::vector<json>> runs;
+  std::map<std::pair<std::string, std::string>, std::string> errors;
+  for (int round = 0; round < a.repeat; ++round)
+    for (const std::string& c : a.cases)
+      for (const std::string& cand : a.candidates) {
+        if (errors.count({c, cand})) continue;
+        Result<json> r = measure(self, c, cand, a);
+        if (!r.ok() || r->contains("error")) {
+          errors[{c, cand}] = r.ok() ? (*r)["error"].get<std::string>() : r.status().message();
+          continue;
+        }
+        runs[{c, cand}].push_back(*r);
+      }
+  std::printf("%-13s %-12s %11s %9s %11s %8s  %s\n", "case", "candidate", "compile ms",
+              "(jit ms)", "kernel ms", "vs O3", "check");
   json all = json::array();
   for (const std::string& c : a.cases) {
     double o3_kernel = 0;
     for (const std::string& cand : a.candidates) {
-      Result<json> r = measure_median(self, c, cand, a);
-      if (!r.ok()) {
-        std::printf("%-13s %-10s  failed: %s\n", c.c_str(), cand.c_str(),
-                    r.status().message().c_str());
+      if (auto e = errors.find({c, cand}); e != errors.end()) {
+        std::printf("%-13s %-12s  failed: %s\n", c.c_str(), cand.c_str(), e->second.c_str());
         continue;
       }
-      json& m = *r;
-      if (m.contains("error")) {
-        std::printf("%-13s %-10s  failed: %s\n", c.c_str(), cand.c_str(),
-                    m["error"].get<std::string>().c_str());
-        continue;
-      }
+      const json m = summarise(runs[{c, cand}]);
       const double kernel = m.value("kernel_ms", 0.0);
       if (cand == "O3") o3_kernel = kernel;
       char vs[32] = "";
       if (kernel > 0 && o3_kernel > 0) std::snprintf(vs, sizeof vs, "%.2fx", kernel / o3_kernel);
-      std::printf("%-13s %-10s %11.1f %9.1f %11.3f %11s  %s\n", c.c_str(), cand.c_str(),
+      std::printf("%-13s %-12s %11.1f %9.1f %11.3f %8s  %s\n", c.c_str(), cand.c_str(),
                   m.value("compile_ms", 0.0), m.value("jit_ms", 0.0), kernel, vs,
                   m.value("check", std::string()).c_str());
-      std::fflush(stdout);
       all.push_back(m);
     }
   }
   if (!a.json_path.empty()) std::ofstream(a.json_path) << json{{"first_tier", all}}.dump(1);
-  return 0;
+  return errors.empty() ? 0 : 1;
 }
 
 }  // namespace
