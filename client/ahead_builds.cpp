@@ -2,7 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iterator>
 
 #include "common/clock.h"
@@ -11,11 +18,25 @@ namespace lizard {
 
 namespace {
 
+// Lowers the calling thread's CPU priority (Linux gives each thread its
+// own nice value) and names it, so that builds ahead of queued runs take
+// the cores only when a run's own compile does not need them.
+void yield_to_run_compiles() {
+  pthread_setname_np(pthread_self(), "lizard-ahead");
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 10) != 0)
+    spdlog::debug("ahead builds keep the worker's CPU priority: {}", std::strerror(errno));
+}
+
 // Variants remembered as built or failed; beyond this the record starts
 // over (a variant built since is then found in the cache instead).
 constexpr size_t kMaxRemembered = 4096;
 
 }  // namespace
+
+int AheadBuilds::default_threads() {
+  return std::max(2, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+}
 
 AheadBuilds::AheadBuilds(std::unique_ptr<VariantCompiler> compiler, int threads, size_t max_queued)
     : compiler_(std::move(compiler)), max_queued_(max_queued) {
@@ -76,6 +97,7 @@ int AheadBuilds::compiled() const {
 }
 
 void AheadBuilds::work(std::deque<Job>* queue) {
+  yield_to_run_compiles();
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     wake_.wait(l, [&] { return stopping_ || !queue->empty(); });

@@ -10,8 +10,10 @@
 // quick builds (VariantCompiler::tiered), each variant's quick build is made
 // too, on threads of their own (`threads`, or a quarter of the cores up to
 // 8), so that a queue of new values soon has something to begin on, never
-// waiting behind an optimised build.  Run sessions ask it whether their
-// kernels still have to be compiled, to tell the server so.
+// waiting behind an optimised build.  Its threads run at a lower CPU
+// priority (nice 10, named "lizard-ahead"), so that the compile a starting
+// run waits for, in the worker or an executor process, gets the cores first.  Run sessions ask it
+// whether their kernels still have to be compiled, to tell the server so.
 //
 //   AheadBuilds ahead(std::move(variant_compiler), 2);
 //   ahead.request(program, params);                   // returns at once
@@ -39,6 +41,8 @@ class AheadBuilds {
   // quick builds, when tiered); requests beyond `max_queued` waiting ones are
   // dropped (their runs compile at start).
   AheadBuilds(std::unique_ptr<VariantCompiler> compiler, int threads, size_t max_queued = 64);
+  // Half the host's cores, at least 2: what --ahead-builds defaults to.
+  static int default_threads();
   // Lets the builds under way finish; drops those not begun.
   ~AheadBuilds();
   AheadBuilds(const AheadBuilds&) = delete;

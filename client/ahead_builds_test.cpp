@@ -6,6 +6,10 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -16,6 +20,17 @@ namespace lizard {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The nice value of /proc/<which>, from its stat line (field 19).
+int nice_of(const std::string& which) {
+  std::ifstream in("/proc/" + which + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string f;
+  for (int i = 3; i <= 19 && fields >> f; ++i) {
+  }
+  return std::stoi(f);
+}
 
 TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
   const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-builds-test";
@@ -132,6 +147,37 @@ TEST(AheadBuildsNvrtc, NoQuickBuildsWhenTheExecutorsWaitForOptimisedOnes) {
   EXPECT_TRUE(compiler->cached(variant));
   EXPECT_FALSE(compiler->cached(variant, BuildTier::kFast));
   fs::remove_all(dir);
+}
+
+// Builds ahead of queued runs yield the cores to the compile a starting run
+// waits for: every thread of an AheadBuilds runs at nice 10, the worker's
+// other threads (this one) at their own.
+TEST(AheadBuilds, ItsThreadsRunAtALowerCpuPriority) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-priority-test";
+  BackendOptions o;
+  o.cache_dir = dir.string();
+  ExecutorInfo cpu;
+  cpu.kind = "cpu";
+  auto compiler = VariantCompiler::make(o, {cpu});
+  ASSERT_TRUE(compiler.ok()) << compiler.status().message();
+  const int own = nice_of("self");
+  AheadBuilds ahead(std::move(compiler).value(), 3);
+  std::vector<int> nices;
+  for (int i = 0; i < 200 && nices.size() < 3; ++i) {
+    nices.clear();
+    for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name == "lizard-ahead")
+        nices.push_back(nice_of("self/task/" + task.path().filename().string()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(nices.size(), 3u);
+  for (int n : nices) EXPECT_EQ(n, std::min(19, own + 10));
+  EXPECT_EQ(nice_of("self"), own);
+  EXPECT_GE(AheadBuilds::default_threads(), 2);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "client/ahead_builds.h"
 #include "common/status.h"
 #include "exec/executor_factory.h"
 #include "net/tls_options.h"
@@ -36,7 +37,7 @@ struct WorkerOptions {
   bool executor_processes = true;
   // Variants of queued runs' programs built ahead of their start at once
   // (client/ahead_builds.h); 0: none, each run compiles when it begins.
-  int ahead_builds = 2;
+  int ahead_builds = AheadBuilds::default_threads();
 };
 
 class WorkerDaemon {

@@ -358,15 +358,17 @@ int main(int argc, char** argv) {
   client
       ->add_option("--ahead-builds", wo.ahead_builds,
                    "Kernel builds for queued runs' specialised values that run at once, ahead "
-                   "of the runs (0: none; each run compiles when it begins)")
+                   "of the runs, at a lower CPU priority than a starting run's compile (0: none; "
+                   "each run compiles when it begins; default: half the cores, at least 2)")
       ->type_name("N")
       ->check(CLI::Range(0, 64));
   client
-      ->add_option("--quick-builds", wo.backend.quick_builds,
-                   "on: a GPU run whose kernels are not built for its values yet begins on a "
-                   "quick build (under half the compile, kernels within a few per cent) and switches to the "
-                   "optimised build between iterations once it has compiled; off: it waits for "
-                   "the optimised build")
+      ->add_option(
+          "--quick-builds", wo.backend.quick_builds,
+          "on: a GPU run whose kernels are not built for its values yet begins on a "
+          "quick build (under half the compile, kernels within a few per cent) and switches to the "
+          "optimised build between iterations once it has compiled; off: it waits for "
+          "the optimised build")
       ->transform(
           CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
       ->type_name("on|off")
