@@ -206,6 +206,26 @@ Status parse_seed(const json& body, uint64_t* out) {
 
 // The state and aggregate buffers a run allocates (on the server and every
 // executor), from the params alone, before anything is allocated.
+// The request's `max_iterations` caps the run; where the program has a
+// param of that name (whose update hook stops the run by it), it sets that
+// param too, so that the cap the user gave is the one that stops the run.
+// Both given and different is an error.
+Status cap_sets_param(const Manifest& m, const json& body, json* params) {
+  if (!body.contains("max_iterations") || !m.find_param("max_iterations")) return Status::Ok();
+  const json& cap = body["max_iterations"];
+  if (!cap.is_number_integer() || cap.get<int64_t>() < 1)
+    return invalid_argument("`max_iterations` must be a positive integer");
+  if (params->is_null()) *params = json::object();
+  if (!params->is_object()) return Status::Ok();  // bind_params says what is wrong
+  auto given = params->find("max_iterations");
+  if (given != params->end() && *given != cap)
+    return invalid_argument("the request's `max_iterations` (" + cap.dump() +
+                            ") and `params.max_iterations` (" + given->dump() +
+                            ") differ: give the cap once");
+  (*params)["max_iterations"] = cap;
+  return Status::Ok();
+}
+
 Status check_state_bytes(const Manifest& m, const ParamValues& p, const RunRequestLimits& limits) {
   uint64_t total = 0;
   for (const auto* section : {&m.state, &m.aggregate}) {
@@ -224,8 +244,9 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
   if (!body.is_object()) return invalid_argument("the run request must be a JSON object");
   LIZARD_RETURN_IF_ERROR(check_keys(body));
   RunRequest out;
-  LIZARD_ASSIGN_OR_RETURN(
-      out.params, bind_params(image.manifest, body.contains("params") ? body["params"] : json()));
+  json params = body.contains("params") ? body["params"] : json();
+  LIZARD_RETURN_IF_ERROR(cap_sets_param(image.manifest, body, &params));
+  LIZARD_ASSIGN_OR_RETURN(out.params, bind_params(image.manifest, params));
   // Shapes must resolve with these params, to sizes within the limits,
   // before anything else is read.
   LIZARD_RETURN_IF_ERROR(check_state_bytes(image.manifest, out.params, limits));

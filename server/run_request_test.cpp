@@ -48,6 +48,31 @@ TEST(RunRequest, InlineValuesStateAndIterationCap) {
   EXPECT_EQ(reinterpret_cast<const float*>(r->state->bytes.data())[1], -0.5f);
 }
 
+// The request's cap sets the program's `max_iterations` param, which its
+// update hook stops the run by: the cap a user gives is the one that holds.
+TEST(RunRequest, TheIterationCapSetsTheParamOfThatName) {
+  const json base = {{"params", {{"dims", 1}}},
+                     {"dataset", {{"x", {{"values", {{1}}}}}, {"y", {{"values", {1}}}}}}};
+  json capped = base;
+  capped["max_iterations"] = 150;
+  auto r = parse_run_request(image(kConfig), capped);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->max_iterations, 150);
+  EXPECT_EQ(r->params.lookup(image(kConfig).manifest, "max_iterations"), 150);
+  EXPECT_EQ(r->spec.params.at("max_iterations"), 150);
+  json same = capped;
+  same["params"]["max_iterations"] = 150;
+  ASSERT_TRUE(parse_run_request(image(kConfig), same).ok());
+  json both = capped;
+  both["params"]["max_iterations"] = 20;
+  auto differ = parse_run_request(image(kConfig), both);
+  ASSERT_FALSE(differ.ok());
+  EXPECT_NE(differ.status().message().find("differ"), std::string::npos);
+  auto plain = parse_run_request(image(kConfig), base);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->max_iterations, 7);
+}
+
 TEST(RunRequest, TheRunSeedIsTheRequestsOrDrawnAtRandom) {
   const json base = {{"params", {{"dims", 1}}},
                      {"dataset", {{"x", {{"values", {{1}}}}}, {"y", {{"values", {1}}}}}}};
