@@ -140,6 +140,32 @@ std::string declared_name(Scanner& in) {
 
 }  // namespace
 
+std::set<std::string> global_functions(const std::string& source) {
+  std::set<std::string> names;
+  Scanner in(source);
+  while (!in.done()) {
+    if (in.next_token() != kGlobal) continue;
+    Scanner ahead = in;
+    if (std::string name = declared_name(ahead); !name.empty()) names.insert(name);
+  }
+  return names;
+}
+
+std::string missing_kernel_note(const Manifest& m, const std::string& source) {
+  const std::set<std::string> defined = global_functions(source);
+  for (const auto* steps : {&m.iterate, &m.generate})
+    for (const KernelStep& step : *steps) {
+      if (defined.count(step.kernel)) continue;
+      std::string list;
+      for (const std::string& d : defined) list += (list.empty() ? "" : ", ") + d;
+      return "kernel '" + step.kernel + "' named in " +
+             (steps == &m.iterate ? "iterate" : "generate") + " is not a __global__ function of " +
+             m.cuda_source + " (" + (list.empty() ? "it has none" : "its kernels: " + list) +
+             "); a kernel lizard launches is declared extern \"C\" __global__";
+    }
+  return "";
+}
+
 std::string demote_kernels(const std::string& source, const std::set<std::string>& names) {
   std::string out = source;
   if (names.empty()) return out;

@@ -16,11 +16,23 @@
 #include <set>
 #include <string>
 
+#include "program/manifest.h"
+
 namespace lizard {
 
 // `source` with the `__global__` of every function named in `names`
 // replaced by `__device__` (same length).  Comments, string and character
 // literals and preprocessor lines are left untouched.
 std::string demote_kernels(const std::string& source, const std::set<std::string>& names);
+
+// The names of the functions `source` declares `__global__` (outside
+// comments, literals and preprocessor lines).
+std::set<std::string> global_functions(const std::string& source);
+
+// "kernel 'gradiant' named in iterate is not a __global__ function of
+// kernel.cu (its kernels: gradient)" for the first kernel of `m`'s iterate
+// and generate steps that `source` does not declare; "" when it declares
+// them all.  For a build that failed, to say why in the manifest's terms.
+std::string missing_kernel_note(const Manifest& m, const std::string& source);
 
 }  // namespace lizard

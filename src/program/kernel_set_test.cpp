@@ -56,6 +56,24 @@ TEST(DemoteKernels, CommentsLiteralsAndMacrosAreNotCode) {
   EXPECT_NE(out.find("extern \"C\" __device__ void blobs() {}"), std::string::npos) << out;
 }
 
+TEST(GlobalFunctions, NamesEveryKernelOfTheSourceAndTheFirstTheManifestMisses) {
+  const std::string src =
+      "// __global__ void commented()\n"
+      "extern \"C\" __global__ void gradient(int* x) {}\n"
+      "template <int N> __global__ void __launch_bounds__(64) tiled(int* x) {}\n";
+  EXPECT_EQ(global_functions(src), (std::set<std::string>{"gradient", "tiled"}));
+  auto m = parse_manifest(
+      "sources: {cuda: kernel.cu}\ndataset: {x: {type: float32, shape: [rows]}}\n"
+      "iterate: [{kernel: gradiant}]\n",
+      "config.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(missing_kernel_note(*m, src),
+            "kernel 'gradiant' named in iterate is not a __global__ function of kernel.cu (its "
+            "kernels: gradient, tiled); a kernel lizard launches is declared extern \"C\" "
+            "__global__");
+  EXPECT_EQ(missing_kernel_note(*m, "extern \"C\" __global__ void gradiant() {}"), "");
+}
+
 TEST(DemoteKernels, AnIdentifierThatOnlyContainsGlobalIsLeftAlone) {
   const std::string src = "int my__global__ = 0; __global__ void k() {}\n";
   EXPECT_EQ(demote_kernels(src, {"k"}), "int my__global__ = 0; __device__ void k() {}\n");

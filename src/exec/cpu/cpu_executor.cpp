@@ -14,6 +14,7 @@
 #include "exec/cpu/kernel_source.h"
 #include "exec/host_compiler.h"
 #include "exec/partition.h"
+#include "program/kernel_set.h"
 #include "program/reducers.h"
 
 namespace lizard {
@@ -114,6 +115,13 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
       compiler_.build_shared(plan.files, plan.units, plan.flags, &cached, &plan.pch);
   if (!library.ok()) {
     if (library.status().code() != Code::kCompileError) return library.status();
+    // A kernel the manifest names but the source lacks fails in the
+    // generated entry file: say so in the manifest's terms.
+    auto unit = program.sources.find(program.manifest.cuda_source);
+    if (unit != program.sources.end()) {
+      const std::string missing = missing_kernel_note(program.manifest, unit->second);
+      if (!missing.empty()) return compile_error(program.manifest.cuda_source + ": " + missing);
+    }
     return compile_error(program.manifest.cuda_source + ": build failed for the CPU backend:\n" +
                          library.status().message() + specialised_note(variant));
   }

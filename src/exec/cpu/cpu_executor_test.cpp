@@ -270,6 +270,18 @@ TEST(CpuExecutor, CompileErrorHoldsOnlyTheKernelsDiagnostics) {
   EXPECT_EQ(s.message().find("cuda_cpu_"), std::string::npos) << s.message();
 }
 
+// A kernel name misspelt in the manifest is said in the manifest's terms,
+// not as an error in the backend's generated entry file.
+TEST(CpuExecutor, AKernelTheManifestNamesButTheSourceLacksIsNamed) {
+  Status s = build_error(
+      "extern \"C\" __global__ void kk(global_params_t, dataset_t d, global_state_t, agg_res_t) "
+      "{}\n");
+  ASSERT_EQ(s.code(), Code::kCompileError);
+  EXPECT_EQ(s.message(),
+            "kernel.cu: kernel 'k' named in iterate is not a __global__ function of kernel.cu "
+            "(its kernels: kk); a kernel lizard launches is declared extern \"C\" __global__");
+}
+
 TEST(CpuExecutor, UnsupportedFeatureIsNamedAtBuildTime) {
   Status s = build_error(
       "extern \"C\" __global__ void k(global_params_t, dataset_t d, global_state_t, agg_res_t) {\n"
