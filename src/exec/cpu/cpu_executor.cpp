@@ -62,6 +62,7 @@ struct CpuExecutor::Run {
   ParamValues params;
   std::shared_ptr<Module> module;
   std::vector<std::vector<uint8_t>> fields;  // manifest.dataset order
+  std::vector<RowsView> kept_views;          // per field: kept rows used in place, or none
   StructLayout state_layout, aggregate_layout;
   std::vector<uint8_t> params_packed, dataset_packed;
   std::vector<uint8_t> state_bytes;  // the kernels' copy of the state
@@ -172,7 +173,7 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
   }
   LIZARD_RETURN_IF_ERROR(read);
   const Manifest& m = program.manifest;
-  LIZARD_RETURN_IF_ERROR(use_kept_rows(&data));
+  LIZARD_ASSIGN_OR_RETURN(std::vector<RowsView> kept_views, use_kept_rows(&data));
   LIZARD_ASSIGN_OR_RETURN(PartitionLayout layout, check_partition(m, params, data));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(m.state, m, params));
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer aggregate, make_section(m.aggregate, m, params));
@@ -189,7 +190,10 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
     std::vector<uint8_t>& field = data.fields[k];
     if (layout.init[k] == FieldInit::kZero) field.assign(layout.field_bytes[k], 0);
     run->fields.push_back(std::move(field));
-    run->field_ptrs.push_back(reinterpret_cast<uint64_t>(run->fields.back().data()));
+    run->kept_views.push_back(std::move(kept_views[k]));
+    const uint8_t* rows =
+        run->kept_views.back().data() ? run->kept_views.back().data() : run->fields.back().data();
+    run->field_ptrs.push_back(reinterpret_cast<uint64_t>(rows));
   }
   const Manifest& rm = run->program.manifest;
   run->params_packed = pack_params(params_layout(rm), params);
@@ -203,20 +207,26 @@ Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& pa
   return run_generators(data.generators);
 }
 
-Status CpuExecutor::use_kept_rows(PartitionData* data) {
+Result<std::vector<RowsView>> CpuExecutor::use_kept_rows(PartitionData* data) {
+  std::vector<RowsView> views(data->fields.size());
   for (size_t k = 0; k < data->fields.size(); ++k) {
     const std::string& key = data->row_key(k);
     if (key.empty()) continue;
     if (data->named_only(k)) {
-      const std::vector<uint8_t>* kept = kept_.find(key);
+      const KeptHostRows* kept = kept_.find(key);
       if (!kept) return not_found("this executor no longer keeps the rows " + key);
-      data->fields[k] = *kept;  // the run's own copy: its kernels may write into it
+      // In place, copy-on-write: the run's kernels may write into it.
+      LIZARD_ASSIGN_OR_RETURN(views[k], kept->view_for_run());
     } else if (kept_.budget() > 0 && !kept_.contains(key)) {
       const std::string_view rows = data->field_rows(k);
-      kept_.put(key, std::vector<uint8_t>(rows.begin(), rows.end()), rows.size());
+      auto copy = KeptHostRows::make(rows.size(), [&](uint8_t* to) {
+        std::memcpy(to, rows.data(), rows.size());
+        return Status::Ok();
+      });
+      if (copy.ok()) kept_.put(key, std::move(copy).value(), rows.size());
     }
   }
-  return Status::Ok();
+  return views;
 }
 
 Status CpuExecutor::keep_file_rows(const std::string& key, const FileRows& where) {
@@ -227,8 +237,10 @@ Status CpuExecutor::keep_file_rows(const std::string& key, const FileRows& where
     return too_large("rows of " + std::to_string(where.size) + " bytes do not fit the " +
                      std::to_string(kept_.budget()) +
                      " bytes this executor keeps (--kept-rows-mb)");
-  std::vector<uint8_t> rows(static_cast<size_t>(where.size));
-  LIZARD_RETURN_IF_ERROR(read_file_rows(where, rows.data(), info_.sm_count));
+  LIZARD_ASSIGN_OR_RETURN(KeptHostRows rows,
+                          KeptHostRows::make(static_cast<size_t>(where.size), [&](uint8_t* to) {
+                            return read_file_rows(where, to, info_.sm_count);
+                          }));
   kept_.put(key, std::move(rows), where.size);
   return Status::Ok();
 }
@@ -368,8 +380,14 @@ Result<std::vector<std::vector<uint8_t>>> CpuExecutor::end_run(bool want_outputs
   std::vector<std::vector<uint8_t>> out(run->fields.size());
   if (want_outputs) {
     const Manifest& m = run->program.manifest;
-    for (size_t i = 0; i < out.size(); ++i)
-      if (m.dataset[i].output) out[i] = std::move(run->fields[i]);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!m.dataset[i].output) continue;
+      const RowsView& kept = run->kept_views[i];
+      if (kept.data())
+        out[i].assign(kept.data(), kept.data() + kept.size());
+      else
+        out[i] = std::move(run->fields[i]);
+    }
   }
   return out;
 }

@@ -17,6 +17,7 @@
 
 #include "common/shared_library.h"
 #include "exec/cpu/cuda_cpu_launch_abi.h"
+#include "exec/cpu/kept_host_rows.h"
 #include "exec/cpu/thread_pool.h"
 #include "exec/executor.h"
 #include "exec/host_compiler.h"
@@ -79,9 +80,9 @@ class CpuExecutor : public Executor {
   static std::vector<Step> steps_of(const Run& run, const std::vector<LaunchConfig>& launches);
   LaunchLimits limits() const { return LaunchLimits{info_.sm_count, 256, 1024}; }
   Status run_generators(const std::vector<std::string>& names);
-  // Copies the kept rows of fields named by key alone into `data`, and keeps
-  // the keyed rows `data` carries for later runs.
-  Status use_kept_rows(PartitionData* data);
+  // Maps the kept rows of fields named by key alone for the run (per field:
+  // a view, or none), and keeps the keyed rows `data` carries for later runs.
+  Result<std::vector<RowsView>> use_kept_rows(PartitionData* data);
 
   ExecutorInfo info_;
   HostCompiler compiler_;
@@ -89,7 +90,7 @@ class CpuExecutor : public Executor {
   std::map<std::string, std::shared_ptr<Module>> modules_;  // by ProgramVariant::key
   std::unique_ptr<Run> run_;
   CompileStats compile_stats_;
-  KeptRows<std::vector<uint8_t>> kept_;
+  KeptRows<KeptHostRows> kept_;  // in memory files, used in place
 };
 
 std::unique_ptr<Executor> make_cpu_executor(const CpuExecutorOptions& o);

@@ -282,6 +282,60 @@ TEST(CpuExecutor, AKernelTheManifestNamesButTheSourceLacksIsNamed) {
             "(its kernels: kk); a kernel lizard launches is declared extern \"C\" __global__");
 }
 
+// Kept rows are used in place, copy-on-write: a run that names its rows by
+// key gets them as first sent, whatever the last run's kernels wrote into
+// their input rows.
+const char* kBumpYaml = R"(
+sources: {cuda: kernel.cu}
+dataset: {x: {type: float32, shape: [rows]}}
+aggregate: {total: {type: float64, reduce: sum}}
+iterate: [{kernel: bump, block: 64}]
+)";
+
+const char* kBumpKernel =
+    "extern \"C\" __global__ void bump(global_params_t, dataset_t data, global_state_t,\n"
+    "                                  agg_res_t result) {\n"
+    "  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;\n"
+    "  if (i >= data.rows) return;\n"
+    "  data.x[i] += 1.0f;\n"
+    "  atomicAdd(result.total, (double)data.x[i]);\n"
+    "}\n";
+
+Result<double> bump_once(Executor* e, const ProgramImage& p, int64_t rows, bool send) {
+  LIZARD_ASSIGN_OR_RETURN(ParamValues params, bind_params(p.manifest, nlohmann::json::object()));
+  PartitionData d;
+  d.rows = rows;
+  d.fields.resize(1);
+  d.shared.resize(1);
+  d.shared[0] = {nullptr, 0, static_cast<size_t>(rows) * 4, "u1@0"};
+  if (send) d.fields[0] = bytes_of(std::vector<float>(static_cast<size_t>(rows), 1.0f));
+  LIZARD_RETURN_IF_ERROR(e->begin_run(p, params, std::move(d)));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer state, make_section(p.manifest.state, p.manifest, params));
+  LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg,
+                          make_section(p.manifest.aggregate, p.manifest, params));
+  LIZARD_RETURN_IF_ERROR(e->iterate(state, 0, &agg, nullptr));
+  LIZARD_RETURN_IF_ERROR(e->end_run(false).status());
+  double total = 0;
+  std::memcpy(&total, agg.bytes.data(), sizeof total);
+  return total;
+}
+
+TEST(CpuExecutor, KeptRowsAreUsedInPlaceAndAKernelsWritesStayInItsRun) {
+  CpuExecutorOptions o;
+  o.threads = 2;
+  o.cache_dir = testing::TempDir() + "lizard-cpu-executor-test";
+  o.kept_rows_bytes = 64 << 20;
+  auto e = make_cpu_executor(o);
+  const ProgramImage p = make_program(kBumpYaml, kBumpKernel);
+  const int64_t rows = 1 << 16;
+  for (bool send : {true, false, false}) {
+    auto total = bump_once(e.get(), p, rows, send);
+    ASSERT_TRUE(total.ok()) << total.status().message();
+    EXPECT_EQ(*total, 2.0 * rows) << (send ? "sent" : "named by key");
+    EXPECT_EQ(e->kept_rows(), std::vector<std::string>{"u1@0"});
+  }
+}
+
 TEST(CpuExecutor, UnsupportedFeatureIsNamedAtBuildTime) {
   Status s = build_error(
       "extern \"C\" __global__ void k(global_params_t, dataset_t d, global_state_t, agg_res_t) {\n"
