@@ -115,13 +115,19 @@ std::string progress_plain_line(const RunProgress& p) {
   return line + ", " + elapsed;
 }
 
+size_t display_columns(const std::string& line) {
+  size_t columns = 0;
+  for (unsigned char c : line) columns += (c & 0xC0) != 0x80;  // UTF-8: count lead bytes
+  return columns;
+}
+
 void ProgressPrinter::update(const json& record, double now_s) {
   const std::string status = record.value("status", "");
   if (status == "running" && !started_at_) started_at_ = now_s;
   const RunProgress p = progress_of(record, started_at_ ? now_s - *started_at_ : 0);
   if (terminal_) {
     std::string line = progress_bar_line(p);
-    const size_t width = line.size();
+    const size_t width = display_columns(line);
     if (width < drawn_) line += std::string(drawn_ - width, ' ');
     *out_ << '\r' << line << std::flush;
     drawn_ = width;

@@ -47,6 +47,9 @@ RunProgress progress_of(const nlohmann::json& record, double running_for_s);
 // "r3 running  [#######.....]  iterations 4/50  rows 1,024/2,048  0:03  ETA <= 0:07"
 // (no rows where the run does not report them); while its workers compile:
 // "r3 running  compiling dims=2, k=4 …  0:01"
+// The columns `line` takes on a terminal: its UTF-8 characters ("…" is
+// three bytes and one column).
+size_t display_columns(const std::string& line);
 std::string progress_bar_line(const RunProgress& p, int bar_width = 24);
 // "r3: running, iterations 4/50, rows 1024/2048, 2.5 s"
 std::string progress_plain_line(const RunProgress& p);
@@ -72,7 +75,7 @@ class ProgressPrinter {
   std::string last_status_, last_waiting_for_;
   int64_t last_iteration_ = -1;
   double last_plain_s_ = -1;
-  size_t drawn_ = 0;  // characters of the line on screen
+  size_t drawn_ = 0;  // columns of the line on screen
 };
 
 }  // namespace lizard

@@ -170,6 +170,23 @@ TEST(RunProgress, ACompilingRunNamesItsSpecialisedValues) {
             "r3: running, iterations 0/10, rows 0/2000, 0.5 s\n");
 }
 
+// A redrawn line covers the whole of the one before it, counted in columns:
+// "…" is three bytes but one column.
+TEST(RunProgress, ARedrawCoversTheLastLineByItsColumns) {
+  EXPECT_EQ(display_columns("k=4 …  0:01"), 11u);
+  std::ostringstream out;
+  ProgressPrinter p(&out, /*terminal=*/true);
+  json compiling = running(0, -1, 0);
+  compiling["waiting_for"] = "compile";
+  compiling["specialised"] = {{"dims", 2}, {"k", 4}};
+  p.update(running(0, 0, 1000), 0.0);
+  p.update(compiling, 1.0);
+  const std::string s = out.str();
+  const std::string first = s.substr(1, s.rfind('\r') - 1);
+  const std::string second = s.substr(s.rfind('\r') + 1);
+  EXPECT_GE(display_columns(second), display_columns(first)) << s;
+}
+
 TEST(RunProgress, IterationsTextCountsOneInTheSingular) {
   EXPECT_EQ(iterations_text(0), "0 iterations");
   EXPECT_EQ(iterations_text(1), "1 iteration");
