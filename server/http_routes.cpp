@@ -302,8 +302,15 @@ std::optional<HttpResponse> HttpRoutes::check_token(const HttpRequest& req) cons
   const std::string given = it == req.headers.end() ? "" : bearer_token(it->second);
   const bool writes = req.method != "GET" && req.method != "HEAD";
   const std::string& need = writes ? opts_.token : opts_.read_token;
+  const bool matches =
+      constant_time_equals(given, opts_.token) || constant_time_equals(given, opts_.read_token);
   bool ok = need.empty() || constant_time_equals(given, need) ||
             (!writes && !opts_.token.empty() && constant_time_equals(given, opts_.token));
+  // A token the server does not know is refused even where none is needed:
+  // the client would otherwise learn of its wrong token only at its first
+  // write.
+  const bool guarded = !opts_.token.empty() || !opts_.read_token.empty();
+  if (ok && guarded && !given.empty() && !matches) ok = false;
   if (ok) return std::nullopt;
   return json_response(401, {{"error", std::string(given.empty() ? "missing" : "wrong") +
                                            " token: send Authorization: Bearer <token>"}});

@@ -175,6 +175,14 @@ TEST_F(HttpRoutesTest, TokensGuardWritesAndWhenSetReads) {
 TEST_F(HttpRoutesTest, WithOnlyAWriteTokenReadsAreOpen) {
   auto r = routes({"write", ""});
   EXPECT_EQ(call(r, "GET", "/runtimes").status, 200);
+  // ... but a token the server does not know is refused, not ignored.
+  auto wrong = call(r, "GET", "/runtimes", "", "bad");
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_EQ(body(wrong)["error"], "wrong token: send Authorization: Bearer <token>");
+  EXPECT_EQ(call(r, "GET", "/runtimes", "", "write").status, 200);
+  // A server with no token takes any: there is nothing to check it against.
+  auto open = routes();
+  EXPECT_EQ(call(open, "GET", "/runtimes", "", "bad").status, 200);
   EXPECT_EQ(call(r, "POST", "/runtime/abc").status, 401);
   HttpRequest head;
   head.method = "POST";
