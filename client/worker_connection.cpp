@@ -123,8 +123,10 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
         std::move(stream), where(), "/hub", headers, opts,
         [self](const std::shared_ptr<WsChannel>& ch) { return self->on_open(ch); },
         [self](const WsOpenFailure& f) {
-          self->retry(f.declined ? "the server refused this worker (a wrong or missing --token?)"
-                                 : "handshake: " + f.message);
+          constexpr const char* kRefused =
+              "the server refused this worker (a wrong or missing --token?)";
+          if (f.declined && self->cb.on_refused) return self->cb.on_refused(kRefused);
+          self->retry(f.declined ? kRefused : "handshake: " + f.message);
         });
   }
 

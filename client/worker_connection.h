@@ -24,6 +24,9 @@ struct ConnectionCallbacks {
   std::function<void()> on_connected;         // send the hello here
   std::function<void(std::string)> on_frame;  // one binary message
   std::function<void()> on_disconnected;
+  // The server refused this worker's token: called instead of retrying
+  // when set (the message says so); unset, the connection keeps retrying.
+  std::function<void(std::string)> on_refused;
 };
 
 class WorkerConnection {

@@ -75,10 +75,11 @@ struct WorkerDaemon::Impl {
   struct InboxItem {
     // kStaged: rows were staged or dropped; `frame`, the answer to send
     // once the kept rows are reported anew (empty: none).
-    enum Kind { kConnected, kFrame, kLost, kStaged } kind;
+    enum Kind { kConnected, kFrame, kLost, kStaged, kRefused } kind;
     std::string frame;
   };
   Mailbox<InboxItem> inbox;
+  std::string refused;  // why run() stopped on its own (WorkerDaemon::refused)
   // Programs to build, in the order they came: built on a thread of their
   // own, so that a long compile never holds up the runs' messages.
   Mailbox<std::string> builds;
@@ -438,6 +439,10 @@ Status WorkerDaemon::init() {
   return Status::Ok();
 }
 
+const std::string& WorkerDaemon::refused() const {
+  return impl_->refused;
+}
+
 bool WorkerDaemon::run() {
   Impl* d = impl_.get();
   ConnectionCallbacks callbacks{
@@ -449,6 +454,10 @@ bool WorkerDaemon::run() {
         d->inbox.push({Impl::InboxItem::kLost, {}});
       },
   };
+  if (!d->opts.retry_refused)
+    callbacks.on_refused = [d](std::string why) {
+      d->inbox.push({Impl::InboxItem::kRefused, std::move(why)});
+    };
   d->conn = std::make_unique<WorkerConnection>(d->opts.host, d->opts.port, d->opts.token,
                                                std::move(callbacks), d->opts.server_timeout_s,
                                                d->opts.tls);
@@ -471,6 +480,10 @@ bool WorkerDaemon::run() {
       if (d->stopping) break;
     } else if (item->kind == Impl::InboxItem::kConnected) {
       d->send(d->hello().to_message());
+    } else if (item->kind == Impl::InboxItem::kRefused) {  // nothing to serve: stop, failed
+      d->refused = item->frame;
+      spdlog::error("{}; stopping (lizard client --retry-refused keeps trying)", d->refused);
+      break;
     } else if (item->kind == Impl::InboxItem::kLost) {  // drop the runs, keep built programs
       d->abort_sessions();
     } else if (item->kind == Impl::InboxItem::kStaged) {  // the kept rows first, then the answer

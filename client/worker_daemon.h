@@ -28,6 +28,7 @@ struct WorkerOptions {
   double weight = 0;                // > 0: report this capability weight for every executor
   std::string token;                // presented to the server when it requires one
   int server_timeout_s = 10;        // a server silent this long (not even a ping) counts as gone
+  bool retry_refused = false;       // a server that refuses the token: retry (else stop, failed)
   uint64_t upload_cache_mb = 2048;  // uploaded rows kept for later runs (0: none)
   int hook_timeout_s = 60;          // longest host hook call in a loop this worker drives
   TlsClientOptions tls;             // wss://: TLS to the server, its certificate verified
@@ -50,6 +51,9 @@ class WorkerDaemon {
   // restart to use its GPUs again (a kernel fault the driver keeps).
   bool run();
   void stop();
+  // Why run() stopped on its own: the server refused this worker's token
+  // (and retry_refused was off); empty otherwise.
+  const std::string& refused() const;
 
  private:
   struct Impl;

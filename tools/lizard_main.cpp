@@ -186,7 +186,7 @@ int run_client(lizard::WorkerOptions opts, char** argv) {
     spdlog::error("cannot restart: {}", std::strerror(errno));
     return 1;
   }
-  return 0;
+  return daemon.refused().empty() ? 0 : 1;
 }
 
 }  // namespace
@@ -401,6 +401,9 @@ int main(int argc, char** argv) {
                    "Directory dataset paths a run names must lie in (repeatable; "
                    "default: any file this user can read)")
       ->type_name("DIR");
+  client->add_flag("--retry-refused", wo.retry_refused,
+                   "Keep trying when the server refuses this worker's token (by default the "
+                   "worker stops with exit status 1 and says so)");
   client
       ->add_option("--server-timeout", wo.server_timeout_s,
                    "Seconds of silence after which the server counts as gone (reconnect)")

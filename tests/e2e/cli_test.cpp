@@ -337,7 +337,8 @@ TEST(CommandLineAlone, TokensComeFromTheFlagOrTheEnvironment) {
             std::string::npos)
       << r.err;
   r = run_cli(c, {"workers", "--token", "wrong"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;  // reads need no token on this server
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // reads need no token here, but a wrong one is refused
+  EXPECT_NE(r.err.find("wrong token"), std::string::npos) << r.err;
   r = run_cli(c, {"cancel", "r1", "--token", "wrong"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("wrong token"), std::string::npos) << r.err;

@@ -2,10 +2,12 @@
 // a run that survives a worker killed mid-run, cancellation.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <thread>
@@ -47,9 +49,24 @@ TEST(Cluster, TokensGuardWorkersWritesAndReads) {
   ASSERT_TRUE(c.add_worker().ok());                      // no token: refused
   ASSERT_TRUE(c.add_worker({"--token", "wrong"}).ok());  // wrong token: refused
   ASSERT_TRUE(c.add_worker({"--token", "s3cret"}).ok());
+  ASSERT_TRUE(c.add_worker({"--token", "wrong", "--retry-refused"}).ok());
   ASSERT_TRUE(c.wait_for_workers(1).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(get_json(c, "/clients").size(), 1u);
+  // A refused worker stops with exit status 1 and says why; told to, it
+  // keeps trying instead.
+  for (size_t i : {0, 1}) {
+    int status = -1;
+    for (int t = 0; t < 300 && waitpid(c.worker_pids()[i], &status, WNOHANG) == 0; ++t)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << "worker " << i << ": " << status;
+    std::ifstream log(c.dir() + "/worker" + std::to_string(i) + ".log");
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("the server refused this worker (a wrong or missing --token?); stopping"),
+              std::string::npos)
+        << text;
+  }
+  EXPECT_EQ(waitpid(c.worker_pids()[3], nullptr, WNOHANG), 0);  // --retry-refused: still trying
 
   c.set_token("");
   auto r = c.get("/clients");
