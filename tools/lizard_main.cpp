@@ -127,8 +127,11 @@ int run_server(const ServerFlags& f) {
     spdlog::error("{}", st.message());
     return 1;
   }
-  spdlog::info("lizard server listening on {}://{}:{} (state in {})",
-               f.tls_cert.empty() ? "http" : "https", host, hub.port(), f.state_dir);
+  spdlog::info("lizard server listening on {}://{}:{} (state in {}){}",
+               f.tls_cert.empty() ? "http" : "https", host, hub.port(), f.state_dir,
+               f.host.empty() && host == "0.0.0.0"
+                   ? ": every interface, as a token is set (--host 127.0.0.1 keeps it local)"
+                   : "");
   int sig = wait_for_signal();
   spdlog::info("signal {}: shutting down", sig);
   hub.stop();
