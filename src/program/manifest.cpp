@@ -99,9 +99,18 @@ Status check_document_bounds(const YAML::Node& root, const std::string& file) {
 
 // Program names are shown in listings, logs and generated code comments:
 // one line of printable text.
+// One line of printable text: no ASCII control characters, no C1 controls
+// (U+0080-U+009F, NEL among them) and no Unicode line or paragraph
+// separators (U+2028, U+2029), which end a line in logs and terminals.
 bool printable_name(const std::string& s) {
-  for (unsigned char c : s)
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x20 || c == 0x7f) return false;
+    const unsigned char next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+    const unsigned char third = i + 2 < s.size() ? static_cast<unsigned char>(s[i + 2]) : 0;
+    if (c == 0xc2 && next >= 0x80 && next <= 0x9f) return false;
+    if (c == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9)) return false;
+  }
   return true;
 }
 
@@ -114,7 +123,13 @@ class ManifestParser {
       return fail("", "larger than " + std::to_string(kMaxManifestBytes) + " bytes");
     YAML::Node root;
     try {
-      root = YAML::Load(text);  // yaml-cpp stops its own recursion at 2,000 levels
+      // yaml-cpp stops its own recursion at 2,000 levels.  Every document is
+      // read, so that a second one is refused rather than ignored.
+      const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+      if (documents.size() > 1)
+        return fail("", "holds " + std::to_string(documents.size()) +
+                            " YAML documents; a manifest is one (remove the '---' line)");
+      if (!documents.empty()) root = documents.front();
     } catch (const YAML::Exception& e) {
       return invalid_argument(file_ + ": not valid YAML: " + e.what());
     }
@@ -176,6 +191,10 @@ class ManifestParser {
     }
     if (info["version"]) {
       LIZARD_ASSIGN_OR_RETURN(m_.version, scalar_string(info["version"], "info.version"));
+      if (!printable_name(m_.version))
+        return fail("info.version",
+                    "must be one line of printable text (no newlines or control "
+                    "characters)");
     }
     return Status::Ok();
   }

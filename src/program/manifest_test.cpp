@@ -179,6 +179,29 @@ TEST(Manifest, ProgramNamesAreOneLineOfPrintableText) {
             "");
 }
 
+// Line and paragraph separators and C1 controls end a line too, and the
+// version is held to the same rule as the name.
+TEST(Manifest, NamesAndVersionsHoldNoLineBreakOfAnyKind) {
+  for (const std::string field : {"name", "version"})
+    for (const std::string value : {"\"a\u2028b\"", "\"a\u2029b\"", "\"a\u0085b\"", "\"1\\n2\""}) {
+      std::string e =
+          error_of("info: {" + field + ": " + value + "}\nsources: {cuda: k.cu}\niterate: [run]\n");
+      EXPECT_NE(e.find("config.yaml: info." + field + ": must be one line of printable text"),
+                std::string::npos)
+          << field << " " << value << ": " << e;
+    }
+  EXPECT_EQ(error_of("info: {version: \"2.1 \u00e9\"}\nsources: {cuda: k.cu}\niterate: [run]\n"),
+            "");
+}
+
+// A second YAML document is refused, not silently ignored (and hashed).
+TEST(Manifest, ASecondYamlDocumentIsRefused) {
+  const std::string e = error_of(
+      "sources: {cuda: k.cu}\niterate: [run]\n---\nsources: {cuda: other.cu}\niterate: [x]\n");
+  EXPECT_EQ(e, "config.yaml: holds 2 YAML documents; a manifest is one (remove the '---' line)");
+  EXPECT_EQ(error_of("---\nsources: {cuda: k.cu}\niterate: [run]\n"), "");
+}
+
 TEST(Manifest, FloatDefaultsOutOfTheTypesRangeAreErrors) {
   std::string e = error_of(
       "sources: {cuda: k.cu}\nparams: {t: {type: float32, default: 1e39}}\niterate: [run]\n");
