@@ -77,13 +77,27 @@ struct ServerFlags {
   int hook_timeout = 60;
   uint64_t max_body = uint64_t{64} << 20;
   std::string token, read_token;
+  std::string token_file, read_token_file;  // --token-file, --read-token-file
   std::vector<std::string> data_roots;
   uint64_t max_state_bytes = uint64_t{1} << 30;
   std::string tls_cert, tls_key;
   bool no_worker_loop = false;
 };
 
-int run_server(const ServerFlags& f) {
+// A daemon's token into `token` (lizard::daemon_token); false, having said
+// why, when it cannot be had.
+bool resolve_token(std::string* token, const std::string& file, const char* env, const char* flag) {
+  auto t = lizard::daemon_token(*token, file, env, flag);
+  if (!t.ok()) spdlog::error("{}", t.status().message());
+  if (t.ok()) *token = std::move(t).value();
+  return t.ok();
+}
+
+void guard_daemon() {
+  if (auto st = lizard::guard_daemon_process(); !st.ok()) spdlog::warn("{}", st.message());
+}
+
+int run_server(ServerFlags f) {
   block_signals();
   lizard::CoordinatorOptions co;
   co.state_dir = f.state_dir;
@@ -96,8 +110,12 @@ int run_server(const ServerFlags& f) {
   co.iteration_timeout_s = f.iteration_timeout;
   co.worker_loop = !f.no_worker_loop;
   co.hook_timeout_s = f.hook_timeout;
-  co.token = lizard::token_from(f.token, "LIZARD_TOKEN");
-  co.read_token = lizard::token_from(f.read_token, "LIZARD_READ_TOKEN");
+  if (!resolve_token(&f.token, f.token_file, "LIZARD_TOKEN", "--token") ||
+      !resolve_token(&f.read_token, f.read_token_file, "LIZARD_READ_TOKEN", "--read-token"))
+    return 2;
+  co.token = f.token;
+  co.read_token = f.read_token;
+  guard_daemon();
   co.max_state_bytes = f.max_state_bytes;
   auto roots = lizard::DataRoots::make(f.data_roots, "server");
   if (!roots.ok()) {
@@ -166,11 +184,13 @@ lizard::Status resolve_server_address(lizard::WorkerOptions* opts) {
   return lizard::Status::Ok();
 }
 
-int run_client(lizard::WorkerOptions opts, char** argv) {
+int run_client(lizard::WorkerOptions opts, const std::string& token_file, char** argv) {
   if (auto st = resolve_server_address(&opts); !st.ok()) {
     spdlog::error("{}", st.message());
     return 2;
   }
+  if (!resolve_token(&opts.token, token_file, "LIZARD_TOKEN", "--token")) return 2;
+  guard_daemon();
   block_signals();
   lizard::WorkerDaemon daemon(opts);
   if (auto st = daemon.init(); !st.ok()) {
@@ -184,7 +204,9 @@ int run_client(lizard::WorkerOptions opts, char** argv) {
   });
   signals.detach();
   if (daemon.run()) {
-    // A GPU context that keeps a fault is only cleared by a new process.
+    // A GPU context that keeps a fault is only cleared by a new process,
+    // which takes its token as this one did.
+    if (!opts.token.empty() && token_file.empty()) setenv("LIZARD_TOKEN", opts.token.c_str(), 1);
     execv("/proc/self/exe", argv);
     spdlog::error("cannot restart: {}", std::strerror(errno));
     return 1;
@@ -296,6 +318,15 @@ int main(int argc, char** argv) {
                    "Token required of GET requests too (default: $LIZARD_READ_TOKEN)")
       ->type_name("TOKEN");
   server
+      ->add_option("--token-file", sf.token_file,
+                   "File holding the token, readable by this user alone (instead of --token, "
+                   "which other users see in the process list)")
+      ->type_name("FILE");
+  server
+      ->add_option("--read-token-file", sf.read_token_file,
+                   "File holding the read token (instead of --read-token)")
+      ->type_name("FILE");
+  server
       ->add_option("--data-root", sf.data_roots,
                    "Directory dataset paths in run requests must lie in (repeatable; "
                    "default: any file this user can read)")
@@ -318,6 +349,7 @@ int main(int argc, char** argv) {
 
   auto* client = app.add_subcommand("client", "Run a worker on this node");
   lizard::WorkerOptions wo;
+  std::string client_token_file;
   wo.backend.cache_dir = lizard::default_cache_root();
   client->add_flag("-v,--verbose", verbose, "Debug logging");
   client
@@ -397,6 +429,11 @@ int main(int argc, char** argv) {
       ->type_name("MIB");
   client->add_option("--weight", wo.weight,
                      "Report this capability weight (testing, uneven nodes)");
+  client
+      ->add_option("--token-file", client_token_file,
+                   "File holding the server's token, readable by this user alone (instead of "
+                   "--token, which other users see in the process list)")
+      ->type_name("FILE");
   client->add_option("--token", wo.token, "The server's token (default: $LIZARD_TOKEN)")
       ->type_name("TOKEN");
   client
@@ -461,8 +498,7 @@ int main(int argc, char** argv) {
   spdlog::set_pattern(
       verbose ? "%Y-%m-%dT%H:%M:%S.%fZ %^%l%$ %v" : "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v",
       spdlog::pattern_time_type::utc);
-  wo.token = lizard::token_from(wo.token, "LIZARD_TOKEN");
   if (host->parsed()) end_helper(lizard::run_executor_host(ho, probe));
   if (server->parsed()) return run_server(sf);
-  return run_client(wo, argv);
+  return run_client(wo, client_token_file, argv);
 }

@@ -12,11 +12,13 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -314,6 +316,35 @@ TEST_F(Containment, AnExecutorProcessHoldsNoDescriptorOfItsWorker) {
     }
   }
   EXPECT_GE(executors, 2u);
+}
+
+// Tokens from files, and none for user code: daemons started with the
+// token in their environment and in --token-file serve, and the processes
+// that run user code (executors, hooks) inherit no token.
+TEST(TokenContainment, DaemonsTakeTokensFromFilesAndPassNoneToUserCode) {
+  const std::string file = ::testing::TempDir() + "lizard-containment-token";
+  std::ofstream(file) << "f1le-s3cret\n";
+  chmod(file.c_str(), 0600);
+  setenv("LIZARD_TOKEN", "f1le-s3cret", 1);  // what the daemons' environment holds
+  LocalCluster c;
+  c.set_token("f1le-s3cret");
+  Status st = c.start(1, {"--token-file", file}, {"--token-file", file});
+  unsetenv("LIZARD_TOKEN");
+  ASSERT_TRUE(st.ok()) << st.message();
+  const std::string sum = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  ASSERT_FALSE(sum.empty());
+  const json body = {{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"values", {1, 2}}}}}}};
+  json r = wait_until_finished(c, submit_run(c, sum, body), 60);
+  ASSERT_EQ(r["status"], "done") << r.dump(2);
+  size_t looked = 0;
+  for (pid_t child : children_of(c.worker_pids().front())) {
+    std::string environ = read_text("/proc/" + std::to_string(child) + "/environ");
+    std::replace(environ.begin(), environ.end(), '\0', '\n');
+    EXPECT_EQ(environ.find("LIZARD_TOKEN="), std::string::npos) << "process " << child;
+    ++looked;
+  }
+  EXPECT_GE(looked, 1u) << "no executor process of the worker";
+  std::remove(file.c_str());
 }
 
 // A hook's child that exits is reaped while the hook process lives; one
