@@ -194,7 +194,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   for (size_t k = 0; k < man.dataset.size() && !h.parts.empty(); ++k) {
     if (h.fields[k].delivery != RowDelivery::kFile) continue;
     LIZARD_ASSIGN_OR_RETURN(int64_t width, row_width(man.dataset[k], man, params_));
-    LIZARD_RETURN_IF_ERROR(add_file_field(k, h.fields[k], width));
+    LIZARD_RETURN_IF_ERROR(add_file_field(k, h.fields[k], width, h.files));
   }
   std::vector<PartitionData> parts;
   for (const PartSpec& p : h.parts) {

@@ -101,7 +101,8 @@ class RunSession {
   // Dataset fields read from files (run_session_files.cpp): noted once per
   // run, then read for each executor under its lock, unless the executor
   // keeps those rows from an earlier run: they are then named by key alone.
-  Status add_file_field(size_t k, const FieldSource& src, int64_t width);
+  Status add_file_field(size_t k, const FieldSource& src, int64_t width,
+                        const std::vector<PinnedFile>& pinned);
   Status rows_of(size_t k, const FieldSource& src, const PartRows& part, PartitionData* d,
                  std::vector<uint8_t>* buf);
   Status load_file_rows(size_t i, PartitionData* d);
@@ -128,6 +129,7 @@ class RunSession {
     FileFormat format = FileFormat::kRaw;
     DType dtype = DType::kFloat32;
     int64_t width = 1;
+    std::optional<PinnedFile> pinned;  // the version the run read first
   };
   std::vector<FileField> file_fields_;
   DataRoots server_roots_;  // the run's: its files are opened within them (and the worker's own)

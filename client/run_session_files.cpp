@@ -1,7 +1,9 @@
 // RunSession's dataset fields read from files: each executor's rows are
-// located under its lock just before its begin_run, unless the executor keeps
-// them from an earlier run under the file's identity and the rows' range
-// (dataset/file_rows_key.h): they are then named by key and not read at all.
+// located under its lock just before its begin_run, in the version of the
+// file the run pinned (a file that changed since fails the run), unless the
+// executor keeps them from an earlier run under the file's identity and the
+// rows' range (dataset/file_rows_key.h): they are then named by key and not
+// read at all.
 // An executor process reads the byte range of an .npy or raw file itself
 // (exec/file_rows.h) and keeps it under that key; text formats, and
 // executors inside the worker, get rows the worker read.
@@ -16,13 +18,17 @@
 
 namespace lizard {
 
-Status RunSession::add_file_field(size_t k, const FieldSource& src, int64_t width) {
+Status RunSession::add_file_field(size_t k, const FieldSource& src, int64_t width,
+                                  const std::vector<PinnedFile>& pinned) {
   const FieldSpec& f = program_->manifest.dataset[k];
   const std::string what = "dataset field '" + f.name + "'";
   LIZARD_RETURN_IF_ERROR(
       server_roots_.locate(src.path, ctx_.data_roots).status().with_context(what));
   LIZARD_ASSIGN_OR_RETURN(FileFormat format, parse_file_format(src.format));
-  file_fields_.push_back({k, src.path, format, f.type, width});
+  FileField ff{k, src.path, format, f.type, width, std::nullopt};
+  for (const PinnedFile& pin : pinned)
+    if (pin.field == f.name && pin.path == src.path) ff.pinned = pin;
+  file_fields_.push_back(std::move(ff));
   return Status::Ok();
 }
 
@@ -42,6 +48,8 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
                                     ff.width, d->first_row, d->rows);
     if (!keyed.ok()) return keyed.status().with_context(what);
     const FileRowsKey& key = *keyed;
+    // The version the run read first, or none: never another, kept or read.
+    if (ff.pinned) LIZARD_RETURN_IF_ERROR(check_pinned(*ff.pinned, key.file).with_context(what));
     const std::string name = key.key();
     const uint64_t bytes = key.bytes();
     if (bytes == 0) continue;

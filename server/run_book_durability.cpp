@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "server/run_book.h"
+#include "server/run_files.h"
 
 namespace lizard {
 
@@ -148,9 +149,23 @@ std::shared_ptr<RunRecord> RunBook::resume_one(const StoredRun& s, const Program
     *failure = not_found("program " + hash.substr(0, 12) + " is no longer registered");
     return nullptr;
   }
+  // Only on the versions of its files it read first (server/run_files.h).
+  auto pinned = pinned_files_of(s.record);
+  if (!pinned.ok()) {
+    *failure = pinned.status();
+    return nullptr;
+  }
+  if (Status st = check_files_unchanged(*pinned); !st.ok()) {
+    *failure = st;
+    return nullptr;
+  }
   auto request = parse_run_request(program->image, s.request, uploads);
   if (!request.ok()) {
     *failure = request.status();
+    return nullptr;
+  }
+  if (Status st = check_same_versions(*pinned, request->spec.files); !st.ok()) {
+    *failure = st;
     return nullptr;
   }
   auto run = std::make_shared<RunRecord>();

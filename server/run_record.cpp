@@ -1,5 +1,7 @@
 #include "server/run_record.h"
 
+#include "server/run_files.h"
+
 namespace lizard {
 
 using nlohmann::json;
@@ -94,6 +96,7 @@ json RunRecord::to_json() const {
     j["finished_at"] = finished_at;
     j["elapsed_ms"] = elapsed_ms;
   }
+  if (!request.spec.files.empty()) j["files"] = pinned_files_json(request.spec.files);
   if (plan) j["plan"] = plan->to_json();
   if (plan && progress_iteration >= 0) j["progress"] = progress_json();
   if (!recoveries.empty()) j["recoveries"] = recoveries;

@@ -38,8 +38,9 @@ struct ExecutorDemand {
 struct RunRequest {
   ParamValues params;
   // What every worker of the run is told (protocol/run_spec.h): the program,
-  // its params and the run's values; the server adds its data roots and
-  // each worker's deliveries when the run starts.
+  // its params, the run's values and the version of each file it names by
+  // path (pinned as its rows were counted); the server adds its data roots
+  // and each worker's deliveries when the run starts.
   RunSpec spec;
   std::vector<ParsedSource> dataset;  // manifest.dataset order (dataset/dataset_source.h)
   int64_t rows = 0;

@@ -31,6 +31,7 @@
 #include "common/status.h"
 #include "dataset/data_roots.h"
 #include "dataset/file_format.h"
+#include "dataset/file_identity.h"
 
 namespace lizard {
 
@@ -77,6 +78,9 @@ struct ParsedSource {
   // The start of the keys executors keep these rows under
   // (dataset/file_rows_key.h, an upload's id); "" when none.
   std::string row_source;
+  // path: the version of the file its rows were counted in, which the run
+  // pins (every later read must find it).
+  std::optional<FileIdentity> file;
   nlohmann::json options = nlohmann::json::object();  // other kinds' own values
 };
 

@@ -1,33 +1,8 @@
 #include "dataset/file_rows_key.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "dataset/dataset_file.h"
 
 namespace lizard {
-
-Result<FileIdentity> FileIdentity::of(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return not_found(path + ": " + std::strerror(errno));
-  return of(st);
-}
-
-FileIdentity FileIdentity::of(const struct ::stat& st) {
-  FileIdentity id;
-  id.device = static_cast<uint64_t>(st.st_dev);
-  id.inode = static_cast<uint64_t>(st.st_ino);
-  id.size = static_cast<uint64_t>(st.st_size);
-  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return id;
-}
-
-std::string FileIdentity::key_prefix() const {
-  return "file:" + std::to_string(device) + ":" + std::to_string(inode) + ":" +
-         std::to_string(size) + ":" + std::to_string(mtime_ns) + ":";
-}
 
 uint64_t FileRowsKey::bytes() const {
   return static_cast<uint64_t>(rows) * static_cast<uint64_t>(width) * dtype_size(dtype);

@@ -1,9 +1,13 @@
 // The `path` source: a file on the machines' shared file system, under the
-// data roots ({"path": ..., "format": ...}).  The server counts its rows;
+// data roots ({"path": ..., "format": ...}).  The server counts its rows and
+// notes the version it counted (the file's identity, which the run pins);
 // each worker reads only its own rows on each executor's turn
 // ({"source": "path", "path", "format"}), or names the rows its executors
 // keep from an earlier run under the file's identity (file_rows_key.h).
 #include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "dataset/dataset_file.h"
 #include "dataset/dataset_source.h"
@@ -16,6 +20,13 @@ using nlohmann::json;
 namespace {
 
 const DataRoots kAnywhere;
+
+Result<FileIdentity> identity_of(const InputFile& file) {
+  struct stat st {};
+  if (::fstat(file.fd(), &st) != 0)
+    return internal_error(file.path() + ": fstat: " + std::strerror(errno));
+  return FileIdentity::of(st);
+}
 
 class PathSource final : public DatasetSource {
  public:
@@ -44,11 +55,20 @@ class PathSource final : public DatasetSource {
     // Opened without blocking, and only a regular file, before any read.
     auto file = roots.open(at.value());
     if (!file.ok()) return file.status().with_context(what);
+    // The version counted is the one the run pins: the same before and after.
+    auto before = identity_of(file.value());
+    if (!before.ok()) return before.status().with_context(what);
     auto n = count_rows(&file.value(), p.format, field.type, field.width);
     if (!n.ok()) return n.status().with_context(what);
+    auto after = identity_of(file.value());
+    if (!after.ok()) return after.status().with_context(what);
+    if (*after != *before)
+      return Status(Code::kConflict, what + ": " + p.path +
+                                         " changed while its rows were counted: " +
+                                         version_changes(*before, *after) + "; run again");
     p.rows = n.value();
-    if (struct stat st{}; ::fstat(file->fd(), &st) == 0)
-      p.row_source = FileIdentity::of(st).key_prefix();
+    p.file = *after;
+    p.row_source = after->key_prefix();
     return p;
   }
 

@@ -24,8 +24,9 @@
 
 namespace lizard {
 
-// FileIdentity (dataset/file_rows_key.h) tells one version of a file from
-// another: the file (device, inode) and its size and mtime in nanoseconds.
+// FileIdentity (dataset/file_identity.h) tells one version of a file from
+// another: the file (device, inode) and its size, mtime and ctime in
+// nanoseconds.
 
 // The identity of the open file `fd`, or of the file at `path`.
 Result<FileIdentity> file_identity(int fd);

@@ -53,6 +53,8 @@ void for_each_object_schema(F&& f) {
   f(SchemaTag<WireSchema<OutputPart>>{});
   f(SchemaTag<StagePartSchema>{});
   f(SchemaTag<StagedPartSchema>{});
+  f(SchemaTag<WireSchema<PinnedFile>>{});
+  f(SchemaTag<WireSchema<FileIdentity>>{});
 }
 
 }  // namespace lizard

@@ -23,6 +23,7 @@
 
 #include "common/status.h"
 #include "dataset/dataset_source.h"
+#include "dataset/file_identity.h"
 #include "program/run_values.h"
 
 namespace lizard {
@@ -35,7 +36,10 @@ struct RunSpec : RunValues {
   nlohmann::json params = nlohmann::json::object();  // as bind_params() reads them
   std::vector<FieldSource> fields;      // manifest.dataset order: each field's delivery
   std::vector<std::string> data_roots;  // `path` fields lie in these (none: any)
-  bool progress = false;                // run iterations in slices and report each
+  // The version of each `path` field's file the run read first
+  // (dataset/file_identity.h): a worker reads only that version.
+  std::vector<PinnedFile> files;
+  bool progress = false;  // run iterations in slices and report each
 };
 
 // What one executor is told of a run: the values its kernels see, its rows

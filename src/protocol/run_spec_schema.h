@@ -26,6 +26,35 @@ struct WireSchema<RunValues> {
 };
 
 template <>
+struct WireSchema<FileIdentity> {
+  using Type = FileIdentity;
+  static constexpr const char* kName = "file_identity";
+  static auto fields() {
+    using wire_schema::required;
+    return std::make_tuple(
+        required("device", &FileIdentity::device, "st_dev on the machine that pinned it"),
+        required("inode", &FileIdentity::inode, "st_ino"),
+        required("size", &FileIdentity::size, "bytes"),
+        required("mtime_ns", &FileIdentity::mtime_ns, "modification time, ns since the epoch"),
+        required("ctime_ns", &FileIdentity::ctime_ns, "status-change time, ns since the epoch"));
+  }
+};
+
+template <>
+struct WireSchema<PinnedFile> {
+  using Type = PinnedFile;
+  static constexpr const char* kName = "pinned_file";
+  static auto fields() {
+    using wire_schema::required;
+    return std::make_tuple(
+        required("field", &PinnedFile::field, "the dataset field"),
+        required("path", &PinnedFile::path, "the file, as the run request named it"),
+        required("identity", &PinnedFile::identity,
+                 "the version the run read first (a `file_identity`)"));
+  }
+};
+
+template <>
 struct WireSchema<RunSpec> {
   using Type = RunSpec;
   static constexpr const char* kName = "run_spec";
@@ -40,6 +69,10 @@ struct WireSchema<RunSpec> {
                 "fields", &RunSpec::fields, "where each dataset field's rows come from"),
             optional("data_roots", &RunSpec::data_roots,
                      "the server's `--data-root` directories: `path` fields lie in them"),
+            wire_schema::omitted_when_empty(
+                "files", &RunSpec::files,
+                "the version of each `path` field's file the run read first: a worker reads "
+                "only that version and fails the run on another"),
             optional("progress", &RunSpec::progress, "run iterations in slices and report each")));
   }
 };

@@ -28,6 +28,7 @@ TEST(RunSpec, CrossesRunStartWithEveryRunValue) {
   m.hash = "abc";
   m.params = {{"k", 4}};
   m.data_roots = {"/data"};
+  m.files = {{"x", "/data/x.npy", {1, 2, 4096, 1700000000000000001, 1700000000000000002}}};
   m.progress = true;
   FieldSource f;
   f.name = "x";
@@ -44,6 +45,10 @@ TEST(RunSpec, CrossesRunStartWithEveryRunValue) {
   EXPECT_EQ(back->hash, "abc");
   EXPECT_EQ(back->params, (nlohmann::json{{"k", 4}}));
   EXPECT_EQ(back->data_roots, std::vector<std::string>{"/data"});
+  ASSERT_EQ(back->files.size(), 1u);
+  EXPECT_EQ(back->files[0].field, "x");
+  EXPECT_EQ(back->files[0].path, "/data/x.npy");
+  EXPECT_EQ(back->files[0].identity, m.files[0].identity);
   EXPECT_TRUE(back->progress);
   ASSERT_EQ(back->fields.size(), 1u);
   EXPECT_EQ(back->fields[0].name, "x");

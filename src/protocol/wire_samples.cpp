@@ -45,6 +45,7 @@ RunStartMsg run_start() {
   m.fields[1].path = "/data/y.npy";
   m.fields[1].format = "npy";
   m.data_roots = {"/data"};
+  m.files = {{"y", "/data/y.npy", {2049, 77, 4096, 1700000000000000000, 1700000000000000000}}};
   m.progress = true;
   return m;
 }

@@ -1,8 +1,9 @@
 // Rows read from a dataset file stay on the executors that read them, keyed
 // by the file's identity and the rows' range: a later run over the same
 // file names them instead of reading it (the record's file_bytes_read and
-// file_bytes_kept tell which), and a file rewritten in place or replaced by
-// a rename, or a plan that moves the rows, is read afresh: never stale.
+// file_bytes_kept tell which), and a file rewritten in place (even with its
+// mtime put back), replaced by a rename, or a plan that moves the rows, is
+// read afresh.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -87,6 +88,22 @@ TEST_F(KeptFileRows, AFileRewrittenInPlaceIsReadAfresh) {
   touch_later(path_);
   json rec = run();
   expect_sums(rec, 3);
+  EXPECT_EQ(rec["phases"]["file_bytes_read"], kBytes) << rec["phases"].dump();
+  EXPECT_EQ(rec["phases"]["file_bytes_kept"], 0u);
+}
+
+// Truncated and written again, the same size, with the mtime put back by
+// utimensat: only the ctime moved, and the rows are read afresh, where the
+// old rows were named by key and the run answered with the old values.
+TEST_F(KeptFileRows, ARewriteWithItsMtimePutBackIsReadAfresh) {
+  start();
+  expect_sums(run(), 1);
+  const auto mtime = std::filesystem::last_write_time(path_);
+  write_values(path_, 7);  // same size, same inode, new values
+  std::filesystem::last_write_time(path_, mtime);
+  ASSERT_EQ(std::filesystem::last_write_time(path_), mtime);
+  json rec = run();
+  expect_sums(rec, 7);
   EXPECT_EQ(rec["phases"]["file_bytes_read"], kBytes) << rec["phases"].dump();
   EXPECT_EQ(rec["phases"]["file_bytes_kept"], 0u);
 }

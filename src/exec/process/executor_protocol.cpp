@@ -85,6 +85,7 @@ void write_file_rows(ByteWriter* w, const FileRows& f) {
   w->u64(f.identity.inode);
   w->u64(f.identity.size);
   w->i64(f.identity.mtime_ns);
+  w->i64(f.identity.ctime_ns);
   w->u64(f.offset);
   w->u64(f.size);
 }
@@ -96,6 +97,7 @@ FileRows read_file_rows_head(ByteReader* r) {
   f.identity.inode = r->u64();
   f.identity.size = r->u64();
   f.identity.mtime_ns = r->i64();
+  f.identity.ctime_ns = r->i64();
   f.offset = r->u64();
   f.size = r->u64();
   return f;
