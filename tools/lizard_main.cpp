@@ -131,8 +131,10 @@ int run_server(const ServerFlags& f) {
                f.tls_cert.empty() ? "http" : "https", host, hub.port(), f.state_dir);
   int sig = wait_for_signal();
   spdlog::info("signal {}: shutting down", sig);
-  hub.stop();
+  // Requests still waiting (?wait=1) get their answer before the connections end.
+  hub.stop_accepting();
   coordinator.shutdown();
+  hub.stop();
   return 0;
 }
 
