@@ -91,7 +91,7 @@ void write_values(const std::string& path, int64_t rows, double value) {
 // A worker that never answers stage_rows: the stage fails once the loading
 // deadline passes, names the worker, leaves it out of placement, and gives
 // its executor back.
-TEST(Staging, AWorkerThatNeverAnswersFailsTheStageWithinTheDeadline) {
+TEST(StageDeadline, AWorkerThatNeverAnswersFailsTheStageWithinTheDeadline) {
   LocalCluster c;
   ASSERT_TRUE(c.start(0, {}, {"--load-timeout", "2"}).ok());
   FakeWorker silent(c.port(), "silent-node", {fake_cpu()});

@@ -32,9 +32,11 @@ ExecutorInfo fake_cpu() {
   return e;
 }
 
-// examples/sum's aggregate with dims 2: sums (2 x float64), count (int64).
+// examples/sum's aggregate with dims 2: sums (2 x float64) at 0, count
+// (int64) at 16, each field 16-byte aligned (program/layout.h).
+constexpr size_t kPartialBytes = 32;
 std::string sum_partial(double a, double b, int64_t count) {
-  std::string p(24, '\0');
+  std::string p(kPartialBytes, '\0');
   std::memcpy(p.data(), &a, 8);
   std::memcpy(p.data() + 8, &b, 8);
   std::memcpy(p.data() + 16, &count, 8);
@@ -156,10 +158,12 @@ TEST_F(WorkerMessages, AResultForANegativeIterationFailsTheRun) {
 TEST_F(WorkerMessages, AnAggregateLargerThanTheRunsShapeIsRefused) {
   Answers a;
   a.aggregate.clear();
-  while (a.aggregate.size() + 24 <= (size_t{10} << 20)) a.aggregate += sum_partial(0, 0, 0);
+  while (a.aggregate.size() + kPartialBytes <= (size_t{10} << 20))
+    a.aggregate += sum_partial(0, 0, 0);
+  const std::string reason = "an aggregate of " + std::to_string(a.aggregate.size()) +
+                             " bytes; expected " + std::to_string(kPartialBytes);
   start(a);
-  expect_refused(run_sum(),
-                 "an aggregate of " + std::to_string(a.aggregate.size()) + " bytes; expected 24");
+  expect_refused(run_sum(), reason);
 }
 
 }  // namespace
