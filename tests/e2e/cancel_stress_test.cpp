@@ -32,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kTrials = 12;
 constexpr auto kBudget = std::chrono::seconds(60);
 constexpr uint64_t kSeed = 45;
-constexpr int64_t kUploadRows = 2'000'000;  // 32 MB of float64 pairs: many chunks
+constexpr int64_t kUploadRows = 4'000'000;  // 64 MB of float64 pairs: 64 chunks
 
 int64_t env_or(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
@@ -91,6 +91,14 @@ class CancelStress : public ::testing::Test {
     return {};
   }
 
+  void wait_until_running(const std::string& id) {
+    for (int i = 0; i < 2000; ++i) {
+      const std::string status = get_json(c_, "/runtimes/" + id).value("status", "");
+      if (status != "queued") return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
   void cancel(const std::string& id) {
     (void)http_request("DELETE", c_.uri() + "/runtimes/" + id, "", "", 30);
   }
@@ -125,19 +133,26 @@ TEST_F(CancelStress, EveryExecutorServesTheNextRunAfterCancelsAtRandomMoments) {
                               " (" + phase_name(phase) + ")";
     const std::string first = submit_run(c_, kmeans_, kmeans_body(2, 100000));
     ASSERT_FALSE(first.empty()) << where;
-    for (int i = 0; i < 500 && get_json(c_, "/runtimes/" + first)["status"] != "running"; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    wait_until_running(first);
     const std::string second =
         submit_run(c_, phase == Phase::kLoading ? sum_ : kmeans_, second_body(phase, trial));
     ASSERT_FALSE(second.empty()) << where;
     std::this_thread::sleep_for(std::chrono::milliseconds(uniform(0, 300)));
-    // Within ~3 ms of each other half the time; else the second is cancelled
-    // later in its loading, compiling or iterating.
-    const int gap_ms = uniform(0, 1) ? uniform(0, 3) : uniform(0, 400);
-    const bool second_first = uniform(0, 3) == 0;
-    cancel(second_first ? second : first);
-    std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
-    cancel(second_first ? first : second);
+    if (trial % 2 == 0) {
+      // Both within ~3 ms, in either order.
+      const bool second_first = uniform(0, 3) == 0;
+      cancel(second_first ? second : first);
+      std::this_thread::sleep_for(std::chrono::milliseconds(uniform(0, 3)));
+      cancel(second_first ? first : second);
+    } else {
+      // The second once it has begun (its rows on their way, its kernels
+      // compiling, or its iterations under way), at a moment of its phase.
+      cancel(first);
+      wait_until_running(second);
+      const int within_ms = phase == Phase::kLoading ? 60 : phase == Phase::kCompiling ? 600 : 300;
+      std::this_thread::sleep_for(std::chrono::milliseconds(uniform(0, within_ms)));
+      cancel(second);
+    }
     for (const auto& id : {first, second}) {
       const json rec = wait_until_finished(c_, id, 30);
       const std::string status = rec.value("status", "");

@@ -25,7 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 TEST(Shutdown, AWaitingRequestGetsTheRecordSayingTheServerIsShuttingDown) {
   LocalCluster c;
@@ -49,7 +48,10 @@ TEST(Shutdown, AWaitingRequestGetsTheRecordSayingTheServerIsShuttingDown) {
   ASSERT_TRUE(running);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the run iterates
   kill(c.server_pid(), SIGTERM);
-  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  if (waiting.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    c.stop();  // ends the request
+    FAIL() << "the waiting request was not answered within 30 s";
+  }
   auto reply = waiting.get();
   ASSERT_TRUE(reply.ok()) << "the connection closed with no answer: " << reply.status().message();
   const json rec = json::parse(reply->body, nullptr, false);
@@ -98,11 +100,15 @@ TEST(StageDeadline, AWorkerThatNeverAnswersFailsTheStageWithinTheDeadline) {
   ASSERT_TRUE(c.wait_for_workers(1).ok());
   const std::string path = c.dir() + "/values.npy";
   write_values(path, 1000, 1.0);
-  const auto t0 = Clock::now();
-  auto r = http_request("POST", c.uri() + "/datasets/stage", json{{"path", path}}.dump(),
-                        "application/json", 60);
+  auto staging = std::async(std::launch::async, [&] {
+    return http_request("POST", c.uri() + "/datasets/stage", json{{"path", path}}.dump());
+  });
+  if (staging.wait_for(std::chrono::seconds(15)) != std::future_status::ready) {
+    c.stop();  // ends the request
+    FAIL() << "POST /datasets/stage was not answered within 15 s";
+  }
+  auto r = staging.get();
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
   EXPECT_EQ(r->status, 503) << r->body;
   EXPECT_NE(r->body.find("did not stage the rows within 2 s"), std::string::npos) << r->body;
   const json workers = get_json(c, "/clients");
