@@ -29,7 +29,7 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kTrials = 12;
+constexpr int kTrials = 30;
 constexpr auto kBudget = std::chrono::seconds(60);
 constexpr uint64_t kSeed = 45;
 constexpr int64_t kUploadRows = 4'000'000;  // 64 MB of float64 pairs: 64 chunks
