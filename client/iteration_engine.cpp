@@ -12,7 +12,7 @@ namespace {
 // Slices of an iteration whose progress is reported: enough to show it
 // moving, few enough that each slice's launches stay cheap beside its work.
 constexpr int64_t kMinSliceRows = 4096;
-constexpr int64_t kMaxSlices = 32;
+constexpr int64_t kMaxSlices = IterationResultMsg::kMaxProgressSlices;
 
 }  // namespace
 

@@ -14,6 +14,8 @@ void KeptRowsCatalog::note(KeptRowsEntry entry) {
 
 void KeptRowsCatalog::note(const FileRowsKey& key) {
   note(KeptRowsEntry{key.key(), key.description(), key.bytes(), key.path, key.first_row, key.rows});
+  std::lock_guard<std::mutex> l(mu_);
+  files_[key.key()] = {key.file.device, key.file.inode};
 }
 
 std::vector<KeptRowsEntry> KeptRowsCatalog::describe(const std::vector<std::string>& keys) const {
@@ -27,10 +29,17 @@ std::vector<KeptRowsEntry> KeptRowsCatalog::describe(const std::vector<std::stri
 }
 
 std::set<std::string> KeptRowsCatalog::keys_of(const std::string& source) const {
+  std::set<FileId> files;
+  if (auto now = FileIdentity::of(source); now.ok()) files.insert({now->device, now->inode});
   std::lock_guard<std::mutex> l(mu_);
   std::set<std::string> out;
-  for (const auto& [key, entry] : notes_)
-    if (entry.source == source) out.insert(key);
+  for (const auto& [key, entry] : notes_) {
+    if (entry.source != source) continue;
+    out.insert(key);
+    if (auto f = files_.find(key); f != files_.end()) files.insert(f->second);
+  }
+  for (const auto& [key, file] : files_)
+    if (files.count(file)) out.insert(key);
   return out;
 }
 
@@ -38,6 +47,8 @@ void KeptRowsCatalog::retain(const std::set<std::string>& keys) {
   std::lock_guard<std::mutex> l(mu_);
   for (auto it = notes_.begin(); it != notes_.end();)
     it = keys.count(it->first) ? std::next(it) : notes_.erase(it);
+  for (auto it = files_.begin(); it != files_.end();)
+    it = keys.count(it->first) ? std::next(it) : files_.erase(it);
 }
 
 }  // namespace lizard

@@ -5,7 +5,8 @@
 // Executors know their kept rows by key alone; the worker notes each key it
 // sends rows under, describes its executors' keys in its resource reports,
 // which the server lists and places runs by, and finds the keys of a source
-// to drop.  Thread-safe.
+// to drop: of a file, by the file itself, so that whichever name runs
+// reached it by (a symlink, a relative path) drops them all.  Thread-safe.
 //
 //   catalog.note({key, "upload u1 rows 0..10", 4096, "u1", 0, 10});
 //   catalog.note(file_rows_key);  // a FileRowsKey's key, description, path and rows
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dataset/file_rows_key.h"
@@ -33,14 +35,18 @@ class KeptRowsCatalog {
   void note(const FileRowsKey& key);
   // Each key with what was noted of it (a key never noted: itself, 0 bytes).
   std::vector<KeptRowsEntry> describe(const std::vector<std::string>& keys) const;
-  // The keys noted with this source.
+  // The keys noted with this source, and every key of the same file under
+  // another name: the file `source` names now, or that its keys were noted
+  // from.  Blocking (a stat of `source`).
   std::set<std::string> keys_of(const std::string& source) const;
   // Forgets the keys not in `keys` (rows no executor keeps any more).
   void retain(const std::set<std::string>& keys);
 
  private:
+  using FileId = std::pair<uint64_t, uint64_t>;  // device, inode
   mutable std::mutex mu_;
   std::map<std::string, KeptRowsEntry> notes_;  // GUARDED_BY(mu_)
+  std::map<std::string, FileId> files_;         // GUARDED_BY(mu_): the file of a file's rows
 };
 
 }  // namespace lizard

@@ -33,6 +33,7 @@ RowStaging::RowStaging(std::vector<std::unique_ptr<ExecutorHandle>>* executors,
 RowStaging::~RowStaging() {
   stopping_ = true;
   jobs_.close();
+  for (auto& h : *executors_) h->wake();  // a stage waiting for a busy executor
   if (thread_.joinable()) thread_.join();
 }
 
@@ -112,7 +113,8 @@ Status RowStaging::stage_part(const StageRowsMsg& m, const DataRoots& server_roo
   part->bytes = key.bytes();
   if (part->rows == 0) return Status::Ok();
   const size_t i = static_cast<size_t>(part->executor);
-  if (!take(i, kExecutorWaitS))
+  ExecutorClaim claim = take(i, kExecutorWaitS);
+  if (!claim)
     return unavailable(what + " is still busy with a run after " + std::to_string(kExecutorWaitS) +
                        " s");
   Executor& ex = *(*executors_)[i]->executor;
@@ -124,7 +126,6 @@ Status RowStaging::stage_part(const StageRowsMsg& m, const DataRoots& server_roo
     result = located.ok() ? ex.keep_file_rows(part->key, *located) : located.status();
   }
   if (result.ok()) catalog_->note(key);
-  give_back(i);
   return result.with_context(what);
 }
 
@@ -137,7 +138,8 @@ void RowStaging::drop(const std::string& source) {
 void RowStaging::retry_deferred() {
   for (auto it = deferred_.begin(); it != deferred_.end();) {
     const size_t i = it->first;
-    if (!take(i, 0)) {
+    ExecutorClaim claim = take(i, 0);
+    if (!claim) {
       ++it;
       continue;
     }
@@ -147,29 +149,14 @@ void RowStaging::retry_deferred() {
       keys.insert(of.begin(), of.end());
     }
     if (!keys.empty()) (*executors_)[i]->executor->forget_kept_rows(keys);
-    give_back(i);
     it = deferred_.erase(it);
   }
 }
 
-bool RowStaging::take(size_t i, int wait_s) {
-  ExecutorHandle& h = *(*executors_)[i];
-  std::unique_lock<std::mutex> l(h.mu);
-  if (!h.freed.wait_for(l, std::chrono::seconds(wait_s),
-                        [&] { return h.owner.empty() || stopping_; }) ||
-      stopping_)
-    return false;
-  h.owner = kOwner;
-  return true;
-}
-
-void RowStaging::give_back(size_t i) {
-  ExecutorHandle& h = *(*executors_)[i];
-  {
-    std::lock_guard<std::mutex> l(h.mu);
-    h.owner.clear();
-  }
-  h.freed.notify_all();
+ExecutorClaim RowStaging::take(size_t i, int wait_s) {
+  auto claim = ExecutorClaim::take((*executors_)[i].get(), kOwner,
+                                   SteadyClock::now() + std::chrono::seconds(wait_s), stopping_);
+  return claim.ok() ? std::move(claim).value() : ExecutorClaim();
 }
 
 }  // namespace lizard

@@ -4,7 +4,7 @@
 // same rows would name them by (dataset/file_rows_key.h), so that the run
 // finds them kept; a drop_rows message lets go of every kept row of a source
 // (and an upload's rows in the upload cache).  Each executor is taken as a
-// run takes it (ExecutorHandle::owner), so rows a running run uses are
+// run takes it (ExecutorClaim), so rows a running run uses are
 // dropped only once it ends.
 //
 // Jobs run in order on a thread of their own, never on the daemon's; each
@@ -55,9 +55,8 @@ class RowStaging {
   void drop(const std::string& source);
   void retry_deferred();
   // Takes executor i as a run would (waiting at most `wait_s`; 0: not at
-  // all); false when it stays busy.
-  bool take(size_t i, int wait_s);
-  void give_back(size_t i);
+  // all); an empty claim when it stays busy.  The claim lets it go.
+  ExecutorClaim take(size_t i, int wait_s);
 
   std::vector<std::unique_ptr<ExecutorHandle>>* executors_;
   KeptRowsCatalog* catalog_;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -117,20 +118,15 @@ TEST_F(RowStagingTest, EachExecutorKeepsItsPartUnderARunsKey) {
 
 TEST_F(RowStagingTest, ADropWaitsForTheRunThatHoldsTheExecutor) {
   ASSERT_TRUE(stage({{0, 0, 5}, {1, 5, 5}}).ok);
-  {
-    std::lock_guard<std::mutex> l(executors_[1]->mu);
-    executors_[1]->owner = "r7";  // a run holds executor 1
-  }
+  std::atomic<bool> never{false};
+  auto run = ExecutorClaim::take(executors_[1].get(), "r7", SteadyClock::now(), never);
+  ASSERT_TRUE(run.ok());  // a run holds executor 1
   staging_.post(encode(DropRowsMsg{path_}.to_message()));
   ASSERT_TRUE(done_.pop_for(std::chrono::seconds(10)));
   EXPECT_TRUE(emptied(0));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(kept(1).size(), 1u);  // still the run's
-  {
-    std::lock_guard<std::mutex> l(executors_[1]->mu);
-    executors_[1]->owner.clear();
-  }
-  executors_[1]->freed.notify_all();
+  run->reset();
   EXPECT_TRUE(emptied(1));
 }
 

@@ -29,13 +29,10 @@ void RunSession::abort() {
   inbox_.close();
   {  // a call blocked in a killed process returns at once; release() restarts it
     std::lock_guard<std::mutex> l(held_mu_);
-    for (size_t i = 0; i < owned_; ++i)
-      if (ProcessExecutor* p = (*ctx_.executors)[executors_[i]]->process) p->kill_process();
+    for (const ExecutorClaim& c : claims_)
+      if (ProcessExecutor* p = c.handle()->process) p->kill_process();
   }
-  for (auto& h : *ctx_.executors) {  // wakes a session waiting for an executor
-    { std::lock_guard<std::mutex> l(h->mu); }
-    h->freed.notify_all();
-  }
+  for (auto& h : *ctx_.executors) h->wake();  // a session waiting for an executor
 }
 
 // An aborted run answers nothing: its server has gone, or the worker is going.
@@ -343,18 +340,20 @@ Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields, std:
 }
 
 // Waits until the previous runs on this run's executors have let them go
-// (their run_end may still be on its way through their sessions).
+// (their run_end may still be on its way through their sessions).  What it
+// claimed before a failure or an abort stays in claims_, for release().
 Status RunSession::acquire_executors() {
   const auto deadline = SteadyClock::now() + std::chrono::seconds(60);
   for (size_t i = 0; i < executors_.size(); ++i) {
-    ExecutorHandle& h = *(*ctx_.executors)[executors_[i]];
-    std::unique_lock<std::mutex> l(h.mu);
-    if (!h.freed.wait_until(l, deadline, [&] { return h.owner.empty() || aborting_; }) || aborting_)
-      return unavailable("executor " + std::to_string(executors_[i]) + " is still busy with " +
-                         (h.owner.empty() ? std::string("another run") : h.owner));
-    h.owner = run_id_;
+    auto claim =
+        ExecutorClaim::take((*ctx_.executors)[executors_[i]].get(), run_id_, deadline, aborting_);
+    if (!claim.ok() && claim.status().code() == Code::kCancelled)
+      return Status(Code::kCancelled, "aborted");
+    if (!claim.ok())
+      return unavailable("executor " + std::to_string(executors_[i]) + " is " +
+                         claim.status().message());
     std::lock_guard<std::mutex> g(held_mu_);
-    owned_ = i + 1;
+    claims_.push_back(std::move(claim).value());
   }
   if (aborting_) return Status(Code::kCancelled, "aborted");
   return Status::Ok();
@@ -364,13 +363,13 @@ Status RunSession::acquire_executors() {
 // An executor process that ended (a crash, or abort()) is restarted first,
 // so that the next run finds it ready; all at once, as a GPU's takes a while.
 void RunSession::release() {
-  size_t owned = 0;
+  std::vector<ExecutorClaim> held;
   {
     std::lock_guard<std::mutex> l(held_mu_);
-    std::swap(owned, owned_);
+    held.swap(claims_);
   }
-  (void)for_each_parallel(owned, [&](size_t i) {
-    ExecutorHandle& h = *(*ctx_.executors)[executors_[i]];
+  (void)for_each_parallel(held.size(), [&](size_t i) {
+    ExecutorHandle& h = *held[i].handle();
     {
       std::lock_guard<std::mutex> l(h.mu);
       if (begun_) (void)h.executor->end_run(false);
@@ -380,9 +379,8 @@ void RunSession::release() {
         else
           spdlog::error("cannot restart executor {}: {}", executors_[i], st.message());
       }
-      h.owner.clear();
     }
-    h.freed.notify_all();
+    held[i].reset();
     return Status::Ok();
   });
   begun_ = false;

@@ -137,10 +137,10 @@ class RunSession {
   std::atomic<uint64_t> file_bytes_read_{0}, file_bytes_kept_{0};
   bool report_progress_ = false;  // run iterations in slices, reporting each
   bool begun_ = false;
-  // executors_[0, owned_) are owned by this run; abort() reads them from
-  // another thread, so owned_ changes under held_mu_.
+  // claims_[i] holds executors_[i] for this run, for i below its size;
+  // abort() reads them from another thread, so claims_ changes under held_mu_.
   std::mutex held_mu_;
-  size_t owned_ = 0;  // GUARDED_BY(held_mu_) for writes
+  std::vector<ExecutorClaim> claims_;  // GUARDED_BY(held_mu_) for writes
 
   IterationEngine engine_;  // the run's iterations on its executors, at once
   // What iterate() reuses, so that an iteration allocates nothing.

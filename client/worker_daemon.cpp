@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "client/aborted_runs.h"
 #include "client/ahead_builds.h"
 #include "client/row_staging.h"
 #include "client/run_session.h"
@@ -71,6 +72,8 @@ struct WorkerDaemon::Impl {
   SessionRoutes routes;
   // Rows of uploaded fields that arrived ahead of their run_start: by run, then field.
   std::map<std::string, std::map<size_t, std::shared_ptr<UploadRows>>> chunks;
+  // Runs the server aborted: a run_start of one arriving later starts nothing.
+  AbortedRuns aborted;
   // What the connection's io thread hands the daemon's thread, in order.
   struct InboxItem {
     // kStaged: rows were staged or dropped; `frame`, the answer to send
@@ -177,10 +180,13 @@ void WorkerDaemon::Impl::handle(std::string frame) {
     case MessageType::kDropRows:
       return staging->post(std::move(frame));
     case MessageType::kRunAbort:  // cancelled, or past its time limit: stop its kernels now
-      if (auto it = sessions.find(run_id); it != sessions.end()) {
-        spdlog::info("run {}: aborted by the server", run_id);
-        it->second->abort();
-      }
+      spdlog::info("run {}: aborted by the server", run_id);
+      // A run_start of the run may still be on its way, behind the abort
+      // (the first may have found its uploaded rows gone, and a second
+      // follows them): it starts nothing.
+      aborted.note(run_id);
+      chunks.erase(run_id);
+      if (auto it = sessions.find(run_id); it != sessions.end()) it->second->abort();
       return;
     default:
       spdlog::debug("ignoring {} message", message_type_name(m->type));
@@ -190,6 +196,11 @@ void WorkerDaemon::Impl::handle(std::string frame) {
 // Hands a run's message to its session, starting one for a run_start.
 void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame, bool starts) {
   auto it = sessions.find(run_id);
+  if (starts && aborted.contains(run_id)) {
+    spdlog::info("run {}: not started, as the server aborted it already", run_id);
+    chunks.erase(run_id);
+    return;
+  }
   if (starts) {
     if (it != sessions.end()) {  // a repeated start replaces the run
       routes.remove(run_id);
@@ -259,6 +270,7 @@ void WorkerDaemon::Impl::abort_sessions() {
   }
   sessions.clear();
   chunks.clear();
+  aborted.clear();
 }
 
 void WorkerDaemon::Impl::measure(size_t i) {
@@ -319,7 +331,7 @@ void WorkerDaemon::Impl::refresh_resources() {
 // made once at the size the first chunk announces.
 void WorkerDaemon::Impl::on_chunk(const MessageView& m) {
   auto h = DataChunkMsg::parse(m.header);
-  if (!h.ok()) return;
+  if (!h.ok() || aborted.contains(h->run_id)) return;
   std::shared_ptr<UploadRows>& rows = chunks[h->run_id][h->field];
   if (!rows) {
     auto made = UploadRows::create(h->total);

@@ -84,7 +84,7 @@ struct Coordinator::Impl : RouteActions {
         runs(opts.state_dir),
         datasets(opts.state_dir),
         scheduler({opts.max_bypass}),
-        stager(&workers, opts.data_roots.roots()),
+        stager(&workers, opts.data_roots.roots(), {opts.load_timeout_s, 50e6}),
         routes({opts.token, opts.read_token},
                {&programs, &workers, &runs, &datasets, this, &metrics,
                 [this](std::function<void()> f) { boost::asio::post(pool, std::move(f)); }, &stager,

@@ -187,7 +187,12 @@ std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
        }},
       {{"POST", "/api/v1/programs/{hash}/runs"}, submit},
       {{"GET", "/api/v1/runs"},
-       [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.runs->list_json(c.query["status"])); }},
+       [](HttpRoutes* h, C& c, R& r) {
+         const auto status = c.query.find("status");  // given empty, it names no status
+         reply(r, h->s_.runs->list_json(status == c.query.end()
+                                            ? std::nullopt
+                                            : std::optional<std::string>(status->second)));
+       }},
       {{"GET", "/api/v1/runs/{id}"},
        [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.runs->get_json(c.path["id"])); }},
       {{"DELETE", "/api/v1/runs/{id}"},
@@ -329,7 +334,7 @@ void HttpRoutes::get_root(Call& c, Responder& r) {
   probe.method = "GET";
   json snapshot;
   if (!check_token(probe)) {
-    Result<json> runs = s_.runs ? s_.runs->list_json("") : Result<json>(json::array());
+    Result<json> runs = s_.runs ? s_.runs->list_json() : Result<json>(json::array());
     snapshot = {{"root", root},
                 {"clients", s_.workers ? s_.workers->to_json() : json::array()},
                 {"runtimes", runs.ok() ? *runs : json::array()}};

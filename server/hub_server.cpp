@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <thread>
+#include <utility>
 #include <variant>
 
 #include "common/close_on_exec.h"
@@ -101,9 +103,11 @@ void open_worker_channel(MaybeTlsStream stream, http::request<http::string_body>
 // Over TLS, the handshake comes first.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(MaybeTlsStream&& stream, ServerHandler* handler, const HubServerOptions& opts)
+  HttpSession(MaybeTlsStream&& stream, ServerHandler* handler, const HubServerOptions& opts,
+              std::shared_ptr<std::atomic<int>> answers)
       : stream_(std::move(stream)),
         handler_(handler),
+        answers_(std::move(answers)),
         max_body_(opts.max_body),
         heartbeat_s_(opts.heartbeat_timeout_s),
         read_timeout_(opts.read_timeout_s),
@@ -289,8 +293,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     stream_.expires_never();  // the answer may take as long as a run (?wait=1)
     auto self = shared_from_this();
     handler_->on_http(std::move(r), [self](HttpResponse resp) {
-      net::post(self->stream_.get_executor(),
-                [self, resp = std::move(resp)]() mutable { self->write(std::move(resp)); });
+      ++*self->answers_;  // until written: a stopping server lets it go out
+      net::post(self->stream_.get_executor(), [self, resp = std::move(resp)]() mutable {
+        self->counted_answer_ = true;
+        self->write(std::move(resp));
+      });
     });
   }
 
@@ -362,6 +369,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     stream_.expires_after(std::chrono::seconds(60));
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
+                        if (std::exchange(self->counted_answer_, false)) --*self->answers_;
                         self->on_write(ec, res->need_eof());
                       });
   }
@@ -398,6 +406,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   MaybeTlsStream stream_;
   ServerHandler* handler_;
+  // The server's count of answers handed over and not yet written; whether
+  // the answer being written is one of them.
+  std::shared_ptr<std::atomic<int>> answers_;
+  bool counted_answer_ = false;
   uint64_t max_body_;
   int heartbeat_s_;
   int read_timeout_;
@@ -428,6 +440,7 @@ struct HubServer::Impl {
 
   net::steady_timer accept_timer{ioc};
   AcceptBackoff accept_backoff;
+  std::shared_ptr<std::atomic<int>> answers = std::make_shared<std::atomic<int>>(0);
 
   void do_accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
@@ -439,7 +452,7 @@ struct HubServer::Impl {
       socket.set_option(tcp::no_delay(true), ec);
       auto stream =
           tls ? MaybeTlsStream(std::move(socket), *tls) : MaybeTlsStream(std::move(socket));
-      std::make_shared<HttpSession>(std::move(stream), handler, opts)->run();
+      std::make_shared<HttpSession>(std::move(stream), handler, opts, answers)->run();
       do_accept();
     });
   }
@@ -491,13 +504,21 @@ Status HubServer::start() {
   return Status::Ok();
 }
 
-void HubServer::stop() {
+void HubServer::stop_accepting() {
   if (!impl_->thread.joinable()) return;
   net::post(impl_->ioc, [this] {
     beast::error_code ec;
     impl_->acceptor.close(ec);
     impl_->accept_timer.cancel();
   });
+}
+
+void HubServer::stop(std::chrono::milliseconds drain) {
+  if (!impl_->thread.joinable()) return;
+  stop_accepting();
+  const auto deadline = std::chrono::steady_clock::now() + drain;
+  while (*impl_->answers > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   impl_->ioc.stop();
   impl_->thread.join();
 }

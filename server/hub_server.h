@@ -7,9 +7,11 @@
 //
 //   HubServer s(handler, {"0.0.0.0", 5000});
 //   Status st = s.start();   // binds; fails if the port is taken or the TLS files are unusable
-//   ...; s.stop();
+//   ...; s.stop_accepting();   // a shutdown: no new connection; open ones are still answered
+//   ...; s.stop();             // the answers handed over by now are written first
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,7 +38,12 @@ class HubServer {
   HubServer(ServerHandler* handler, HubServerOptions opts);
   ~HubServer();
   Status start();
-  void stop();
+  // Takes no new connection; those open are still read and answered.
+  void stop_accepting();
+  // Ends every connection, once the answers handed over by now are written
+  // (for at most `drain`): a server shutting down answers its waiting
+  // requests (`?wait=1`) first.
+  void stop(std::chrono::milliseconds drain = std::chrono::seconds(5));
   uint16_t port() const;  // the bound port (useful with port 0)
 
  private:

@@ -1,6 +1,7 @@
 #include "server/row_stager.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "plan/partition_plan.h"
 #include "server/worker_registry.h"
@@ -9,8 +10,9 @@ namespace lizard {
 
 using nlohmann::json;
 
-RowStager::RowStager(WorkerRegistry* workers, std::vector<std::string> data_roots)
-    : workers_(workers), data_roots_(std::move(data_roots)) {}
+RowStager::RowStager(WorkerRegistry* workers, std::vector<std::string> data_roots,
+                     StageDeadline deadline)
+    : workers_(workers), data_roots_(std::move(data_roots)), deadline_(deadline) {}
 
 Result<std::vector<ExecutorRef>> RowStager::pick_executors(int64_t wanted) const {
   std::vector<ExecutorRef> free;
@@ -54,8 +56,11 @@ Result<json> RowStager::stage(const StageRequest& req) {
   } else {
     plan = plan_partition(req.rows, slots);
     std::map<std::string, StageRowsMsg> by_worker;
+    int64_t most_rows = 0;  // of one worker: its deadline allows for them
+    std::map<std::string, int64_t> rows_of;
     for (const PlanEntry& e : plan.entries) {
       if (e.rows == 0) continue;
+      most_rows = std::max(most_rows, rows_of[e.worker_id] += e.rows);
       auto [it, fresh] = by_worker.try_emplace(e.worker_id);
       if (fresh)
         it->second = {
@@ -69,7 +74,7 @@ Result<json> RowStager::stage(const StageRequest& req) {
     replies = waiting.size() < by_worker.size()
                   ? Result<std::map<std::string, RowsStagedMsg>>(
                         worker_lost("a worker left before its rows were staged"))
-                  : await(id, waiting);
+                  : await(id, waiting, deadline_s(most_rows * row_bytes));
   }
   workers_->release(refs, id);
   {
@@ -95,9 +100,19 @@ Result<json> RowStager::stage(const StageRequest& req) {
   return out;
 }
 
+double RowStager::deadline_s(int64_t bytes) const {
+  if (deadline_.floor_s <= 0) return static_cast<double>(kStageTimeout.count());
+  const double transfer =
+      deadline_.bytes_per_s > 0 ? static_cast<double>(bytes) / deadline_.bytes_per_s : 0;
+  return deadline_.floor_s + transfer;
+}
+
 Result<std::map<std::string, RowsStagedMsg>> RowStager::await(const std::string& id,
-                                                              std::vector<std::string> waiting) {
-  const auto deadline = std::chrono::steady_clock::now() + kStageTimeout;
+                                                              std::vector<std::string> waiting,
+                                                              double seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
     std::map<std::string, RowsStagedMsg>& got = replies_[id];
@@ -108,9 +123,20 @@ Result<std::map<std::string, RowsStagedMsg>> RowStager::await(const std::string&
       if (!workers_->link(w)) return worker_lost("worker " + w + " left while staging the rows");
     }
     if (all) return got;
-    if (std::chrono::steady_clock::now() >= deadline)
-      return unavailable("the workers did not stage the rows within " +
-                         std::to_string(kStageTimeout.count()) + " s");
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // Left out of placement until it answers again, as after a run's deadline.
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%.4g", seconds);
+      std::string late;
+      for (const std::string& w : waiting) {
+        if (got.count(w)) continue;
+        workers_->missed_deadline(w, std::string("missed the stage deadline (") + limit + " s)");
+        late += (late.empty() ? "" : ", ") + w;
+      }
+      return unavailable("worker " + late + " did not stage the rows within " + limit +
+                         " s (--load-timeout, plus 1 s per 50 MB of rows); it gets no runs " +
+                         "until it answers again");
+    }
     answered_.wait_for(l, std::chrono::milliseconds(250));
   }
 }

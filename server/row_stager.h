@@ -6,9 +6,12 @@
 // stage loads onto are claimed like a run's (WorkerRegistry::claim) until
 // their workers answer, so no run is placed on them meanwhile.
 //
-// stage() blocks until the workers answer (or kStageTimeout): call it off
-// the io thread.  on_reply() is called on the io thread with each worker's
-// rows_staged.  Thread-safe: `mu_` guards the stages in flight.
+// stage() blocks until the workers answer, or until a deadline as a run's
+// loading has (`--load-timeout` plus the rows' bytes at 50 MB/s): a worker
+// that misses it is left out of placement until it answers again, as after
+// a run's deadline, and the stage fails saying so.  Call it off the io thread.  on_reply() is
+// called on the io thread with each worker's rows_staged.  Thread-safe: `mu_` guards the stages in
+// flight.
 //
 //   RowStager stager(&workers, opts.data_roots.roots());
 //   Result<nlohmann::json> staged = stager.stage(parse_stage_request(body, roots).value());
@@ -35,9 +38,17 @@ namespace lizard {
 
 class WorkerRegistry;
 
+// How long a worker may take to stage its rows: `floor_s` plus its rows'
+// bytes at `bytes_per_s`; a floor of 0 means RowStager::kStageTimeout.
+struct StageDeadline {
+  double floor_s = 60;
+  double bytes_per_s = 50e6;
+};
+
 class RowStager {
  public:
-  RowStager(WorkerRegistry* workers, std::vector<std::string> data_roots);
+  RowStager(WorkerRegistry* workers, std::vector<std::string> data_roots,
+            StageDeadline deadline = StageDeadline());
 
   // Stages the rows; the answer lists what each executor keeps now:
   // {path, format, dtype, width, rows, bytes, executors: [{worker, executor,
@@ -53,12 +64,17 @@ class RowStager {
  private:
   // The free executors to stage onto, in the order a run's plan takes them.
   Result<std::vector<ExecutorRef>> pick_executors(int64_t wanted) const;
-  // Waits for every worker in `waiting` to answer stage `id` (or leave).
+  // How long a worker may take to stage `bytes` of rows.
+  double deadline_s(int64_t bytes) const;
+  // Waits for every worker in `waiting` to answer stage `id` (or leave), for
+  // at most `seconds`.
   Result<std::map<std::string, RowsStagedMsg>> await(const std::string& id,
-                                                     std::vector<std::string> waiting);
+                                                     std::vector<std::string> waiting,
+                                                     double seconds);
 
   WorkerRegistry* workers_;
   std::vector<std::string> data_roots_;  // sent to the workers, who open the file within them
+  StageDeadline deadline_;
   std::mutex mu_;
   std::condition_variable answered_;
   uint64_t next_id_ = 1;                                                 // GUARDED_BY(mu_)

@@ -321,10 +321,10 @@ void RunBook::progress(const std::string& worker_id, const ProgressMsg& m) {
   done = std::max(done, m.rows_done);
 }
 
-Result<json> RunBook::list_json(const std::string& status) const {
+Result<json> RunBook::list_json(const std::optional<std::string>& status) const {
   std::optional<RunStatus> want;
-  if (!status.empty()) {
-    want = parse_run_status(status);
+  if (status) {
+    want = parse_run_status(*status);
     if (!want)
       return invalid_argument("status must be one of queued, running, done, failed, cancelled");
   }

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,8 +131,9 @@ class RunBook {
   };
   void set_events(Events events) { events_ = std::move(events); }
 
-  // GET /runtimes (optionally one status) and GET /runtimes/<id>.
-  Result<nlohmann::json> list_json(const std::string& status) const;
+  // GET /runtimes (every run, or those of one status: a status given empty
+  // names none, and is refused) and GET /runtimes/<id>.
+  Result<nlohmann::json> list_json(const std::optional<std::string>& status = std::nullopt) const;
   Result<nlohmann::json> get_json(const std::string& id) const;
   // A finished run's field as .npy bytes.
   Result<std::string> field_npy(const std::string& id, const std::string& name) const;

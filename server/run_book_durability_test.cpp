@@ -146,7 +146,7 @@ TEST_F(RunBookDurabilityTest, ARunAnsweredWhenDoneIsStoredInTheBackground) {
     ASSERT_TRUE(book.start(r2, {{"w1", 0}}));
     book.flush_writes();
     RunBook restarted(dir_.path());
-    EXPECT_EQ(restarted.list_json("").value().size(), 1u) << "r1's request never reached the store";
+    EXPECT_EQ(restarted.list_json().value().size(), 1u) << "r1's request never reached the store";
     EXPECT_EQ(status_of(restarted, "r2"), "running");
     auto resumed = restarted.resume(programs(), uploads(), 0);
     ASSERT_EQ(resumed.size(), 1u);
@@ -188,10 +188,10 @@ TEST_F(RunBookDurabilityTest, AFullDiskRefusesTheRunAndListsNothing) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kStorageFull);
   EXPECT_TRUE(book.pending().empty());
-  EXPECT_TRUE(book.list_json("").value().empty());
+  EXPECT_TRUE(book.list_json().value().empty());
   ASSERT_TRUE(enqueue(book, body_of()).ok());
   RunBook again(dir_.path());
-  EXPECT_EQ(again.list_json("").value().size(), 1u);
+  EXPECT_EQ(again.list_json().value().size(), 1u);
 }
 
 // A run whose result the store cannot take (a full disk) is never reported
@@ -248,7 +248,7 @@ TEST_F(RunBookDurabilityTest, ARemovedStateDirectoryRefusesRunsAndSaysWhy) {
   EXPECT_NE(refused.status().message().find("the state directory " + state + " was removed"),
             std::string::npos)
       << refused.status().message();
-  EXPECT_EQ(book.list_json("").value().size(), 1u);
+  EXPECT_EQ(book.list_json().value().size(), 1u);
   EXPECT_FALSE(book.store_health().ok());
   book.finish(r1, Status::Ok());
   EXPECT_EQ(status_of(book, "r1"), "failed");
@@ -286,10 +286,10 @@ TEST_F(RunBookDurabilityTest, PruneForgetsOldFinishedRunsAndUploadsOnlyTheyNamed
   EXPECT_EQ(status_of(book, "r3"), "done");
   EXPECT_EQ(status_of(book, "r4"), "queued");
   RunBook again(dir_.path());  // gone from the store too
-  EXPECT_EQ(again.list_json("").value().size(), 2u);
+  EXPECT_EQ(again.list_json().value().size(), 2u);
   EXPECT_TRUE(again.prune(0, 0).empty());  // no limits: nothing goes
   EXPECT_TRUE(again.prune(0, 1).empty());  // r3 finished just now
-  EXPECT_EQ(again.list_json("").value().size(), 2u);
+  EXPECT_EQ(again.list_json().value().size(), 2u);
   EXPECT_TRUE(again.has_unfinished_of(program_->image.hash));
   EXPECT_FALSE(again.has_unfinished_of("0000"));
 }

@@ -188,7 +188,7 @@ TEST_F(RunBookTest, MalformedStoredRecordsDoNotStopTheServer) {
     ASSERT_TRUE((*store)->save("r4", 4, "done", {{"runtime_id", "r4"}, {"status", "done"}}).ok());
   }
   RunBook book(dir_.path());
-  auto all = book.list_json("");
+  auto all = book.list_json();
   ASSERT_TRUE(all.ok());
   std::vector<std::string> ids;
   for (const auto& r : all.value()) ids.push_back(r.value("runtime_id", "?"));
@@ -285,7 +285,7 @@ TEST_F(RunBookTest, ListingFiltersByStatusAndLeavesOutBulkyParts) {
   ASSERT_EQ(done->size(), 1u);
   EXPECT_FALSE((*done)[0].contains("result"));
   EXPECT_FALSE((*done)[0].contains("timings"));
-  EXPECT_EQ(book.list_json("").value().size(), 2u);
+  EXPECT_EQ(book.list_json().value().size(), 2u);
   auto bad = book.list_json("finished");
   EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("queued, running, done"), std::string::npos);

@@ -1,5 +1,7 @@
 #include "server/run_channel.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -25,6 +27,12 @@ Status RunChannel::interrupted() {
     return runtime_error(std::string("the run ran past its time limit of ") + limit + " s");
   }
   return Status::Ok();
+}
+
+Status RunChannel::refuse_message(const std::string& worker_id, const std::string& what) {
+  spdlog::warn("{}: worker {} sent {}", run_->id, worker_id, what);
+  ctx_.workers->sent_bad_message(worker_id, what + " (run " + run_->id + ")");
+  return runtime_error("worker " + worker_id + " sent " + what);
 }
 
 void RunChannel::drop_executors_of(const std::string& worker_id) {

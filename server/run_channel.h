@@ -117,6 +117,11 @@ class RunChannel {
   Result<std::map<std::string, Message>> collect(const std::string& wire_id, MessageType type,
                                                  const std::vector<std::string>& from,
                                                  bool keep_failures = false);
+  // A message of `worker_id` that does not parse or does not fit the run
+  // (`what`: `a run_ready that does not parse: ...`): the worker is marked
+  // (WorkerRegistry::sent_bad_message) and the error to fail the run with
+  // names it.
+  Status refuse_message(const std::string& worker_id, const std::string& what);
   // Drops the executors of a lost worker from those the run holds.
   void drop_executors_of(const std::string& worker_id);
   // Ends the run on `participants`: run_end (asking for `outputs` when

@@ -88,29 +88,27 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
   const auto t_load = SteadyClock::now();
   std::vector<std::string> participants;
   for (const auto& [id, _] : by_worker) participants.push_back(id);
+  // A run cancelled by now sends its workers nothing.
+  LIZARD_RETURN_IF_ERROR(channel_->interrupted());
   // Uploaded rows are first offered from the workers' caches; a worker that
   // no longer holds them says so, and is sent them.
   auto ready = load_workers(wire_id, by_worker, participants, /*stream_uploads=*/false);
   std::vector<std::string> missing;
   if (ready.ok()) {
-    for (const auto& [id, msg] : ready.value()) {
-      auto r = RunReadyMsg::parse(msg.header);
-      if (r.ok() && !r->ok && !r->missing.empty()) missing.push_back(id);
-    }
+    for (const auto& [id, r] : ready.value())
+      if (!r.ok && !r.missing.empty()) missing.push_back(id);
     if (!missing.empty()) {
       auto again = load_workers(wire_id, by_worker, missing, /*stream_uploads=*/true);
       if (again.ok())
-        for (auto& [id, msg] : again.value()) ready.value()[id] = std::move(msg);
+        for (auto& [id, r] : again.value()) ready.value()[id] = std::move(r);
       else
         ready = again.status();
     }
   }
   Status failed = ready.status();
   if (ready.ok())
-    for (const auto& [id, msg] : ready.value()) {
-      auto r = RunReadyMsg::parse(msg.header);
-      if (r.ok() && !r->ok && failed.ok()) failed = runtime_error("worker " + id + ": " + r->error);
-    }
+    for (const auto& [id, r] : ready.value())
+      if (!r.ok && failed.ok()) failed = runtime_error("worker " + id + ": " + r.error);
   if (!failed.ok()) {
     channel_->end_on_workers(wire_id, participants, false);
     return failed.with_context("loading the dataset");
@@ -118,16 +116,14 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
   double compile_ms = 0;
   bool cache_hit = true, quick_build = false;
   uint64_t file_bytes_read = 0, file_bytes_kept = 0;
-  for (const auto& [_, msg] : ready.value()) {
-    auto r = RunReadyMsg::parse(msg.header);
-    if (!r.ok()) continue;
-    compile_ms = std::max(compile_ms, r->compile_ms);
-    file_bytes_read += r->file_bytes_read;
-    file_bytes_kept += r->file_bytes_kept;
-    cache_hit = cache_hit && r->compile_cache_hit;
-    quick_build = quick_build || r->quick_build;
+  for (const auto& [_, r] : ready.value()) {
+    compile_ms = std::max(compile_ms, r.compile_ms);
+    file_bytes_read += r.file_bytes_read;
+    file_bytes_kept += r.file_bytes_kept;
+    cache_hit = cache_hit && r.compile_cache_hit;
+    quick_build = quick_build || r.quick_build;
     if (ctx_.metrics)
-      ctx_.metrics->count_run_ready(r->compile_cache_hit, r->compile_ms, r->quick_build);
+      ctx_.metrics->count_run_ready(r.compile_cache_hit, r.compile_ms, r.quick_build);
   }
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.phases.loading_ms = ms_since(t_load);
@@ -151,7 +147,7 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
 
 // Loads `which` workers, each on a thread of its own so that uploaded rows
 // stream to all of them at once, and collects their run_ready answers.
-Result<std::map<std::string, Message>> RunLoader::load_workers(
+Result<std::map<std::string, RunReadyMsg>> RunLoader::load_workers(
     const std::string& wire_id,
     const std::map<std::string, std::vector<const PlanEntry*>>& by_worker,
     const std::vector<std::string>& which, bool stream_uploads) {
@@ -177,7 +173,17 @@ Result<std::map<std::string, Message>> RunLoader::load_workers(
     most_rows = std::max(most_rows, rows);
   }
   channel_->expect_answers("run_start", 0, channel_->load_deadline_s(most_rows), which);
-  return channel_->collect(wire_id, MessageType::kRunReady, which, /*keep_failures=*/true);
+  LIZARD_ASSIGN_OR_RETURN(auto got, channel_->collect(wire_id, MessageType::kRunReady, which,
+                                                      /*keep_failures=*/true));
+  std::map<std::string, RunReadyMsg> ready;
+  for (const auto& [id, msg] : got) {
+    auto r = RunReadyMsg::parse(msg.header);
+    if (!r.ok())
+      return channel_->refuse_message(id,
+                                      "a run_ready that does not parse: " + r.status().message());
+    ready[id] = std::move(r).value();
+  }
+  return ready;
 }
 
 // Sends one worker its rows (uploaded ones as chunks, or from its cache;

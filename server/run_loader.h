@@ -18,6 +18,7 @@
 
 #include "common/status.h"
 #include "plan/partition_plan.h"
+#include "protocol/messages.h"
 #include "server/run_channel.h"
 #include "server/run_record.h"
 
@@ -39,7 +40,8 @@ class RunLoader {
 
  private:
   Status limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const;
-  Result<std::map<std::string, Message>> load_workers(
+  // Each worker's run_ready; one that does not parse fails the loading.
+  Result<std::map<std::string, RunReadyMsg>> load_workers(
       const std::string& wire_id,
       const std::map<std::string, std::vector<const PlanEntry*>>& by_worker,
       const std::vector<std::string>& which, bool stream_uploads);

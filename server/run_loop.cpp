@@ -1,6 +1,8 @@
 #include "server/run_loop.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "common/clock.h"
 #include "protocol/messages.h"
@@ -12,6 +14,7 @@ namespace lizard {
 Status RunLoop::run(const std::string& wire_id, const std::vector<std::string>& participants,
                     RunSections* s, int64_t* it, bool* done) {
   bool loop_there = can_loop_on_worker(participants);
+  allow_partials(participants);
   ctx_.book->update(run_, [&](RunRecord& r) { r.phases.worker_loop = loop_there; });
   const auto t_iter = SteadyClock::now();
   Status st;
@@ -101,7 +104,11 @@ Status RunLoop::collect_and_fold(const std::string& wire_id, const std::vector<s
       continue;  // an earlier attempt's
     const std::string& id = ev->worker_id;
     if (Status st = result_.read(view->packed); !st.ok())
-      return at(st.with_context("worker " + id));
+      return at(
+          channel_->refuse_message(id, "an iteration_result that does not parse: " + st.message()));
+    if (result_.iteration != it)
+      return at(channel_->refuse_message(
+          id, "an iteration_result for iteration " + std::to_string(result_.iteration)));
     if (!result_.ok)
       return at(runtime_error("worker " + id + ": " +
                               (result_.error.empty() ? std::string("failed") : result_.error)));
@@ -118,16 +125,38 @@ Status RunLoop::fold_result(const std::string& worker_id, size_t k, int64_t it, 
   const auto t0 = SteadyClock::now();
   const std::string_view payload = payloads_[k];
   const size_t n = s->step->partial_bytes();
-  if (n != 0 && payload.size() % n != 0)
-    return internal_error("worker " + worker_id + " sent an aggregate of " +
-                          std::to_string(payload.size()) + " bytes; expected a multiple of " +
-                          std::to_string(n));
+  const auto [least, most] = partials_allowed_[k];
+  if (n != 0 &&
+      (payload.size() % n != 0 || payload.size() / n < least || payload.size() / n > most))
+    return channel_->refuse_message(
+        worker_id, "an aggregate of " + std::to_string(payload.size()) + " bytes; expected " +
+                       (least == most ? std::to_string(least * n)
+                                      : "from " + std::to_string(least * n) + " to " +
+                                            std::to_string(most * n)) +
+                       " (" + std::to_string(n) + " bytes per partial aggregate)");
   LIZARD_RETURN_IF_ERROR(s->step->fold_packed(&s->agg, payload, it));
   payloads_[k] = {};
   if (ctx_.frames)  // for the hub to read the next results into
     ctx_.frames->give(std::move(results_[k]));
   results_fold_ms_ += ms_since(t0);
   return Status::Ok();
+}
+
+void RunLoop::allow_partials(const std::vector<std::string>& participants) {
+  std::map<std::string, size_t> executors;
+  ctx_.book->update(run_, [&](RunRecord& r) {
+    if (r.plan)
+      for (const auto& e : r.plan->entries)
+        if (e.rows > 0) ++executors[e.worker_id];
+  });
+  const bool custom = run_->program->image.manifest.has_custom_reducer();
+  const size_t slices = run_->reports_rows() ? IterationResultMsg::kMaxProgressSlices : 1;
+  partials_allowed_.clear();
+  for (const auto& id : participants) {
+    const size_t n = std::max<size_t>(executors[id], 1);
+    partials_allowed_.push_back(custom ? std::pair{n, n * slices}
+                                       : std::pair{size_t{1}, size_t{1}});
+  }
 }
 
 void RunLoop::record_finished_iteration(const RunSections& s) {

@@ -57,6 +57,9 @@ class RunLoop {
   // results_ has grown: the frames are kept as they came until folded.
   Status collect_and_fold(const std::string& wire_id, const std::vector<std::string>& from,
                           int64_t it, RunSections* s);
+  // How many partial aggregates each participant's iteration_result may
+  // carry, from the plan (IterationResultMsg): [least, most] by participant.
+  void allow_partials(const std::vector<std::string>& participants);
   // Folds the k-th result (from `worker_id`) into the aggregate.
   Status fold_result(const std::string& worker_id, size_t k, int64_t it, RunSections* s);
   // Records a finished iteration: timings, metrics, progress.
@@ -88,7 +91,8 @@ class RunLoop {
   // Kept, so that folding allocates nothing.
   std::vector<std::string> results_;
   std::vector<std::string_view> payloads_;
-  RunChannel::ParticipantIndex participant_index_;  // of indexed_
+  RunChannel::ParticipantIndex participant_index_;           // of indexed_
+  std::vector<std::pair<size_t, size_t>> partials_allowed_;  // by participant
   std::vector<std::string> indexed_;
   OrderedFold fold_order_;
   double results_kernel_ms_ = 0;

@@ -38,7 +38,9 @@ Status RunLoop::loop_on_worker(const std::string& wire_id, const std::string& wo
     if (!got.ok()) return got.status().with_context("iteration " + std::to_string(*it));
     const Message& msg = got->at(worker);
     auto step = LoopStepMsg::parse(msg.packed);
-    if (!step.ok()) return step.status().with_context("worker " + worker);
+    if (!step.ok())
+      return channel_->refuse_message(
+          worker, "a loop_step that does not parse: " + step.status().message());
     if (!step->ok && step->unsupported) {
       *unsupported = true;
       return Status::Ok();
@@ -47,12 +49,15 @@ Status RunLoop::loop_on_worker(const std::string& wire_id, const std::string& wo
       return runtime_error("worker " + worker + ": " + step->error)
           .with_context("iteration " + std::to_string(step->iteration));
     if (step->iteration != *it)
-      return internal_error("worker " + worker + " reported iteration " +
-                            std::to_string(step->iteration) + " for " + std::to_string(*it));
+      return channel_
+          ->refuse_message(worker, "a loop_step for iteration " + std::to_string(step->iteration))
+          .with_context("iteration " + std::to_string(*it));
     if (msg.payload.size() != agg_bytes + state_bytes)
-      return internal_error("worker " + worker + " sent a loop step of " +
-                            std::to_string(msg.payload.size()) + " bytes; expected " +
-                            std::to_string(agg_bytes + state_bytes));
+      return channel_
+          ->refuse_message(worker, "a loop_step of " + std::to_string(msg.payload.size()) +
+                                       " bytes; expected " +
+                                       std::to_string(agg_bytes + state_bytes))
+          .with_context("iteration " + std::to_string(*it));
     if (agg_bytes) std::memcpy(s->agg.bytes.data(), msg.payload.data(), agg_bytes);
     if (state_bytes)
       std::memcpy(s->state.bytes.data(), msg.payload.data() + agg_bytes, state_bytes);

@@ -48,6 +48,7 @@ json WorkerRegistry::Worker::to_json() const {
   if (!hello.slurm_job_id.empty()) j["slurm_job_id"] = hello.slurm_job_id;
   if (!resources_at.empty()) j["resources_at"] = resources_at;
   if (!unresponsive.empty()) j["unresponsive"] = unresponsive;
+  if (!bad_message.empty()) j["bad_message"] = bad_message;
   for (const auto& [h, b] : programs) j["programs"][h] = b.to_json();
   return j;
 }
@@ -224,6 +225,12 @@ void WorkerRegistry::answered(const std::string& id) {
   it->second.unresponsive.clear();
   --unresponsive_;
   spdlog::info("worker {} answers again: runs may be placed on it", id);
+}
+
+void WorkerRegistry::sent_bad_message(const std::string& id, const std::string& why) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = workers_.find(id);
+  if (it != workers_.end()) it->second.bad_message = why;
 }
 
 bool WorkerRegistry::claim(const std::vector<ExecutorRef>& executors, const std::string& run_id) {

@@ -102,6 +102,10 @@ class WorkerRegistry {
   void missed_deadline(const std::string& id, const std::string& why);
   // A run's answer came from the worker (cheap when no worker missed a deadline).
   void answered(const std::string& id);
+  // A worker sent a message that does not parse or does not fit its run
+  // (the run fails): GET /clients shows the latest as `bad_message` until
+  // the worker connects again.
+  void sent_bad_message(const std::string& id, const std::string& why);
 
   // Marks executors as serving `run_id`; false (and no change) when one is
   // busy or gone.
@@ -131,6 +135,7 @@ class WorkerRegistry {
     std::string connected_at;
     std::string resources_at;  // when its latest resources report arrived
     std::string unresponsive;  // why it is left out of placement, or empty
+    std::string bad_message;   // the latest message of it refused, and why; or empty
     nlohmann::json to_json() const;
   };
 

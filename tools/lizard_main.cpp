@@ -152,8 +152,10 @@ int run_server(ServerFlags f) {
                    : "");
   int sig = wait_for_signal();
   spdlog::info("signal {}: shutting down", sig);
-  hub.stop();
+  // Requests still waiting (?wait=1) get their answer before the connections end.
+  hub.stop_accepting();
   coordinator.shutdown();
+  hub.stop();
   return 0;
 }
 

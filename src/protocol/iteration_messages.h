@@ -42,8 +42,14 @@ struct IterateMsg {
   void write(ByteWriter* w) const;       // the packed header's fields
 };
 
-// worker → server: one iteration's result.  Payload: aggregate sections.
+// worker → server: one iteration's result.  Payload: aggregate sections —
+// one (the worker's executors' partials folded) when the run's reducers are
+// built in; with a custom reducer one per executor of the run on the worker,
+// or per slice of one when the run reports progress (at most
+// kMaxProgressSlices each).  The server refuses any other count.
 struct IterationResultMsg {
+  static constexpr int64_t kMaxProgressSlices = 32;
+
   std::string run_id;
   int64_t iteration = 0;
   bool ok = true;

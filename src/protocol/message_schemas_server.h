@@ -96,7 +96,9 @@ struct WireSchema<RunAbortMsg> {
   static constexpr MessageType kType = MessageType::kRunAbort;
   static constexpr const char* kDoc =
       "In place of `run_end`, when a run is cancelled or past its time limit. No answer: the "
-      "worker kills the processes of the run's executors, starts them again and frees them.";
+      "worker kills the processes of the run's executors, starts them again and frees them. "
+      "It goes ahead of the frames still queued for the worker, so it may arrive before the "
+      "attempt's `run_start` or `data_chunk`s: the worker then starts nothing for the attempt.";
   static auto fields() {
     return std::make_tuple(required("run_id", &RunAbortMsg::run_id, "the attempt"),
                            optional("reason", &RunAbortMsg::reason, "why"));

@@ -2,15 +2,21 @@
 // that what it reports (its executors, their free memory and load) is under
 // the test's control.  It builds every program it is sent and runs nothing:
 // it answers no run_start, or with `Answers::kRunStart` says its rows are
-// loaded and then answers no iteration.  Its connection answers pings.
+// loaded and then answers no iteration; or, given an OnMessage, answers
+// each message of a run (run_start, iterate, ...) as the test writes it,
+// malformed answers included.  Its connection answers pings.
 //
 //   FakeWorker w(c.port(), "gpu-node", {gpu_executor()});
 //   w.send(MessageType::kResources, {{"free_memory", {1 << 20}}, {"utilization", {90}}});
 //   FakeWorker stuck(c.port(), "stuck", {cpu}, FakeWorker::Answers::kRunStart);
+//   FakeWorker odd(c.port(), "odd", {cpu}, [](FakeWorker& w, const Message& m) {
+//     if (m.type == MessageType::kRunStart) w.send(MessageType::kRunReady, {{"run_id", ...}});
+//   });
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +30,14 @@ namespace lizard {
 class FakeWorker {
  public:
   enum class Answers { kNothing, kRunStart };
+  // Called on the connection's thread for each message other than a program.
+  using OnMessage = std::function<void(FakeWorker& self, const Message& m)>;
+
+  FakeWorker(uint16_t port, const std::string& hostname, const std::vector<ExecutorInfo>& executors,
+             OnMessage on_message)
+      : FakeWorker(port, hostname, executors, Answers::kNothing) {
+    on_message_ = std::move(on_message);
+  }
 
   FakeWorker(uint16_t port, const std::string& hostname, const std::vector<ExecutorInfo>& executors,
              Answers answers = Answers::kNothing)
@@ -45,13 +59,15 @@ class FakeWorker {
   void send(MessageType t, const nlohmann::json& header) {
     conn_->send(encode(Message{t, header, ""}));
   }
+  void send(const Message& m) { conn_->send(encode(m)); }
 
  private:
   void on_frame(const std::string& frame) {
     auto m = decode(frame);
     if (m.ok() && m->type == MessageType::kProgram)
-      send(MessageType::kProgramStatus,
-           {{"hash", m->header.value("hash", "")}, {"ok", true}, {"error", ""}});
+      return send(MessageType::kProgramStatus,
+                  {{"hash", m->header.value("hash", "")}, {"ok", true}, {"error", ""}});
+    if (m.ok() && on_message_) return on_message_(*this, *m);
     if (m.ok() && m->type == MessageType::kRunStart && answers_ == Answers::kRunStart)
       send(MessageType::kRunReady, {{"run_id", m->header.value("run_id", "")},
                                     {"ok", true},
@@ -61,6 +77,7 @@ class FakeWorker {
   }
 
   Answers answers_;
+  OnMessage on_message_;
   std::unique_ptr<WorkerConnection> conn_;
 };
 
