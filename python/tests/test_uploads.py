@@ -152,3 +152,18 @@ def test_the_command_line_streams_a_file_once_for_runs(cluster, tmp_path):
         np.testing.assert_allclose(np.load(out_dir / "sums.npy"), values.sum(axis=0), rtol=1e-9)
         assert {u["id"] for u in uploads(cluster)} - before == {stored["id"]}
     lizard.Client(cluster.uri).delete_dataset(stored["id"])
+
+
+def test_an_earlier_array_stays_while_a_run_still_uses_it(cluster):
+    first = np.arange(2000, dtype=np.float64).reshape(-1, 2)
+    second = first + 1
+    with lizard.Client(cluster.uri) as c:
+        before = {u["id"] for u in uploads(cluster)}
+        pending = c.run(SUM, params={"dims": 2}, dataset={"values": first}, wait=False)
+        [first_id] = {u["id"] for u in uploads(cluster)} - before
+        c.run(SUM, params={"dims": 2}, dataset={"values": second})  # the field's new array
+        assert first_id in {u["id"] for u in uploads(cluster)}  # `pending` is not seen done yet
+        np.testing.assert_array_equal(pending.wait().aggregate["sums"], first.sum(axis=0))
+        assert len({u["id"] for u in uploads(cluster)} - before) == 1
+        assert first_id not in {u["id"] for u in uploads(cluster)}
+    assert {u["id"] for u in uploads(cluster)} == before
