@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/piece_digest.h"
 #include "dataset/dataset_file.h"
 #include "dataset/input_file.h"
 #include "dataset/npy.h"
@@ -50,8 +51,8 @@ Result<json> describe_npy(const std::string& path) {
   return json{{"format", "npy"}, {"dtype", dtype_name(h.dtype)}, {"shape", h.shape}};
 }
 
-// An upload's body on its way to disk.  Any failure closes and removes the
-// file, so that a full disk gets its space back at once.
+// An upload's body on its way to disk, digested as it goes.  Any failure
+// closes and removes the file, so that a full disk gets its space back at once.
 class UploadFile : public UploadSink {
  public:
   UploadFile(std::string id, std::string path, int fd)
@@ -65,6 +66,7 @@ class UploadFile : public UploadSink {
   Status write(const char* data, size_t size) override {
     if (fd_ < 0) return internal_error("upload " + id_ + " is closed");
     if (storage_write_fails()) return fail(ENOSPC);
+    digest_.update(data, size);
     while (size > 0) {
       const ssize_t n = ::write(fd_, data, size);
       if (n < 0 && errno == EINTR) continue;
@@ -79,6 +81,7 @@ class UploadFile : public UploadSink {
     if (fd_ < 0) return internal_error("upload " + id_ + " is closed");
     if (storage_write_fails()) return fail(ENOSPC);
     if (::fsync(fd_) != 0) return fail(errno);
+    hex_digest_ = digest_.hex_digest();
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) {  // NFS may say only now that there was no room
@@ -88,6 +91,8 @@ class UploadFile : public UploadSink {
     }
     return Status::Ok();
   }
+
+  std::string digest() const override { return hex_digest_; }
 
  private:
   Status error_for(int err) const {
@@ -107,6 +112,8 @@ class UploadFile : public UploadSink {
 
   const std::string id_, path_;
   int fd_;
+  PieceDigest digest_;
+  std::string hex_digest_;  // once finished
 };
 
 }  // namespace
@@ -150,7 +157,7 @@ Result<std::unique_ptr<UploadSink>> DatasetStore::open_upload(std::string* id) {
 }
 
 Result<json> DatasetStore::commit(const std::string& id, const std::string& part,
-                                  const std::string& format) {
+                                  const std::string& format, const std::string& digest) {
   std::error_code ec;
   auto fail = [&](const Status& s) {
     fs::remove(part, ec);
@@ -177,6 +184,7 @@ Result<json> DatasetStore::commit(const std::string& id, const std::string& part
   meta["id"] = id;
   meta["bytes"] = fs::file_size(final_path, ec);
   meta["file"] = final_path.string();
+  if (!digest.empty()) meta["digest"] = digest;
   // The description makes the upload exist after a restart: written whole or
   // not at all, and without it the data goes too.
   Status st = write_file_durably((fs::path(dir_) / (id + ".json")).string(), meta.dump(),
@@ -190,10 +198,11 @@ Result<json> DatasetStore::commit(const std::string& id, const std::string& part
   return meta;
 }
 
-json DatasetStore::list() const {
+json DatasetStore::list(const std::string& digest) const {
   std::lock_guard<std::mutex> l(mu_);
   json out = json::array();
-  for (const auto& [id, meta] : datasets_) out.push_back(meta);
+  for (const auto& [id, meta] : datasets_)
+    if (digest.empty() || meta.value("digest", "") == digest) out.push_back(meta);
   return out;
 }
 

@@ -1,6 +1,8 @@
 // DatasetStore: datasets uploaded with POST /datasets, kept as files in the
 // server's state directory (<state-dir>/datasets/<id>.npy or .raw, plus a
 // <id>.json description).  Bodies stream to disk; nothing is held in memory.
+// Each upload's description has the PieceDigest (common/piece_digest.h) of
+// the bytes as they arrived, by which a client finds data it sent before.
 // Thread-safe: `mu_` guards the table of descriptions; a dataset's files are
 // complete before it is listed, and removed under the lock.  A full disk
 // (ENOSPC, EDQUOT) while the body streams in, or while it is flushed, fails
@@ -9,7 +11,7 @@
 //   DatasetStore ds(state_dir);
 //   auto sink = ds.open_upload(&id);               // the body goes to (*sink)->write()
 //   (*sink)->finish();
-//   Result<nlohmann::json> meta = ds.commit(id, (*sink)->path(), "npy");
+//   Result<nlohmann::json> meta = ds.commit(id, (*sink)->path(), "npy", (*sink)->digest());
 //   auto where = ds.lookup(id);                    // file and format, for a run
 #pragma once
 
@@ -37,10 +39,12 @@ class DatasetStore {
   // write checked for a full disk.
   Result<std::unique_ptr<UploadSink>> open_upload(std::string* id);
   // Checks the written file (`format` "npy", "raw" or empty to detect .npy)
-  // and makes it available; on error the file is removed.
+  // and makes it available, described with `digest` (the sink's) unless that
+  // is empty; on error the file is removed.
   Result<nlohmann::json> commit(const std::string& id, const std::string& part,
-                                const std::string& format);
-  nlohmann::json list() const;
+                                const std::string& format, const std::string& digest = "");
+  // The descriptions, in id order; with a `digest`, only the uploads of those bytes.
+  nlohmann::json list(const std::string& digest = "") const;
   Result<nlohmann::json> get(const std::string& id) const;
   Status remove(const std::string& id);
   Result<std::pair<std::string, FileFormat>> lookup(const std::string& id) const;

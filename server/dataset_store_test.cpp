@@ -8,6 +8,7 @@
 #include <iterator>
 #include <vector>
 
+#include "common/piece_digest.h"
 #include "dataset/npy.h"
 #include "server/durable_write.h"
 #include "server/testing/fakes.h"
@@ -49,6 +50,38 @@ TEST(DatasetStore, UploadsAreDescribedListedFoundAndRemoved) {
   EXPECT_EQ(again.get(id).status().code(), Code::kNotFound);
   EXPECT_EQ(again.remove(id).code(), Code::kNotFound);
   EXPECT_EQ(again.remove("../etc").code(), Code::kNotFound);
+}
+
+// The sink digests the bytes it writes; the description keeps the digest,
+// also after a restart, and the listing finds an upload by it.
+TEST(DatasetStore, UploadsAreFoundByTheDigestOfTheirBytes) {
+  TempDir dir;
+  DatasetStore ds(dir.path());
+  const float v[4] = {1, 2, 3, 4};
+  const std::string bytes = npy_bytes(DType::kFloat32, {2, 2}, v);
+  std::string id;
+  auto sink = ds.open_upload(&id);
+  ASSERT_TRUE(sink.ok());
+  ASSERT_TRUE((*sink)->write(bytes.data(), 10).ok());
+  ASSERT_TRUE((*sink)->write(bytes.data() + 10, bytes.size() - 10).ok());
+  ASSERT_TRUE((*sink)->finish().ok());
+  PieceDigest want;
+  want.update(bytes.data(), bytes.size());
+  const std::string digest = want.hex_digest();
+  EXPECT_EQ((*sink)->digest(), digest);
+  auto meta = ds.commit(id, (*sink)->path(), "", (*sink)->digest());
+  ASSERT_TRUE(meta.ok()) << meta.status().message();
+  EXPECT_EQ((*meta)["digest"], digest);
+  Result<json> other = json();
+  upload(ds, npy_bytes(DType::kFloat32, {1, 4}, v), "", &other);  // no digest given
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->contains("digest"));
+  EXPECT_EQ(ds.list().size(), 2u);
+  DatasetStore again(dir.path());
+  const json found = again.list(digest);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0]["id"], id);
+  EXPECT_TRUE(again.list(std::string(64, '0')).empty());
 }
 
 TEST(DatasetStore, BadUploadsAreRefusedAndNotKept) {

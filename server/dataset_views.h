@@ -3,6 +3,7 @@
 // that one listing shows what data the cluster holds and where.
 //
 //   json j = datasets_view(store, workers);
+//   json j = datasets_view(store, workers, digest);  // only the uploads of those bytes
 //   // {"uploads": [...as POST /datasets answers...],
 //   //  "kept": [{"worker", "executor", "source", "rows": [b, e], "bytes", "in_use", "key",
 //   //            "description"}]}
@@ -10,11 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+
 namespace lizard {
 
 class DatasetStore;
 class WorkerRegistry;
 
-nlohmann::json datasets_view(const DatasetStore& store, const WorkerRegistry& workers);
+// A `digest` narrows it to the uploads with that digest and the rows kept of them.
+nlohmann::json datasets_view(const DatasetStore& store, const WorkerRegistry& workers,
+                             const std::string& digest = "");
 
 }  // namespace lizard

@@ -410,7 +410,7 @@ void HttpRoutes::post_dataset(Call& c, Responder& r) {
   if (c.req.body_file.empty())
     return r(json_response(400, {{"error", "POST /datasets takes the file as the request body"}}));
   const std::string id = std::filesystem::path(c.req.body_file).stem().string();
-  auto meta = s_.datasets->commit(id, c.req.body_file, c.query["format"]);
+  auto meta = s_.datasets->commit(id, c.req.body_file, c.query["format"], c.req.body_digest);
   if (!meta.ok()) return r(error_response(meta.status()));
   json answer = std::move(meta).value();
   const double bytes = static_cast<double>(answer.value("bytes", uint64_t{0}));

@@ -17,8 +17,8 @@ namespace lizard {
 
 using nlohmann::json;
 
-void HttpRoutes::get_datasets(Call&, Responder& r) {
-  r(json_response(200, datasets_view(*s_.datasets, *s_.workers)));
+void HttpRoutes::get_datasets(Call& c, Responder& r) {
+  r(json_response(200, datasets_view(*s_.datasets, *s_.workers, c.query["digest"])));
 }
 
 void HttpRoutes::delete_dataset(Call& c, Responder& r) {

@@ -353,13 +353,19 @@ TEST_F(HttpRoutesTest, DatasetsAreStoredListedAndDeleted) {
   req.method = "POST";
   req.target = "/datasets";
   req.body_file = part;
+  const std::string digest(64, 'a');  // as the network layer computed it
+  req.body_digest = digest;
   HttpResponse created{0, "", ""};
   r.handle(std::move(req), [&](HttpResponse resp) { created = std::move(resp); });
   ASSERT_EQ(created.status, 201) << created.body;
   EXPECT_EQ(body(created)["id"], id);
   EXPECT_EQ(body(created)["shape"], json::array({3}));
+  EXPECT_EQ(body(created)["digest"], digest);
 
   EXPECT_EQ(body(call(r, "GET", "/datasets"))["uploads"].size(), 1u);
+  EXPECT_EQ(body(call(r, "GET", "/datasets?digest=" + digest))["uploads"][0]["id"], id);
+  EXPECT_EQ(body(call(r, "GET", "/datasets?digest=" + std::string(64, 'b'))),
+            (json{{"uploads", json::array()}, {"kept", json::array()}}));
   EXPECT_EQ(body(call(r, "GET", "/datasets"))["kept"], json::array());
   EXPECT_EQ(body(call(r, "GET", "/datasets/" + id))["dtype"], "float32");
   EXPECT_EQ(body(call(r, "DELETE", "/datasets/" + id))["deleted"], id);

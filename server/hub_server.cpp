@@ -262,6 +262,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     HttpRequest r = to_request(file_parser_->get(), "");
     r.body_file = body.sink->path();
+    if (body.failure.ok()) r.body_digest = body.sink->digest();
     r.body_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - body_start_).count();
     if (!body.failure.ok()) {

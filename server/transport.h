@@ -22,6 +22,8 @@ struct HttpRequest {
   std::string body_file;  // set instead of `body` when the body was streamed to a file
   // For a streamed body: seconds from the start of its reading to its last byte.
   double body_seconds = 0;
+  // For a streamed body: its PieceDigest (common/piece_digest.h), hex.
+  std::string body_digest;
   // Not ok when the streamed body could not be stored (a full disk gives
   // kStorageFull); its file is gone and the request is answered with this.
   Status body_status;
@@ -47,6 +49,8 @@ class UploadSink {
   // After the last bytes: flushes the file to disk and closes it; an error
   // removes it as write() does.
   virtual Status finish() = 0;
+  // After finish(): the PieceDigest of every byte written, hex.
+  virtual std::string digest() const = 0;
 };
 
 // Sends the response for one request; callable once, from any thread.

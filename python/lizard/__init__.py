@@ -10,9 +10,9 @@ Client.map and Client.imap_unordered start many runs at once; every
 failure raises LizardError with the server's message.
 """
 
-from .client import Client
+from .client import Client, Upload
 from .errors import LizardError
 from .run import Run
 
-__all__ = ["Client", "LizardError", "Run"]
+__all__ = ["Client", "LizardError", "Run", "Upload"]
 __version__ = "0.1.0"

@@ -41,11 +41,16 @@ class Connection:
                 raise LizardError(f"ca={ca!r}: cannot load it as PEM CA certificates ({e})") \
                     from None
 
-    def request(self, method, path, body=None, content_type="application/json", timeout=None):
-        """The answer's bytes for a 2xx answer; a LizardError otherwise."""
+    def request(self, method, path, body=None, content_type="application/json", timeout=None,
+                length=None):
+        """The answer's bytes for a 2xx answer; a LizardError otherwise.
+        `body`: bytes, or an iterable of bytes-like chunks `length` bytes in
+        all, each sent as it comes (an upload straight from an array's buffer)."""
         headers = {"User-Agent": "lizard-python"}
         if body is not None:
             headers["Content-Type"] = content_type
+        if length is not None:
+            headers["Content-Length"] = str(length)  # else urllib would send it chunked
         if self.token:
             headers["Authorization"] = "Bearer " + self.token
         req = urllib.request.Request(self.base + path, data=body, method=method, headers=headers)

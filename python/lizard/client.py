@@ -7,23 +7,30 @@
     runs = c.map("examples/kmeans", [{"k": 2, ...}, {"k": 3, ...}], dataset=..., state=...)
     for run in c.imap_unordered(...): ...
 
-Dataset values may be numpy arrays (uploaded as .npy), paths on the
-cluster (str: every node reads the file there), lists of rows (sent in the
-request), or source objects as the REST API takes them ({"generate": ...,
-"rows": ...}, {"upload": id}). State values may be numpy arrays, lists or
-numbers.
+Dataset values may be numpy arrays (streamed to the server as .npy from
+the array's own memory), handles of c.put(array), paths on the cluster
+(str: every node reads the file there), lists of rows (sent in the request),
+or source objects as the REST API takes them ({"generate": ..., "rows": ...},
+{"upload": id}). State values may be numpy arrays, lists or numbers.
+
+An array given to a run is sent once: the client keeps its upload on the
+server and, when a later run is given an array, hashes it and asks the
+server for an upload of exactly those bytes before sending anything. The
+latest array of each dataset field is kept until the client is closed;
+c.put(array) keeps one until c.delete_dataset(handle).
 """
 
-import io
 import json
 import os
 import re
+import weakref
 
 import numpy as np
 
 from ._fields import fit_to_field
 from ._http import Connection
 from ._program import is_checksum, read_bundle
+from ._uploads import KeptUploads, NpyBytes, file_chunks
 from .errors import LizardError
 from .run import FINISHED, Poller, Run, wait_for_runs
 
@@ -43,20 +50,47 @@ def _plain(value):
     return value
 
 
-def _cancel_quietly(client, runs, shared_uploads=()):
-    """Cancels the runs that have not finished (Ctrl-C while waiting) and
-    deletes their uploads, which a cancelled run no longer reads."""
+def _cancel_quietly(client, runs):
+    """Cancels the runs that have not finished (Ctrl-C while waiting); a
+    cancelled run no longer reads its uploads."""
     for run in runs:
         try:
             if run._record is None or run._record["status"] not in FINISHED:
                 run.cancel()
         except LizardError:
             pass
-        for dataset_id in run._uploads:
-            client._delete_quietly(dataset_id)
-        run._uploads = []
-    for dataset_id in shared_uploads:
-        client._delete_quietly(dataset_id)
+        run._release_uploads()
+
+
+def _delete_uploads(conn, ids):
+    for dataset_id in ids:
+        try:
+            conn.json("DELETE", "/datasets/" + dataset_id, timeout=10)
+        except LizardError:
+            pass
+
+
+def _close(conn, kept):
+    """Deletes the uploads of arrays given to runs that no unfinished run uses."""
+    unused = kept.unused()
+    kept.forget(unused)
+    _delete_uploads(conn, unused)
+
+
+class Upload:
+    """An upload on the server (Client.put): give it as a run's dataset value;
+    it stays until Client.delete_dataset(it)."""
+
+    def __init__(self, meta):
+        self.id = meta["id"]
+        self.digest = meta.get("digest")
+        self.bytes = meta.get("bytes")
+        self.dtype = meta.get("dtype")
+        self.shape = tuple(meta["shape"]) if "shape" in meta else None
+
+    def __repr__(self):
+        what = f" {self.dtype} {self.shape}" if self.dtype else ""
+        return f"<lizard.Upload {self.id}{what}>"
 
 
 class Client:
@@ -71,10 +105,24 @@ class Client:
         ca = ca or os.environ.get("LIZARD_TLS_CA") or None
         self._conn = Connection(uri, token, timeout, ca)
         self._dtypes = {}  # checksum -> {dataset field: dtype name}
+        self._kept = KeptUploads()
+        self._closer = weakref.finalize(self, _close, self._conn, self._kept)
         self.lost_server_s = 5.0
 
     def __repr__(self):
         return f"<lizard.Client {self._conn.base}>"
+
+    def close(self):
+        """Deletes the uploads kept of arrays given to runs (but those that
+        runs still going use). Also done when the client is garbage collected
+        or the program exits; `with Client(...) as c:` closes at the end."""
+        _close(self._conn, self._kept)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     # --- programs and data ----------------------------------------------------
 
@@ -89,20 +137,36 @@ class Client:
     def upload(self, data):
         """Uploads a numpy array (or a local .npy file) for runs to use;
         returns its dataset id ({"upload": id} names it in a run)."""
+        return self._post_upload(data)["id"]
+
+    def put(self, data):
+        """Uploads a numpy array (or a local .npy file) once, for any number
+        of runs and maps: returns an Upload to give as a dataset value. It
+        stays on the server until delete_dataset(upload)."""
+        return Upload(self._post_upload(data))
+
+    def _post_upload(self, data):
+        """POST /datasets straight from the array's memory or the file, in
+        large chunks; the server's answer (with its digest of the bytes)."""
         if isinstance(data, (str, os.PathLike)):
             with open(data, "rb") as f:
-                body = f.read()
-        else:
-            buf = io.BytesIO()
-            np.save(buf, np.ascontiguousarray(data), allow_pickle=False)
-            body = buf.getvalue()
-        raw = self._conn.request("POST", "/datasets", body, "application/octet-stream",
-                                 timeout=6 * 3600)
-        return json.loads(raw)["id"]
+                size = os.fstat(f.fileno()).st_size
+                return self._post_chunks(file_chunks(f, size), size)
+        npy = NpyBytes(data)
+        return self._post_chunks(npy.chunks(), npy.size)
+
+    def _post_chunks(self, chunks, size):
+        raw = self._conn.request("POST", "/datasets", chunks, "application/octet-stream",
+                                 timeout=6 * 3600, length=size)
+        return json.loads(raw)
 
     def delete_dataset(self, dataset_id):
-        """Deletes an upload, and the rows of it that executors keep."""
+        """Deletes an upload (an id or an Upload), and the rows of it that
+        executors keep."""
+        if isinstance(dataset_id, Upload):
+            dataset_id = dataset_id.id
         self._conn.json("DELETE", "/datasets/" + dataset_id)
+        self._kept.forget([dataset_id])
 
     def datasets(self):
         """The uploads, and the rows each worker's executors keep:
@@ -122,12 +186,6 @@ class Client:
         """Has every worker drop the rows it keeps of `source` (a path or an upload id)."""
         return self._conn.json("POST", "/datasets/drop", {"source": os.fspath(source)})
 
-    def _delete_quietly(self, dataset_id):
-        try:
-            self.delete_dataset(dataset_id)
-        except LizardError:
-            pass
-
     # --- runs -----------------------------------------------------------------
 
     def run(self, program, params=None, dataset=None, state=None, wait=True, executors=None,
@@ -146,14 +204,9 @@ class Client:
         checksum = self._checksum_of(program)
         dataset = self._fitted_arrays(checksum, dataset)
         uploads = []
-        try:
-            sources = self._dataset_sources(dataset, uploads)
-            run = self._submit(checksum, params, sources, state, executors, max_iterations, outputs,
-                               uploads, seed)
-        except BaseException:
-            for dataset_id in uploads:
-                self._delete_quietly(dataset_id)
-            raise
+        sources = self._dataset_sources(dataset, uploads)
+        run = self._submit(checksum, params, sources, state, executors, max_iterations, outputs,
+                           uploads, seed)
         if not wait:
             return run
         return run.wait(timeout, progress)  # Ctrl-C cancels the run
@@ -165,15 +218,13 @@ class Client:
         returns the Runs in input order once all have finished. Datasets given
         as numpy arrays are uploaded once for all of them. Raises LizardError
         (with `.runs`) when any run did not finish as done."""
-        runs, shared = self._start_many(program, params_list, dataset, state, executors,
-                                        max_iterations, outputs)
+        runs = self._start_many(program, params_list, dataset, state, executors,
+                                max_iterations, outputs)
         try:
             wait_for_runs(self, runs, timeout, lost_server_s=self.lost_server_s)
         except KeyboardInterrupt:
-            _cancel_quietly(self, runs, shared)
+            _cancel_quietly(self, runs)
             raise
-        finally:
-            self._release(runs, shared)
         failed = [r for r in runs if r._record["status"] != "done"]
         if failed:
             first = failed[0]._record
@@ -188,17 +239,14 @@ class Client:
         failed or was cancelled raises LizardError when it is reached. Runs
         still going when the loop is left stay on the server, with their
         uploads."""
-        runs, shared = self._start_many(program, params_list, dataset, state, executors,
-                                        max_iterations, outputs)
+        runs = self._start_many(program, params_list, dataset, state, executors,
+                                max_iterations, outputs)
         poller = Poller(self, timeout, self.lost_server_s)
         pending = list(runs)
-        try:
-            while pending:
-                for run in poller.finished(pending):
-                    pending.remove(run)
-                    yield run._check()
-        finally:
-            self._release(runs, shared)
+        while pending:
+            for run in poller.finished(pending):
+                pending.remove(run)
+                yield run._check()
 
     def get_run(self, run_id):
         """The Run with id `run_id` (e.g. "r3")."""
@@ -272,9 +320,11 @@ class Client:
         sources = {}
         for name, value in dataset.items():
             if isinstance(value, np.ndarray):
-                dataset_id = self.upload(value)
+                dataset_id = self._array_upload(name, value)
                 uploads.append(dataset_id)
                 sources[name] = {"upload": dataset_id}
+            elif isinstance(value, Upload):
+                sources[name] = {"upload": value.id}
             elif isinstance(value, (str, os.PathLike)):
                 sources[name] = {"path": os.fspath(value)}
             elif isinstance(value, dict):
@@ -286,6 +336,30 @@ class Client:
                                   f"cluster, a list of rows or a source dict, not "
                                   f"{type(value).__name__}")
         return sources
+
+    def _array_upload(self, field, array):
+        """The id of an upload of exactly `array`'s .npy bytes: one the server
+        holds (found by their digest), else one made now and kept as the
+        latest of `field`."""
+        npy = NpyBytes(array)
+        digest = npy.digest()
+        held = [u["id"] for u in self._conn.json("GET", "/datasets?digest=" + digest)["uploads"]
+                if u.get("digest") == digest]  # an older server lists every upload
+        if held:
+            dataset_id = next((i for i in held if i in self._kept.made), held[0])
+        else:  # the server's digest is of the bytes it got, even were the array changed meanwhile
+            dataset_id = self._post_chunks(npy.chunks(), npy.size)["id"]
+            self._kept.made.add(dataset_id)
+        unneeded = self._kept.given(field, dataset_id)
+        self._kept.forget(unneeded)
+        _delete_uploads(self._conn, unneeded)
+        return dataset_id
+
+    def _release_uploads(self, ids):
+        """The run that used uploads `ids` has finished: deletes those no longer kept."""
+        unneeded = self._kept.release(ids)
+        self._kept.forget(unneeded)
+        _delete_uploads(self._conn, unneeded)
 
     def _submit(self, checksum, params, sources, state, executors, max_iterations, outputs,
                 uploads=(), seed=None):
@@ -304,29 +378,24 @@ class Client:
         if seed is not None:
             body["seed"] = int(seed)
         answer = self._conn.json("POST", "/runtime/" + checksum, body, timeout=600)
+        self._kept.hold(uploads)
         return Run(self, answer["runtime_id"], checksum, uploads, status=answer.get("status"))
 
     def _start_many(self, program, params_list, dataset, state, executors, max_iterations,
                     outputs):
         checksum = self._checksum_of(program)
         dataset = self._fitted_arrays(checksum, dataset)
-        shared = []
+        uploads = []
         runs = []
         try:
-            sources = self._dataset_sources(dataset, shared)
+            sources = self._dataset_sources(dataset, uploads)
             for params in params_list:
                 runs.append(self._submit(checksum, params, sources, state, executors,
-                                         max_iterations, outputs))
+                                         max_iterations, outputs, uploads))
         except BaseException:
-            _cancel_quietly(self, runs, shared)
+            _cancel_quietly(self, runs)
             raise
-        return runs, shared
-
-    def _release(self, runs, shared):
-        """Removes the uploads a batch of runs shared, once all have finished."""
-        if all(r._record is not None and r._record["status"] in FINISHED for r in runs):
-            for dataset_id in shared:
-                self._delete_quietly(dataset_id)
+        return runs
 
     def _wait_for(self, runs, timeout, on_poll=None):
         wait_for_runs(self, runs, timeout, lost_server_s=self.lost_server_s, on_poll=on_poll)

@@ -49,7 +49,7 @@ class Run:
         self._client = client
         self._record = None
         self._submitted_status = status  # what the server said when it took the run
-        self._uploads = list(uploads)  # dataset ids made for this run alone
+        self._uploads = list(uploads)  # upload ids of arrays this run was given
         self._arrays = {}
 
     def __repr__(self):
@@ -62,15 +62,12 @@ class Run:
     # --- the record ---------------------------------------------------------
 
     def refresh(self):
-        """Reads the run record again; returns it. Uploads made for this run
-        alone are removed once it has finished."""
+        """Reads the run record again; returns it."""
         self._record = self._client._conn.json("GET", "/runtimes/" + self.id)
         if self.program is None:
             self.program = self._record.get("program")
         if self._record.get("status") in FINISHED:
-            for dataset_id in self._uploads:
-                self._client._delete_quietly(dataset_id)
-            self._uploads = []
+            self._release_uploads()
         return self._record
 
     @property
@@ -137,15 +134,19 @@ class Run:
                 self.cancel()
             except LizardError:
                 pass  # it had finished, or the server is gone
-            for dataset_id in self._uploads:  # a cancelled run reads them no more
-                self._client._delete_quietly(dataset_id)
-            self._uploads = []
+            self._release_uploads()  # a cancelled run reads them no more
             raise
         finally:
             if display is not None:
                 on_poll()
                 display.close()
         return self._check()
+
+    def _release_uploads(self):
+        """Tells the client that this run no longer reads its uploads."""
+        uploads, self._uploads = self._uploads, []
+        if uploads:
+            self._client._release_uploads(uploads)
 
     def cancel(self):
         """Cancels the run (DELETE /runtimes/<id>); returns self."""

@@ -80,6 +80,8 @@ def test_run_uploads_arrays_and_returns_fields_as_arrays(cluster):
     assert set(run.aggregate) == {"sums", "counts"}
     assert set(run.outputs) == {"labels"}
     assert run.progress["fraction"] == 1.0
+    assert len(uploads(cluster)) == 1  # kept for the same array given again
+    c.close()
     assert uploads(cluster) == []  # the upload made for the run is gone
 
 
@@ -130,7 +132,8 @@ def test_map_keeps_input_order_and_spreads_runs_over_the_workers(cluster):
         np.testing.assert_allclose(run.state["centroids"], want, rtol=1e-4, atol=1e-5)
         assert len(run.record["plan"]["executors"]) == 1  # one executor each by default
     assert {r.record["plan"]["executors"][0]["worker"] for r in runs} == {"w1", "w2"}
-    assert uploads(cluster) == []  # the shared upload is gone once all have finished
+    c.close()
+    assert uploads(cluster) == []  # the shared upload is gone once the client closes
 
 
 def test_map_over_new_values_of_k_finds_the_later_runs_built_ahead(cluster):
@@ -161,6 +164,7 @@ def test_imap_unordered_yields_every_run_once_as_it_finishes(cluster):
         assert run.status == "done"
         seen.append(run.record["params"]["max_iterations"])
     assert sorted(seen) == [1, 2, 20, 40]
+    c.close()
     assert uploads(cluster) == []
 
 
@@ -182,6 +186,7 @@ def test_progress_while_running_then_cancel(cluster):
         run.state["centroids"]
     with pytest.raises(lizard.LizardError, match=f"runtime {run.id} is cancelled already"):
         run.cancel()
+    c.close()
     assert uploads(cluster) == []
 
 
@@ -206,6 +211,7 @@ def test_ctrl_c_while_waiting_cancels_the_run(cluster):
     last = c.runs()[-1]
     assert wait_until(lambda: c.get_run(last["runtime_id"]).status == "cancelled")
     assert c.get_run(last["runtime_id"]).record["iterations"] < 1000000
+    c.close()
     assert uploads(cluster) == []
 
 
@@ -239,6 +245,7 @@ def test_every_failure_raises_lizard_error_with_the_servers_message(cluster):
     assert [r.status for r in e.value.runs] == ["failed", "failed"]
     with pytest.raises(lizard.LizardError, match="cannot reach 127.0.0.1:1"):
         lizard.Client("127.0.0.1:1").workers()
+    c.close()
     assert uploads(cluster) == []
 
 
@@ -324,6 +331,7 @@ def test_a_float64_array_becomes_the_float32_field_it_is_for(cluster):
     want, iterations = lloyd(pts, pts[:3], 20, 1e-4)
     np.testing.assert_allclose(run.state["centroids"], want, rtol=1e-4, atol=1e-5)
     assert run.record["iterations"] == iterations
+    c.close()
     assert uploads(cluster) == before
 
 

@@ -115,6 +115,10 @@ Result<StagedDatasets> stage_datasets(const ServerApi& api, const Manifest& m, c
       out.dataset[*name] = arg.generate_source();
       continue;
     }
+    if (!arg.upload.empty()) {  // `lizard upload`'s, kept on the server
+      out.dataset[*name] = {{"upload", arg.upload}};
+      continue;
+    }
     auto format = resolve_file_format(arg.format, arg.file);
     if (!format.ok()) return fail(format.status().with_context("--dataset " + *name));
     std::error_code ec;

@@ -5,6 +5,8 @@
 // node must be able to read.  Otherwise .npy and .raw files are uploaded as
 // they are (POST /datasets), and text files (csv, text, lizard) are read here
 // into an .npy file of the field's type and row width, which is uploaded.
+// NAME=upload:ID names an upload already on the server (`lizard upload FILE`),
+// which is neither sent nor removed.
 //
 //   Result<StagedDatasets> s = stage_datasets(api, program.manifest, spec, false, &std::cerr);
 //   body["dataset"] = s->dataset;

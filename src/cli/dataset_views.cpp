@@ -1,6 +1,7 @@
 #include "cli/dataset_views.h"
 
 #include <cctype>
+#include <cstdio>
 #include <vector>
 
 #include "cli/cluster_views.h"
@@ -63,6 +64,19 @@ std::string datasets_view(const json& datasets) {
     total += bytes_of(k);
   }
   return out + text_table(rows) + "kept rows: " + bytes_text(total) + " in all\n";
+}
+
+std::string uploaded_view(const json& stored) {
+  const std::string id = str(stored, "id");
+  std::string what = str(stored, "format");
+  if (stored.contains("dtype"))
+    what += " " + str(stored, "dtype") + " " + shape_of(stored["shape"]);
+  char rate[64] = "";
+  if (const double r = stored.value("receive_bytes_per_s", 0.0); r > 0)
+    std::snprintf(rate, sizeof rate, " at %.2f GB/s", r / 1e9);
+  return "uploaded " + id + " (" + what + ", " + bytes_text(bytes_of(stored)) + rate +
+         "); runs take it as --dataset NAME=upload:" + id + " until `lizard datasets rm " + id +
+         "`\n";
 }
 
 std::string staged_view(const json& staged) {

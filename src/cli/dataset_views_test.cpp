@@ -65,6 +65,15 @@ TEST(DatasetViews, ShowsWhatAStagePutWhere) {
             "w1      0         0..4000  62.5 KiB  now\n");
 }
 
+TEST(DatasetViews, AnUploadSaysHowRunsNameIt) {
+  json stored = {{"id", "u3c1f0e9a7b52"}, {"format", "npy"}, {"dtype", "float32"},
+                 {"shape", {30000, 2}},   {"bytes", 240128}, {"receive_bytes_per_s", 1.5e9}};
+  EXPECT_EQ(uploaded_view(stored),
+            "uploaded u3c1f0e9a7b52 (npy float32 30000x2, 234.5 KiB at 1.50 GB/s); runs take "
+            "it as --dataset NAME=upload:u3c1f0e9a7b52 until `lizard datasets rm "
+            "u3c1f0e9a7b52`\n");
+}
+
 TEST(DatasetViews, ToldUploadIdsFromPaths) {
   EXPECT_TRUE(looks_like_upload_id("u3c1f0e9a7b52"));
   EXPECT_FALSE(looks_like_upload_id("u3C1f0e9a7b52"));

@@ -93,6 +93,7 @@ json DatasetArg::generate_source() const {
 namespace {
 
 constexpr const char* kGenerate = "generate:";
+constexpr const char* kUpload = "upload:";
 
 // "blobs,rows=5000,seed=2" after generate:, into `d`.
 Status parse_generator(const std::string& arg, const std::string& spec, DatasetArg* d) {
@@ -135,6 +136,11 @@ Status add_dataset(RunArgs* spec, const std::string& arg) {
   if (d.file.rfind(kGenerate, 0) == 0) {
     LIZARD_RETURN_IF_ERROR(parse_generator(arg, d.file.substr(std::strlen(kGenerate)), &d));
     d.file.clear();
+  } else if (d.file.rfind(kUpload, 0) == 0) {
+    d.upload = d.file.substr(std::strlen(kUpload));
+    d.file.clear();
+    if (d.upload.empty())
+      return invalid_argument("--dataset '" + arg + "': expected upload:ID (lizard upload FILE)");
   } else {
     const size_t colon = d.file.find(':');
     if (colon != std::string::npos && is_file_format(d.file.substr(0, colon))) {

@@ -28,6 +28,7 @@ struct DatasetArg {
   std::string file;
   std::string format;     // npy, raw, csv, text or lizard; empty: from the extension
   std::string generator;  // set: the workers generate the field; no file
+  std::string upload;     // set (NAME=upload:ID): an upload already on the server; no file
   nlohmann::json generate_options = nlohmann::json::object();  // rows, seed
 
   // The run request's source for a generated field.

@@ -53,6 +53,17 @@ TEST(RunArgs, DatasetsNameAFieldAFormatAndAFile) {
   EXPECT_EQ(error_of(add_dataset(&other, "y=csv:")), "--dataset 'y=csv:': no file named");
 }
 
+// NAME=upload:ID names an upload on the server (lizard upload FILE), not a file.
+TEST(RunArgs, DatasetsFromAnUpload) {
+  RunArgs spec;
+  ASSERT_TRUE(add_dataset(&spec, "points=upload:u3c1f0e9a7b52").ok());
+  EXPECT_EQ(spec.datasets[0].field, "points");
+  EXPECT_EQ(spec.datasets[0].upload, "u3c1f0e9a7b52");
+  EXPECT_EQ(spec.datasets[0].file, "");
+  EXPECT_EQ(error_of(add_dataset(&spec, "other=upload:")),
+            "--dataset 'other=upload:': expected upload:ID (lizard upload FILE)");
+}
+
 // NAME=generate:KERNEL[,rows=N][,seed=S] names a generator of the manifest.
 TEST(RunArgs, DatasetsFromAGenerator) {
   RunArgs spec;

@@ -73,6 +73,7 @@ struct UserCommands::Impl {
   CLI::App* datasets_cmd = nullptr;
   CLI::App* datasets_rm = nullptr;
   CLI::App* stage = nullptr;
+  CLI::App* upload = nullptr;
 
   // lizard run
   RunOptions run_options;
@@ -90,6 +91,8 @@ struct UserCommands::Impl {
   std::string target;  // an upload's id or a path
   int64_t stage_executors = 0, stage_width = 0;
   std::string stage_format, stage_dtype;
+  // lizard upload
+  std::string upload_file, upload_format;
 
   void add_run(CLI::App* app);
   void add_others(CLI::App* app);
@@ -107,6 +110,7 @@ struct UserCommands::Impl {
   int do_datasets() const;
   int do_datasets_rm() const;
   int do_stage() const;
+  int do_upload() const;
 };
 
 void UserCommands::Impl::add_run(CLI::App* app) {
@@ -118,7 +122,7 @@ void UserCommands::Impl::add_run(CLI::App* app) {
   add_repeated(run, "--dataset", &datasets,
                "NAME=FILE: a .npy, .raw, .csv or text file for an input field (FORMAT:FILE "
                "names the format: npy, raw, csv, text, lizard; FILE alone when there is one "
-               "input field)");
+               "input field); NAME=upload:ID an upload already on the server (lizard upload)");
   add_repeated(run, "--state", &states,
                "NAME=VALUES: a file (.npy or numbers), JSON such as [[0,0],[1,1]], or 1,2,3");
   run->add_flag("--shared-path", run_options.shared_paths,
@@ -266,6 +270,14 @@ void UserCommands::Impl::add_datasets(CLI::App* app) {
       ->check(CLI::PositiveNumber);
   stage->add_flag("--json", json_out, "Print the server's JSON");
   add_server_flags(stage, &server);
+
+  upload = app->add_subcommand(
+      "upload", "Send an .npy or raw file to the server once, for any number of runs");
+  upload->add_option("file", upload_file, "The file, streamed as it is")->required();
+  upload->add_option("--format", upload_format, "npy or raw (default: from the extension)")
+      ->check(CLI::IsMember({"npy", "raw"}));
+  upload->add_flag("--json", json_out, "Print the server's JSON (POST /datasets)");
+  add_server_flags(upload, &server);
 }
 
 int UserCommands::Impl::do_datasets() const {
@@ -310,6 +322,18 @@ int UserCommands::Impl::do_stage() const {
   return 0;
 }
 
+int UserCommands::Impl::do_upload() const {
+  auto a = api();
+  if (!a.ok()) return usage_error("upload", a.status());
+  const bool raw =
+      upload_format == "raw" || (upload_format.empty() && upload_file.size() > 4 &&
+                                 upload_file.compare(upload_file.size() - 4, 4, ".raw") == 0);
+  auto stored = a->upload(upload_file, raw ? "raw" : "npy");
+  if (!stored.ok()) return server_error(stored.status());
+  std::cout << (json_out ? stored->dump(2) + "\n" : uploaded_view(*stored));
+  return 0;
+}
+
 UserCommands::UserCommands(CLI::App* app) : impl_(new Impl) {
   impl_->add_run(app);
   impl_->add_others(app);
@@ -327,6 +351,7 @@ std::optional<int> UserCommands::run() const {
   if (impl_->datasets_rm->parsed()) return impl_->do_datasets_rm();
   if (impl_->datasets_cmd->parsed()) return impl_->do_datasets();
   if (impl_->stage->parsed()) return impl_->do_stage();
+  if (impl_->upload->parsed()) return impl_->do_upload();
   return std::nullopt;
 }
 

@@ -1,0 +1,34 @@
+// PieceDigest: the digest by which an upload is known again.  It is the
+// SHA-256 of the concatenated SHA-256s of the bytes' 16 MiB pieces (the last
+// one shorter; no bytes, no pieces), so that a client can hash the pieces of
+// a large array on all its cores while the server hashes them as they arrive.
+// The Python client computes the same (lizard/_digest.py).
+//
+//   PieceDigest d;
+//   d.update(data, size);              // as the bytes come, in any split
+//   std::string hex = d.hex_digest();  // finishes it
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "common/sha256.h"
+
+namespace lizard {
+
+class PieceDigest {
+ public:
+  static constexpr size_t kPieceBytes = size_t{16} << 20;
+
+  void update(const void* data, size_t size);
+  std::string hex_digest();
+
+ private:
+  void end_piece();
+
+  Sha256 piece_;
+  Sha256 pieces_;  // over the digests of the pieces that are complete
+  size_t in_piece_ = 0;
+};
+
+}  // namespace lizard
