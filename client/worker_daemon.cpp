@@ -1,5 +1,5 @@
 #include "client/worker_daemon.h"
-#include "client/worker_hooks.h"
+#include "client/worker_daemon_impl.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -31,119 +31,6 @@
 namespace lizard {
 
 using nlohmann::json;
-
-namespace {
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      auto p = line.find(':');
-      if (p != std::string::npos) return line.substr(p + 2);
-    }
-  return "unknown";
-}
-
-std::string hostname() {
-  char buf[256] = {0};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
-}  // namespace
-
-struct WorkerDaemon::Impl {
-  WorkerOptions opts;
-  DataRoots data_roots;  // from opts.data_roots, at init
-  std::vector<std::unique_ptr<ExecutorHandle>> executors;
-  std::unique_ptr<UploadCache> uploads;
-  KeptRowsCatalog kept_catalog;        // what the executors' kept rows are
-  std::unique_ptr<WorkerHooks> hooks;  // before `sessions`: their loops hold its processes
-  std::string backend_note;
-  std::mutex programs_mu;
-  std::map<std::string, std::shared_ptr<const ProgramImage>> programs;  // GUARDED_BY(programs_mu)
-  // Queued runs' variants built ahead of them; null: none (before `sessions`,
-  // which ask it whether they compile).
-  std::unique_ptr<AheadBuilds> ahead;
-  // The runs being served, by wire id; touched on the daemon's thread only.
-  std::map<std::string, std::unique_ptr<RunSession>> sessions;
-  // Which of them the io thread hands their frames to directly.
-  SessionRoutes routes;
-  // Rows of uploaded fields that arrived ahead of their run_start: by run, then field.
-  std::map<std::string, std::map<size_t, std::shared_ptr<UploadRows>>> chunks;
-  // Runs the server aborted: a run_start of one arriving later starts nothing.
-  AbortedRuns aborted;
-  // What the connection's io thread hands the daemon's thread, in order.
-  struct InboxItem {
-    // kStaged: rows were staged or dropped; `frame`, the answer to send
-    // once the kept rows are reported anew (empty: none).
-    enum Kind { kConnected, kFrame, kLost, kStaged, kRefused } kind;
-    std::string frame;
-  };
-  Mailbox<InboxItem> inbox;
-  std::string refused;  // why run() stopped on its own (WorkerDaemon::refused)
-  // Programs to build, in the order they came: built on a thread of their
-  // own, so that a long compile never holds up the runs' messages.
-  Mailbox<std::string> builds;
-  std::atomic<bool> builds_stopped{false};
-  std::thread builder;
-  // Per executor: its latest measurement, and what the server was last told.
-  struct Resources {
-    uint64_t free_memory = 0;
-    double utilization = -1, launch_delay_us = -1;
-    std::vector<std::string> kept;  // keys of the rows it keeps
-  };
-  std::vector<Resources> measured, reported;
-  std::unique_ptr<WorkerConnection> conn;
-  std::atomic<bool> stopping{false};
-  std::unique_ptr<RowStaging> staging;  // stage_rows and drop_rows, on a thread of its own
-
-  Executor& executor(size_t i) { return *executors[i]->executor; }
-  HelloMsg hello();
-  void send(const Message& m) { conn->send(encode(m)); }
-  void measure(size_t i);  // with the executor's lock held
-  void refresh_resources();
-  void handle(std::string frame);
-  void build_program(const std::string& frame);  // on the builder thread
-  void build_ahead(const MessageView& m);
-  // Lets the build in progress end; drops those not begun.
-  void stop_builder() {
-    builds_stopped = true;
-    builds.close();
-    if (builder.joinable()) builder.join();
-  }
-  void on_chunk(const MessageView& m);
-  void to_session(const std::string& run_id, std::string frame, bool starts);
-  void on_frame(std::string frame);  // on the io thread
-  void reap_sessions();
-  void abort_sessions();
-};
-
-HelloMsg WorkerDaemon::Impl::hello() {
-  HelloMsg h;
-  measured.resize(executors.size());
-  for (size_t i = 0; i < executors.size(); ++i) {
-    std::lock_guard<std::mutex> l(executors[i]->mu);
-    if (executors[i]->owner.empty()) measure(i);
-    ExecutorInfo info = executor(i).info();
-    info.free_memory = measured[i].free_memory;
-    info.utilization = measured[i].utilization;
-    info.launch_delay_us = measured[i].launch_delay_us;
-    if (opts.weight > 0) info.weight = opts.weight;
-    h.executors.push_back(info);
-  }
-  h.hostname = hostname();
-  h.version = LIZARD_VERSION;
-  h.backend = executors.empty() ? "none" : executor(0).info().kind;
-  h.backend_note = backend_note;
-  h.cpu.model = cpu_model();
-  h.cpu.threads = std::thread::hardware_concurrency();
-  if (const char* job = std::getenv("SLURM_JOB_ID")) h.slurm_job_id = job;
-  reported = measured;
-  for (auto& r : reported) r.kept.clear();  // reported by the first refresh
-  return h;
-}
 
 void WorkerDaemon::Impl::handle(std::string frame) {
   auto m = decode_view(frame);
@@ -273,62 +160,6 @@ void WorkerDaemon::Impl::abort_sessions() {
   aborted.clear();
 }
 
-void WorkerDaemon::Impl::measure(size_t i) {
-  executor(i).refresh_free_memory();
-  executor(i).refresh_load();
-  const ExecutorInfo& info = executor(i).info();
-  measured[i] = {info.free_memory, info.utilization, info.launch_delay_us, executor(i).kept_rows()};
-}
-
-// Measures the free memory and load of every executor that holds no run's
-// rows now (a run's own buffers and kernels would count as load), and tells
-// the server when any of it moved: free memory by 16 MiB or more (other
-// processes on the node allocate and free too, and plans are capped by what
-// is free), utilisation by 5 points, the launch delay by a quarter, a
-// value came or went, or the rows an executor keeps changed.  Executors busy
-// with a run keep their last figures.
-void WorkerDaemon::Impl::refresh_resources() {
-  constexpr uint64_t kMemoryStep = uint64_t{16} << 20;
-  measured.resize(executors.size());
-  size_t idle = 0;
-  for (size_t i = 0; i < executors.size(); ++i) {
-    std::unique_lock<std::mutex> l(executors[i]->mu, std::try_to_lock);
-    if (l.owns_lock() && executors[i]->owner.empty()) measure(i), ++idle;
-  }
-  auto moved = [](double now, double before, double step) {
-    if ((now < 0) != (before < 0)) return true;
-    return now >= 0 && std::abs(now - before) >= step;
-  };
-  bool changed = reported.size() != measured.size();
-  bool telemetry = false;
-  ResourcesMsg r;
-  std::set<std::string> kept_now;
-  for (size_t i = 0; i < measured.size(); ++i) {
-    const Resources& now = measured[i];
-    r.free_memory.push_back(now.free_memory);
-    r.kept.push_back(kept_catalog.describe(now.kept));
-    kept_now.insert(now.kept.begin(), now.kept.end());
-    r.utilization.push_back(now.utilization);
-    r.launch_delay_us.push_back(now.launch_delay_us);
-    telemetry = telemetry || now.utilization >= 0 || now.launch_delay_us >= 0;
-    if (changed) continue;
-    const Resources& before = reported[i];
-    const uint64_t d = now.free_memory > before.free_memory ? now.free_memory - before.free_memory
-                                                            : before.free_memory - now.free_memory;
-    changed = d >= kMemoryStep || now.kept != before.kept ||
-              moved(now.utilization, before.utilization, 5) ||
-              moved(now.launch_delay_us, before.launch_delay_us,
-                    std::max(5.0, before.launch_delay_us / 4));
-  }
-  if (idle == executors.size()) kept_catalog.retain(kept_now);
-  if (!changed) return;
-  if (!telemetry) r.utilization.clear(), r.launch_delay_us.clear();
-  reported = measured;
-  send(r.to_message());
-}
-
-// Writes a chunk of uploaded rows into its field's memory file, which is
-// made once at the size the first chunk announces.
 void WorkerDaemon::Impl::on_chunk(const MessageView& m) {
   auto h = DataChunkMsg::parse(m.header);
   if (!h.ok() || aborted.contains(h->run_id)) return;

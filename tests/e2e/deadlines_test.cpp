@@ -17,19 +17,7 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr int kDeadlineS = 4;
-
-ExecutorInfo fake_cpu() {
-  ExecutorInfo e;
-  e.kind = "cpu";
-  e.name = "fake";
-  e.sm_count = 2;
-  e.weight = 1;
-  e.total_memory = 8 * kGiB;
-  e.free_memory = 4 * kGiB;
-  return e;
-}
 
 json sum_body(json executors) {
   return {

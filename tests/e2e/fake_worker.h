@@ -81,4 +81,16 @@ class FakeWorker {
   std::unique_ptr<WorkerConnection> conn_;
 };
 
+// A CPU executor as a fake worker reports it: 2 threads, 8 GiB, 4 GiB free.
+inline ExecutorInfo fake_cpu() {
+  ExecutorInfo e;
+  e.kind = "cpu";
+  e.name = "fake";
+  e.sm_count = 2;
+  e.weight = 1;
+  e.total_memory = uint64_t{8} << 30;
+  e.free_memory = uint64_t{4} << 30;
+  return e;
+}
+
 }  // namespace lizard

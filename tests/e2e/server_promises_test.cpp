@@ -73,17 +73,6 @@ TEST(RunList, AStatusFilterGivenEmptyIsRefused) {
   EXPECT_EQ(all->status, 200);
 }
 
-ExecutorInfo fake_cpu() {
-  ExecutorInfo e;
-  e.kind = "cpu";
-  e.name = "fake";
-  e.sm_count = 2;
-  e.weight = 1;
-  e.total_memory = uint64_t{8} << 30;
-  e.free_memory = uint64_t{4} << 30;
-  return e;
-}
-
 void write_values(const std::string& path, int64_t rows, double value) {
   std::vector<double> v(static_cast<size_t>(rows) * 2, value);
   std::ofstream(path, std::ios::binary | std::ios::trunc)

@@ -19,19 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-
-ExecutorInfo fake_cpu() {
-  ExecutorInfo e;
-  e.kind = "cpu";
-  e.name = "fake";
-  e.sm_count = 2;
-  e.weight = 1;
-  e.total_memory = 8 * kGiB;
-  e.free_memory = 4 * kGiB;
-  return e;
-}
-
 // examples/sum's aggregate with dims 2: sums (2 x float64) at 0, count
 // (int64) at 16, each field 16-byte aligned (program/layout.h).
 constexpr size_t kPartialBytes = 32;
