@@ -209,8 +209,8 @@ Status parse_seed(const json& body, uint64_t* out) {
 // executor), from the params alone, before anything is allocated.
 // The request's `max_iterations` caps the run; where the program has a
 // param of that name (whose update hook stops the run by it), it sets that
-// param too, so that the cap the user gave is the one that stops the run.
-// Both given and different is an error.
+// param too, over any value `params` gives it, so that the cap the user
+// gave is the one that stops the run.
 Status cap_sets_param(const Manifest& m, const json& body, json* params) {
   if (!body.contains("max_iterations") || !m.find_param("max_iterations")) return Status::Ok();
   const json& cap = body["max_iterations"];
@@ -218,11 +218,6 @@ Status cap_sets_param(const Manifest& m, const json& body, json* params) {
     return invalid_argument("`max_iterations` must be a positive integer");
   if (params->is_null()) *params = json::object();
   if (!params->is_object()) return Status::Ok();  // bind_params says what is wrong
-  auto given = params->find("max_iterations");
-  if (given != params->end() && *given != cap)
-    return invalid_argument("the request's `max_iterations` (" + cap.dump() +
-                            ") and `params.max_iterations` (" + given->dump() +
-                            ") differ: give the cap once");
   (*params)["max_iterations"] = cap;
   return Status::Ok();
 }
