@@ -296,6 +296,7 @@ bool WorkerDaemon::run() {
       [d] {
         d->inbox.push({Impl::InboxItem::kLost, {}});
       },
+      nullptr,  // the server refused the token: see below
   };
   if (!d->opts.retry_refused)
     callbacks.on_refused = [d](std::string why) {

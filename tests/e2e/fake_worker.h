@@ -51,7 +51,7 @@ class FakeWorker {
     conn_ = std::make_unique<WorkerConnection>(
         "127.0.0.1", port, "",
         ConnectionCallbacks{[this, hello] { send(MessageType::kHello, hello); },
-                            [this](std::string frame) { on_frame(frame); }, nullptr});
+                            [this](std::string frame) { on_frame(frame); }, nullptr, nullptr});
     conn_->start();
   }
   ~FakeWorker() { conn_->stop(); }

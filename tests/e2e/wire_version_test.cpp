@@ -37,7 +37,7 @@ TEST(WireVersion, AWorkerOfAnotherVersionIsRefusedNamingBothVersions) {
                             if (refusal.empty()) refusal = accept_welcome_frame(answer).message();
                             cv.notify_all();
                           },
-                          nullptr});
+                          nullptr, nullptr});
   conn->start();
   {
     std::unique_lock<std::mutex> l(mu);
