@@ -115,8 +115,8 @@ int parent(const char* self, const Args& a) {
         }
         runs[{c, cand}].push_back(*r);
       }
-  std::printf("%-13s %-12s %11s %9s %11s %8s  %s\n", "case", "candidate", "compile ms",
-              "(jit ms)", "kernel ms", "vs O3", "check");
+  std::printf("%-13s %-12s %11s %9s %11s %8s  %s\n", "case", "candidate", "compile ms", "(jit ms)",
+              "kernel ms", "vs O3", "check");
   json all = json::array();
   for (const std::string& c : a.cases) {
     double o3_kernel = 0;
