@@ -97,7 +97,10 @@ int AheadBuilds::compiled() const {
 }
 
 void AheadBuilds::work(std::deque<Job>* queue) {
-  yield_to_run_compiles();
+  // On a GPU worker builds are the host's CPU work: the one a starting run
+  // waits for goes first.  On a CPU worker the running runs' kernels hold
+  // the cores too, and a lower priority would hold builds back behind them.
+  if (compiler_->for_gpus()) yield_to_run_compiles();
   std::unique_lock<std::mutex> l(mu_);
   while (true) {
     wake_.wait(l, [&] { return stopping_ || !queue->empty(); });

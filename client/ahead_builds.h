@@ -10,9 +10,10 @@
 // quick builds (VariantCompiler::tiered), each variant's quick build is made
 // too, on threads of their own (`threads`, or a quarter of the cores up to
 // 8), so that a queue of new values soon has something to begin on, never
-// waiting behind an optimised build.  Its threads run at a lower CPU
-// priority (nice 10, named "lizard-ahead"), so that the compile a starting
-// run waits for, in the worker or an executor process, gets the cores first.  Run sessions ask it
+// waiting behind an optimised build.  For GPU executors its threads run at a
+// lower CPU priority (nice 10, named "lizard-ahead"), so that the compile a
+// starting run waits for, in the worker or an executor process, gets the
+// cores first.  Run sessions ask it
 // whether their kernels still have to be compiled, to tell the server so.
 //
 //   AheadBuilds ahead(std::move(variant_compiler), 2);

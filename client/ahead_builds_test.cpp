@@ -149,17 +149,13 @@ TEST(AheadBuildsNvrtc, NoQuickBuildsWhenTheExecutorsWaitForOptimisedOnes) {
   fs::remove_all(dir);
 }
 
-// Builds ahead of queued runs yield the cores to the compile a starting run
-// waits for: every thread of an AheadBuilds runs at nice 10, the worker's
-// other threads (this one) at their own.
-TEST(AheadBuilds, ItsThreadsRunAtALowerCpuPriority) {
+// On a GPU worker, builds ahead of queued runs yield the cores to the
+// compile a starting run waits for: every thread of an AheadBuilds runs at
+// nice 10, the worker's other threads (this one) at their own.
+TEST(AheadBuildsNvrtc, ItsThreadsRunAtALowerCpuPriority) {
   const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-priority-test";
-  BackendOptions o;
-  o.cache_dir = dir.string();
-  ExecutorInfo cpu;
-  cpu.kind = "cpu";
-  auto compiler = VariantCompiler::make(o, {cpu});
-  ASSERT_TRUE(compiler.ok()) << compiler.status().message();
+  auto compiler = sm90_compiler(dir, true);
+  if (!compiler.ok()) GTEST_SKIP() << "NVRTC unavailable: " << compiler.status().message();
   const int own = nice_of("self");
   AheadBuilds ahead(std::move(compiler).value(), 3);
   std::vector<int> nices;
@@ -174,10 +170,11 @@ TEST(AheadBuilds, ItsThreadsRunAtALowerCpuPriority) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_EQ(nices.size(), 3u);
+  ASSERT_GE(nices.size(), 3u);  // and the threads of its fast builds
   for (int n : nices) EXPECT_EQ(n, std::min(19, own + 10));
   EXPECT_EQ(nice_of("self"), own);
   EXPECT_GE(AheadBuilds::default_threads(), 2);
+  fs::remove_all(dir);
 }
 
 }  // namespace

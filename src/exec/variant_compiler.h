@@ -41,6 +41,8 @@ class VariantCompiler {
   // BackendOptions::quick_builds): then a variant's quick build is worth
   // making ahead of its optimised one.
   bool tiered() const { return nvrtc_ && quick_builds_; }
+  // Whether it builds for GPUs (NVRTC), rather than for the CPU backend.
+  bool for_gpus() const { return nvrtc_ != nullptr; }
   // Whether every build of `variant` at `tier` the executors need is in the
   // cache.  The cache entries' names are worked out once per variant key
   // and tier (hashing the program with the device library takes about a
