@@ -117,11 +117,10 @@ Result<std::string> jit_link(const std::string& ptx, int level) {
 }
 
 // Random rows for a program without a generator (logreg: x and y).
-PartitionData random_rows(const Manifest& m, const ParamValues& params, int64_t rows, int dims) {
+PartitionData random_rows(const Manifest& m, int64_t rows, int dims) {
   PartitionData data;
   data.rows = rows;
   data.fields.resize(m.dataset.size());
-  (void)params;
   std::vector<uint8_t>& x = data.fields[0];
   std::vector<uint8_t>& y = data.fields[1];
   x.resize(size_t(rows) * dims * 4);
@@ -253,7 +252,7 @@ json measure_in_this_process(const std::string& case_name, const std::string& ca
     data.generators = {"blobs"};
     data.generate_seed = 7;
   } else {
-    data = random_rows(image->manifest, *params, rows, c->params["dims"].get<int>());
+    data = random_rows(image->manifest, rows, c->params["dims"].get<int>());
   }
   Status st = gpu.begin_run(*image, *params, std::move(data));
   if (!st.ok()) return fail(st);
