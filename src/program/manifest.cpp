@@ -1,10 +1,12 @@
 #include "program/manifest.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -97,6 +99,48 @@ Status check_document_bounds(const YAML::Node& root, const std::string& file) {
   return Status::Ok();
 }
 
+// Counts the nodes of the documents a YAML::Parser hands it.
+class NodeCounter final : public YAML::EventHandler {
+ public:
+  size_t nodes = 0;
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { ++nodes; }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    ++nodes;
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    ++nodes;
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    ++nodes;
+  }
+  void OnMapEnd() override {}
+};
+
+// Whether a document with content follows the first, so that a second one
+// is refused rather than ignored (an empty one after `---` is harmless).
+// The documents are walked a bounded number of times: on some malformed
+// inputs yaml-cpp's parser reports empty documents without end, which is
+// why YAML::LoadAll, which reads until the parser stops, is not used.
+bool has_second_document(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  NodeCounter first;
+  if (!parser.HandleNextDocument(first)) return false;
+  for (int i = 0; i < 4; ++i) {
+    NodeCounter next;
+    if (!parser.HandleNextDocument(next)) return false;
+    if (next.nodes > 0) return true;
+  }
+  return false;
+}
+
 // Program names are shown in listings, logs and generated code comments:
 // one line of printable text.
 // One line of printable text: no ASCII control characters, no C1 controls
@@ -123,13 +167,10 @@ class ManifestParser {
       return fail("", "larger than " + std::to_string(kMaxManifestBytes) + " bytes");
     YAML::Node root;
     try {
-      // yaml-cpp stops its own recursion at 2,000 levels.  Every document is
-      // read, so that a second one is refused rather than ignored.
-      const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-      if (documents.size() > 1)
-        return fail("", "holds " + std::to_string(documents.size()) +
-                            " YAML documents; a manifest is one (remove the '---' line)");
-      if (!documents.empty()) root = documents.front();
+      // yaml-cpp stops its own recursion at 2,000 levels.
+      root = YAML::Load(text);
+      if (has_second_document(text))
+        return fail("", "holds more than one YAML document; a manifest is one (remove the '---' line)");
     } catch (const YAML::Exception& e) {
       return invalid_argument(file_ + ": not valid YAML: " + e.what());
     }

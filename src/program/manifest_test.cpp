@@ -198,8 +198,18 @@ TEST(Manifest, NamesAndVersionsHoldNoLineBreakOfAnyKind) {
 TEST(Manifest, ASecondYamlDocumentIsRefused) {
   const std::string e = error_of(
       "sources: {cuda: k.cu}\niterate: [run]\n---\nsources: {cuda: other.cu}\niterate: [x]\n");
-  EXPECT_EQ(e, "config.yaml: holds 2 YAML documents; a manifest is one (remove the '---' line)");
+  EXPECT_EQ(e,
+            "config.yaml: holds more than one YAML document; a manifest is one (remove the '---' "
+            "line)");
   EXPECT_EQ(error_of("---\nsources: {cuda: k.cu}\niterate: [run]\n"), "");
+  EXPECT_EQ(error_of("sources: {cuda: k.cu}\niterate: [run]\n---\n"), "");
+}
+
+// Inputs on which yaml-cpp's parser reports empty documents without end
+// (so that reading every document never returns) are answered at once.
+TEST(Manifest, InputsThatNeverEndADocumentAreAnsweredAtOnce) {
+  for (const char* text : {",\xdd\n", ",\n-\n- b`"})
+    EXPECT_EQ(error_of(text), "config.yaml: the manifest must be a mapping") << text;
 }
 
 TEST(Manifest, FloatDefaultsOutOfTheTypesRangeAreErrors) {
