@@ -10,7 +10,7 @@ namespace {
 
 TEST(KeptRowsCatalog, DescribesKeysAndFindsThoseOfASource) {
   KeptRowsCatalog c;
-  FileRowsKey file{{1, 2, 800, 9}, "/d/x.npy", FileFormat::kNpy, DType::kFloat64, 2, 10, 40};
+  FileRowsKey file{{1, 2, 800, 9}, "/d/x.npy", FileFormat::kNpy, DType::kFloat64, 2, 10, 40, ""};
   c.note(file);
   c.note({"u1:0+4x8@0+32", "upload u1 rows 0..4", 32, "u1", 0, 4});
   c.note("other", "rows of no known source", 8);

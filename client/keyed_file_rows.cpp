@@ -15,7 +15,7 @@ Result<FileRowsKey> open_file_rows_key(const DataRoots& roots, const DataRoots* 
   struct stat st {};
   if (::fstat(opened->fd(), &st) != 0)
     return internal_error(path + ": fstat: " + std::strerror(errno));
-  return FileRowsKey{FileIdentity::of(st), path, format, dtype, width, first_row, rows};
+  return FileRowsKey{FileIdentity::of(st), path, format, dtype, width, first_row, rows, ""};
 }
 
 Result<FileRows> locate_keyed_rows(const FileRowsKey& key, const std::string& retry) {

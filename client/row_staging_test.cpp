@@ -103,7 +103,7 @@ TEST_F(RowStagingTest, EachExecutorKeepsItsPartUnderARunsKey) {
   ASSERT_EQ(r.parts.size(), 2u);
   auto id = FileIdentity::of(path_);
   ASSERT_TRUE(id.ok());
-  const FileRowsKey second{*id, path_, FileFormat::kRaw, DType::kFloat32, 2, 4, 6};
+  const FileRowsKey second{*id, path_, FileFormat::kRaw, DType::kFloat32, 2, 4, 6, ""};
   EXPECT_EQ(r.parts[1].key, second.key());
   EXPECT_EQ(r.parts[1].bytes, 6u * 8);
   EXPECT_FALSE(r.parts[1].was_kept);

@@ -47,9 +47,13 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
     auto keyed = open_file_rows_key(server_roots_, ctx_.data_roots, ff.path, ff.format, ff.dtype,
                                     ff.width, d->first_row, d->rows);
     if (!keyed.ok()) return keyed.status().with_context(what);
-    const FileRowsKey& key = *keyed;
+    FileRowsKey key = std::move(keyed).value();
     // The version the run read first, or none: never another, kept or read.
-    if (ff.pinned) LIZARD_RETURN_IF_ERROR(check_pinned(*ff.pinned, key.file).with_context(what));
+    if (ff.pinned) {
+      LIZARD_RETURN_IF_ERROR(check_pinned(*ff.pinned, key.file).with_context(what));
+      // Kept rows of other bytes under the same identity have another key.
+      key.content_sha256 = ff.pinned->content_sha256;
+    }
     const std::string name = key.key();
     const uint64_t bytes = key.bytes();
     if (bytes == 0) continue;

@@ -1,5 +1,6 @@
 #include "server/run_files.h"
 
+#include "dataset/file_content.h"
 #include "protocol/run_spec_schema.h"
 
 namespace lizard {
@@ -35,7 +36,14 @@ Status check_files_unchanged(const std::vector<PinnedFile>& pinned) {
                     what(pin) + ": " + pin.path +
                         " is gone since the run first read it: " + now.status().message());
     LIZARD_RETURN_IF_ERROR(check_pinned(pin, *now).with_context(what(pin)));
+    LIZARD_RETURN_IF_ERROR(check_pinned_content(pin).with_context(what(pin)));
   }
+  return Status::Ok();
+}
+
+Status check_contents_unchanged(const std::vector<PinnedFile>& pinned) {
+  for (const PinnedFile& pin : pinned)
+    LIZARD_RETURN_IF_ERROR(check_pinned_content(pin).with_context(what(pin)));
   return Status::Ok();
 }
 

@@ -5,7 +5,9 @@
 
 #include "common/clock.h"
 #include "protocol/messages.h"
+#include "protocol/staging_messages.h"
 #include "server/row_streamer.h"
+#include "server/run_files.h"
 #include "server/server_metrics.h"
 
 namespace lizard {
@@ -109,8 +111,12 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
   if (ready.ok())
     for (const auto& [id, r] : ready.value())
       if (!r.ok && failed.ok()) failed = runtime_error("worker " + id + ": " + r.error);
+  // Files whose content the run verifies are read again now: a write through
+  // a shared mapping while the workers read them moves no identity.
+  if (failed.ok()) failed = check_contents_unchanged(run_->request.spec.files);
   if (!failed.ok()) {
     channel_->end_on_workers(wire_id, participants, false);
+    if (failed.code() == Code::kConflict) drop_kept_rows(participants);
     return failed.with_context("loading the dataset");
   }
   double compile_ms = 0;
@@ -143,6 +149,15 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
     }
   });
   return participants;
+}
+
+// Rows of a file that changed while they were read hold neither version:
+// the workers let go of them.
+void RunLoader::drop_kept_rows(const std::vector<std::string>& workers) const {
+  for (const PinnedFile& pin : run_->request.spec.files) {
+    const std::string frame = encode(DropRowsMsg{pin.path}.to_message());
+    for (const std::string& id : workers) (void)ctx_.workers->send(id, frame);
+  }
 }
 
 // Loads `which` workers, each on a thread of its own so that uploaded rows

@@ -40,6 +40,7 @@ class RunLoader {
 
  private:
   Status limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const;
+  void drop_kept_rows(const std::vector<std::string>& workers) const;
   // Each worker's run_ready; one that does not parse fails the loading.
   Result<std::map<std::string, RunReadyMsg>> load_workers(
       const std::string& wire_id,

@@ -98,7 +98,8 @@ Status parse_dataset(const ProgramImage& image, const json& body, const UploadLo
                               " rows but '" + rows_from + "' has " + std::to_string(rows));
     rows = n;
     rows_from = f.name;
-    if (s.file) out->spec.files.push_back({f.name, s.path, *s.file});  // the version counted
+    if (s.file)  // the version counted
+      out->spec.files.push_back({f.name, s.path, *s.file, s.content_sha256});
     out->dataset.push_back(std::move(s));
   }
   if (rows < 0) return invalid_argument("the program has no input dataset field to take rows from");

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "common/sha256.h"
 #include "dataset/npy.h"
 #include "dataset/test_files.h"
 #include "hooks/host_hooks.h"
@@ -153,8 +154,9 @@ TEST(RunRequest, ASourceIsOneKindWithItsOwnKeys) {
             std::string::npos);
   EXPECT_EQ(with_x({{"values", {{1, 2}}}, {"fromat", "csv"}}),
             "dataset field 'x': unknown key 'fromat' in a `values` source (expected values)");
-  EXPECT_EQ(with_x({{"path", "/nonexistent.csv"}, {"rows", 3}}),
-            "dataset field 'x': unknown key 'rows' in a `path` source (expected path, format)");
+  EXPECT_EQ(
+      with_x({{"path", "/nonexistent.csv"}, {"rows", 3}}),
+      "dataset field 'x': unknown key 'rows' in a `path` source (expected path, format, verify)");
   EXPECT_EQ(with_x({{"values", {{1, 2}}}}), "");
 }
 
@@ -198,6 +200,34 @@ TEST(RunRequest, NpyThatDoesNotFitItsFieldSaysBothSides) {
   EXPECT_EQ(error({{"upload", "u32"}}),
             "dataset field 'x' (upload u32): shape (2, 3) does not hold rows of 2 values; "
             "expected (rows, ...) with dimensions after rows multiplying to 2");
+}
+
+// A file named by path is pinned by its identity, and by the SHA-256 of its
+// bytes where the request asks to verify content.
+TEST(RunRequest, APathPinsItsVersionAndItsContentWhenAskedTo) {
+  TempDir dir;
+  const std::vector<float> v = {1, 2, 3, 4};
+  const std::string bytes = npy_bytes(DType::kFloat32, {2, 2}, v.data());
+  const std::string x = dir.write("x.npy", bytes);
+  auto request = [&](const json& source) {
+    return parse_run_request(
+        image(kConfig),
+        {{"params", {{"dims", 2}}}, {"dataset", {{"x", source}, {"y", {{"values", {1, 0}}}}}}});
+  };
+  auto plain = request({{"path", x}});
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  ASSERT_EQ(plain->spec.files.size(), 1u);
+  EXPECT_EQ(plain->spec.files[0].identity, FileIdentity::of(x).value());
+  EXPECT_EQ(plain->spec.files[0].content_sha256, "");
+  auto verified = request({{"path", x}, {"verify", "content"}});
+  ASSERT_TRUE(verified.ok()) << verified.status().message();
+  ASSERT_EQ(verified->spec.files.size(), 1u);
+  EXPECT_EQ(verified->spec.files[0].content_sha256, sha256_hex(bytes));
+  auto bad = request({{"path", x}, {"verify", "bytes"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "dataset field 'x': `verify` must be \"identity\" (the default) or \"content\", not "
+            "\"bytes\"");
 }
 
 TEST(HostHooks, CustomReducerNeedsAnAggregateHook) {

@@ -81,6 +81,7 @@ struct ParsedSource {
   // path: the version of the file its rows were counted in, which the run
   // pins (every later read must find it).
   std::optional<FileIdentity> file;
+  std::string content_sha256;  // path with "verify": "content": the bytes' digest
   nlohmann::json options = nlohmann::json::object();  // other kinds' own values
 };
 

@@ -3,7 +3,8 @@
 // in nanoseconds.  A rewrite in place moves the size or mtime, a rename of
 // another file into place the inode, and any write, truncate, rename or
 // utimensat(2) the ctime, which no user can put back.  What it cannot see:
-// writes through a shared mapping that move neither time (tmpfs does this).
+// writes through a shared mapping that move neither time (tmpfs does this);
+// a run that asks to verify content pins a digest too (file_content.h).
 //
 // A run pins the identity of each file it reads by path when the server
 // first reads it (PinnedFile); every later read checks the file against it:
@@ -51,6 +52,9 @@ struct PinnedFile {
   std::string field;  // the dataset field whose rows it holds
   std::string path;   // as the run request named it
   FileIdentity identity;
+  // The SHA-256 of its bytes when the run asked to verify content
+  // (dataset/file_content.h), else "".
+  std::string content_sha256;
 };
 
 // Ok when `now` is the pinned version; otherwise a kConflict naming the

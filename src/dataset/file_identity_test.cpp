@@ -20,7 +20,7 @@ FileIdentity identity_of(const std::string& path) {
 TEST(FileIdentity, TheSameVersionPassesItsPin) {
   TempDir dir;
   const std::string path = dir.write("x.bin", std::string(16, 'a'));
-  const PinnedFile pin{"x", path, identity_of(path)};
+  const PinnedFile pin{"x", path, identity_of(path), ""};
   EXPECT_TRUE(check_pinned(pin, identity_of(path)).ok());
   EXPECT_EQ(version_changes(pin.identity, identity_of(path)), "");
   FileIdentity elsewhere = pin.identity;  // the same shared file, seen from another machine
@@ -31,7 +31,7 @@ TEST(FileIdentity, TheSameVersionPassesItsPin) {
 TEST(FileIdentity, AGrownFileFailsItsPinNamingTheSizes) {
   TempDir dir;
   const std::string path = dir.write("x.bin", std::string(16, 'a'));
-  const PinnedFile pin{"x", path, identity_of(path)};
+  const PinnedFile pin{"x", path, identity_of(path), ""};
   dir.write("x.bin", std::string(32, 'b'));
   Status st = check_pinned(pin, identity_of(path));
   EXPECT_EQ(st.code(), Code::kConflict);
@@ -56,7 +56,7 @@ TEST(FileIdentity, ARewriteWithItsMtimePutBackMovesTheCtime) {
   EXPECT_NE(after.key_prefix(), before.key_prefix());
   const std::string changes = version_changes(before, after);
   EXPECT_EQ(changes.rfind("ctime ", 0), 0u) << changes;
-  EXPECT_EQ(check_pinned({"x", path, before}, after).code(), Code::kConflict);
+  EXPECT_EQ(check_pinned({"x", path, before, ""}, after).code(), Code::kConflict);
 }
 
 }  // namespace

@@ -9,8 +9,11 @@ uint64_t FileRowsKey::bytes() const {
 }
 
 std::string FileRowsKey::key() const {
-  return file.key_prefix() + file_format_name(format) + ":" + dtype_name(dtype) + "x" +
-         std::to_string(width) + ":" + std::to_string(first_row) + "+" + std::to_string(rows);
+  std::string k = file.key_prefix() + file_format_name(format) + ":" + dtype_name(dtype) + "x" +
+                  std::to_string(width) + ":" + std::to_string(first_row) + "+" +
+                  std::to_string(rows);
+  if (!content_sha256.empty()) k += ":sha256:" + content_sha256;
+  return k;
 }
 
 std::string FileRowsKey::description() const {

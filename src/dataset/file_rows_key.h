@@ -28,9 +28,12 @@ struct FileRowsKey {
   DType dtype = DType::kFloat32;
   int64_t width = 1;
   int64_t first_row = 0, rows = 0;
+  // The SHA-256 of the file's bytes the run pinned (it verifies content), or "".
+  std::string content_sha256;
 
   uint64_t bytes() const;
-  // "file:<dev>:<ino>:<size>:<mtime_ns>:<ctime_ns>:<format>:<dtype>x<width>:<first>+<rows>"
+  // "file:<dev>:<ino>:<size>:<mtime_ns>:<ctime_ns>:<format>:<dtype>x<width>:<first>+<rows>",
+  // then ":sha256:<hex>" with a content digest
   std::string key() const;
   // "<path> rows <first>..<end> (<dtype> x <width>)"
   std::string description() const;

@@ -22,7 +22,7 @@ FileRowsKey key_of(const std::string& path, int64_t first = 0, int64_t rows = 4)
   auto id = FileIdentity::of(path);
   EXPECT_TRUE(id.ok()) << id.status().message();
   return FileRowsKey{
-      id.ok() ? *id : FileIdentity{}, path, FileFormat::kRaw, DType::kInt32, 1, first, rows};
+      id.ok() ? *id : FileIdentity{}, path, FileFormat::kRaw, DType::kInt32, 1, first, rows, ""};
 }
 
 TEST(FileRowsKey, NamesTheFileAndTheRowsAndReadsThem) {
@@ -37,6 +37,11 @@ TEST(FileRowsKey, NamesTheFileAndTheRowsAndReadsThem) {
   FileRowsKey wider = k;
   wider.width = 2, wider.rows = 1;
   EXPECT_NE(k.key(), wider.key());  // the same bytes read as other rows
+  FileRowsKey a = k, b = k;         // the same identity, other bytes verified
+  a.content_sha256 = std::string(64, 'a'), b.content_sha256 = std::string(64, 'b');
+  EXPECT_NE(a.key(), k.key());
+  EXPECT_NE(a.key(), b.key());
+  EXPECT_EQ(a.key().rfind(k.key(), 0), 0u);  // placed by the same prefix
   int32_t out[2] = {};
   ASSERT_TRUE(read_rows_unchanged(k, reinterpret_cast<uint8_t*>(out)).ok());
   EXPECT_EQ(out[0], 2);

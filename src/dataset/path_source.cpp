@@ -1,6 +1,8 @@
 // The `path` source: a file on the machines' shared file system, under the
-// data roots ({"path": ..., "format": ...}).  The server counts its rows and
-// notes the version it counted (the file's identity, which the run pins);
+// data roots ({"path": ..., "format": ..., "verify": ...}).  The server counts
+// its rows and notes the version it counted (the file's identity, and with
+// "verify": "content" the digest of its bytes: file_content.h), which the
+// run pins;
 // each worker reads only its own rows on each executor's turn
 // ({"source": "path", "path", "format"}), or names the rows its executors
 // keep from an earlier run under the file's identity (file_rows_key.h).
@@ -11,6 +13,7 @@
 
 #include "dataset/dataset_file.h"
 #include "dataset/dataset_source.h"
+#include "dataset/file_content.h"
 #include "dataset/file_rows_key.h"
 
 namespace lizard {
@@ -30,7 +33,7 @@ Result<FileIdentity> identity_of(const InputFile& file) {
 
 class PathSource final : public DatasetSource {
  public:
-  std::vector<std::string> request_keys() const override { return {"path", "format"}; }
+  std::vector<std::string> request_keys() const override { return {"path", "format", "verify"}; }
   std::vector<std::string> wire_names() const override { return {"path"}; }
   RowDelivery delivery() const override { return RowDelivery::kFile; }
 
@@ -52,6 +55,14 @@ class PathSource final : public DatasetSource {
     auto format = resolve_file_format(fmt, p.path);
     if (!format.ok()) return format.status().with_context(what);
     p.format = format.value();
+    FileVerify verify = FileVerify::kIdentity;
+    if (spec.contains("verify")) {
+      if (!spec["verify"].is_string())
+        return invalid_argument(what + ": `verify` must be a string");
+      auto v = parse_file_verify(spec["verify"].get<std::string>());
+      if (!v.ok()) return v.status().with_context(what);
+      verify = *v;
+    }
     // Opened without blocking, and only a regular file, before any read.
     auto file = roots.open(at.value());
     if (!file.ok()) return file.status().with_context(what);
@@ -60,11 +71,15 @@ class PathSource final : public DatasetSource {
     if (!before.ok()) return before.status().with_context(what);
     auto n = count_rows(&file.value(), p.format, field.type, field.width);
     if (!n.ok()) return n.status().with_context(what);
+    if (verify == FileVerify::kContent) {
+      auto digest = content_sha256(file.value());
+      if (!digest.ok()) return digest.status().with_context(what);
+      p.content_sha256 = std::move(digest).value();
+    }
     auto after = identity_of(file.value());
     if (!after.ok()) return after.status().with_context(what);
     if (*after != *before)
-      return Status(Code::kConflict, what + ": " + p.path +
-                                         " changed while its rows were counted: " +
+      return Status(Code::kConflict, what + ": " + p.path + " changed while it was read: " +
                                          version_changes(*before, *after) + "; run again");
     p.rows = n.value();
     p.file = *after;

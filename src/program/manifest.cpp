@@ -170,7 +170,8 @@ class ManifestParser {
       // yaml-cpp stops its own recursion at 2,000 levels.
       root = YAML::Load(text);
       if (has_second_document(text))
-        return fail("", "holds more than one YAML document; a manifest is one (remove the '---' line)");
+        return fail("",
+                    "holds more than one YAML document; a manifest is one (remove the '---' line)");
     } catch (const YAML::Exception& e) {
       return invalid_argument(file_ + ": not valid YAML: " + e.what());
     }

@@ -50,7 +50,10 @@ struct WireSchema<PinnedFile> {
         required("field", &PinnedFile::field, "the dataset field"),
         required("path", &PinnedFile::path, "the file, as the run request named it"),
         required("identity", &PinnedFile::identity,
-                 "the version the run read first (a `file_identity`)"));
+                 "the version the run read first (a `file_identity`)"),
+        wire_schema::omitted_when_empty("content_sha256", &PinnedFile::content_sha256,
+                                        "the SHA-256 of its bytes then, in hex, when the run "
+                                        "verifies content (`\"verify\": \"content\"`)"));
   }
 };
 

@@ -28,7 +28,7 @@ TEST(RunSpec, CrossesRunStartWithEveryRunValue) {
   m.hash = "abc";
   m.params = {{"k", 4}};
   m.data_roots = {"/data"};
-  m.files = {{"x", "/data/x.npy", {1, 2, 4096, 1700000000000000001, 1700000000000000002}}};
+  m.files = {{"x", "/data/x.npy", {1, 2, 4096, 1700000000000000001, 1700000000000000002}, ""}};
   m.progress = true;
   FieldSource f;
   f.name = "x";

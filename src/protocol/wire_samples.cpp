@@ -45,7 +45,10 @@ RunStartMsg run_start() {
   m.fields[1].path = "/data/y.npy";
   m.fields[1].format = "npy";
   m.data_roots = {"/data"};
-  m.files = {{"y", "/data/y.npy", {2049, 77, 4096, 1700000000000000000, 1700000000000000000}}};
+  m.files = {{"y",
+              "/data/y.npy",
+              {2049, 77, 4096, 1700000000000000000, 1700000000000000000},
+              "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}};
   m.progress = true;
   return m;
 }

@@ -3,15 +3,21 @@
 // file names them instead of reading it (the record's file_bytes_read and
 // file_bytes_kept tell which), and a file rewritten in place (even with its
 // mtime put back), replaced by a rename, or a plan that moves the rows, is
-// read afresh.
+// read afresh; so is a file written through a shared mapping, whose identity
+// does not move, when the run verifies its content.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "dataset/file_identity.h"
 #include "dataset/npy.h"
 #include "local_cluster.h"
 
@@ -41,6 +47,36 @@ void touch_later(const std::string& path) {
   fs::last_write_time(path, fs::last_write_time(path) + std::chrono::seconds(1));
 }
 
+// The file's bytes, mapped shared and writable, as a program that changes a
+// dataset file in place holds it.  Once written through, a page stays
+// writable: on tmpfs, later writes move neither mtime nor ctime.
+class SharedMapping {
+ public:
+  explicit SharedMapping(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDWR);
+    EXPECT_GE(fd_, 0) << std::strerror(errno);
+    at_ = ::mmap(nullptr, kBytes + 128, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    EXPECT_NE(at_, MAP_FAILED) << std::strerror(errno);
+  }
+  ~SharedMapping() {
+    if (at_ != MAP_FAILED) ::munmap(at_, kBytes + 128);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // Writes the file `write_values(path, scale)` would write, over the mapping.
+  void write_values(const std::string& scratch, double scale) {
+    lizard::write_values(scratch, scale);
+    std::ifstream in(scratch, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(scratch.c_str());
+    ASSERT_LE(bytes.size(), kBytes + 128);
+    if (at_ != MAP_FAILED) std::memcpy(at_, bytes.data(), bytes.size());
+  }
+
+ private:
+  int fd_ = -1;
+  void* at_ = MAP_FAILED;
+};
+
 // One worker; with one executor, a run has no choice of where to go.
 class KeptFileRows : public ::testing::Test {
  protected:
@@ -51,10 +87,11 @@ class KeptFileRows : public ::testing::Test {
     path_ = c_.dir() + "/values.npy";
     write_values(path_, 1);
   }
-  json run(int executors = 1) {
-    json body = {{"params", {{"dims", kDims}}},
-                 {"dataset", {{"values", {{"path", path_}}}}},
-                 {"executors", executors}};
+  json run(int executors = 1, const json& source_keys = json::object()) {
+    json source = {{"path", path_}};
+    source.update(source_keys);
+    json body = {
+        {"params", {{"dims", kDims}}}, {"dataset", {{"values", source}}}, {"executors", executors}};
     auto r = c_.post("/runtime/" + hash_ + "?wait=1", body.dump());
     if (!r.ok()) return json();
     return json::parse(r->body, nullptr, false);
@@ -156,6 +193,46 @@ TEST_F(KeptFileRows, WorkersReportTheRowsTheirExecutorsKeep) {
   ASSERT_EQ(kept.size(), 1u) << kept.dump();
   EXPECT_EQ(kept[0]["bytes"], kBytes);
   EXPECT_EQ(kept[0]["description"], path_ + " rows 0..4000 (float64 x 2)");
+}
+
+// A file on tmpfs written through a shared mapping that was written through
+// before keeps its identity (there neither time moves), so rows kept under
+// it would answer with the old values; a run that verifies content reads it
+// afresh, and takes the kept rows while the bytes are unchanged.
+TEST_F(KeptFileRows, WritesThroughAMappingAreReadAfreshWhenTheRunVerifiesContent) {
+  start();
+  const bool tmpfs = ::access("/dev/shm", W_OK) == 0;
+  if (tmpfs) {
+    path_ = "/dev/shm/lizard-kept-rows-" + std::to_string(::getpid()) + ".npy";
+    write_values(path_, 1);
+  }
+  struct Removed {
+    std::string path;
+    ~Removed() { std::remove(path.c_str()); }
+  } removed{path_};
+  const std::string scratch = c_.dir() + "/scratch.npy";
+  SharedMapping mapping(path_);
+  mapping.write_values(scratch, 1);  // every page written through once
+  const json verify = {{"verify", "content"}};
+  json first = run(1, verify);
+  expect_sums(first, 1);
+  EXPECT_EQ(first["phases"]["file_bytes_read"], kBytes) << first["phases"].dump();
+  ASSERT_EQ(first["files"].size(), 1u) << first.dump(2);
+  EXPECT_EQ(first["files"][0]["content_sha256"].get<std::string>().size(), 64u);
+  json again = run(1, verify);
+  expect_sums(again, 1);
+  EXPECT_EQ(again["phases"]["file_bytes_kept"], kBytes) << again["phases"].dump();
+
+  const FileIdentity before = FileIdentity::of(path_).value();
+  mapping.write_values(scratch, 9);
+  if (tmpfs) {  // what no identity sees
+    EXPECT_EQ(FileIdentity::of(path_).value(), before);
+  }
+  json changed = run(1, verify);
+  expect_sums(changed, 9);
+  EXPECT_EQ(changed["phases"]["file_bytes_read"], kBytes) << changed["phases"].dump();
+  EXPECT_EQ(changed["phases"]["file_bytes_kept"], 0u);
+  EXPECT_NE(changed["files"][0]["content_sha256"], first["files"][0]["content_sha256"]);
 }
 
 }  // namespace
