@@ -17,6 +17,7 @@
 
 #include "client/aborted_runs.h"
 #include "client/ahead_builds.h"
+#include "client/file_probe.h"
 #include "client/row_staging.h"
 #include "client/run_session.h"
 #include "client/session_routes.h"
@@ -66,6 +67,11 @@ void WorkerDaemon::Impl::handle(std::string frame) {
     case MessageType::kStageRows:
     case MessageType::kDropRows:
       return staging->post(std::move(frame));
+    case MessageType::kProbeFile: {  // one open and fstat: answered at once
+      auto probe = ProbeFileMsg::parse(m->header);
+      if (!probe.ok()) return spdlog::warn("bad probe_file: {}", probe.status().message());
+      return send(probe_file(*probe, &data_roots).to_message());
+    }
     case MessageType::kRunAbort:  // cancelled, or past its time limit: stop its kernels now
       spdlog::info("run {}: aborted by the server", run_id);
       // A run_start of the run may still be on its way, behind the abort

@@ -273,6 +273,10 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
       workers.answered(worker_id);
       if (auto r = RowsStagedMsg::parse(m.header); r.ok()) stager.on_reply(worker_id, *r);
       return;
+    case MessageType::kFileProbed:
+      workers.answered(worker_id);
+      if (auto r = FileProbedMsg::parse(m.header); r.ok()) visibility.on_reply(worker_id, *r);
+      return;
     case MessageType::kRunReady:
     case MessageType::kLoopStep:
     case MessageType::kRunOutputs: {

@@ -19,6 +19,7 @@
 #include "server/build_ahead_requests.h"
 #include "server/coordinator.h"
 #include "server/dataset_store.h"
+#include "server/file_visibility.h"
 #include "server/http_routes.h"
 #include "server/program_registry.h"
 #include "server/row_stager.h"
@@ -47,8 +48,9 @@ struct Coordinator::Impl : RouteActions {
   DatasetStore datasets;
   Scheduler scheduler;
   ServerMetrics metrics{&workers, &runs};
-  RowStager stager;          // POST /datasets/stage and /datasets/drop
-  BuildAheadRequests ahead;  // queued runs' variants the workers were asked to build
+  RowStager stager;           // POST /datasets/stage and /datasets/drop
+  FileVisibility visibility;  // POST /datasets/probe
+  BuildAheadRequests ahead;   // queued runs' variants the workers were asked to build
   HttpRoutes routes;
   // The request pool: POST /programs and /runtime/... work off the io
   // thread; nothing on it waits on user code.
@@ -85,10 +87,11 @@ struct Coordinator::Impl : RouteActions {
         datasets(opts.state_dir),
         scheduler({opts.max_bypass}),
         stager(&workers, opts.data_roots.roots(), {opts.load_timeout_s, 50e6}),
+        visibility(&workers, &opts.data_roots),
         routes({opts.token, opts.read_token},
                {&programs, &workers, &runs, &datasets, this, &metrics,
                 [this](std::function<void()> f) { boost::asio::post(pool, std::move(f)); }, &stager,
-                &opts.data_roots}) {}
+                &opts.data_roots, &visibility}) {}
 
   // ---- RouteActions --------------------------------------------------------
   void register_program(std::string body, Responder respond) override;

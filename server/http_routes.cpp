@@ -203,6 +203,7 @@ std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
       {{"GET", "/api/v1/datasets"}, [](HttpRoutes* h, C& c, R& r) { h->get_datasets(c, r); }},
       {{"POST", "/api/v1/datasets/stage"}, [](HttpRoutes* h, C& c, R& r) { h->post_stage(c, r); }},
       {{"POST", "/api/v1/datasets/drop"}, [](HttpRoutes* h, C& c, R& r) { h->post_drop(c, r); }},
+      {{"POST", "/api/v1/datasets/probe"}, [](HttpRoutes* h, C& c, R& r) { h->post_probe(c, r); }},
       {{"GET", "/api/v1/datasets/{id}"},
        [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.datasets->get(c.path["id"])); }},
       {{"DELETE", "/api/v1/datasets/{id}"},

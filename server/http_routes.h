@@ -32,6 +32,7 @@ namespace lizard {
 
 class DataRoots;
 class DatasetStore;
+class FileVisibility;
 class ProgramRegistry;
 class RowStager;
 class RunBook;
@@ -75,6 +76,7 @@ struct RouteServices {
   std::function<void(std::function<void()>)> offload;  // runs work off the io thread
   RowStager* stager = nullptr;            // POST /datasets/stage and /datasets/drop; may be null
   const DataRoots* data_roots = nullptr;  // where staged files may lie; null: anywhere
+  FileVisibility* visibility = nullptr;   // POST /datasets/probe; may be null
 };
 
 // The HTTP status for an error Status.
@@ -125,6 +127,7 @@ class HttpRoutes {
   void delete_dataset(Call& c, Responder& r);
   void post_stage(Call& c, Responder& r);
   void post_drop(Call& c, Responder& r);
+  void post_probe(Call& c, Responder& r);
 
   RoutesOptions opts_;
   RouteServices s_;

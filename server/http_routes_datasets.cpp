@@ -1,14 +1,17 @@
 // HttpRoutes' dataset routes beyond uploads: the listing of uploads and kept
 // rows, removal (an upload's kept rows go with it), staging rows onto
-// executors before a run, and dropping the kept rows of a source.
+// executors before a run, dropping the kept rows of a source, and probing
+// whether every worker reads the same file at a path.
 #include <spdlog/spdlog.h>
 
 #include <memory>
 
 #include "common/json_limits.h"
 #include "dataset/data_roots.h"
+#include "protocol/run_spec_schema.h"
 #include "server/dataset_store.h"
 #include "server/dataset_views.h"
+#include "server/file_visibility.h"
 #include "server/http_routes.h"
 #include "server/row_stager.h"
 #include "server/stage_request.h"
@@ -64,6 +67,50 @@ void HttpRoutes::post_drop(Call& c, Responder& r) {
   const size_t told = s_.stager->drop(source);
   spdlog::info("told {} worker(s) to drop the kept rows of {}", told, source);
   r(json_response(200, {{"source", source}, {"workers_told", told}}));
+}
+
+namespace {
+
+// {"path": PATH} or {"path": PATH, "identity": {device, inode, size,
+// mtime_ns, ctime_ns}}: the file, and the version the client sees.
+Status parse_probe(const json& body, std::string* path, std::optional<FileIdentity>* seen) {
+  const char* kShape =
+      "the body must be {\"path\": PATH} or {\"path\": PATH, \"identity\": {\"device\", "
+      "\"inode\", \"size\", \"mtime_ns\", \"ctime_ns\"}}: the version the client sees";
+  if (!body.is_object() || !body.contains("path") || !body["path"].is_string() ||
+      body["path"].get<std::string>().empty())
+    return invalid_argument(kShape);
+  for (const auto& [k, _] : body.items())
+    if (k != "path" && k != "identity")
+      return invalid_argument("unknown key '" + k + "'; " + kShape);
+  *path = body["path"].get<std::string>();
+  if (!body.contains("identity")) return Status::Ok();
+  FileIdentity id;
+  if (std::string why =
+          wire_schema::ObjectOf<WireSchema<FileIdentity>>::read(body["identity"], &id);
+      !why.empty())
+    return invalid_argument("identity" + why + "; " + kShape);
+  *seen = id;
+  return Status::Ok();
+}
+
+}  // namespace
+
+void HttpRoutes::post_probe(Call& c, Responder& r) {
+  if (!s_.visibility) return r(json_response(404, {{"error", "this server does not probe files"}}));
+  auto body = parse_json_bounded(c.req.body);
+  if (!body.ok()) return r(error_response(body.status()));
+  std::string path;
+  std::optional<FileIdentity> seen;
+  if (Status st = parse_probe(*body, &path, &seen); !st.ok()) return r(error_response(st));
+  // Opens the file and waits for the workers: off the io thread.
+  s_.offload([this, path, seen, respond = std::move(r)]() mutable {
+    answer_guarded(std::move(respond), [&](Responder answer) {
+      auto verdict = s_.visibility->probe(path, seen);
+      if (!verdict.ok()) return answer(error_response(verdict.status()));
+      answer(json_response(200, *verdict));
+    });
+  });
 }
 
 }  // namespace lizard

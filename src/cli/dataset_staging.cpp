@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "dataset/dataset_file.h"
+#include "dataset/file_identity.h"
 #include "dataset/npy.h"
 #include "program/layout.h"
 
@@ -82,6 +83,38 @@ Result<std::string> upload_one(const ServerApi& api, const Manifest& m, const Pa
   return answer->value("id", "");
 }
 
+// The version of the file this machine sees, as POST /datasets/probe takes it.
+json identity_json(const FileIdentity& id) {
+  return {{"device", id.device},
+          {"inode", id.inode},
+          {"size", id.size},
+          {"mtime_ns", id.mtime_ns},
+          {"ctime_ns", id.ctime_ns}};
+}
+
+// Whether the server and every worker read the file this machine sees at
+// `path`; `why` says why not.  A server that cannot tell (an older one, or
+// a path outside its data roots) counts as not.
+bool read_everywhere(const ServerApi& api, const std::string& path, std::string* why) {
+  auto seen = FileIdentity::of(path);
+  if (!seen.ok()) {
+    *why = seen.status().message();
+    return false;
+  }
+  auto verdict = api.post("/datasets/probe", {{"path", path}, {"identity", identity_json(*seen)}},
+                          /*timeout_s=*/30);
+  if (!verdict.ok()) {
+    *why = verdict.status().message();
+    return false;
+  }
+  if (verdict->value("shared", false)) {
+    *why = std::to_string(verdict->value("workers", json::array()).size()) + " worker(s)";
+    return true;
+  }
+  *why = verdict->value("why", std::string("the server could not tell"));
+  return false;
+}
+
 }  // namespace
 
 Result<std::string> dataset_field_of(const Manifest& m, const DatasetArg& arg) {
@@ -101,7 +134,7 @@ Result<std::string> dataset_field_of(const Manifest& m, const DatasetArg& arg) {
 }
 
 Result<StagedDatasets> stage_datasets(const ServerApi& api, const Manifest& m, const RunArgs& spec,
-                                      bool shared_paths, std::ostream* log) {
+                                      FileDelivery delivery, std::ostream* log) {
   StagedDatasets out;
   auto fail = [&](const Status& s) {
     remove_uploads(api, out.uploads);
@@ -122,13 +155,23 @@ Result<StagedDatasets> stage_datasets(const ServerApi& api, const Manifest& m, c
     auto format = resolve_file_format(arg.format, arg.file);
     if (!format.ok()) return fail(format.status().with_context("--dataset " + *name));
     std::error_code ec;
-    if (shared_paths) {
-      out.dataset[*name] = {{"path", fs::absolute(arg.file, ec).string()},
-                            {"format", file_format_name(*format)}};
+    const std::string path = fs::absolute(arg.file, ec).string();
+    const json by_path = {{"path", path}, {"format", file_format_name(*format)}};
+    if (delivery == FileDelivery::kPath) {
+      out.dataset[*name] = by_path;
       continue;
     }
     if (!fs::is_regular_file(arg.file, ec))
       return fail(not_found("--dataset " + *name + ": cannot read " + arg.file));
+    std::string why;
+    if (delivery == FileDelivery::kChoose && read_everywhere(api, path, &why)) {
+      if (log)
+        *log << "sending " << arg.file << " by path for dataset field '" << *name
+             << "': the server and its " << why << " read this same file\n";
+      out.dataset[*name] = by_path;
+      continue;
+    }
+    if (log && !why.empty()) *log << arg.file << " goes as an upload: " << why << "\n";
     if (!params) {
       auto bound = bind_params(m, spec.params);
       if (!bound.ok()) return fail(bound.status());

@@ -168,8 +168,8 @@ int run_program(const ServerApi& api, const RunOptions& o, const Console& c) {
   }
   if (!o.follow.quiet)
     *c.err << "program " << program->manifest.name << " (" << program->hash.substr(0, 12) << ")\n";
-  auto staged = stage_datasets(api, program->manifest, o.spec, o.shared_paths,
-                               o.follow.quiet ? nullptr : c.err);
+  auto staged =
+      stage_datasets(api, program->manifest, o.spec, o.files, o.follow.quiet ? nullptr : c.err);
   if (!staged.ok()) {
     *c.err << "lizard: " << staged.status().message() << "\n";
     return 1;

@@ -17,6 +17,7 @@
 #include <ostream>
 #include <string>
 
+#include "cli/dataset_staging.h"
 #include "cli/run_spec.h"
 #include "cli/server_api.h"
 
@@ -39,9 +40,9 @@ struct FollowOptions {
 struct RunOptions {
   std::string program;  // a directory or a checksum
   RunArgs spec;
-  bool shared_paths = false;  // pass dataset files by path instead of uploading
-  bool detach = false;        // print the run id once it is queued and exit
-  bool keep_uploads = false;  // leave uploaded datasets on the server afterwards
+  FileDelivery files = FileDelivery::kChoose;  // how dataset files reach the cluster
+  bool detach = false;                         // print the run id once it is queued and exit
+  bool keep_uploads = false;                   // leave uploaded datasets on the server afterwards
   int build_timeout_s = 900;
   FollowOptions follow;
 };

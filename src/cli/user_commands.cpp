@@ -81,6 +81,7 @@ struct UserCommands::Impl {
   std::string executors;
   int64_t max_iterations = 0;
   std::optional<uint64_t> seed;
+  bool by_path = false, upload_files = false;
   // lizard runs / status / cancel / workers
   std::string status_filter;
   std::vector<std::string> ids;
@@ -125,9 +126,13 @@ void UserCommands::Impl::add_run(CLI::App* app) {
                "input field); NAME=upload:ID an upload already on the server (lizard upload)");
   add_repeated(run, "--state", &states,
                "NAME=VALUES: a file (.npy or numbers), JSON such as [[0,0],[1,1]], or 1,2,3");
-  run->add_flag("--shared-path", run_options.shared_paths,
-                "Pass dataset files by path (every node must see them there) instead of "
-                "uploading them");
+  auto* by_path_flag = run->add_flag(
+      "--shared-path", by_path,
+      "Pass dataset files by path without asking (every node must read them there); by "
+      "default a file goes by path when the server and every worker read the same file "
+      "there, and is uploaded otherwise");
+  run->add_flag("--upload", upload_files, "Upload dataset files even where every node reads them")
+      ->excludes(by_path_flag);
   run->add_option("--max-iterations", max_iterations,
                   "Stop after this many iterations (default: the program's own cap)")
       ->check(CLI::PositiveNumber);
@@ -181,6 +186,9 @@ Status UserCommands::Impl::build_spec() {
   }
   if (max_iterations > 0) spec.max_iterations = max_iterations;
   spec.seed = seed;
+  run_options.files = by_path        ? FileDelivery::kPath
+                      : upload_files ? FileDelivery::kUpload
+                                     : FileDelivery::kChoose;
   return Status::Ok();
 }
 

@@ -43,6 +43,8 @@ void for_each_message_schema(F&& f) {
   f(SchemaTag<WireSchema<RowsStagedMsg>>{});
   f(SchemaTag<WireSchema<DropRowsMsg>>{});
   f(SchemaTag<WireSchema<BuildAheadMsg>>{});
+  f(SchemaTag<WireSchema<ProbeFileMsg>>{});
+  f(SchemaTag<WireSchema<FileProbedMsg>>{});
 }
 
 // The same for the objects inside headers.

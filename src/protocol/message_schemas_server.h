@@ -169,6 +169,26 @@ struct WireSchema<DropRowsMsg> {
 };
 
 template <>
+struct WireSchema<ProbeFileMsg> {
+  using Type = ProbeFileMsg;
+  static constexpr const char* kName = "probe_file";
+  static constexpr MessageType kType = MessageType::kProbeFile;
+  static constexpr const char* kDoc =
+      "For `POST /datasets/probe`: open a file as a run's loading would and say which it is "
+      "(`client/file_probe.h`).";
+  static auto fields() {
+    return std::make_tuple(
+        required("probe_id", &ProbeFileMsg::probe_id, "the request, named in the answer"),
+        required("path", &ProbeFileMsg::path, "the file"),
+        optional("data_roots", &ProbeFileMsg::data_roots,
+                 "the server's `--data-root` directories: the file must lie in them"));
+  }
+  static std::string check(const ProbeFileMsg& m) {
+    return m.path.empty() ? "`path` is empty" : "";
+  }
+};
+
+template <>
 struct WireSchema<BuildAheadMsg> {
   using Type = BuildAheadMsg;
   static constexpr const char* kName = "build_ahead";

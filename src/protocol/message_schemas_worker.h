@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "protocol/message_object_schemas.h"
+#include "protocol/run_spec_schema.h"
 
 namespace lizard {
 
@@ -151,6 +152,22 @@ struct WireSchema<RowsStagedMsg> {
         optional("error", &RowsStagedMsg::error, "why not"),
         required<wire_schema::ListCodec<wire_schema::ObjectOf<StagedPartSchema>>>(
             "parts", &RowsStagedMsg::parts, "the parts as asked, with their bytes and keys"));
+  }
+};
+
+template <>
+struct WireSchema<FileProbedMsg> {
+  using Type = FileProbedMsg;
+  static constexpr const char* kName = "file_probed";
+  static constexpr MessageType kType = MessageType::kFileProbed;
+  static constexpr const char* kDoc = "In answer to `probe_file`.";
+  static auto fields() {
+    return std::make_tuple(
+        required("probe_id", &FileProbedMsg::probe_id, "the request answered"),
+        required("ok", &FileProbedMsg::ok, "whether the worker can read the file"),
+        optional("error", &FileProbedMsg::error, "why not"),
+        optional("identity", &FileProbedMsg::identity,
+                 "the file it opened (a `file_identity`), when it can"));
   }
 };
 

@@ -1,8 +1,11 @@
 // The messages that stage and drop kept rows (exec/kept_rows.h) outside any
 // run: the server asks a worker to load a file's rows onto its executors and
 // keep them (stage_rows, answered by rows_staged), or to let go of every kept
-// row of a source (drop_rows).  JSON headers, no payload; their fields are
-// listed in protocol/message_schemas_server.h and message_schemas_worker.h.
+// row of a source (drop_rows); and whether a worker sees a file at a path,
+// and which version (probe_file, answered by file_probed), so that a client
+// sends a dataset by path only where every worker reads that same file.
+// JSON headers, no payload; their fields are listed in
+// protocol/message_schemas_server.h and message_schemas_worker.h.
 //
 //   StageRowsMsg m{"s3", "/data/x.npy", "npy", "float32", 8, {}, {{0, 0, 1024}}};
 //   conn.send(encode(m.to_message()));
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "dataset/file_identity.h"
 #include "protocol/wire.h"
 
 namespace lizard {
@@ -57,6 +61,25 @@ struct DropRowsMsg {
   std::string source;
   Message to_message() const;
   static Result<DropRowsMsg> parse(const nlohmann::json& h);
+};
+
+// server → worker: open `path` within `data_roots` (the server's) and the
+// worker's own, as a run's loading would, and say which file it is.
+struct ProbeFileMsg {
+  std::string probe_id, path;
+  std::vector<std::string> data_roots;
+  Message to_message() const;
+  static Result<ProbeFileMsg> parse(const nlohmann::json& h);
+};
+
+// worker → server: the file's identity there, or why it cannot be read.
+struct FileProbedMsg {
+  std::string probe_id;
+  bool ok = false;
+  std::string error;
+  FileIdentity identity;
+  Message to_message() const;
+  static Result<FileProbedMsg> parse(const nlohmann::json& h);
 };
 
 }  // namespace lizard

@@ -154,7 +154,9 @@ TEST_F(CliOutput, ADatasetFromTheManifestsGenerator) {
 // The worker keeps the uploaded rows for the next run; the first run, which
 // finds none kept, is no cause for a warning in the worker's log.
 TEST_F(CliOutput, UploadsNewToAWorkerLeaveNoWarningInItsLog) {
-  CliResult r = run_cli(*cluster_, kmeans_args(points_, 2), {}, 120);
+  std::vector<std::string> args = kmeans_args(points_, 2);
+  args.push_back("--upload");
+  CliResult r = run_cli(*cluster_, args, {}, 120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream log(cluster_->dir() + "/worker0.log");
   std::string line;

@@ -97,9 +97,9 @@ TEST_F(CommandLine, RunsADirectoryWithAnUploadedTextFileAndWritesFields) {
   std::string init = "[";
   for (int i = 0; i < 4 * 16; ++i) init += (i ? "," : "") + std::to_string(i % 7 * 0.1);
   init += "]";
-  r = run_cli(*cluster_,
-              {"run", "examples/kmeans", "--param", "k=4", "--param", "dims=16", "--dataset",
-               "points=lizard:" + kSeedKmeans, "--state", "centroids=" + init, "--out", out});
+  r = run_cli(*cluster_, {"run", "examples/kmeans", "--param", "k=4", "--param", "dims=16",
+                          "--dataset", "points=lizard:" + kSeedKmeans, "--state",
+                          "centroids=" + init, "--out", out, "--upload"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("program K-Means ("), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("uploading " + kSeedKmeans + " for dataset field 'points'"),
@@ -220,7 +220,7 @@ TEST_F(CommandLine, UnknownProgramsAndRefusedRunsExit1WithTheReason) {
       << r.err;
   r = run_cli(*cluster_, {"run", "examples/sum", "--dataset", kSeedKmeans});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("lizard: missing param(s): dims"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("missing param(s): dims"), std::string::npos) << r.err;
   r = run_cli(*cluster_, {"run", "examples/kmeans", "--dataset", "centres=x.npy"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--dataset centres: the program's input fields are points"),
