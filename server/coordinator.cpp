@@ -203,6 +203,7 @@ void Coordinator::Impl::on_hello(const std::string& worker_id, const json& heade
   const std::string backend = hello->backend;
   if (!workers.hello(worker_id, std::move(hello).value(), push)) return;
   auto link = workers.link(worker_id);
+  if (link) link->set_message_limit(kWorkerMessageBytes);
   spdlog::info("worker {} joined from {}: {} executor(s), backend {}", worker_id,
                link ? link->peer() : "?", executors, backend);
   wake_scheduler();
@@ -245,6 +246,12 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
   }
   Message m(v->type, std::move(v->header), std::string(v->payload), std::string(v->packed));
   frames->give(std::move(frame));
+  if (m.type != MessageType::kHello && !workers.joined(worker_id)) {
+    spdlog::warn("worker {} sent {} before its hello; closing the connection", worker_id,
+                 message_type_name(m.type));
+    if (auto link = workers.link(worker_id)) link->close();
+    return;
+  }
   switch (m.type) {
     case MessageType::kHello:
       return on_hello(worker_id, m.header);

@@ -103,6 +103,7 @@ struct Coordinator::Impl : RouteActions {
 
   // ---- durability ----------------------------------------------------------
   void resume_runs();
+  void close_silent_connections();
   void prune();
 
   // ---- workers -------------------------------------------------------------

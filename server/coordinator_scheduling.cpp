@@ -44,7 +44,21 @@ void Coordinator::Impl::schedule_loop() {
     }
     if (stopping) return;
     reap_drivers();
+    close_silent_connections();
     schedule_once();
+  }
+}
+
+// A connection that upgraded but sent no accepted hello within
+// kHelloDeadlineS is closed: it holds a socket and buffers, and no worker
+// takes that long to say hello.
+void Coordinator::Impl::close_silent_connections() {
+  for (const std::string& id : workers.not_joined_after(kHelloDeadlineS)) {
+    auto link = workers.link(id);
+    if (!link) continue;
+    spdlog::warn("closed the connection {} from {}: no hello within {} s", id, link->peer(),
+                 kHelloDeadlineS);
+    link->close();
   }
 }
 

@@ -72,6 +72,7 @@ class ChannelLink : public WorkerLink {
   size_t queued_bytes() const override { return channel_->queued_bytes(); }
   void close() override { channel_->close(); }
   std::string peer() const override { return channel_->peer(); }
+  void set_message_limit(uint64_t bytes) override { channel_->set_max_message_bytes(bytes); }
 
  private:
   std::shared_ptr<WsChannel> channel_;
@@ -83,6 +84,7 @@ void open_worker_channel(MaybeTlsStream stream, http::request<http::string_body>
                          ServerHandler* handler, int heartbeat_s) {
   WsChannelOptions opts;
   opts.idle_timeout_s = heartbeat_s;
+  opts.max_message_bytes = kHelloMessageBytes;  // until its hello is accepted
   opts.frames = handler->received_frames();
   auto on_open = [handler](const std::shared_ptr<WsChannel>& channel) {
     const std::string id = handler->on_worker_connect(std::make_shared<ChannelLink>(channel));

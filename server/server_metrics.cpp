@@ -44,6 +44,7 @@ class MeteredLink : public WorkerLink {
   size_t queued_bytes() const override { return inner_->queued_bytes(); }
   void close() override { inner_->close(); }
   std::string peer() const override { return inner_->peer(); }
+  void set_message_limit(uint64_t bytes) override { inner_->set_message_limit(bytes); }
 
  private:
   std::shared_ptr<WorkerLink> inner_;

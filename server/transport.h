@@ -65,7 +65,18 @@ class WorkerLink {
   virtual size_t queued_bytes() const = 0;
   virtual void close() = 0;
   virtual std::string peer() const = 0;
+  // The largest message the worker may send from now on: a larger one closes
+  // the link.  kHelloMessageBytes until its hello is accepted, then
+  // kWorkerMessageBytes.
+  virtual void set_message_limit(uint64_t bytes) { (void)bytes; }
 };
+
+// Until its hello is accepted a connection may send only small messages (a
+// hello is a few KiB), and only for kHelloDeadlineS: a peer that upgraded
+// and says nothing, or streams a huge frame, holds no memory for long.
+constexpr uint64_t kHelloMessageBytes = uint64_t{1} << 20;
+constexpr uint64_t kWorkerMessageBytes = uint64_t{16} << 30;
+constexpr int kHelloDeadlineS = 10;
 
 // Whether a request's body goes straight to disk: POST /api/v1/datasets, or
 // /datasets, its path before /api/v1 (with or without a query).

@@ -327,6 +327,23 @@ std::vector<WorkerView> WorkerRegistry::view() const {
   return out;
 }
 
+std::vector<std::string> WorkerRegistry::not_joined_after(double seconds) const {
+  const auto before = std::chrono::steady_clock::now() -
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(seconds));
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, w] : workers_)
+    if (!w.joined && w.connected < before) out.push_back(id);
+  return out;
+}
+
+bool WorkerRegistry::joined(const std::string& id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = workers_.find(id);
+  return it != workers_.end() && it->second.joined;
+}
+
 size_t WorkerRegistry::joined() const {
   std::lock_guard<std::mutex> l(mu_);
   size_t n = 0;

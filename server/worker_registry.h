@@ -73,6 +73,10 @@ class WorkerRegistry {
   // step; false when the worker is gone.
   bool hello(const std::string& id, HelloMsg hello,
              const std::vector<std::pair<std::string, std::string>>& programs);
+  // Connections that sent no accepted hello within `seconds` of connecting.
+  std::vector<std::string> not_joined_after(double seconds) const;
+  // Whether the connection's hello was accepted.
+  bool joined(const std::string& id) const;
   // Forgets the worker; returns the runs its executors were serving.
   std::vector<std::string> remove(const std::string& id);
   // Drops every link (at shutdown, while the network layer still exists).
@@ -133,6 +137,7 @@ class WorkerRegistry {
     std::vector<uint64_t> runs_served;             // per executor
     std::vector<std::vector<KeptRowsEntry>> kept;  // per executor, as last reported
     std::string connected_at;
+    std::chrono::steady_clock::time_point connected = std::chrono::steady_clock::now();
     std::string resources_at;  // when its latest resources report arrived
     std::string unresponsive;  // why it is left out of placement, or empty
     std::string bad_message;   // the latest message of it refused, and why; or empty

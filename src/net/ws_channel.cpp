@@ -239,6 +239,11 @@ void WsChannel::close() {
   });
 }
 
+void WsChannel::set_max_message_bytes(uint64_t bytes) {
+  net::post(impl_->ws.get_executor(),
+            [self = shared_from_this(), bytes] { self->impl_->ws.read_message_max(bytes); });
+}
+
 void WsChannel::abort() {
   net::post(impl_->ws.get_executor(), [self = shared_from_this()] {
     beast::error_code ec;

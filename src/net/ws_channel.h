@@ -64,6 +64,9 @@ class WsChannel : public std::enable_shared_from_this<WsChannel> {
   size_t queued_bytes() const { return queued_bytes_; }
   // Sends a close frame; the peer's answer (or the timeout) ends the channel.
   void close();
+  // Messages received from now on may be this large; a larger one ends the
+  // channel.  Any thread.
+  void set_max_message_bytes(uint64_t bytes);
   // Closes the socket at once, without a close frame (the process is leaving).
   void abort();
   // The peer's address, "host:port".
