@@ -35,6 +35,7 @@ class DatasetStore;
 class ProgramRegistry;
 class RowStager;
 class RunBook;
+class RunLogs;
 class ServerMetrics;
 class WorkerRegistry;
 
@@ -75,6 +76,7 @@ struct RouteServices {
   std::function<void(std::function<void()>)> offload;  // runs work off the io thread
   RowStager* stager = nullptr;            // POST /datasets/stage and /datasets/drop; may be null
   const DataRoots* data_roots = nullptr;  // where staged files may lie; null: anywhere
+  RunLogs* logs = nullptr;                // GET /runs/{id}/logs; may be null
 };
 
 // The HTTP status for an error Status.
@@ -119,6 +121,7 @@ class HttpRoutes {
   void get_programs(Call& c, Responder& r);
   void get_program(Call& c, Responder& r);
   void get_field(Call& c, Responder& r);
+  void get_logs(Call& c, Responder& r);
   void post_dataset(Call& c, Responder& r);
   // http_routes_datasets.cpp: the listing, removal, staging and dropping of datasets.
   void get_datasets(Call& c, Responder& r);

@@ -67,7 +67,8 @@ inline constexpr uint8_t kWireVersion = 2;
   X(kStageRows, 18, "stage_rows", "server → worker", "—")                                        \
   X(kRowsStaged, 19, "rows_staged", "worker → server", "—")                                      \
   X(kDropRows, 20, "drop_rows", "server → worker", "—")                                          \
-  X(kBuildAhead, 21, "build_ahead", "server → worker", "—")
+  X(kBuildAhead, 21, "build_ahead", "server → worker", "—")                                      \
+  X(kLogChunk, 22, "log_chunk", "worker → server", "—")
 
 enum class MessageType : uint8_t {
 #define LIZARD_MESSAGE_ENUM(e, n, name, direction, payload) e = n,

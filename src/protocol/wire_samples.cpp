@@ -97,6 +97,9 @@ std::vector<WireSample> wire_samples() {
           .to_message());
   add("drop_rows", DropRowsMsg{"/data/x.npy"}.to_message());
   add("build_ahead", BuildAheadMsg{"5c37", {{"k", 6}}}.to_message());
+  add("log_chunk",
+      LogChunkMsg{"r1.0", {{0, 3, "hello from block 0"}, {1, 3, "hello from block 0"}}, 2, 96}
+          .to_message());
   return s;
 }
 
