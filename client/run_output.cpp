@@ -65,10 +65,8 @@ void RunOutput::send_pending() {
 void log_output_outside_runs(ProcessExecutor* process, int64_t executor) {
   if (process == nullptr) return;
   OutputPipe::Taken taken = process->take_output();
-  OutputLines lines;
-  auto log = [&](std::string text) { spdlog::info("executor {} printed: {}", executor, text); };
-  lines.add(taken.bytes, log);
-  lines.finish(log);
+  log_lines_of(taken.bytes,
+               [&](std::string text) { spdlog::info("executor {} printed: {}", executor, text); });
   if (taken.dropped > 0)
     spdlog::info("executor {} printed {} more bytes, not kept", executor, taken.dropped);
 }

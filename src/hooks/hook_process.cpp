@@ -92,10 +92,8 @@ void HookProcess::deliver_output(const CallLabel& what) {
   if (printed.bytes.empty() && printed.dropped == 0) return;
   const bool in_iteration = what.text.empty() && what.op != HookOp::kInit;
   if (options_.output) return options_.output(in_iteration ? what.iteration : -1, printed);
-  OutputLines lines;
-  auto log = [&](std::string line) { spdlog::info("{} printed: {}", source_, line); };
-  lines.add(printed.bytes, log);
-  lines.finish(log);
+  log_lines_of(printed.bytes,
+               [&](std::string line) { spdlog::info("{} printed: {}", source_, line); });
 }
 
 Status HookProcess::await_frame(const CallLabel& what, std::string* reply) {

@@ -54,6 +54,18 @@ std::string printable_text(std::string_view raw) {
   return out;
 }
 
+void log_lines_of(std::string_view printed, const OutputLines::Emit& log) {
+  OutputLines lines;
+  size_t count = 0;
+  auto limited = [&](std::string line) {
+    if (++count <= kMaxLoggedLines) log(std::move(line));
+  };
+  lines.add(printed, limited);
+  lines.finish(limited);
+  if (count > kMaxLoggedLines)
+    log("... and " + std::to_string(count - kMaxLoggedLines) + " more lines, not logged");
+}
+
 void OutputLines::add(std::string_view bytes, const Emit& emit) {
   size_t start = 0;
   while (start < bytes.size()) {

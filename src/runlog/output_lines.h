@@ -39,6 +39,12 @@ class OutputLines {
   bool pending_ = false;  // a line has begun (maybe empty so far after a '\r')
 };
 
+// Writes what a helper printed outside any run to the daemon's log through
+// `log`, line by line, at most kMaxLoggedLines of it; then one line saying
+// how many more there were.
+inline constexpr size_t kMaxLoggedLines = 100;
+void log_lines_of(std::string_view printed, const OutputLines::Emit& log);
+
 // `raw` with every byte that is not printable ASCII, a tab or part of valid
 // UTF-8 replaced by '?'.
 std::string printable_text(std::string_view raw);

@@ -45,5 +45,14 @@ TEST(OutputLines, AHugeLineIsCutWithANote) {
   EXPECT_EQ(out[1], "next");
 }
 
+TEST(OutputLines, WhatIsLoggedOutsideRunsIsBounded) {
+  std::string printed;
+  for (size_t i = 0; i < kMaxLoggedLines + 5; ++i) printed += "line\n";
+  std::vector<std::string> logged;
+  log_lines_of(printed, [&](std::string l) { logged.push_back(std::move(l)); });
+  ASSERT_EQ(logged.size(), kMaxLoggedLines + 1);
+  EXPECT_EQ(logged.back(), "... and 5 more lines, not logged");
+}
+
 }  // namespace
 }  // namespace lizard

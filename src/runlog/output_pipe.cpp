@@ -41,6 +41,7 @@ void OutputPipe::read_loop() {
     pollfd p{fd_, POLLIN, 0};
     const int r = ::poll(&p, 1, kStopPollMs);
     if (r <= 0) continue;
+    if (p.revents & (POLLERR | POLLNVAL)) return;  // nothing more will come
     std::lock_guard<std::mutex> l(mu_);
     drain_locked();
     if (closed_) return;
