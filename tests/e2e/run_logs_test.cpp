@@ -1,11 +1,12 @@
 // What a run prints, with real processes: a CPU kernel's printf on each
 // iteration and a host hook's, on the server and on a worker that drives the
-// loop, reach GET /runtimes/<id>/logs and `lizard logs` tagged with the
-// worker, the executor and the iteration; a run that prints past the bound
+// loop, reach GET /runtimes/<id>/logs, `lizard logs` and `lizard run` tagged
+// with the worker, the executor and the iteration; a run that prints past the bound
 // keeps 1 MiB and says how much was cut; the worker stays up.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -96,6 +97,22 @@ TEST_F(RunLogs, KernelAndServerHookLinesAreTaggedWithWorkerExecutorAndIteration)
   CliResult one = run_cli(c_, {"logs", id, "--worker", worker_, "-f"}, {}, 60);
   EXPECT_EQ(one.exit_code, 0) << one.err;
   EXPECT_EQ(one.out, mine);
+}
+
+TEST_F(RunLogs, LizardRunShowsTheLinesAsTheRunPrintsThem) {
+  start({"--no-worker-loop"});
+  const std::string x = c_.dir() + "/x.txt";
+  {
+    std::ofstream f(x);
+    for (int i = 0; i < 256; ++i) f << "0.5\n";
+  }
+  CliResult r = run_cli(c_, {"run", kChatty, "--param", "iterations=2", "--dataset", "x=" + x});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("[" + worker_ + " e0 it 1] hello from block 0 in iteration 1, line 0\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("[server it 1] update after iteration 1\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("hello"), std::string::npos) << r.out;  // the result stays apart
 }
 
 TEST_F(RunLogs, AWorkerThatDrivesTheLoopTagsItsHookLines) {
