@@ -39,7 +39,7 @@ class OutputLines {
   bool pending_ = false;  // a line has begun (maybe empty so far after a '\r')
 };
 
-// Writes what a helper printed outside any run to the daemon's log through
+// Writes what a child process printed outside any run to the daemon's log through
 // `log`, line by line, at most kMaxLoggedLines of it; then one line saying
 // how many more there were.
 inline constexpr size_t kMaxLoggedLines = 100;

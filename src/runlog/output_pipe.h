@@ -1,14 +1,14 @@
-// OutputPipe: the read end of a helper process's stdout and stderr
+// OutputPipe: the read end of a child process's stdout and stderr
 // (ChildProcess::spawn with ChildOutput::kCaptured), read by a thread of its
-// own so that the helper never waits on a full pipe, whatever it prints.
+// own so that the child never waits on a full pipe, whatever it prints.
 // What it read is held (up to kHeldBytes; more is counted and dropped) until
 // the owner takes it.  take() first reads what the pipe holds at that moment,
-// so output the helper flushed before its answer to a call is all there once
+// so output the child flushed before its answer to a call is all there once
 // the answer has arrived: the owner attributes it to that call (a run's
 // iteration).
 //
 //   OutputPipe out(child->take_output_fd());
-//   ... a call on the helper, answered ...
+//   ... a call on the child, answered ...
 //   OutputPipe::Taken t = out.take();   // t.bytes, t.dropped
 //
 // Thread-safe.
