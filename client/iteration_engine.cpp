@@ -37,8 +37,10 @@ Status IterationEngine::run(const SectionBuffer& state, int64_t iteration) {
   executor_total_ms_.assign(n, 0.0);
   bool in_processes = true;
   for (size_t i : *run_.executors) in_processes = in_processes && (*run_.all)[i]->process;
-  LIZARD_RETURN_IF_ERROR(in_processes ? run_in_processes(iteration, state)
-                                      : run_on_threads(iteration, state));
+  Status ran = in_processes ? run_in_processes(iteration, state) : run_on_threads(iteration, state);
+  // What the kernels printed goes out ahead of the iteration's result (or error).
+  if (run_.output) run_.output->flush();
+  LIZARD_RETURN_IF_ERROR(ran);
   partials_.clear();
   kernel_ms_ = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -151,6 +153,8 @@ Status IterationEngine::run_in_processes(int64_t iteration, const SectionBuffer&
       if (!a.ok()) return a.status();
       IterationStats st;
       Status got = process(i).receive_iterate(*a, &st);
+      if (run_.output)
+        run_.output->collect(&process(i), static_cast<int64_t>((*run_.executors)[i]), iteration);
       if (!got.ok()) {
         if (failed.ok()) failed = got;
         continue;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "client/executor_handle.h"
+#include "client/run_output.h"
 #include "common/fan_out.h"
 #include "common/status.h"
 #include "program/layout.h"
@@ -43,6 +44,9 @@ class IterationEngine {
     bool report_progress = false;  // slices that report their rows done
     std::string run_id;
     std::function<void(std::string frame)> send;  // progress reports go here
+    // What executor processes print during an iteration goes here (flushed
+    // as the iteration ends); null: it stays with the processes.
+    RunOutput* output = nullptr;
   };
   void bind(Run run);
 

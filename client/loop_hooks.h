@@ -17,6 +17,7 @@
 #include "exec/executor.h"
 #include "hooks/iteration_hooks.h"
 #include "program/run_values.h"
+#include "runlog/output_pipe.h"
 
 namespace lizard {
 
@@ -24,10 +25,14 @@ using LoopHooks = IterationHooks;
 
 // What bounds one loop's hook calls: `interrupted` is polled while a call
 // runs (a non-OK status ends the call and its process); `call_timeout_ms`
-// is the longest a call may take (0: the worker's own --hook-timeout).
+// is the longest a call may take (0: the worker's own --hook-timeout); what
+// the hooks print goes to `output`.
 struct LoopHookLimits {
   std::function<Status()> interrupted;
   int64_t call_timeout_ms = 0;
+  // Where what the hooks print goes (HookProcessOptions::output); unset: the
+  // worker's log.
+  std::function<void(int64_t iteration, const OutputPipe::Taken& printed)> output{};
 };
 
 // Opens a program's update hook for one loop of a run with these params and

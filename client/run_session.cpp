@@ -245,8 +245,9 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
     parts.push_back(std::move(d));
   }
   uploaded_.clear();
+  output_.bind(run_id_, [this](std::string frame) { reply(std::move(frame)); });
   engine_.bind({ctx_.executors, &executors_, &rows_, &man, &params_, report_progress_, run_id_,
-                [this](std::string frame) { reply(std::move(frame)); }});
+                [this](std::string frame) { reply(std::move(frame)); }, &output_});
   const double rows_ms = ms_since(t0);
   LIZARD_RETURN_IF_ERROR(acquire_executors());
   // The progress line says "compiling" only while something compiles.
@@ -260,11 +261,14 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   std::vector<CompileStats> compiles(parts.size());
   Status st = first_error(for_each_parallel(parts.size(), [&](size_t i) {
     std::lock_guard<std::mutex> l(lock_of(i));
+    log_output_outside_runs(process_of(i), static_cast<int64_t>(executors_[i]));
     LIZARD_RETURN_IF_ERROR(load_file_rows(i, &parts[i]));
     Status s = executor(i).begin_run(*program_, params_, std::move(parts[i]));
+    output_.collect(process_of(i), static_cast<int64_t>(executors_[i]), -1);
     compiles[i] = executor(i).run_compile_stats();
     return s;
   }));
+  output_.flush();
   begun_ = true;  // end_run frees whatever did begin
   LIZARD_RETURN_IF_ERROR(st);
   *compile = combine_compile_stats(compiles);
@@ -315,6 +319,7 @@ Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields, std:
   for (size_t i = 0; i < executors_.size(); ++i) {
     std::lock_guard<std::mutex> l(lock_of(i));
     auto r = executor(i).end_run(h.want_outputs);
+    output_.collect(process_of(i), static_cast<int64_t>(executors_[i]), -1);
     if (!r.ok()) {
       st = r.status();
       continue;
@@ -322,6 +327,7 @@ Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields, std:
     outs[i] = std::move(r).value();
   }
   begun_ = false;
+  output_.finish();
   release();
   if (!h.want_outputs || !st.ok()) return st;
   for (size_t k = 0; k < man.dataset.size(); ++k) {
@@ -363,6 +369,7 @@ Status RunSession::acquire_executors() {
 // An executor process that ended (a crash, or abort()) is restarted first,
 // so that the next run finds it ready; all at once, as a GPU's takes a while.
 void RunSession::release() {
+  output_.finish();
   std::vector<ExecutorClaim> held;
   {
     std::lock_guard<std::mutex> l(held_mu_);

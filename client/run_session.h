@@ -31,6 +31,7 @@
 #include "client/iteration_engine.h"
 #include "client/kept_rows_catalog.h"
 #include "client/loop_hooks.h"
+#include "client/run_output.h"
 #include "client/upload_cache.h"
 #include "common/frame_pool.h"
 #include "common/mailbox.h"
@@ -113,6 +114,8 @@ class RunSession {
   std::string take_frame() { return ctx_.frames ? ctx_.frames->take() : std::string(); }
   Executor& executor(size_t i) { return *(*ctx_.executors)[executors_[i]]->executor; }
   std::mutex& lock_of(size_t i) { return (*ctx_.executors)[executors_[i]]->mu; }
+  // The process of the run's executor i; null where it runs in the worker.
+  ProcessExecutor* process_of(size_t i) { return (*ctx_.executors)[executors_[i]]->process; }
 
   SessionContext ctx_;
   std::map<size_t, std::shared_ptr<UploadRows>> uploaded_;
@@ -143,6 +146,7 @@ class RunSession {
   std::vector<ExecutorClaim> claims_;  // GUARDED_BY(held_mu_) for writes
 
   IterationEngine engine_;  // the run's iterations on its executors, at once
+  RunOutput output_;        // what its kernels print, sent to the server
   // What iterate() reuses, so that an iteration allocates nothing.
   SectionBuffer state_;
   IterateMsg iterate_msg_;

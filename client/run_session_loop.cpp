@@ -118,6 +118,9 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     return aborting_ ? Status(Code::kCancelled, "the run was aborted") : Status::Ok();
   };
   limits.call_timeout_ms = h.hook_timeout_ms;
+  limits.output = [this](int64_t iteration, const OutputPipe::Taken& printed) {
+    output_.add(-1, iteration, printed);
+  };
   const auto t_open = SteadyClock::now();
   auto opened = ctx_.open_hooks(*program_, params_, values_, std::move(limits));
   if (!opened.ok()) {
@@ -159,7 +162,9 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     for (const SectionBuffer* a : engine_.partials())
       LIZARD_RETURN_IF_ERROR(iteration_step.fold(&folded, *a, it));
     const auto t_hook = SteadyClock::now();
-    LIZARD_ASSIGN_OR_RETURN(step.last, iteration_step.finish(folded, &state, it));
+    auto last = iteration_step.finish(folded, &state, it);
+    output_.flush();  // what the update hook printed goes ahead of the step
+    LIZARD_ASSIGN_OR_RETURN(step.last, std::move(last));
     times.add(ms_since(t0), waiting, engine_.slowest_call_ms(), step.kernel_ms, ms_since(t_hook));
     step.fold_ms = ms_since(t_fold);  // as the server counts it: the fold and the update hook
     step.ms = ms_since(t0);

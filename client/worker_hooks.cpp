@@ -45,6 +45,7 @@ Result<std::unique_ptr<LoopHooks>> WorkerHooks::open(const ProgramImage& program
   LIZARD_ASSIGN_OR_RETURN(SectionBuffer agg, make_section(m.aggregate, m, params));
   HookProcessOptions options = options_;
   options.interrupted = std::move(limits.interrupted);
+  options.output = std::move(limits.output);
   options.setup_in_background = true;  // answered while the loop's first iteration runs
   if (limits.call_timeout_ms > 0)
     options.call_timeout_ms = static_cast<int>(limits.call_timeout_ms);

@@ -209,6 +209,21 @@ void Coordinator::Impl::on_hello(const std::string& worker_id, const json& heade
   wake_scheduler();
 }
 
+// A run's lines from a worker: kept only for a run the server knows (its id
+// names the run's directory) and the worker serves.
+void Coordinator::Impl::on_log_chunk(const std::string& worker_id, const json& header) {
+  auto chunk = LogChunkMsg::parse(header);
+  if (!chunk.ok()) {
+    spdlog::warn("worker {} sent a bad log_chunk: {}", worker_id, chunk.status().message());
+    return;
+  }
+  const std::string run_id(run_of_wire_id(chunk->run_id));
+  auto run = runs.find(run_id);
+  if (!run) return;
+  logs.add(run->id, worker_id, chunk->lines);
+  if (chunk->cut_lines > 0) logs.note_cut(run->id, worker_id, chunk->cut_lines, chunk->cut_bytes);
+}
+
 void Coordinator::Impl::refuse_version(const std::string& worker_id, int64_t theirs) {
   auto link = workers.link(worker_id);
   const std::string why = "the worker speaks wire protocol version " + std::to_string(theirs) +
@@ -276,6 +291,8 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
       workers.answered(worker_id);  // sent between runs
       if (auto r = ResourcesMsg::parse(m.header); r.ok()) workers.resources(worker_id, *r);
       return;
+    case MessageType::kLogChunk:
+      return on_log_chunk(worker_id, m.header);
     case MessageType::kRowsStaged:
       workers.answered(worker_id);
       if (auto r = RowsStagedMsg::parse(m.header); r.ok()) stager.on_reply(worker_id, *r);

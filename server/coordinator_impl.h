@@ -25,6 +25,7 @@
 #include "server/row_stager.h"
 #include "server/run_book.h"
 #include "server/run_driver.h"
+#include "server/run_logs.h"
 #include "server/scheduler.h"
 #include "server/server_metrics.h"
 #include "server/worker_registry.h"
@@ -42,6 +43,7 @@ inline HookProcessOptions hook_options(const CoordinatorOptions& opts) {
 struct Coordinator::Impl : RouteActions {
   CoordinatorOptions opts;
   HostCompiler compiler;
+  RunLogs logs;  // before the programs, whose hook processes write here
   ProgramRegistry programs;
   WorkerRegistry workers;
   RunBook runs;
@@ -82,6 +84,7 @@ struct Coordinator::Impl : RouteActions {
   explicit Impl(CoordinatorOptions o)
       : opts(std::move(o)),
         compiler((std::filesystem::path(opts.state_dir) / "hooks").string()),
+        logs(opts.state_dir),
         programs(opts.state_dir, &compiler, hook_options(opts), opts.max_state_bytes),
         runs(opts.state_dir),
         datasets(opts.state_dir),
@@ -91,7 +94,7 @@ struct Coordinator::Impl : RouteActions {
         routes({opts.token, opts.read_token},
                {&programs, &workers, &runs, &datasets, this, &metrics,
                 [this](std::function<void()> f) { boost::asio::post(pool, std::move(f)); }, &stager,
-                &opts.data_roots, &visibility}) {}
+                &opts.data_roots, &visibility, &logs}) {}
 
   // ---- RouteActions --------------------------------------------------------
   void register_program(std::string body, Responder respond) override;
@@ -109,6 +112,7 @@ struct Coordinator::Impl : RouteActions {
   // ---- workers -------------------------------------------------------------
   void on_frame(const std::string& worker_id, std::string frame);
   void on_hello(const std::string& worker_id, const nlohmann::json& header);
+  void on_log_chunk(const std::string& worker_id, const nlohmann::json& header);
   // Answers a worker of another wire version with a refusal naming both
   // versions, and closes its connection.
   void refuse_version(const std::string& worker_id, int64_t theirs);

@@ -147,6 +147,7 @@ void Coordinator::Impl::start_driver(const std::shared_ptr<RunRecord>& run) {
   ctx.iteration_timeout_s = opts.iteration_timeout_s;
   ctx.worker_loop = opts.worker_loop;
   ctx.hooks = hook_options(opts);
+  ctx.logs = &logs;
   ctx.metrics = &metrics;
   ctx.frames = frames;
   ctx.data_roots = opts.data_roots.roots();

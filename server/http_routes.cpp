@@ -199,6 +199,7 @@ std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
        [](HttpRoutes* h, C& c, R& r) { h->s_.actions->cancel_run(c.path["id"], std::move(r)); }},
       {{"GET", "/api/v1/runs/{id}/fields/{name}"},
        [](HttpRoutes* h, C& c, R& r) { h->get_field(c, r); }},
+      {{"GET", "/api/v1/runs/{id}/logs"}, [](HttpRoutes* h, C& c, R& r) { h->get_logs(c, r); }},
       {{"POST", "/api/v1/datasets"}, [](HttpRoutes* h, C& c, R& r) { h->post_dataset(c, r); }},
       {{"GET", "/api/v1/datasets"}, [](HttpRoutes* h, C& c, R& r) { h->get_datasets(c, r); }},
       {{"POST", "/api/v1/datasets/stage"}, [](HttpRoutes* h, C& c, R& r) { h->post_stage(c, r); }},

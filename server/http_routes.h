@@ -36,6 +36,7 @@ class FileVisibility;
 class ProgramRegistry;
 class RowStager;
 class RunBook;
+class RunLogs;
 class ServerMetrics;
 class WorkerRegistry;
 
@@ -77,6 +78,7 @@ struct RouteServices {
   RowStager* stager = nullptr;            // POST /datasets/stage and /datasets/drop; may be null
   const DataRoots* data_roots = nullptr;  // where staged files may lie; null: anywhere
   FileVisibility* visibility = nullptr;   // POST /datasets/probe; may be null
+  RunLogs* logs = nullptr;                // GET /runs/{id}/logs; may be null
 };
 
 // The HTTP status for an error Status.
@@ -121,6 +123,7 @@ class HttpRoutes {
   void get_programs(Call& c, Responder& r);
   void get_program(Call& c, Responder& r);
   void get_field(Call& c, Responder& r);
+  void get_logs(Call& c, Responder& r);
   void post_dataset(Call& c, Responder& r);
   // http_routes_datasets.cpp: the listing, removal, staging and dropping of datasets.
   void get_datasets(Call& c, Responder& r);

@@ -31,6 +31,7 @@
 #include "hooks/hook_process.h"
 #include "protocol/wire.h"
 #include "server/run_book.h"
+#include "server/run_logs.h"
 #include "server/worker_registry.h"
 
 namespace lizard {
@@ -68,6 +69,7 @@ struct DriverContext {
   double run_timeout_s = 0;              // time limit of runs whose request sets none (0: none)
   bool worker_loop = true;               // a run on one worker: that worker drives the loop
   HookProcessOptions hooks;              // bounds the run's host hook calls
+  RunLogs* logs = nullptr;               // where the run's hooks' output goes; may be null
   ServerMetrics* metrics = nullptr;      // iteration times and compiles; may be null
   std::function<bool()> stopping;        // the server is shutting down
   std::function<void()> wake_scheduler;  // after asking for executors again

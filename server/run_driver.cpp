@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/clock.h"
+#include "runlog/log_format.h"
 #include "server/run_outputs.h"
 
 namespace lizard {
@@ -41,6 +42,10 @@ void RunDriver::start(std::function<void(const std::string&)> release) {
     ctx_.book->update(run_, [&](RunRecord& r) { r.elapsed_ms = ms_since(t0); });
     spdlog::debug("{}: the driver ends after {:.3f} ms", run_->id, ms_since(t0));
     release(run_->id);
+    if (ctx_.logs) {
+      ctx_.logs->note_cut(run_->id, kServerLogSource, 0, 0);
+      ctx_.logs->forget(run_->id);
+    }
     ctx_.book->finish(run_, st);
     exited_ = true;
   });
@@ -56,6 +61,7 @@ Status RunDriver::drive() {
   // A cancel or shutdown ends a hook that is running.
   HookProcessOptions hook_options = ctx_.hooks;
   hook_options.interrupted = [this] { return channel_.interrupted(); };
+  if (ctx_.logs) hook_options.output = ctx_.logs->hook_output(run_->id);
   LIZARD_ASSIGN_OR_RETURN(
       s.hooks, prog.hooks->start(m, req.params, req.spec, s.state, s.agg, std::move(hook_options)));
   LIZARD_ASSIGN_OR_RETURN(s.step,

@@ -3,11 +3,13 @@
 A Run follows its record (GET /runtimes/<id>): `status` and `progress`
 read it afresh until the run has finished. Once it is done, `state`,
 `aggregate` and `outputs` map field names to numpy arrays, downloaded as
-.npy files when first read and shaped as the program's manifest says.
+.npy files when first read and shaped as the program's manifest says;
+`logs()` lists what its kernels and hooks printed.
 """
 
 import io
 import time
+import urllib.parse
 from collections.abc import Mapping
 
 import numpy as np
@@ -189,6 +191,16 @@ class Run:
         result = rec.get("result", {})
         others = set(result.get("state", {})) | set(result.get("aggregate", {}))
         return _Fields(self, [n for n in rec.get("fields", {}) if n not in others])
+
+    def logs(self, worker=None):
+        """What the run's kernels and host hooks printed so far, as a list of
+        lines tagged with where each was printed ("[w1 e0 it 3] hello");
+        `worker`: only that worker's lines ("server": the server's hooks')."""
+        path = f"/runtimes/{self.id}/logs"
+        if worker is not None:
+            path += "?" + urllib.parse.urlencode({"worker": worker})
+        text = self._client._conn.request("GET", path).decode("utf-8", errors="replace")
+        return text.splitlines()
 
     def field(self, name):
         """One field of the done run as a numpy array (any section)."""

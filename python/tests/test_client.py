@@ -402,3 +402,18 @@ def test_wait_is_quiet_where_standard_error_is_not_a_terminal(cluster, capsys):
     c = lizard.Client(cluster.uri)
     c.run(SUM, params={"dims": 3}, dataset={"values": os.path.join(DATA, "lizard-demo-n16-d3.csv")})
     assert capsys.readouterr().err == ""
+
+
+def test_logs_list_what_the_kernels_and_hooks_printed(cluster):
+    chatty = os.path.join(SOURCE_DIR, "tests", "e2e", "programs", "chatty")
+    with lizard.Client(cluster.uri) as c:
+        run = c.run(chatty, params={"lines": 1, "iterations": 2},
+                    dataset={"x": np.full(256, 0.5, dtype=np.float32)})
+        assert run.status == "done"
+        lines = run.logs()
+        assert any(" e0 it 1] hello from block 0 in iteration 1" in l for l in lines), lines
+        assert any("] update after iteration 1" in l for l in lines), lines
+        worker = lines[0][1:].split(" ")[0]
+        assert all(l.startswith("[" + worker) for l in run.logs(worker=worker))
+        with pytest.raises(lizard.LizardError):
+            run.logs(worker="no such worker")

@@ -86,11 +86,37 @@ int report(const ServerApi& api, const json& record, const FollowOptions& o, con
 
 // Polls the record until the run ends; nullopt (after saying why) when the
 // server stays unreachable or stops knowing the run, or on a second Ctrl-C.
+// What the run printed, shown above the progress as it arrives: its log
+// (GET /runtimes/<id>/logs) asked for at most twice a second, and once more
+// at the end.  A server without the route is asked no more.
+class LogTail {
+ public:
+  LogTail(const ServerApi& api, std::string id) : api_(api), id_(std::move(id)) {}
+  void poll(ProgressPrinter* progress, bool last) {
+    if (gone_ || (!last && seconds_since(asked_) < 0.5)) return;
+    asked_ = Clock::now();
+    auto reply = api_.send("GET", "/runtimes/" + id_ + "/logs", "", 30);
+    if (!reply.ok()) return;
+    if (reply->status == 404) gone_ = true;
+    if (reply->status != 200 || reply->body.size() <= shown_) return;
+    progress->print_above(reply->body.substr(shown_));
+    shown_ = reply->body.size();
+  }
+
+ private:
+  const ServerApi& api_;
+  const std::string id_;
+  Clock::time_point asked_{};
+  size_t shown_ = 0;  // bytes of the log printed: it only grows at its end
+  bool gone_ = false;
+};
+
 std::optional<json> poll_until_finished(const ServerApi& api, const std::string& id,
                                         const FollowOptions& o, const Console& c,
                                         const InterruptCounter& interrupts) {
   const auto t0 = Clock::now();
   ProgressPrinter progress(c.err, c.terminal);
+  LogTail log(api, id);
   std::optional<Clock::time_point> unreachable_since;
   int handled_interrupts = 0;
   auto interval = std::chrono::milliseconds(20);
@@ -115,8 +141,12 @@ std::optional<json> poll_until_finished(const ServerApi& api, const std::string&
       }
     } else {
       unreachable_since.reset();
-      if (!o.quiet) progress.update(*record, seconds_since(t0));
-      if (finished(record->value("status", ""))) {
+      const bool done = finished(record->value("status", ""));
+      if (!o.quiet) {
+        log.poll(&progress, done);
+        progress.update(*record, seconds_since(t0));
+      }
+      if (done) {
         progress.finish();
         return record.value();
       }

@@ -3,7 +3,8 @@
 //
 // run_program() resolves the program (registering a directory), stages the
 // datasets (dataset_staging.h), submits the request, and, unless detached,
-// follows the run.  follow_run() polls GET /runtimes/<id> until the run ends.
+// follows the run.  follow_run() polls GET /runtimes/<id> until the run ends,
+// and shows what the run prints (GET /runtimes/<id>/logs) above its progress.
 // Ctrl-C while following cancels the run (a second Ctrl-C stops waiting).
 // Exit status: 0 when the run is done; 1 when it failed or was cancelled, or
 // the server refused or could not be reached; 130 after Ctrl-C.

@@ -131,6 +131,7 @@ void ProgressPrinter::update(const json& record, double now_s) {
     if (width < drawn_) line += std::string(drawn_ - width, ' ');
     *out_ << '\r' << line << std::flush;
     drawn_ = width;
+    line_ = std::move(line);
     return;
   }
   const bool changed = status != last_status_ || p.iterations != last_iteration_;
@@ -144,9 +145,18 @@ void ProgressPrinter::update(const json& record, double now_s) {
   last_plain_s_ = now_s;
 }
 
+void ProgressPrinter::print_above(const std::string& lines) {
+  if (!terminal_ || drawn_ == 0) {
+    *out_ << lines << std::flush;
+    return;
+  }
+  *out_ << '\r' << std::string(drawn_, ' ') << '\r' << lines << line_ << std::flush;
+}
+
 void ProgressPrinter::finish() {
   if (terminal_ && drawn_ > 0) *out_ << "\n" << std::flush;
   drawn_ = 0;
+  line_.clear();
 }
 
 }  // namespace lizard

@@ -65,6 +65,9 @@ class ProgressPrinter {
  public:
   ProgressPrinter(std::ostream* out, bool terminal) : out_(out), terminal_(terminal) {}
   void update(const nlohmann::json& record, double now_s);
+  // Prints `lines` (each ending in '\n') above the progress: on a terminal
+  // the redrawn line is cleared, and drawn again below them.
+  void print_above(const std::string& lines);
   // Ends the redrawn line, so that what follows starts on a new one.
   void finish();
 
@@ -76,6 +79,7 @@ class ProgressPrinter {
   int64_t last_iteration_ = -1;
   double last_plain_s_ = -1;
   size_t drawn_ = 0;  // columns of the line on screen
+  std::string line_;  // the line on screen
 };
 
 }  // namespace lizard

@@ -193,5 +193,19 @@ TEST(RunProgress, IterationsTextCountsOneInTheSingular) {
   EXPECT_EQ(iterations_text(2), "2 iterations");
 }
 
+TEST(ProgressPrinter, LinesPrintedAboveTheProgressLeaveItRedrawnBelow) {
+  std::ostringstream term;
+  ProgressPrinter p(&term, true);
+  p.update({{"id", "r1"}, {"status", "queued"}}, 0);
+  const std::string drawn = term.str().substr(1);  // after its '\r'
+  p.print_above("[w1 e0 it 0] hello\n");
+  EXPECT_EQ(term.str(), "\r" + drawn + "\r" + std::string(display_columns(drawn), ' ') +
+                            "\r[w1 e0 it 0] hello\n" + drawn);
+  std::ostringstream pipe;
+  ProgressPrinter plain(&pipe, false);
+  plain.print_above("[w1 e0 it 0] hello\n");
+  EXPECT_EQ(pipe.str(), "[w1 e0 it 0] hello\n");
+}
+
 }  // namespace
 }  // namespace lizard

@@ -9,6 +9,7 @@
 #include "cli/cluster_views.h"
 #include "cli/dataset_views.h"
 #include "cli/run_command.h"
+#include "cli/run_logs_command.h"
 #include "common/auth.h"
 
 namespace lizard {
@@ -69,6 +70,7 @@ struct UserCommands::Impl {
   CLI::App* runs = nullptr;
   CLI::App* status = nullptr;
   CLI::App* cancel = nullptr;
+  CLI::App* logs = nullptr;
   CLI::App* workers = nullptr;
   CLI::App* datasets_cmd = nullptr;
   CLI::App* datasets_rm = nullptr;
@@ -88,6 +90,7 @@ struct UserCommands::Impl {
   bool wait = false;
   bool json_out = false;
   FollowOptions follow;
+  LogsOptions logs_options;
   // lizard datasets [rm] / stage
   std::string target;  // an upload's id or a path
   int64_t stage_executors = 0, stage_width = 0;
@@ -106,6 +109,7 @@ struct UserCommands::Impl {
   int do_runs() const;
   int do_status();
   int do_cancel() const;
+  int do_logs() const;
   int do_workers() const;
   void add_datasets(CLI::App* app);
   int do_datasets() const;
@@ -166,6 +170,16 @@ void UserCommands::Impl::add_others(CLI::App* app) {
   status->add_option("--out", follow.out_dir, "Write the fields of the finished run here as .npy");
   status->add_flag("--json", follow.json, "Print the run record as JSON");
   add_server_flags(status, &server);
+
+  logs = app->add_subcommand("logs", "Show what a run's kernels and host hooks printed");
+  logs->add_option("id", logs_options.run_id, "The run's id, e.g. r3")->required();
+  logs->add_option("--worker", logs_options.worker,
+                   "Only this worker's lines (its id, as `lizard workers` shows it), or `server` "
+                   "for the server's host hooks")
+      ->type_name("ID");
+  logs->add_flag("-f,--follow", logs_options.follow,
+                 "Print new lines as they come, until the run ends");
+  add_server_flags(logs, &server);
 
   cancel = app->add_subcommand("cancel", "Cancel queued or running runs");
   cancel->add_option("ids", ids, "Run ids")->required();
@@ -239,6 +253,12 @@ int UserCommands::Impl::do_cancel() const {
     std::cout << id << " " << answer->value("status", "") << "\n";
   }
   return exit_status;
+}
+
+int UserCommands::Impl::do_logs() const {
+  auto a = api();
+  if (!a.ok()) return usage_error("logs", a.status());
+  return show_run_logs(*a, logs_options, &std::cout, &std::cerr);
 }
 
 int UserCommands::Impl::do_workers() const {
@@ -355,6 +375,7 @@ std::optional<int> UserCommands::run() const {
   if (impl_->runs->parsed()) return impl_->do_runs();
   if (impl_->status->parsed()) return impl_->do_status();
   if (impl_->cancel->parsed()) return impl_->do_cancel();
+  if (impl_->logs->parsed()) return impl_->do_logs();
   if (impl_->workers->parsed()) return impl_->do_workers();
   if (impl_->datasets_rm->parsed()) return impl_->do_datasets_rm();
   if (impl_->datasets_cmd->parsed()) return impl_->do_datasets();

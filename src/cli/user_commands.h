@@ -6,6 +6,7 @@
 //   lizard runs [--status S]                             list runs
 //   lizard status ID [--wait] [--out DIR]                one run
 //   lizard cancel ID...                                  cancel runs
+//   lizard logs ID [--worker W] [-f]                     what a run printed
 //   lizard workers                                       workers, GPUs, programs built
 //   lizard datasets [rm ID|PATH]                         uploads and kept rows; remove them
 //   lizard stage FILE [--executors N]                    load a file's rows before any run

@@ -132,10 +132,18 @@ std::string describe_signal(int sig) {
 
 ChildProcess::~ChildProcess() {
   kill();
+  if (output_fd_ >= 0) ::close(output_fd_);
+}
+
+int ChildProcess::take_output_fd() {
+  const int fd = output_fd_;
+  output_fd_ = -1;
+  return fd;
 }
 
 Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std::string>& args,
-                                                          const std::string& program) {
+                                                          const std::string& program,
+                                                          ChildOutput output) {
   std::string exe = program;
   if (exe.empty()) {
     char buf[4096];
@@ -148,8 +156,17 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
   const SpawnSource mailbox_fd(ends.second.mailbox_fd());
   if (channel_fd.fd() < 0 || (ends.second.mailbox_fd() >= 0 && mailbox_fd.fd() < 0))
     return internal_error(std::string("cannot start a helper: ") + std::strerror(errno));
+  // The pipe of a captured stdout and stderr: both close-on-exec here, its
+  // write end dup2'd onto 1 and 2 in the child.
+  int out_pipe[2] = {-1, -1};
+  if (output == ChildOutput::kCaptured && ::pipe2(out_pipe, O_CLOEXEC) != 0)
+    return internal_error(std::string("cannot start a helper: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  if (out_pipe[1] >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDERR_FILENO);
+  }
   // dup2 onto fd 3 (and 4) clears close-on-exec there; every other
   // descriptor of the daemon is closed in the child, close-on-exec or not.
   posix_spawn_file_actions_adddup2(&actions, channel_fd.fd(), kChannelFd);
@@ -185,8 +202,12 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::spawn(const std::vector<std:
       [&] { return ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), envp.data()); });
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return internal_error("cannot start " + exe + ": " + std::strerror(rc));
-  return std::unique_ptr<ChildProcess>(new ChildProcess(pid, std::move(ends.first)));
+  if (out_pipe[1] >= 0) ::close(out_pipe[1]);  // the child's alone: EOF once it is gone
+  if (rc != 0) {
+    if (out_pipe[0] >= 0) ::close(out_pipe[0]);
+    return internal_error("cannot start " + exe + ": " + std::strerror(rc));
+  }
+  return std::unique_ptr<ChildProcess>(new ChildProcess(pid, std::move(ends.first), out_pipe[0]));
 }
 
 Result<FrameChannel> ChildProcess::parent_channel() {

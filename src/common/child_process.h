@@ -8,10 +8,12 @@
 // child), so any thread may spawn one.  It starts with no signal blocked or ignored.
 //
 // What user code in a helper can reach is only what the helper was given:
-//  - Descriptors: 0, 1 and 2 (the daemon's), the channel on fd 3 and its
-//    mailboxes on fd 4; every other descriptor of the daemon (its listening
-//    socket, its connections, its database) is closed in the child, whether
-//    or not it was close-on-exec.
+//  - Descriptors: 0, 1 and 2 (the daemon's; or, with ChildOutput::kCaptured,
+//    1 and 2 both the write end of one pipe whose read end the daemon takes
+//    with take_output_fd(), runlog/output_pipe.h), the channel on fd 3 and
+//    its mailboxes on fd 4; every other descriptor of the daemon (its
+//    listening socket, its connections, its database) is closed in the
+//    child, whether or not it was close-on-exec.
 //  - Processes: the helper leads a process group of its own.  A helper that
 //    waits for its next request with receive_request() reaps, between
 //    requests, the children its user code left behind (also those orphaned
@@ -44,6 +46,10 @@
 
 namespace lizard {
 
+// Where a helper's stdout and stderr go: the daemon's own, or a pipe the
+// daemon reads (what a run's user code prints, kept with the run).
+enum class ChildOutput { kInherited, kCaptured };
+
 class ChildProcess {
  public:
   ~ChildProcess();  // kills the child if it still runs
@@ -52,7 +58,8 @@ class ChildProcess {
 
   // Starts `program` (default: this process's own binary) with `args`.
   static Result<std::unique_ptr<ChildProcess>> spawn(const std::vector<std::string>& args,
-                                                     const std::string& program = "");
+                                                     const std::string& program = "",
+                                                     ChildOutput output = ChildOutput::kInherited);
 
   // In the helper: its end of the channel (fd 3).  Also arranges for the
   // helper to be killed when its parent dies.
@@ -66,6 +73,10 @@ class ChildProcess {
   static int reap_exited_children();
 
   FrameChannel& channel() { return channel_; }
+  // With ChildOutput::kCaptured: the read end of the pipe the helper's stdout
+  // and stderr write to, which the caller then owns (close-on-exec); -1
+  // otherwise, and after the first call.
+  int take_output_fd();
   // As channel().receive_into(), but a helper that ended reads as closed
   // (kUnavailable) within 50 ms, also while a process it started still holds
   // its end of the channel (a fork inherits it).  It does not reap the
@@ -83,7 +94,8 @@ class ChildProcess {
   std::string exit_description();
 
  private:
-  ChildProcess(pid_t pid, FrameChannel channel) : pid_(pid), channel_(std::move(channel)) {}
+  ChildProcess(pid_t pid, FrameChannel channel, int output_fd)
+      : pid_(pid), channel_(std::move(channel)), output_fd_(output_fd) {}
   void reap(bool block);
   // Whether the helper has exited, without reaping it.
   bool has_ended() const;
@@ -92,6 +104,7 @@ class ChildProcess {
   bool reaped_ = false;
   int wait_status_ = 0;
   FrameChannel channel_;
+  int output_fd_ = -1;  // until take_output_fd()
 };
 
 // "signal 11 (SIGSEGV, a segmentation fault)" and the like.

@@ -28,6 +28,25 @@ std::unique_ptr<ChildProcess> echo_child() {
   return c.ok() ? std::move(c).value() : nullptr;
 }
 
+// A captured helper's stdout and stderr both reach the pipe, which ends
+// (reads 0) once the helper is gone; the daemon's own are left alone.
+TEST(ChildProcess, CapturedOutputReachesThePipe) {
+  auto c = ChildProcess::spawn({"-c", "echo out; echo err >&2"}, "/bin/sh", ChildOutput::kCaptured);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const int fd = (*c)->take_output_fd();
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ((*c)->take_output_fd(), -1);
+  std::string got;
+  char buf[256];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_EQ(got, "out\nerr\n");
+  EXPECT_TRUE((*c)->wait_exit(5000));
+  auto plain = ChildProcess::spawn({"-c", "exit 0"}, "/bin/sh");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->take_output_fd(), -1);
+}
+
 TEST(ChildProcess, FramesGoThereAndBackWhole) {
   auto c = echo_child();
   ASSERT_TRUE(c);

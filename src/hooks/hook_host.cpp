@@ -74,6 +74,12 @@ class MappedStruct {
   AlignedBytes& bytes_;
 };
 
+// What a hook printed reaches the daemon (hook_process.h) before its answer.
+void flush_output() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+}
+
 class HookServer {
  public:
   // `context`: the library's lizard_hook_context (null when it has none).
@@ -107,7 +113,10 @@ class HookServer {
   }
 
  private:
-  Status fail(const std::string& message) { return channel_->send(encode_failed(message)); }
+  Status fail(const std::string& message) {
+    flush_output();
+    return channel_->send(encode_failed(message));
+  }
 
   // Copies `bytes` into `into` after checking its size against the map.
   bool load(std::string_view bytes, const SectionMap& map, AlignedBytes* into) {
@@ -117,6 +126,7 @@ class HookServer {
   }
 
   Status reply(int32_t value, AlignedBytes* section) {
+    flush_output();
     encode_result_head(value, &head_);
     const std::string_view parts[] = {head_, section->view()};
     return channel_->send_parts(parts, 2);
@@ -190,6 +200,7 @@ int serve_hooks(const std::string& library) {
   auto init = lib->symbol<InitFn>("init_global_state");
   auto aggregate = lib->symbol<AggregateFn>("aggregate");
   auto update = lib->symbol<UpdateFn>("update_global_state");
+  flush_output();  // what the static initialisers printed
   if (!channel->send(encode_ready({init != nullptr, aggregate != nullptr, update != nullptr})).ok())
     return 0;
   HookServer server(&channel.value(), init, aggregate, update,

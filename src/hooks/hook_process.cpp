@@ -1,11 +1,14 @@
 #include "hooks/hook_process.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "common/child_process.h"
 #include "hooks/hook_host.h"
+#include "runlog/output_lines.h"
 
 namespace lizard {
 namespace {
@@ -30,7 +33,10 @@ std::string_view view(const SectionBuffer& s) {
 
 HookProcess::HookProcess(std::unique_ptr<ChildProcess> child, std::string source,
                          HookProcessOptions options)
-    : child_(std::move(child)), source_(std::move(source)), options_(std::move(options)) {}
+    : child_(std::move(child)),
+      output_(std::make_unique<OutputPipe>(child_->take_output_fd())),
+      source_(std::move(source)),
+      options_(std::move(options)) {}
 
 HookProcess::~HookProcess() = default;
 
@@ -41,7 +47,8 @@ pid_t HookProcess::pid() const {
 Result<std::unique_ptr<HookProcess>> HookProcess::start(const std::string& library,
                                                         const std::string& source,
                                                         HookProcessOptions options) {
-  auto child = ChildProcess::spawn({kHookHostCommand, library}, options.program);
+  auto child =
+      ChildProcess::spawn({kHookHostCommand, library}, options.program, ChildOutput::kCaptured);
   if (!child.ok()) return child.status().with_context("cannot start the hook process");
   std::unique_ptr<HookProcess> hp(
       new HookProcess(std::move(child).value(), source, std::move(options)));
@@ -75,6 +82,21 @@ std::string HookProcess::CallLabel::str() const {
 }
 
 Status HookProcess::await_reply(const CallLabel& what, std::string* reply) {
+  Status st = await_frame(what, reply);
+  deliver_output(what);
+  return st;
+}
+
+void HookProcess::deliver_output(const CallLabel& what) {
+  OutputPipe::Taken printed = output_->take();
+  if (printed.bytes.empty() && printed.dropped == 0) return;
+  const bool in_iteration = what.text.empty() && what.op != HookOp::kInit;
+  if (options_.output) return options_.output(in_iteration ? what.iteration : -1, printed);
+  log_lines_of(printed.bytes,
+               [&](std::string line) { spdlog::info("{} printed: {}", source_, line); });
+}
+
+Status HookProcess::await_frame(const CallLabel& what, std::string* reply) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(options_.call_timeout_ms);
   for (;;) {
     const auto left =

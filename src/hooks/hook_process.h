@@ -13,8 +13,9 @@
 //   LIZARD_RETURN_IF_ERROR((*hp)->setup(manifest, params, values, state, aggregate));
 //   Result<bool> done = (*hp)->update_state(aggregate, &state, iteration);
 //
-// One process serves one run (one thread); the process is killed when the
-// object goes.  Not thread-safe.
+// What the hooks print is captured and handed to options.output after each
+// call.  One process serves one run (one thread); the process is killed when
+// the object goes.  Not thread-safe.
 #pragma once
 
 #include <sys/types.h>
@@ -28,6 +29,7 @@
 #include "hooks/hook_protocol.h"
 #include "program/layout.h"
 #include "program/manifest.h"
+#include "runlog/output_pipe.h"
 
 namespace lizard {
 
@@ -44,6 +46,10 @@ struct HookProcessOptions {
   // (and fails with its error).  For a loop's hooks, set up while the
   // loop's first iteration runs.
   bool setup_in_background = false;
+  // What the hooks print (stdout and stderr) goes here after each call, with
+  // the iteration of the call (-1: loading, setup and init_global_state);
+  // unset: to the daemon's log.
+  std::function<void(int64_t iteration, const OutputPipe::Taken& printed)> output;
 };
 
 class HookProcess {
@@ -108,8 +114,11 @@ class HookProcess {
   Status send(const CallLabel& what, const std::string_view* parts, size_t count);
   // Awaits the answer to a setup sent in the background, if one is due.
   Status finish_setup();
-  // Waits for one frame into *reply, polling options_.interrupted.
+  // Waits for one frame into *reply, polling options_.interrupted; then
+  // hands what the call printed to options_.output.
   Status await_reply(const CallLabel& what, std::string* reply);
+  Status await_frame(const CallLabel& what, std::string* reply);
+  void deliver_output(const CallLabel& what);
   // Marks the process as failed with `st` (killing it) and returns `st`.
   Status fail(Status st);
   // A call of `op` with two sections; the reply's section is copied into `out`.
@@ -117,6 +126,7 @@ class HookProcess {
                        const SectionBuffer* second, SectionBuffer* out);
 
   std::unique_ptr<ChildProcess> child_;
+  std::unique_ptr<OutputPipe> output_;  // the process's stdout and stderr
   std::string source_;
   HookProcessOptions options_;
   HookSet hooks_;

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/frame_mailbox.h"
 #include "common/shared_library.h"
@@ -143,6 +145,61 @@ TEST(HookProcess, SaysWhichHooksTheLibraryDefines) {
   auto all = HookProcess::start(anneal.library, "host.cpp", {});
   ASSERT_TRUE(all.ok()) << all.status().message();
   EXPECT_TRUE((*all)->hooks().init && (*all)->hooks().aggregate && (*all)->hooks().update);
+}
+
+// A program whose hooks print: its static initialiser, and update_global_state
+// on stdout and stderr at each iteration; at iteration 2 it flushes and aborts.
+CompiledHooks printing_program() {
+  ProgramBundle b;
+  b.config = R"(info: {name: printing}
+sources: {cuda: kernel.cu, host: host.cpp}
+params: {mode: {type: int32}}
+dataset: {x: {type: float32, shape: [rows]}}
+state: {total: {type: float64}}
+aggregate: {sum: {type: float64, reduce: sum}}
+iterate: [k]
+)";
+  b.sources["kernel.cu"] = "";
+  b.sources["host.cpp"] = R"(#include <stdio.h>
+#include <stdlib.h>
+#include "lizard_program.h"
+static int loaded = printf("loaded\n");
+extern "C" int update_global_state(const global_params_t*, const agg_res_t*, global_state_t*,
+                                   int64_t it) {
+  printf("update %lld\n", (long long)it);
+  fprintf(stderr, "to stderr\n");
+  if (it == 2) { fflush(stdout); abort(); }
+  return 0;
+}
+)";
+  return compile(b);
+}
+
+// What the hooks print goes to options.output after each call, with the
+// call's iteration (-1 for the loading); a hook that crashes leaves what it
+// flushed before.
+TEST(HookProcess, WhatTheHooksPrintGoesToTheOutputWithTheIteration) {
+  auto c = printing_program();
+  std::vector<std::pair<int64_t, std::string>> printed;
+  HookProcessOptions opts;
+  opts.output = [&](int64_t it, const OutputPipe::Taken& t) { printed.emplace_back(it, t.bytes); };
+  HookRun r = start_run(c, params_of(c.image.manifest, {{"mode", 0}}), std::move(opts));
+  ASSERT_TRUE(r.hooks);
+  ASSERT_FALSE(printed.empty());
+  EXPECT_EQ(printed[0], (std::pair<int64_t, std::string>{-1, "loaded\n"}));
+  printed.clear();
+  for (int64_t it = 0; it < 2; ++it) ASSERT_TRUE(r.hooks->update_state(r.agg, &r.state, it).ok());
+  ASSERT_EQ(printed.size(), 2u);
+  for (int64_t it = 0; it < 2; ++it) {
+    EXPECT_EQ(printed[it].first, it);
+    EXPECT_NE(printed[it].second.find("update " + std::to_string(it) + "\n"), std::string::npos);
+    EXPECT_NE(printed[it].second.find("to stderr\n"), std::string::npos);
+  }
+  printed.clear();
+  EXPECT_FALSE(r.hooks->update_state(r.agg, &r.state, 2).ok());
+  ASSERT_EQ(printed.size(), 1u);
+  EXPECT_EQ(printed[0].first, 2);
+  EXPECT_NE(printed[0].second.find("update 2\n"), std::string::npos);
 }
 
 // The hook process maps its channel's mailboxes (fd 4), through which the

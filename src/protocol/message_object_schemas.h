@@ -54,6 +54,28 @@ struct WireSchema<OutputPart> {
   }
 };
 
+// The longest log line a worker may send (its lines are cut well before).
+inline constexpr size_t kMaxLogLineBytes = 8192;
+
+template <>
+struct WireSchema<LogLine> {
+  using Type = LogLine;
+  static constexpr const char* kName = "log_line";
+  static auto fields() {
+    return std::make_tuple(
+        required("executor", &LogLine::executor,
+                 "the executor's index on the worker; -1: a host hook the worker ran"),
+        required("iteration", &LogLine::iteration,
+                 "the iteration it was printed in; -1: outside one"),
+        required("text", &LogLine::text, "the line, without its newline"));
+  }
+  static std::string check(const LogLine& l) {
+    if (l.executor < -1 || l.iteration < -1)
+      return "a log line's executor or iteration is negative";
+    return l.text.size() > kMaxLogLineBytes ? "a log line is longer than 8 KiB" : "";
+  }
+};
+
 // The parts of a stage_rows: which rows go to which executor.
 struct StagePartSchema {
   using Type = StagedPart;

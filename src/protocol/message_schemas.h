@@ -43,6 +43,7 @@ void for_each_message_schema(F&& f) {
   f(SchemaTag<WireSchema<RowsStagedMsg>>{});
   f(SchemaTag<WireSchema<DropRowsMsg>>{});
   f(SchemaTag<WireSchema<BuildAheadMsg>>{});
+  f(SchemaTag<WireSchema<LogChunkMsg>>{});
   f(SchemaTag<WireSchema<ProbeFileMsg>>{});
   f(SchemaTag<WireSchema<FileProbedMsg>>{});
 }
@@ -57,6 +58,7 @@ void for_each_object_schema(F&& f) {
   f(SchemaTag<StagedPartSchema>{});
   f(SchemaTag<WireSchema<PinnedFile>>{});
   f(SchemaTag<WireSchema<FileIdentity>>{});
+  f(SchemaTag<WireSchema<LogLine>>{});
 }
 
 }  // namespace lizard

@@ -171,4 +171,25 @@ struct WireSchema<FileProbedMsg> {
   }
 };
 
+template <>
+struct WireSchema<LogChunkMsg> {
+  using Type = LogChunkMsg;
+  static constexpr const char* kName = "log_chunk";
+  static constexpr MessageType kType = MessageType::kLogChunk;
+  static constexpr const char* kDoc =
+      "What a run's kernels (and the host hooks of a loop the worker drives) printed, after each "
+      "iteration that printed: the lines of every executor, each in the order printed. A run "
+      "keeps at most 1 MiB of lines per worker; the worker's last chunk of the run says how "
+      "much it cut past that.";
+  static auto fields() {
+    return std::make_tuple(
+        required("run_id", &LogChunkMsg::run_id, "the attempt"),
+        required<wire_schema::ListCodec<wire_schema::ObjectOf<WireSchema<LogLine>>>>(
+            "lines", &LogChunkMsg::lines, "the lines"),
+        optional("cut_lines", &LogChunkMsg::cut_lines,
+                 "lines the worker dropped past its bound for the run"),
+        optional("cut_bytes", &LogChunkMsg::cut_bytes, "their bytes"));
+  }
+};
+
 }  // namespace lizard

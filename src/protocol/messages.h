@@ -153,6 +153,24 @@ struct ProgressMsg {
   static Result<ProgressMsg> parse(const nlohmann::json& h);
 };
 
+// One line a run's user code printed on a worker: which executor printed it
+// (-1: a host hook of a loop this worker drives), during which iteration (-1:
+// outside one, while the rows load or the run ends), and its text.
+struct LogLine {
+  int64_t executor = 0, iteration = 0;
+  std::string text;
+};
+
+// worker → server: lines a run's user code printed, in the order printed on
+// each executor; at the run's end, how many lines the worker's bound cut.
+struct LogChunkMsg {
+  std::string run_id;
+  std::vector<LogLine> lines;
+  uint64_t cut_lines = 0, cut_bytes = 0;
+  Message to_message() const;
+  static Result<LogChunkMsg> parse(const nlohmann::json& h);
+};
+
 // Rows an executor keeps for later runs (exec/kept_rows.h): their key, what
 // they are for people ("/data/x.npy rows 0..4096 (float32 x 8)"), their
 // bytes, and where they came from: `source` is the path as runs named it or

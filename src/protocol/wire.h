@@ -68,6 +68,7 @@ inline constexpr uint8_t kWireVersion = 2;
   X(kRowsStaged, 19, "rows_staged", "worker → server", "—")                                      \
   X(kDropRows, 20, "drop_rows", "server → worker", "—")                                          \
   X(kBuildAhead, 21, "build_ahead", "server → worker", "—")                                      \
+  X(kLogChunk, 22, "log_chunk", "worker → server", "—")                                          \
   X(kProbeFile, 23, "probe_file", "server → worker", "—")                                        \
   X(kFileProbed, 24, "file_probed", "worker → server", "—")
 

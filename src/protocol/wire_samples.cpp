@@ -97,10 +97,15 @@ std::vector<WireSample> wire_samples() {
           .to_message());
   add("drop_rows", DropRowsMsg{"/data/x.npy"}.to_message());
   add("build_ahead", BuildAheadMsg{"5c37", {{"k", 6}}}.to_message());
-  add("probe_file", ProbeFileMsg{"p1", "/data/x.npy", {"/data"}}.to_message());
-  add("file_probed",
-      FileProbedMsg{"p1", true, "", {2049, 77, 4096, 1700000000000000000, 1700000000000000000}}
+  add("log_chunk",
+      LogChunkMsg{"r1.0", {{0, 3, "hello from block 0"}, {1, 3, "hello from block 0"}}, 2, 96}
           .to_message());
+  add("probe_file", ProbeFileMsg{"p1", "/data/x.npy", {"/data"}}.to_message());
+  add("file_probed", FileProbedMsg{"p1",
+                                   true,
+                                   "(set only when not ok)",
+                                   {2049, 77, 4096, 1700000000000000000, 1700000000000000000}}
+                         .to_message());
   return s;
 }
 

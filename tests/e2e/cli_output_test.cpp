@@ -190,7 +190,7 @@ TEST(CliOutputAlone, ARunWithNoWorkerSaysSoAtOnce) {
 // default; old flag names still work and are named there.
 TEST(CliOutputAlone, HelpShowsDefaultsAndNoParserText) {
   LocalCluster none;  // not started: the commands below need no server
-  for (const char* command : {"server", "client", "run"}) {
+  for (const char* command : {"server", "client", "run", "logs"}) {
     CliResult r = run_cli(none, {command, "--help"}, {}, 30);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     for (const char* raw : {"INT:", "BOOLEAN:", "->", "UINT", " in ["})

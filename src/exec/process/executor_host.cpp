@@ -190,6 +190,9 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
         st = invalid_argument("unknown executor call " + std::to_string(static_cast<int>(op)));
     }
   }
+  // What the call printed reaches the worker before its answer does.
+  std::fflush(stdout);
+  std::fflush(stderr);
   const bool lost = executor_ && executor_->lost();
   head_.out().clear();
   write_reply_head(&head_, st, lost);

@@ -31,10 +31,13 @@ pid_t ProcessExecutor::pid() const {
 }
 
 Status ProcessExecutor::spawn() {
-  LIZARD_ASSIGN_OR_RETURN(child_, ChildProcess::spawn(spec_.args, spec_.program));
+  LIZARD_ASSIGN_OR_RETURN(child_,
+                          ChildProcess::spawn(spec_.args, spec_.program, ChildOutput::kCaptured));
+  auto output = std::make_shared<OutputPipe>(child_->take_output_fd());
   {
     std::lock_guard<std::mutex> l(pid_mu_);
     pid_ = child_->pid();
+    output_.swap(output);
   }
   programs_sent_.clear();
   kept_rows_.clear();
@@ -90,6 +93,15 @@ bool ProcessExecutor::process_running() {
     return true;
   reap();
   return false;
+}
+
+OutputPipe::Taken ProcessExecutor::take_output() {
+  std::shared_ptr<OutputPipe> output;
+  {
+    std::lock_guard<std::mutex> l(pid_mu_);
+    output = output_;
+  }
+  return output ? output->take() : OutputPipe::Taken{};
 }
 
 void ProcessExecutor::kill_process() {

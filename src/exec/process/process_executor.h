@@ -16,8 +16,12 @@
 // process.  A device the process reports lost (a GPU context that keeps a
 // fault) is handled the same way, so lost() stays false.
 //
+// What the process prints (a CPU kernel's printf, a GPU kernel's device
+// printf, on stdout or stderr) is captured: the process flushes it before
+// each answer, so take_output() after a call returns what that call printed.
+//
 // Calls are serialised by the caller (ExecutorHandle's lock), except
-// kill_process(), which any thread may call at any time.
+// kill_process() and take_output(), which any thread may call at any time.
 #pragma once
 
 #include <memory>
@@ -29,6 +33,7 @@
 #include "common/child_process.h"
 #include "exec/executor.h"
 #include "exec/process/executor_protocol.h"
+#include "runlog/output_pipe.h"
 
 namespace lizard {
 
@@ -71,6 +76,10 @@ class ProcessExecutor : public Executor {
   Status send_iterate(const SectionBuffer& state, int64_t iteration, int64_t first, int64_t count);
   Status receive_iterate(SectionBuffer* aggregate, IterationStats* stats);
 
+  // What the process printed since the last take (also a process that has
+  // ended since: what it printed before it ended).
+  OutputPipe::Taken take_output();
+
   // SIGKILL to the process, from any thread; a call blocked on it returns.
   void kill_process();
   // Starts a new process when the current one has ended (a no-op otherwise).
@@ -101,7 +110,9 @@ class ProcessExecutor : public Executor {
 
   ExecutorProcessSpec spec_;
   std::unique_ptr<ChildProcess> child_;  // null once the process has ended
-  std::string last_end_;                 // how the previous process ended
+  // The latest process's stdout and stderr; replaced when another starts.
+  std::shared_ptr<OutputPipe> output_;  // GUARDED_BY(pid_mu_)
+  std::string last_end_;                // how the previous process ended
   mutable std::mutex pid_mu_;
   pid_t pid_ = -1;  // GUARDED_BY(pid_mu_): the live process, -1 once it is being reaped
   ExecutorInfo info_;
