@@ -109,6 +109,8 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
                                                                      CompileStats* stats) {
   *stats = CompileStats{};
   if (auto it = modules_.find(variant.key); it != modules_.end()) return it->second;
+  if (stuck_loading_)
+    return unavailable("this executor is being replaced: a kernel library never finished loading");
   const ProgramImage& program = variant.image;
   LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(program));
   const Clock::time_point start = Clock::now();
@@ -144,8 +146,6 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
 
 Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::load(const ProgramImage& program,
                                                                const std::string& library) {
-  if (stuck_loading_)
-    return unavailable("this executor is being replaced: a kernel library never finished loading");
   auto module = std::make_shared<Module>();
   // Its static initialisers are the program's: bounded like its compile.
   auto opened = SharedLibrary::open_within(library, load_timeout_s_ * 1000);
