@@ -243,8 +243,9 @@ WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
   HookProcessOptions hook_options;
   hook_options.call_timeout_ms = impl_->opts.hook_timeout_s * 1000;
   hook_options.timeout_setting = "--hook-timeout";
-  impl_->hooks = std::make_unique<WorkerHooks>(impl_->opts.backend.cache_dir + "/hooks",
-                                               std::move(hook_options));
+  impl_->hooks =
+      std::make_unique<WorkerHooks>(impl_->opts.backend.cache_dir + "/hooks",
+                                    std::move(hook_options), impl_->opts.backend.compile_timeout_s);
 }
 WorkerDaemon::~WorkerDaemon() = default;
 

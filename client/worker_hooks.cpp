@@ -4,8 +4,10 @@
 
 namespace lizard {
 
-WorkerHooks::WorkerHooks(const std::string& cache_dir, HookProcessOptions options)
-    : compiler_(cache_dir), options_(std::move(options)) {}
+WorkerHooks::WorkerHooks(const std::string& cache_dir, HookProcessOptions options,
+                         int compile_timeout_s)
+    : compiler_(cache_dir, CompileCache::kDefaultMaxBytes, compile_timeout_s),
+      options_(std::move(options)) {}
 
 WorkerHooks::~WorkerHooks() = default;
 

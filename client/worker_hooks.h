@@ -26,7 +26,9 @@ namespace lizard {
 
 class WorkerHooks {
  public:
-  WorkerHooks(const std::string& cache_dir, HookProcessOptions options);
+  // Each compile of a host.cpp may take `compile_timeout_s` seconds.
+  WorkerHooks(const std::string& cache_dir, HookProcessOptions options,
+              int compile_timeout_s = HostCompiler::kDefaultCompileTimeoutS);
   ~WorkerHooks();
 
   // Compiles and checks the program's host.cpp, if it has one.

@@ -35,25 +35,45 @@ void Coordinator::Impl::register_now(const std::string& body, const Responder& r
     if (!st.ok()) return respond(error_response(st));
     return finish_registration(std::move(entry), respond);
   }
-  // The workers build the kernels while this server builds host.cpp: the
-  // registration waits for the longer of the two, not for both in turn.  A
-  // host.cpp that does not build leaves no build of a new program behind.
+  build_host_code(std::move(entry), respond);
+}
+
+// The workers build the kernels while this server builds host.cpp: the
+// registration waits for the longer of the two, not for both in turn.  A
+// host.cpp that does not build leaves no build of a new program behind.
+// Whichever comes first answers the registration: a build thread taking it,
+// or the deadline of its wait for one (503).
+void Coordinator::Impl::build_host_code(std::shared_ptr<ProgramEntry> entry,
+                                        const Responder& respond) {
   const std::string hash = entry->image.hash;
   workers.push_program(hash, ProgramMsg{hash, entry->bundle.to_json()}.to_message());
   auto refuse = [this, hash](const Responder& respond, const Status& why) {
     if (!programs.find(hash)) workers.forget_program(hash);
     respond(error_response(why));
   };
-  const auto queued = SteadyClock::now();
-  boost::asio::post(host_code_pool, [this, entry, queued, respond, refuse] {
+  struct SlotWait {
+    explicit SlotWait(boost::asio::thread_pool& timers) : deadline(timers) {}
+    std::atomic<bool> settled{false};
+    boost::asio::steady_timer deadline;
+  };
+  auto wait = std::make_shared<SlotWait>(slot_deadlines);
+  wait->deadline.expires_after(std::chrono::seconds(opts.compile_timeout_s));
+  wait->deadline.async_wait([this, wait, respond, refuse](const boost::system::error_code& ec) {
+    if (ec || wait->settled.exchange(true)) return;
+    answer_guarded(respond, [&](const Responder& respond) {
+      refuse(respond, unavailable("the server is busy building other programs' host.cpp: this "
+                                  "one waited " +
+                                  std::to_string(opts.compile_timeout_s) +
+                                  " s (--compile-timeout) for a build slot; try again"));
+    });
+  });
+  boost::asio::post(host_code_pool, [this, entry, wait, respond, refuse] {
+    if (wait->settled.exchange(true)) return;  // answered 503 at its deadline
+    // On the timer's own thread: a timer is not to be touched from two.
+    boost::asio::post(slot_deadlines, [wait] { wait->deadline.cancel(); });
     answer_guarded(respond, [&](const Responder& respond) {
       const Status shutting_down = unavailable("the server is shutting down");
       if (stopping) return refuse(respond, shutting_down);
-      if (SteadyClock::now() - queued > std::chrono::seconds(opts.hook_timeout_s))
-        return refuse(respond, unavailable("the server is busy checking other programs' "
-                                           "host.cpp: this one waited more than " +
-                                           std::to_string(opts.hook_timeout_s) +
-                                           " s (--hook-timeout) for its turn; try again"));
       Status st = programs.build_hooks(entry.get());
       if (!st.ok()) return refuse(respond, st);
       if (stopping) return refuse(respond, shutting_down);
@@ -348,7 +368,9 @@ void Coordinator::shutdown() {
     std::lock_guard<std::mutex> l(impl_->drivers_mu);
     drivers.swap(impl_->drivers);
   }
-  drivers.clear();  // each sees `stopping` and finishes its run
+  drivers.clear();               // each sees `stopping` and finishes its run
+  impl_->slot_deadlines.stop();  // the registrations still waiting are answered below
+  impl_->slot_deadlines.join();
   impl_->pool.join();
   impl_->host_code_pool.join();  // its registrations end at once: the server is stopping
   impl_->runs.fail_queued(

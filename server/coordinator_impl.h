@@ -5,6 +5,7 @@
 #pragma once
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
@@ -57,11 +58,13 @@ struct Coordinator::Impl : RouteActions {
   // The request pool: POST /programs and /runtime/... work off the io
   // thread; nothing on it waits on user code.
   boost::asio::thread_pool pool{4};
-  // Compiles and loads programs' host.cpp (each load bounded by
-  // --hook-timeout); a registration that waits longer than that for a
-  // thread here is answered 503.
+  // Compiles and loads programs' host.cpp (each compile bounded by
+  // --compile-timeout, each load by --hook-timeout); a registration that
+  // waits longer than the compile time-out for a thread here is answered
+  // 503 at that deadline (slot_deadlines runs those timers).
   static constexpr int kHostCodeThreads = 2;
   boost::asio::thread_pool host_code_pool{kHostCodeThreads};
+  boost::asio::thread_pool slot_deadlines{1};
   std::atomic<bool> stopping{false};
   // Workers' frames are read into these buffers; each goes back once its
   // message is handled (an iteration result's, by the run's driver).
@@ -83,7 +86,8 @@ struct Coordinator::Impl : RouteActions {
 
   explicit Impl(CoordinatorOptions o)
       : opts(std::move(o)),
-        compiler((std::filesystem::path(opts.state_dir) / "hooks").string()),
+        compiler((std::filesystem::path(opts.state_dir) / "hooks").string(),
+                 CompileCache::kDefaultMaxBytes, opts.compile_timeout_s),
         logs(opts.state_dir),
         programs(opts.state_dir, &compiler, hook_options(opts), opts.max_state_bytes),
         runs(opts.state_dir),
@@ -99,6 +103,9 @@ struct Coordinator::Impl : RouteActions {
   // ---- RouteActions --------------------------------------------------------
   void register_program(std::string body, Responder respond) override;
   void register_now(const std::string& body, const Responder& respond);
+  // Builds the host.cpp of `entry` on host_code_pool, or answers 503 when
+  // no thread there takes it within the compile time-out.
+  void build_host_code(std::shared_ptr<ProgramEntry> entry, const Responder& respond);
   void finish_registration(std::shared_ptr<ProgramEntry> prepared, const Responder& respond);
   void submit_run(const std::string& hash, std::string body, bool wait, Responder respond) override;
   void cancel_run(const std::string& id, Responder respond) override;

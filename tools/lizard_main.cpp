@@ -75,6 +75,7 @@ struct ServerFlags {
   int heartbeat = 10;
   int read_timeout = 30;
   int hook_timeout = 60;
+  int compile_timeout = 120;
   uint64_t max_body = uint64_t{64} << 20;
   std::string token, read_token;
   std::string token_file, read_token_file;  // --token-file, --read-token-file
@@ -111,6 +112,7 @@ int run_server(ServerFlags f) {
   co.iteration_timeout_s = f.iteration_timeout;
   co.worker_loop = !f.no_worker_loop;
   co.hook_timeout_s = f.hook_timeout;
+  co.compile_timeout_s = f.compile_timeout;
   if (!resolve_token(&f.token, f.token_file, "LIZARD_TOKEN", "--token") ||
       !resolve_token(&f.read_token, f.read_token_file, "LIZARD_READ_TOKEN", "--read-token"))
     return 2;
@@ -307,6 +309,13 @@ int main(int argc, char** argv) {
       ->type_name("SECONDS")
       ->check(CLI::Range(1, 86400));
   server
+      ->add_option("--compile-timeout", sf.compile_timeout,
+                   "Seconds one compile of a program's host.cpp may take before the compiler is "
+                   "killed and the registration fails (\"compile timed out\"); a registration "
+                   "that waits longer than this for a build slot is answered 503")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(1, 86400));
+  server
       ->add_option("--max-body", sf.max_body,
                    "Largest JSON request body in bytes (413; uploads to /datasets are not capped)")
       ->type_name("BYTES");
@@ -394,6 +403,13 @@ int main(int argc, char** argv) {
       ->type_name("MIB")
       ->check(CLI::Range(1, 1 << 30));
   client
+      ->add_option("--compile-timeout", wo.backend.compile_timeout_s,
+                   "Seconds one compile (a CPU-backend build, a host.cpp) or the loading of a "
+                   "built kernel library may take before it is killed and the program's build "
+                   "fails")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(1, 86400));
+  client
       ->add_option("--ahead-builds", wo.ahead_builds,
                    "Kernel builds for queued runs' specialised values that run at once, ahead "
                    "of the runs, at a lower CPU priority than a starting run's compile (0: none; "
@@ -477,6 +493,7 @@ int main(int argc, char** argv) {
   host->add_option("--cache-dir", ho.cache_dir);
   host->add_option("--kept-rows-mb", ho.kept_rows_mb);
   host->add_option("--compile-cache-mb", ho.compile_cache_mb);
+  host->add_option("--compile-timeout", ho.compile_timeout_s);
   host->add_option("--quick-builds", ho.quick_builds)
       ->transform(
           CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}));

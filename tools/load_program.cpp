@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("server-uri", uri, "Server, e.g. http://127.0.0.1:5000 or https://head:5000 (TLS)")
       ->required();
-  app.add_option("--timeout", timeout, "Seconds to wait for the server and its workers");
+  app.add_option("--timeout", timeout,
+                 "Seconds to wait for the server and its workers; without an answer by then "
+                 "load_program stops with exit status 1");
   app.add_option("--token", token, "The server's token (default: $LIZARD_TOKEN)");
   app.add_flag("--tls", tls.enabled, "The server serves TLS (as an https:// URI says)");
   app.add_option("--tls-ca", tls.ca_file,

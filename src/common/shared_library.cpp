@@ -2,6 +2,12 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
 namespace lizard {
 
 SharedLibrary::~SharedLibrary() {
@@ -23,6 +29,28 @@ Result<SharedLibrary> SharedLibrary::open(const std::string& path) {
     return not_found("cannot load " + path + ": " + (e ? e : "unknown error"));
   }
   return SharedLibrary(h);
+}
+
+Result<SharedLibrary> SharedLibrary::open_within(const std::string& path, int timeout_ms) {
+  struct Load {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;                                       // GUARDED_BY(mu)
+    Result<SharedLibrary> library = internal_error("none");  // GUARDED_BY(mu)
+  };
+  auto load = std::make_shared<Load>();
+  std::thread([load, path] {
+    Result<SharedLibrary> library = open(path);
+    std::lock_guard<std::mutex> l(load->mu);
+    load->library = std::move(library);
+    load->done = true;
+    load->done_cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> l(load->mu);
+  if (!load->done_cv.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return load->done; }))
+    return Status(Code::kCancelled, "loading " + path + " did not finish within " +
+                                        std::to_string(timeout_ms) + " ms");
+  return std::move(load->library);
 }
 
 Result<SharedLibrary> SharedLibrary::open_first(const std::initializer_list<std::string>& names) {

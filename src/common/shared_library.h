@@ -22,6 +22,11 @@ class SharedLibrary {
 
   // RTLD_NOW | RTLD_LOCAL; the error carries dlerror().
   static Result<SharedLibrary> open(const std::string& path);
+  // As open(), for a library whose initialisers are user code: the load runs
+  // on a thread of its own and is waited for up to `timeout_ms`.  Past that
+  // it fails (kCancelled) and its thread is left inside the dynamic loader,
+  // holding its lock for ever: the process must end and load nothing more.
+  static Result<SharedLibrary> open_within(const std::string& path, int timeout_ms);
   // Tries each name in turn (e.g. "libcuda.so.1", "libcuda.so").
   static Result<SharedLibrary> open_first(const std::initializer_list<std::string>& names);
 

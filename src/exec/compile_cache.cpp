@@ -17,6 +17,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/regular_file.h"
+
 namespace fs = std::filesystem;
 
 namespace lizard {
@@ -40,13 +42,13 @@ std::string trailer_of(const std::string& payload) {
   return t;
 }
 
-// The payload of the entry at `path` when its trailer matches it.
+// The payload of the entry at `path` when it is a regular file whose trailer
+// matches it.  Anything else there (a FIFO, a directory) reads as no entry,
+// without blocking, and is replaced by the compile's.
 std::optional<std::string> read_entry(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  std::string bytes = std::move(s).str();
+  auto read = read_regular_file(path.string());
+  if (!read.ok()) return std::nullopt;
+  std::string bytes = std::move(read).value();
   if (bytes.size() < kTrailerBytes) return std::nullopt;
   std::string payload = bytes.substr(0, bytes.size() - kTrailerBytes);
   if (bytes.compare(payload.size(), kTrailerBytes, trailer_of(payload)) != 0) return std::nullopt;
@@ -69,6 +71,7 @@ Status write_entry(const fs::path& path, const std::string& payload) {
     }
   }
   std::error_code ec;
+  if (fs::is_directory(fs::symlink_status(path, ec))) fs::remove_all(path, ec);
   fs::rename(tmp, path, ec);
   if (ec) {
     fs::remove(tmp, ec);
@@ -81,7 +84,7 @@ Status write_entry(const fs::path& path, const std::string& payload) {
 class FileLock {
  public:
   explicit FileLock(const fs::path& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0666);
     if (fd_ < 0) return;
     while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
     }
@@ -149,7 +152,8 @@ Result<CacheEntry> CompileCache::get_or_compile(
 
 bool CompileCache::contains(const std::string& key, const std::string& suffix) const {
   std::error_code ec;
-  return !dir_.empty() && fs::is_regular_file(fs::path(dir_) / (key + suffix), ec);
+  return !dir_.empty() &&
+         fs::is_regular_file(fs::symlink_status(fs::path(dir_) / (key + suffix), ec));
 }
 
 void CompileCache::evict(const std::string& keep) const {

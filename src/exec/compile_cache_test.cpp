@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -264,6 +265,50 @@ TEST_F(CompileCacheTest, APrecompiledHeaderIsMadeInTheBackgroundAndServesOnlyIts
   files["pre.h"] = "#define VALUE 3\n";
   unit(4);
   EXPECT_EQ(value_of(cc, files, pch), 3);
+}
+
+}  // namespace
+}  // namespace lizard
+
+namespace lizard {
+namespace {
+
+// A FIFO where an entry belongs is no entry: it is compiled and replaced, at
+// once (an open() of it would wait for a writer for ever).
+TEST_F(CompileCacheTest, AFifoWhereAnEntryBelongsIsReplacedWithoutWaiting) {
+  fs::create_directories(dir_);
+  ASSERT_EQ(::mkfifo((dir_ / "k1.bin").c_str(), 0600), 0);
+  EXPECT_FALSE(cache().contains("k1", ".bin"));
+  const auto start = std::chrono::steady_clock::now();
+  auto e = cache().get_or_compile("k1", ".bin", counted("the image"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_FALSE(e->hit);
+  EXPECT_EQ(compiles_, 1);
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "k1.bin"));
+  EXPECT_TRUE(cache().get_or_compile("k1", ".bin", counted("the image"))->hit);
+}
+
+// A compile that reads a FIFO (here from an include directory the flags
+// name) is killed at the compile time-out, with the compiler's process group.
+TEST_F(CompileCacheTest, ACompileThatNeverEndsIsKilledAtTheTimeOut) {
+  const fs::path include = dir_ / "include";
+  fs::create_directories(include);
+  ASSERT_EQ(::mkfifo((include / "fifo.h").c_str(), 0600), 0);
+  HostCompiler cc((dir_ / "kernels").string(), CompileCache::kDefaultMaxBytes, 1);
+  const auto start = std::chrono::steady_clock::now();
+  auto so =
+      cc.build_shared({{"a.cpp", "#include \"fifo.h\"\nextern \"C\" int f() { return 1; }\n"}},
+                      {"a.cpp"}, {"-I" + include.string()});
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(so.ok());
+  EXPECT_EQ(so.status().code(), Code::kCompileError);
+  EXPECT_EQ(so.status().message(), "compile timed out after 1 s");
+  EXPECT_LT(took, 10s);
+  EXPECT_GE(took, 900ms);
+  // The build slot is free again: a good build goes through.
+  auto good = cc.build_shared({{"a.cpp", "extern \"C\" int f() { return 1; }\n"}}, {"a.cpp"}, {});
+  EXPECT_TRUE(good.ok()) << good.status().message();
 }
 
 }  // namespace

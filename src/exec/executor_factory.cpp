@@ -54,6 +54,7 @@ Result<std::vector<std::unique_ptr<Executor>>> make_executors(const BackendOptio
     // Every executor of the host shares one cache: a kernel is built once.
     c.cache_dir = o.cache_dir.empty() ? "" : o.cache_dir + "/kernels";
     c.compile_cache_bytes = o.compile_cache_mb << 20;
+    c.compile_timeout_s = o.compile_timeout_s;
     out.push_back(make_cpu_executor(c));
   }
   return out;

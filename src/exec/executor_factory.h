@@ -26,6 +26,9 @@ struct BackendOptions {
   int cpu_first_ordinal = 0;         // the first CPU executor's ordinal (an executor process's one)
   std::string cache_dir;             // the host's caches: compiled kernels in its kernels/
   uint64_t compile_cache_mb = 2048;  // the bound of kernels/ (exec/compile_cache.h)
+  // The longest one run of the host compiler (a CPU build, a host.cpp) may
+  // take, and loading a built kernel library in an executor process.
+  int compile_timeout_s = 120;
   // Input rows each executor keeps for later runs over them (on its GPU, or
   // in the CPU executor's memory; exec/kept_rows.h), in MiB; 0: none;
   // kKeptRowsAuto: a share of its memory (exec/kept_rows_budget.h).

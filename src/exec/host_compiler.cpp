@@ -12,12 +12,16 @@
 #include <sstream>
 #include <vector>
 
+#include "common/regular_file.h"
 #include "common/subprocess.h"
 
 namespace fs = std::filesystem;
 
 namespace lizard {
 namespace {
+
+// `compiler --version` answers at once; one that does not is not waited for.
+constexpr int kVersionTimeoutMs = 10000;
 
 // The file `compiler` runs (searched in $PATH unless it names a path), with
 // its size and mtime: an upgrade that replaces it changes this.
@@ -50,7 +54,7 @@ std::string compiler_version(const std::string& compiler) {
   std::lock_guard<std::mutex> lock(mu);
   auto it = known.find(file);
   if (it != known.end()) return it->second;
-  auto r = run_command({compiler, "--version"});
+  auto r = run_command({compiler, "--version"}, "", kVersionTimeoutMs);
   std::string version = r.ok() && r->exit_code == 0 ? r->output : "";
   known[file] = version;
   return version;
@@ -100,13 +104,14 @@ std::string pch_path(const std::string& compiler, const std::string& cache_dir,
 
 // Makes it unless it is there: in a directory of its own, renamed into place
 // whole (two processes that make it at once both do, and either one's stays).
-bool make_pch(const std::string& compiler, const std::string& cache_dir,
+bool make_pch(const std::string& compiler, const std::string& cache_dir, int timeout_s,
               const std::map<std::string, std::string>& files,
               const std::vector<std::string>& flags, const PrecompiledHeader& pch) {
   const fs::path path = pch_path(compiler, cache_dir, files, flags, pch);
   std::error_code ec;
   if (path.empty()) return false;
-  if (fs::exists(path, ec)) return true;
+  if (regular_file_exists(path.string())) return true;
+  fs::remove(path, ec);  // not a file: made again in its place
   static std::atomic<unsigned> counter{0};
   // Built beside the library builds, whose leftovers the cache clears when
   // a process dies mid-build (CompileCache), then moved into pch/.
@@ -124,16 +129,17 @@ bool make_pch(const std::string& compiler, const std::string& cache_dir,
   std::vector<std::string> argv{compiler, "-fPIC", "-std=c++17", "-I."};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-x", "c++-header", pch.header, "-o", pch.header + ".gch"});
-  auto r = run_command(argv, tmp.string());
-  if (r.ok() && r->exit_code == 0) fs::rename(tmp / (pch.header + ".gch"), path, ec);
+  auto r = run_command(argv, tmp.string(), timeout_s * 1000);
+  if (r.ok() && !r->timed_out && r->exit_code == 0)
+    fs::rename(tmp / (pch.header + ".gch"), path, ec);
   fs::remove_all(tmp, ec);
-  return fs::exists(path, ec);
+  return regular_file_exists(path.string());
 }
 
 }  // namespace
 
-HostCompiler::HostCompiler(std::string cache_dir, uint64_t max_cache_bytes)
-    : cache_(std::move(cache_dir), max_cache_bytes) {
+HostCompiler::HostCompiler(std::string cache_dir, uint64_t max_cache_bytes, int compile_timeout_s)
+    : cache_(std::move(cache_dir), max_cache_bytes), compile_timeout_s_(compile_timeout_s) {
   const char* cxx = std::getenv("CXX");
   compiler_ = (cxx && *cxx) ? cxx : "c++";
 }
@@ -183,22 +189,22 @@ std::string HostCompiler::precompiled_path(const std::map<std::string, std::stri
 bool HostCompiler::make_precompiled(const std::map<std::string, std::string>& files,
                                     const std::vector<std::string>& flags,
                                     const PrecompiledHeader& pch) const {
-  return make_pch(compiler_, cache_.dir(), files, flags, pch);
+  return make_pch(compiler_, cache_.dir(), compile_timeout_s_, files, flags, pch);
 }
 
 std::string HostCompiler::precompiled(const std::map<std::string, std::string>& files,
                                       const std::vector<std::string>& flags,
                                       const PrecompiledHeader& pch) const {
   const std::string path = precompiled_path(files, flags, pch);
-  std::error_code ec;
-  if (path.empty() || fs::exists(path, ec)) return path;
+  if (path.empty() || regular_file_exists(path)) return path;
   std::lock_guard<std::mutex> l(background_->mu);
   if (++background_->builds_without < 2 || background_->making.valid()) return "";
   std::map<std::string, std::string> inputs;  // all make_pch reads of `files`
   for (const std::string& name : pch.inputs) inputs[name] = files.at(name);
   background_->making =
-      std::async(std::launch::async, [compiler = compiler_, dir = cache_.dir(), inputs, flags,
-                                      pch] { return make_pch(compiler, dir, inputs, flags, pch); });
+      std::async(std::launch::async,
+                 [compiler = compiler_, dir = cache_.dir(), timeout = compile_timeout_s_, inputs,
+                  flags, pch] { return make_pch(compiler, dir, timeout, inputs, flags, pch); });
   return "";
 }
 
@@ -229,21 +235,23 @@ Result<std::string> HostCompiler::compile(const std::map<std::string, std::strin
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), units.begin(), units.end());
   argv.insert(argv.end(), {"-o", "lib.so"});
-  auto r = run_command(argv, tmp.string());
+  auto r = run_command(argv, tmp.string(), compile_timeout_s_ * 1000);
   if (!r.ok()) {
     return internal_error("the C++ compiler could not be started (" + r.status().message() +
                           "); install one or set CXX");
   }
+  if (r->timed_out)
+    return compile_error("compile timed out after " + std::to_string(compile_timeout_s_) + " s");
   if (r->exit_code != 0) {
     return compile_error(r->output.empty()
                              ? "compiler exited with code " + std::to_string(r->exit_code)
                              : r->output);
   }
-  std::ifstream in(tmp / "lib.so", std::ios::binary);
-  if (!in) return internal_error("build produced no library in " + tmp.string());
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return std::move(bytes).str();
+  auto library = read_regular_file((tmp / "lib.so").string());
+  if (!library.ok())
+    return internal_error("build produced no library in " + tmp.string() + ": " +
+                          library.status().message());
+  return library;
 }
 
 }  // namespace lizard

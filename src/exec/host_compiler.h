@@ -14,6 +14,12 @@
 // reads), and the builds read it instead of parsing it.  It is made in the
 // background once a process builds a second time without it, so that no
 // build waits for it; a compiler that cannot use it parses the header.
+//
+// Every compiler run has a deadline (`compile_timeout_s`): a compiler still
+// running then (an #include of a FIFO, a template that never ends) is killed
+// with its process group and the build fails with "compile timed out after
+// N s".  The files a build reads back (its library, the cache's entries) are
+// opened as regular files only (common/regular_file.h).
 #pragma once
 
 #include <cstdint>
@@ -40,10 +46,14 @@ struct PrecompiledHeader {
 
 class HostCompiler {
  public:
+  static constexpr int kDefaultCompileTimeoutS = 120;
+
   // `cache_dir` is created when missing and kept within `max_cache_bytes`.
-  // The compiler is $CXX, else c++.
+  // The compiler is $CXX, else c++; each run of it may take at most
+  // `compile_timeout_s` seconds.
   explicit HostCompiler(std::string cache_dir,
-                        uint64_t max_cache_bytes = CompileCache::kDefaultMaxBytes);
+                        uint64_t max_cache_bytes = CompileCache::kDefaultMaxBytes,
+                        int compile_timeout_s = kDefaultCompileTimeoutS);
 
   // Writes `files` into a fresh directory, compiles `units` (names among
   // `files`) into one shared library and returns its path.  A failure is a
@@ -66,6 +76,7 @@ class HostCompiler {
   bool contains(const std::string& key) const;
 
   const std::string& compiler() const { return compiler_; }
+  int compile_timeout_s() const { return compile_timeout_s_; }
 
   // Where `pch` precompiled for `flags` lies once made (whether or not it
   // is there yet); "" when an input is missing from `files`.
@@ -98,6 +109,7 @@ class HostCompiler {
 
   CompileCache cache_;
   std::string compiler_;
+  int compile_timeout_s_;
   std::shared_ptr<Background> background_ = std::make_shared<Background>();
 };
 

@@ -15,7 +15,7 @@ Result<std::unique_ptr<VariantCompiler>> VariantCompiler::make(
   if (executors.front().kind == "cpu") {
     // As CpuExecutor: the host's default cache when none is named.
     const std::string dir = (o.cache_dir.empty() ? default_cache_root() : o.cache_dir) + "/kernels";
-    vc->host_ = std::make_unique<HostCompiler>(dir, bytes);
+    vc->host_ = std::make_unique<HostCompiler>(dir, bytes, o.compile_timeout_s);
     return vc;
   }
   if (o.cache_dir.empty()) return unavailable("the CUDA executors keep no compile cache");

@@ -6,6 +6,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -137,6 +139,35 @@ Result<MaybeTlsStream> connect(net::io_context& ioc, const ServerUri& u, int tim
   }
 }
 
+// Sends `req` and reads the reply, both done by `deadline`.  Asynchronous
+// operations, as only those heed the stream's expiry: a server that takes
+// its request and never answers is left at the deadline.
+Result<HttpReply> exchange(net::io_context& ioc, MaybeTlsStream& stream,
+                           http::request<http::string_body>& req, const ServerUri& u,
+                           std::chrono::steady_clock::time_point deadline, int timeout_s) {
+  beast::error_code ec;
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(uint64_t{1} << 34);
+  stream.expires_after(std::max(std::chrono::steady_clock::duration::zero(),
+                                deadline - std::chrono::steady_clock::now()));
+  http::async_write(stream, req, [&](beast::error_code written, size_t) {
+    if (written) {
+      ec = written;
+      return;
+    }
+    http::async_read(stream, buffer, parser, [&](beast::error_code read, size_t) { ec = read; });
+  });
+  ioc.restart();
+  ioc.run();
+  close(stream);
+  if (ec == beast::error::timeout)
+    return unavailable("no answer from " + u.host + ":" + u.port + " within " +
+                       std::to_string(timeout_s) + " s");
+  if (ec) return unavailable("cannot reach " + u.host + ":" + u.port + ": " + ec.message());
+  return HttpReply{static_cast<int>(parser.get().result_int()), std::move(parser.get().body())};
+}
+
 }  // namespace
 
 Result<HttpReply> http_request(const std::string& method, const std::string& url,
@@ -144,6 +175,7 @@ Result<HttpReply> http_request(const std::string& method, const std::string& url
                                int timeout_s, const std::string& bearer_token,
                                const TlsClientOptions& tls) {
   LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   net::io_context ioc;
   try {
     LIZARD_ASSIGN_OR_RETURN(MaybeTlsStream stream, connect(ioc, u, timeout_s, tls));
@@ -154,8 +186,7 @@ Result<HttpReply> http_request(const std::string& method, const std::string& url
       req.body() = body;
     }
     req.prepare_payload();
-    http::write(stream, req);
-    return read_reply(stream);
+    return exchange(ioc, stream, req, u, deadline, timeout_s);
   } catch (const std::exception& e) {
     return unreachable(u, e);
   }

@@ -45,7 +45,9 @@ Result<ServerUri> parse_server_address(const std::string& address, uint16_t defa
 // Fails only when the server cannot be reached or the connection breaks
 // (kUnavailable), or when an https:// handshake fails (kInvalidArgument: the
 // server's certificate is refused, or the server does not speak TLS); any
-// HTTP status is a successful reply.  `tls` says which CAs to trust.
+// HTTP status is a successful reply.  `tls` says which CAs to trust.  The
+// whole exchange takes at most `timeout_s`: a server that has not answered
+// by then is left ("no answer from HOST:PORT within N s", kUnavailable).
 Result<HttpReply> http_request(const std::string& method, const std::string& url,
                                const std::string& body = "",
                                const std::string& content_type = "application/json",

@@ -6,6 +6,7 @@
 
 #include "common/sha256.h"
 #include "program/codegen.h"
+#include "program/include_check.h"
 
 namespace lizard {
 
@@ -108,6 +109,7 @@ Result<ProgramImage> make_program_image(const ProgramBundle& b) {
     if (!listed)
       return invalid_argument("'" + name + "' was sent but config.yaml does not list it");
   }
+  LIZARD_RETURN_IF_ERROR(check_includes(b.sources));
   img.config = b.config;
   img.sources = b.sources;
   img.header = generate_program_header(img.manifest);

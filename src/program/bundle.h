@@ -32,7 +32,8 @@ std::string bundle_checksum(const ProgramBundle& b);
 Result<ProgramBundle> read_program_dir(const std::string& dir);
 
 // Validates the manifest, checks that every listed source is present and no
-// other is, generates lizard_program.h and computes the checksum.
+// other is and that the sources include no file but the program's and the
+// system's (program/include_check.h), generates lizard_program.h and computes the checksum.
 Result<ProgramImage> make_program_image(const ProgramBundle& b);
 
 }  // namespace lizard

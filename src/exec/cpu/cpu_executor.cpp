@@ -81,9 +81,10 @@ struct CpuExecutor::Run {
 
 CpuExecutor::CpuExecutor(const CpuExecutorOptions& o)
     : compiler_(o.cache_dir.empty() ? default_cache_root() + "/kernels" : o.cache_dir,
-                o.compile_cache_bytes),
+                o.compile_cache_bytes, o.compile_timeout_s),
       pool_(resolve_threads(o.threads)),
-      kept_(o.kept_rows_bytes) {
+      kept_(o.kept_rows_bytes),
+      load_timeout_s_(o.compile_timeout_s) {
   info_.kind = "cpu";
   info_.name = cpu_model();
   info_.ordinal = o.ordinal;
@@ -108,6 +109,8 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
                                                                      CompileStats* stats) {
   *stats = CompileStats{};
   if (auto it = modules_.find(variant.key); it != modules_.end()) return it->second;
+  if (stuck_loading_)
+    return unavailable("this executor is being replaced: a kernel library never finished loading");
   const ProgramImage& program = variant.image;
   LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(program));
   const Clock::time_point start = Clock::now();
@@ -127,7 +130,7 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
                          library.status().message() + specialised_note(variant));
   }
   Result<std::shared_ptr<Module>> loaded = load(program, *library);
-  if (!loaded.ok() && !std::filesystem::exists(*library)) {
+  if (!loaded.ok() && !stuck_loading_ && !std::filesystem::exists(*library)) {
     // Evicted from the host's cache by another process between the lookup
     // and the load: built (or found) once more.
     library = compiler_.build_shared(plan.files, plan.units, plan.flags, &cached, &plan.pch);
@@ -144,7 +147,17 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
 Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::load(const ProgramImage& program,
                                                                const std::string& library) {
   auto module = std::make_shared<Module>();
-  LIZARD_ASSIGN_OR_RETURN(module->library, SharedLibrary::open(library));
+  // Its static initialisers are the program's: bounded like its compile.
+  auto opened = SharedLibrary::open_within(library, load_timeout_s_ * 1000);
+  if (!opened.ok() && opened.status().code() == Code::kCancelled) {
+    stuck_loading_ = true;
+    return compile_error(program.manifest.cuda_source +
+                         ": the program's static initialisation did not finish within " +
+                         std::to_string(load_timeout_s_) +
+                         " s (--compile-timeout): a constructor or initialiser of a global in "
+                         "its sources never returned; its executor is replaced");
+  }
+  LIZARD_ASSIGN_OR_RETURN(module->library, std::move(opened));
   for (const auto* steps : {&program.manifest.iterate, &program.manifest.generate})
     for (const KernelStep& step : *steps) {
       const std::string symbol = cpu_kernel_symbol(step.kernel);

@@ -32,6 +32,7 @@ struct CpuExecutorOptions {
   int threads = 0;        // 0: all cores
   std::string cache_dir;  // compiled kernels; empty: default_cache_root() + "/kernels"
   uint64_t compile_cache_bytes = 2048ull << 20;  // the bound of cache_dir (exec/compile_cache.h)
+  int compile_timeout_s = 120;                   // the longest one compile may take
   int ordinal = 0;                               // which of the worker's CPU executors this is
   // Input rows kept for later runs over them (kept_rows()); 0: none.
   uint64_t kept_rows_bytes = 0;
@@ -59,6 +60,9 @@ class CpuExecutor : public Executor {
   std::vector<std::string> kept_rows() const override { return kept_.keys(); }
   Status keep_file_rows(const std::string& key, const FileRows& where) override;
   void forget_kept_rows(const std::set<std::string>& keys) override;
+  // True once a kernel library's static initialisation did not finish: its
+  // thread holds the dynamic loader, so the process must be replaced.
+  bool lost() const override { return stuck_loading_; }
 
  private:
   struct Module {
@@ -91,6 +95,8 @@ class CpuExecutor : public Executor {
   std::unique_ptr<Run> run_;
   CompileStats compile_stats_;
   KeptRows<KeptHostRows> kept_;  // in memory files, used in place
+  int load_timeout_s_;           // the longest loading a kernel library may take
+  bool stuck_loading_ = false;
 };
 
 std::unique_ptr<Executor> make_cpu_executor(const CpuExecutorOptions& o);

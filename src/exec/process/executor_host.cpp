@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -247,7 +248,10 @@ int run_executor_host(const BackendOptions& options, bool probe_only) {
   for (;;) {
     if (!ChildProcess::receive_request(&channel.value(), &frame).ok())
       return 0;  // the worker closed it, or is gone
-    if (!host.serve(frame, &channel.value())) return 3;
+    // A lost device, or a kernel library stuck in its static initialisers
+    // (holding the dynamic loader, which a tear-down would wait for): ends
+    // at once, tearing nothing down.
+    if (!host.serve(frame, &channel.value())) std::_Exit(3);
   }
 }
 

@@ -32,6 +32,8 @@ std::vector<std::string> executor_host_args(const BackendOptions& o) {
                                 std::to_string(o.kept_rows_mb),
                                 "--compile-cache-mb",
                                 std::to_string(o.compile_cache_mb),
+                                "--compile-timeout",
+                                std::to_string(o.compile_timeout_s),
                                 "--quick-builds",
                                 o.quick_builds ? "on" : "off"};
   if (!o.cache_dir.empty()) args.insert(args.end(), {"--cache-dir", o.cache_dir});
