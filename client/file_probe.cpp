@@ -10,11 +10,9 @@ namespace lizard {
 FileProbedMsg probe_file(const ProbeFileMsg& m, const DataRoots* worker_roots) {
   FileProbedMsg reply;
   reply.probe_id = m.probe_id;
-  auto roots = DataRoots::make(m.data_roots, "server");
+  auto roots = DataRoots::of_server(m.data_roots);
   if (!roots.ok()) {
-    reply.error = roots.status()
-                      .with_context("the server's data roots are not all directories here")
-                      .message();
+    reply.error = roots.status().message();
     return reply;
   }
   auto opened = roots->open(m.path, worker_roots);

@@ -76,11 +76,9 @@ void RowStaging::handle(const std::string& frame) {
 RowsStagedMsg RowStaging::stage(const StageRowsMsg& m) {
   RowsStagedMsg reply;
   reply.stage_id = m.stage_id;
-  auto roots = DataRoots::make(m.data_roots, "server");
+  auto roots = DataRoots::of_server(m.data_roots);
   if (!roots.ok()) {
-    reply.error = roots.status()
-                      .with_context("the server's data roots are not all directories here")
-                      .message();
+    reply.error = roots.status().message();
     return reply;
   }
   for (StagedPart part : m.parts) {

@@ -180,10 +180,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   if (h.fields.size() != man.dataset.size())
     return invalid_argument("run_start: field list does not match the manifest");
   file_fields_.clear();
-  auto sent_roots = DataRoots::make(h.data_roots, "server");
-  if (!sent_roots.ok())
-    return sent_roots.status().with_context("the server's data roots are not all directories here");
-  server_roots_ = std::move(sent_roots).value();
+  LIZARD_ASSIGN_OR_RETURN(server_roots_, DataRoots::of_server(h.data_roots));
   file_bytes_read_ = 0;
   file_bytes_kept_ = 0;
   std::map<size_t, CachedRows> cached;

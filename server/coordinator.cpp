@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/auth.h"
 #include "common/json_limits.h"
 #include "protocol/messages.h"
@@ -240,6 +242,13 @@ void Coordinator::Impl::on_log_chunk(const std::string& worker_id, const json& h
   const std::string run_id(run_of_wire_id(chunk->run_id));
   auto run = runs.find(run_id);
   if (!run) return;
+  // Only a worker the run is placed on writes into its log.
+  const std::vector<ExecutorRef> held = runs.update(run, [](RunRecord& r) { return r.executors; });
+  if (std::none_of(held.begin(), held.end(),
+                   [&](const ExecutorRef& e) { return e.worker_id == worker_id; })) {
+    spdlog::warn("worker {} sent output of run {}, which does not run there", worker_id, run_id);
+    return;
+  }
   logs.add(run->id, worker_id, chunk->lines);
   if (chunk->cut_lines > 0) logs.note_cut(run->id, worker_id, chunk->cut_lines, chunk->cut_bytes);
 }

@@ -6,6 +6,13 @@ namespace lizard {
 
 namespace fs = std::filesystem;
 
+Result<DataRoots> DataRoots::of_server(const std::vector<std::string>& dirs) {
+  auto roots = make(dirs, "server");
+  if (!roots.ok())
+    return roots.status().with_context("the server's data roots are not all directories here");
+  return roots;
+}
+
 Result<DataRoots> DataRoots::make(const std::vector<std::string>& dirs, const std::string& who) {
   DataRoots out;
   out.who_ = who;

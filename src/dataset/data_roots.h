@@ -33,6 +33,9 @@ class DataRoots {
   // Resolves each directory (it must exist).  `who` names the daemon in
   // refusals ("server", "worker").
   static Result<DataRoots> make(const std::vector<std::string>& dirs, const std::string& who);
+  // The server's roots as its messages carry them, on a worker: each must
+  // be a directory there too.
+  static Result<DataRoots> of_server(const std::vector<std::string>& dirs);
 
   bool confined() const { return !roots_.empty(); }
   const std::vector<std::string>& roots() const { return roots_; }
