@@ -242,10 +242,13 @@ void Coordinator::Impl::on_log_chunk(const std::string& worker_id, const json& h
   const std::string run_id(run_of_wire_id(chunk->run_id));
   auto run = runs.find(run_id);
   if (!run) return;
-  // Only a worker the run is placed on writes into its log.
-  const std::vector<ExecutorRef> held = runs.update(run, [](RunRecord& r) { return r.executors; });
-  if (std::none_of(held.begin(), held.end(),
-                   [&](const ExecutorRef& e) { return e.worker_id == worker_id; })) {
+  // Only a worker of the run's plan writes into its log (its last lines may
+  // come after the run ended and let go of its executors).
+  const bool planned = runs.update(run, [&](RunRecord& r) {
+    return r.plan && std::any_of(r.plan->entries.begin(), r.plan->entries.end(),
+                                 [&](const PlanEntry& e) { return e.worker_id == worker_id; });
+  });
+  if (!planned) {
     spdlog::warn("worker {} sent output of run {}, which does not run there", worker_id, run_id);
     return;
   }
