@@ -11,6 +11,15 @@ if(LIZARD_CCACHE)
   set(CMAKE_C_COMPILER_LAUNCHER ${LIZARD_CCACHE})
 endif()
 
+# Test code (the test binaries' own sources, not the modules they link) is
+# compiled without optimisation in optimised builds: about a third less
+# compile time per file, and the modules under test keep the build's flags.
+function(lizard_test_code target)
+  if(CMAKE_BUILD_TYPE MATCHES "^(RelWithDebInfo|Release|MinSizeRel)$")
+    target_compile_options(${target} PRIVATE -O0)
+  endif()
+endfunction()
+
 function(lizard_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra)
   if(LIZARD_WERROR)
