@@ -216,6 +216,7 @@ RunStatus status_of_end(const Status& st) {
 void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   RunStatus final_status = status_of_end(st);
   bool store_it = false;
+  bool resumes = false;  // left stored as it was, to go on at the server's next start
   double running_s = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -233,6 +234,7 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
     // A server shutting down leaves unfinished runs stored as they were, to
     // resume at its next start.
     store_it = store_ && (st.ok() || !suspended_);
+    resumes = store_ && !st.ok() && suspended_;
   }
   if (store_it) final_status = store_finished(run, final_status);
   std::vector<Responder> waiters;
@@ -247,9 +249,14 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   if (final_status == RunStatus::kDone)
     spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations,
                  run->elapsed_ms);
+  else if (resumes)
+    spdlog::info(
+        "{} interrupted by the server's shutdown at iteration {}: it resumes when the "
+        "server starts again",
+        run->id, run->iterations);
   else
     spdlog::warn("{} {}: {}", run->id, run_status_name(final_status), run->error);
-  if (events_.finished) events_.finished(final_status, running_s);
+  if (events_.finished && !resumes) events_.finished(final_status, running_s);
   for (auto& w : waiters) w(record_response(record));
 }
 

@@ -386,6 +386,32 @@
     return run.executors ? text : text + (list.length ? ' (released)' : '');
   }
 
+  // One line per recovery, as `lizard run` prints it (src/cli/recovery_notes.cpp):
+  // "worker w2 lost at iteration 39: re-planned over 1 worker, resuming at 39".
+  function recoveryLine(r) {
+    var resumed = r.resumed_at_iteration || 0;
+    var lost = r.lost_at_iteration === undefined ? -1 : r.lost_at_iteration;
+    var goesOn = resumed === 0 && lost !== 0 ? 'starting over at iteration 0' : 'resuming at ' + resumed;
+    var lostAt = r.gathering_outputs ? ' while its outputs were gathered'
+      : r.lost_at_iteration !== undefined ? ' at iteration ' + r.lost_at_iteration : '';
+    if (r.kind === 'worker_lost') {
+      var who = (r.workers_lost || []).length ? (r.workers_lost.length === 1 ? 'worker ' : 'workers ') + r.workers_lost.join(', ') : 'a worker';
+      var plan = r.workers ? 're-planned over ' + r.workers.length + (r.workers.length === 1 ? ' worker, ' : ' workers, ') : 're-planning, ';
+      return who + ' lost' + lostAt + ': ' + plan + goesOn;
+    }
+    if (r.kind === 'server_restart') return 'server restarted' + lostAt + ': ' + goesOn;
+    return 'recovered (' + (r.reason || 'no reason given') + '): resuming at ' + resumed;
+  }
+
+  function recoveryList(run) {
+    if (!run.recoveries || !run.recoveries.length) return null;
+    return el('div', { id: 'recoveries' }, el('h3', { text: 'Recoveries' }),
+      el('ul', {}, run.recoveries.map(function (r, i) {
+        return el('li', { 'data-recovery': i }, el('span', { text: recoveryLine(r) }),
+          r.kind ? el('span', { class: 'muted', text: ' (' + r.reason + ')' }) : null);
+      })));
+  }
+
   function renderRun(run, after) {
     var timings = run.timings || [];
     var times = [
@@ -410,9 +436,9 @@
         run.finished_at ? ['finished', fmtTime(run.finished_at) + ' (' + fmtMs(run.elapsed_ms) + ')'] : null,
         !run.finished_at && run.started_at ? ['running for', fmtMs(elapsedMs(run))] : null,
         ['phases', phaseText(run.phases || {})],
-        mean !== undefined ? ['per iteration', fmtMs(mean) + ' (mean)'] : null,
-        run.recoveries ? ['recoveries', run.recoveries.map(function (r) { return r.reason + ' (resumed at ' + r.resumed_at_iteration + ')'; }).join('; ')] : null
+        mean !== undefined ? ['per iteration', fmtMs(mean) + ' (mean)'] : null
       ]),
+      recoveryList(run),
       el('div', { class: 'panels' },
         el('div', {}, el('h3', { text: 'State over iterations' }),
           stateSeries(timings).map(function (s) { return chart(s.name, '', [s]); }),

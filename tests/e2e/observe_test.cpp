@@ -402,6 +402,34 @@ TEST_F(DashboardInBrowser, RunningTimesFailureReasonsAndReadableCounts) {
   EXPECT_TRUE(cancelled.ok() && cancelled->status == 202);
 }
 
+// A run that lost a worker lists the recovery on its page, in the words
+// `lizard run` prints (tests/e2e/programs/tally: integers, an exact total).
+TEST_F(DashboardInBrowser, ARunsPageListsItsRecoveries) {
+  ASSERT_TRUE(c_.start(2, {"--cpu-threads", "1"}).ok());
+  const std::string hash = register_program(c_, LIZARD_SOURCE_DIR "/tests/e2e/programs/tally");
+  ASSERT_FALSE(hash.empty());
+  std::vector<int64_t> x(200000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int64_t>(i % 1000);
+  const std::string id = submit_run(
+      c_, hash,
+      {{"params", {{"max_iterations", 30}, {"spin", 400}}}, {"dataset", {{"x", {{"values", x}}}}}});
+  ASSERT_FALSE(id.empty());
+  for (int i = 0; i < 1200 && get_json(c_, "/runtimes/" + id)["iterations"] < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  c_.kill_worker(1, SIGKILL);
+  const json rec = wait_until_finished(c_, id, 240);
+  ASSERT_EQ(rec["status"], "done") << rec.dump(2);
+  ASSERT_TRUE(rec.contains("recoveries")) << "the kill came too late to test recovery";
+  const json& r = rec["recoveries"][0];
+  const std::string at = std::to_string(r["lost_at_iteration"].get<int64_t>());
+  const std::string line = "worker " + r["workers_lost"][0].get<std::string>() +
+                           " lost at iteration " + at + ": re-planned over 1 worker, resuming at " +
+                           at;
+  const std::string page = dom("#/runs/" + id);
+  EXPECT_NE(page.find("data-recovery=\"0\""), std::string::npos) << page;
+  EXPECT_NE(page.find(line), std::string::npos) << "no `" << line << "` in:\n" << page;
+}
+
 // With a write token on the server and none in the browser, the page reads
 // (reads are open) but offers no cancel button.
 TEST_F(DashboardInBrowser, NoCancelButtonWithoutTheWriteToken) {
