@@ -127,7 +127,10 @@ void UserCommands::Impl::add_run(CLI::App* app) {
   add_repeated(run, "--dataset", &datasets,
                "NAME=FILE: a .npy, .raw, .csv or text file for an input field (FORMAT:FILE "
                "names the format: npy, raw, csv, text, lizard; FILE alone when there is one "
-               "input field); NAME=upload:ID an upload already on the server (lizard upload)");
+               "input field); NAME=upload:ID an upload already on the server (lizard upload); "
+               "NAME=generate:KERNEL[,rows=N][,seed=S] rows made on the workers by the "
+               "program's generator kernel (NAME1,NAME2=generate:... for one that fills several "
+               "fields)");
   add_repeated(run, "--state", &states,
                "NAME=VALUES: a file (.npy or numbers), JSON such as [[0,0],[1,1]], or 1,2,3");
   auto* by_path_flag = run->add_flag(

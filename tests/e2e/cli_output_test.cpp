@@ -197,6 +197,11 @@ TEST(CliOutputAlone, HelpShowsDefaultsAndNoParserText) {
       EXPECT_EQ(r.out.find(raw), std::string::npos) << command << ": " << raw << "\n" << r.out;
     EXPECT_NE(r.out.find("-p,--port PORT"), std::string::npos) << r.out;
   }
+  // Every kind of dataset source is described where a newcomer looks.
+  CliResult run = run_cli(none, {"run", "--help"}, {}, 30);
+  for (const char* source :
+       {"NAME=upload:ID", "NAME=generate:KERNEL[,rows=N][,seed=S]", "NAME1,NAME2=generate:"})
+    EXPECT_NE(run.out.find(source), std::string::npos) << source << "\n" << run.out;
   CliResult server = run_cli(none, {"server", "--help"}, {}, 30);
   EXPECT_NE(server.out.find("--run-timeout,--run-timeout-s SECONDS"), std::string::npos)
       << server.out;
