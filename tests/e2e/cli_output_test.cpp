@@ -129,6 +129,18 @@ TEST_F(CliOutput, AOnePassRunShowsItsRowsAndOneIterationInTheSingular) {
       << terminal.out;
 }
 
+// A program with no update hook is done after one iteration: its progress
+// counts to 1, not to the default cap of iterations.
+TEST_F(CliOutput, AProgramWithoutAnUpdateHookCountsToOneIteration) {
+  CliResult r = run_cli(*cluster_,
+                        {"run", "examples/sum", "--param", "dims=3", "--dataset",
+                         "values=" LIZARD_TEST_DATA_DIR "/lizard-demo-n16-d3.csv"},
+                        {}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(": done, iterations 1/1, "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("iterations 0/1000"), std::string::npos) << r.err;
+}
+
 // --dataset NAME=generate:KERNEL runs the manifest's generator on the workers.
 TEST_F(CliOutput, ADatasetFromTheManifestsGenerator) {
   CliResult r = run_cli(*cluster_,
