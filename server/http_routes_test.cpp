@@ -337,8 +337,8 @@ TEST_F(HttpRoutesTest, RunsAndTheirFields) {
   }
   auto nofield = call(r, "GET", "/runtimes/" + run->id + "/fields/z.npy");
   EXPECT_EQ(nofield.status, 404);
-  EXPECT_EQ(body(nofield)["error"], "runtime " + run->id + " has no field 'z'");
-  EXPECT_EQ(body(call(r, "GET", "/runtimes/r99"))["error"], "no such runtime: r99");
+  EXPECT_EQ(body(nofield)["error"], "run " + run->id + " has no field 'z'");
+  EXPECT_EQ(body(call(r, "GET", "/runtimes/r99"))["error"], "no such run: r99");
 }
 
 TEST_F(HttpRoutesTest, DatasetsAreStoredListedAndDeleted) {

@@ -188,11 +188,11 @@ Result<RunBook::CancelOutcome> RunBook::cancel(const std::string& id) {
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = runs_.find(id);
-    if (it == runs_.end()) return not_found("no such runtime: " + id);
+    if (it == runs_.end()) return not_found("no such run: " + id);
     run = it->second;
     if (is_finished(run->status))
       return Status(Code::kConflict,
-                    "runtime " + id + " is " + run_status_name(run->status) + " already");
+                    "run " + id + " is " + run_status_name(run->status) + " already");
     run->cancel_requested = true;
     auto q = std::find(queue_.begin(), queue_.end(), run);
     if (q == queue_.end()) return CancelOutcome::kCancelling;
@@ -354,7 +354,7 @@ Result<json> RunBook::list_json(const std::optional<std::string>& status) const 
 Result<json> RunBook::get_json(const std::string& id) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = runs_.find(id);
-  if (it == runs_.end()) return not_found("no such runtime: " + id);
+  if (it == runs_.end()) return not_found("no such run: " + id);
   return it->second->to_json();
 }
 
@@ -365,7 +365,7 @@ Result<std::string> RunBook::field_npy(const std::string& id, const std::string&
     auto it = runs_.find(id);
     if (it != runs_.end() && is_finished(it->second->status)) run = it->second;
   }
-  if (!run) return not_found("no finished runtime " + id);
+  if (!run) return not_found("no finished run " + id);
   // A finished run's fields no longer change, so they are read without the lock.
   auto f = run->outputs.find(name);
   if (f != run->outputs.end())
@@ -374,7 +374,7 @@ Result<std::string> RunBook::field_npy(const std::string& id, const std::string&
     auto blob = store_->load_blob(run->id, name);
     if (blob.ok()) return blob;
   }
-  return not_found("runtime " + run->id + " has no field '" + name + "'");
+  return not_found("run " + run->id + " has no field '" + name + "'");
 }
 
 Status RunBook::store_health() const {
