@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "common/clock.h"
 #include "dataset/npy.h"
@@ -218,10 +219,15 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   bool store_it = false;
   bool resumes = false;  // left stored as it was, to go on at the server's next start
   double running_s = 0;
+  std::optional<double> queued_s;  // it ends in the queue
   {
     std::lock_guard<std::mutex> l(mu_);
     if (is_finished(run->status) || run->finishing) return;
     run->finishing = true;
+    if (run->status == RunStatus::kQueued) {  // its record says how long it waited
+      run->phases.queued_ms = ms_since(run->queued_since);
+      queued_s = *run->phases.queued_ms / 1e3;
+    }
     if (run->status == RunStatus::kRunning &&
         run->running_since != std::chrono::steady_clock::time_point{})
       running_s = ms_since(run->running_since) / 1e3;
@@ -257,6 +263,7 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   else
     spdlog::warn("{} {}: {}", run->id, run_status_name(final_status), run->error);
   if (events_.finished && !resumes) events_.finished(final_status, running_s);
+  if (events_.ended_queued && queued_s && !resumes) events_.ended_queued(*queued_s);
   for (auto& w : waiters) w(record_response(record));
 }
 

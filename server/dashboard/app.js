@@ -80,12 +80,29 @@
   // 1234567 -> "1,234,567"
   function fmtCount(n) { return typeof n === 'number' ? n.toLocaleString('en-US') : '–'; }
 
-  // A finished run's elapsed time; a running one's time since it started (live).
+  // A finished run's elapsed time; a running one's time since it started
+  // (live); none for a run that ended before it started.
   function elapsedMs(run) {
+    if (run.finished_at && !run.started_at) return undefined;
     if (typeof run.elapsed_ms === 'number') return run.elapsed_ms;
     if (run.status !== 'running' || !run.started_at) return undefined;
     var started = Date.parse(run.started_at);
     return isFinite(started) ? Math.max(0, Date.now() - started) : undefined;
+  }
+
+  // How long a run that ended before it started waited in the queue (its
+  // record's phases.queued_ms, else from its times, to the second).
+  function queuedMs(run) {
+    if (!run.finished_at || run.started_at) return undefined;
+    if (run.phases && typeof run.phases.queued_ms === 'number') return run.phases.queued_ms;
+    var waited = Date.parse(run.finished_at) - Date.parse(run.created_at);
+    return isFinite(waited) ? Math.max(0, waited) : undefined;
+  }
+
+  // "1.20 s", or "1.0 min in the queue" for a run that never started.
+  function elapsedText(run) {
+    var queued = queuedMs(run);
+    return queued !== undefined ? fmtMs(queued) + ' in the queue' : fmtMs(elapsedMs(run));
   }
 
   function relative(path) { return path.charAt(0) === '/' ? path.slice(1) : path; }
@@ -216,7 +233,7 @@
       el('td', { class: 'wide' }, progressBar(run),
         run.error ? el('div', { class: 'error small', 'data-error': run.runtime_id, text: run.error }) : null),
       el('td', { class: 'small', text: fmtTime(run.created_at) }),
-      el('td', { class: 'num', 'data-elapsed': run.runtime_id, text: fmtMs(elapsedMs(run)) }),
+      el('td', { class: 'num', 'data-elapsed': run.runtime_id, text: elapsedText(run) }),
       el('td', { class: 'num', text: mean === undefined ? '–' : fmtMs(mean) }),
       el('td', {}, cancelButton(run, after)));
   }
@@ -360,7 +377,9 @@
   function fieldLinks(run) {
     var fields = run.fields || {};
     var names = Object.keys(fields);
-    if (!names.length) return el('p', { class: 'muted', text: run.status === 'done' ? 'No fields.' : 'Fields can be downloaded once the run is done.' });
+    if (!names.length) return el('p', { class: 'muted', text: run.status === 'done' ? 'No fields.'
+      : run.status === 'failed' || run.status === 'cancelled' ? 'A ' + run.status + ' run has no fields.'
+      : 'Fields can be downloaded once the run is done.' });
     return el('ul', { class: 'fields' }, names.map(function (n) {
       return el('li', {}, el('a', { href: relative(fields[n]), download: n + '.npy', 'data-field': n, onclick: download, text: n + '.npy' }));
     }));
@@ -433,7 +452,7 @@
         ['executors', executorList(run)],
         ['created', fmtTime(run.created_at)],
         run.started_at ? ['started', fmtTime(run.started_at)] : null,
-        run.finished_at ? ['finished', fmtTime(run.finished_at) + ' (' + fmtMs(run.elapsed_ms) + ')'] : null,
+        run.finished_at ? ['finished', fmtTime(run.finished_at) + ' (' + elapsedText(run) + ')'] : null,
         !run.finished_at && run.started_at ? ['running for', fmtMs(elapsedMs(run))] : null,
         ['phases', phaseText(run.phases || {})],
         mean !== undefined ? ['per iteration', fmtMs(mean) + ' (mean)'] : null

@@ -74,7 +74,8 @@ TEST(MetricsE2e, ValuesMoveWhenARunHappens) {
   ParsedMetrics before = scrape(c);
   EXPECT_EQ(before.value("lizard_workers_connected"), 2.0);
   EXPECT_EQ(before.count("lizard_executor_info"), executors);
-  EXPECT_EQ(before.value("lizard_runs", {{"status", "done"}}), 0.0);
+  EXPECT_EQ(before.value("lizard_runs_finished_total", {{"status", "done"}}).value_or(0), 0.0);
+  EXPECT_EQ(before.value("lizard_runs", {{"status", "running"}}), 0.0);
   EXPECT_EQ(before.value("lizard_program_builds_total", {{"result", "ok"}}), 2.0);
   EXPECT_EQ(before.sum("lizard_iteration_duration_seconds_count"), 0.0);
   EXPECT_GT(
@@ -89,7 +90,8 @@ TEST(MetricsE2e, ValuesMoveWhenARunHappens) {
   ASSERT_EQ(rec["iterations"], 6);
 
   ParsedMetrics after = scrape(c);
-  EXPECT_EQ(after.value("lizard_runs", {{"status", "done"}}), 1.0);
+  EXPECT_EQ(after.value("lizard_runs_finished_total", {{"status", "done"}}), 1.0);
+  EXPECT_EQ(after.value("lizard_runs", {{"status", "running"}}), 0.0);
   EXPECT_EQ(after.value("lizard_run_queue_length"), 0.0);
   const std::string h = "lizard_iteration_duration_seconds";
   for (const char* part : {"total", "kernel", "transfer", "fold"})
@@ -394,6 +396,15 @@ TEST_F(DashboardInBrowser, RunningTimesFailureReasonsAndReadableCounts) {
       first->output, std::regex("id=\"first-view\">1 worker \\([0-9]+ executors?\\) · runs: 1 "
                                 "running, 0 queued, 1 finished · as of [-0-9]+ [:0-9]+ UTC<")))
       << first->output;
+
+  // A run that failed in the queue never ran: its page says how long it
+  // waited there (its record's phases.queued_ms), and that it has no fields
+  // (not that they come once it is done).
+  ASSERT_TRUE(failed_rec["phases"].contains("queued_ms")) << failed_rec.dump(2);
+  const std::string failed_page = dom("#/runs/" + failed);
+  EXPECT_NE(failed_page.find(" in the queue)"), std::string::npos) << failed_page;
+  EXPECT_NE(failed_page.find("A failed run has no fields."), std::string::npos) << failed_page;
+  EXPECT_EQ(failed_page.find("once the run is done"), std::string::npos) << failed_page;
 
   const std::string page = dom("#/runs/" + running);
   EXPECT_NE(page.find("50,000"), std::string::npos) << "rows are not grouped:\n" << page;
