@@ -254,7 +254,7 @@ TEST(RouteSpecs, EveryVersionedRouteKeepsItsOldPath) {
     for (const std::string& old : legacy_paths(s.path))
       EXPECT_TRUE(seen.count(s.method + " " + old)) << s.method << " " << old;
   EXPECT_EQ(legacy_paths("/api/v1/programs/{hash}/runs"),
-            (std::vector<std::string>{"/runtime/{hash}", "/runtimes/{hash}"}));
+            (std::vector<std::string>{"/runtime/{hash}", "/runtimes/{id}"}));
   EXPECT_EQ(legacy_paths("/api/v1/runs/{id}/fields/{name}"),
             std::vector<std::string>{"/runtimes/{id}/fields/{name}"});
   EXPECT_TRUE(legacy_paths("/api/v1/runsx").empty());
