@@ -355,10 +355,11 @@ Coordinator::Coordinator(CoordinatorOptions opts) {
   std::filesystem::create_directories(opts.state_dir, ec);
   impl_ = std::make_unique<Impl>(std::move(opts));
   ServerMetrics* metrics = &impl_->metrics;
-  impl_->runs.set_events({[metrics](double queued_s) { metrics->observe_run_started(queued_s); },
+  impl_->runs.set_events({[metrics](double queued_s) { metrics->observe_queue_wait(queued_s); },
                           [metrics](RunStatus status, double running_s) {
                             metrics->observe_run_finished(run_status_name(status), running_s);
-                          }});
+                          },
+                          [metrics](double queued_s) { metrics->observe_queue_wait(queued_s); }});
   impl_->programs.load_stored();
   impl_->resume_runs();
   impl_->prune();

@@ -15,6 +15,7 @@ std::optional<DashboardFile> dashboard_file_named(std::string_view name) {
     const char* type;
   };
   static const Known kKnown[] = {{"index.html", "text/html; charset=utf-8"},
+                                 {"format.js", "text/javascript; charset=utf-8"},
                                  {"app.js", "text/javascript; charset=utf-8"},
                                  {"style.css", "text/css; charset=utf-8"}};
   for (const auto& k : kKnown)

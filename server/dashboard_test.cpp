@@ -37,6 +37,12 @@ TEST(Dashboard, ThePageAndTheFilesItLoadsAreBuiltIn) {
   ASSERT_TRUE(script.has_value());
   EXPECT_EQ(script->content_type, "text/javascript; charset=utf-8");
   EXPECT_NE(script->body.find("runtimes/"), std::string_view::npos);
+  // The text functions app.js takes from format.js, which the page loads first.
+  auto format = dashboard_file_named("format.js");
+  ASSERT_TRUE(format.has_value());
+  EXPECT_EQ(format->content_type, "text/javascript; charset=utf-8");
+  EXPECT_NE(format->body.find("window.lizardFormat"), std::string_view::npos);
+  EXPECT_LT(page->body.find("ui/format.js"), page->body.find("ui/app.js"));
   auto style = dashboard_file_named("style.css");
   ASSERT_TRUE(style.has_value());
   EXPECT_FALSE(style->body.empty());

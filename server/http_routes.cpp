@@ -157,8 +157,8 @@ std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
   using C = Call;
   using R = Responder;
   auto submit = [](HttpRoutes* h, C& c, R& r) {
-    h->s_.actions->submit_run(c.path["hash"], std::move(c.req.body), truthy(c.query, "wait"),
-                              std::move(r));
+    const std::string hash = c.path.count("hash") ? c.path["hash"] : c.path["id"];
+    h->s_.actions->submit_run(hash, std::move(c.req.body), truthy(c.query, "wait"), std::move(r));
   };
   return {
       {{"GET", "/"}, [](HttpRoutes* h, C& c, R& r) { h->get_root(c, r); }},
@@ -225,7 +225,9 @@ std::vector<HttpRoutes::Route> HttpRoutes::with_aliases(std::vector<Route> route
 }
 
 std::vector<std::string> legacy_paths(const std::string& path) {
-  if (path == "/api/v1/programs/{hash}/runs") return {"/runtime/{hash}", "/runtimes/{hash}"};
+  // POST /runtimes/{id} shares its template with GET and DELETE /runtimes/{id}
+  // (a run's id there, the program's checksum here): one name for both.
+  if (path == "/api/v1/programs/{hash}/runs") return {"/runtime/{hash}", "/runtimes/{id}"};
   static const std::pair<const char*, const char*> kPrefixes[] = {
       {"/api/v1/workers", "/clients"},
       {"/api/v1/programs", "/programs"},

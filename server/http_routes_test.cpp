@@ -254,7 +254,7 @@ TEST(RouteSpecs, EveryVersionedRouteKeepsItsOldPath) {
     for (const std::string& old : legacy_paths(s.path))
       EXPECT_TRUE(seen.count(s.method + " " + old)) << s.method << " " << old;
   EXPECT_EQ(legacy_paths("/api/v1/programs/{hash}/runs"),
-            (std::vector<std::string>{"/runtime/{hash}", "/runtimes/{hash}"}));
+            (std::vector<std::string>{"/runtime/{hash}", "/runtimes/{id}"}));
   EXPECT_EQ(legacy_paths("/api/v1/runs/{id}/fields/{name}"),
             std::vector<std::string>{"/runtimes/{id}/fields/{name}"});
   EXPECT_TRUE(legacy_paths("/api/v1/runsx").empty());
@@ -337,8 +337,8 @@ TEST_F(HttpRoutesTest, RunsAndTheirFields) {
   }
   auto nofield = call(r, "GET", "/runtimes/" + run->id + "/fields/z.npy");
   EXPECT_EQ(nofield.status, 404);
-  EXPECT_EQ(body(nofield)["error"], "runtime " + run->id + " has no field 'z'");
-  EXPECT_EQ(body(call(r, "GET", "/runtimes/r99"))["error"], "no such runtime: r99");
+  EXPECT_EQ(body(nofield)["error"], "run " + run->id + " has no field 'z'");
+  EXPECT_EQ(body(call(r, "GET", "/runtimes/r99"))["error"], "no such run: r99");
 }
 
 TEST_F(HttpRoutesTest, DatasetsAreStoredListedAndDeleted) {

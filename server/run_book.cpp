@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "common/clock.h"
 #include "dataset/npy.h"
@@ -188,11 +189,11 @@ Result<RunBook::CancelOutcome> RunBook::cancel(const std::string& id) {
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = runs_.find(id);
-    if (it == runs_.end()) return not_found("no such runtime: " + id);
+    if (it == runs_.end()) return not_found("no such run: " + id);
     run = it->second;
     if (is_finished(run->status))
       return Status(Code::kConflict,
-                    "runtime " + id + " is " + run_status_name(run->status) + " already");
+                    "run " + id + " is " + run_status_name(run->status) + " already");
     run->cancel_requested = true;
     auto q = std::find(queue_.begin(), queue_.end(), run);
     if (q == queue_.end()) return CancelOutcome::kCancelling;
@@ -216,11 +217,17 @@ RunStatus status_of_end(const Status& st) {
 void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   RunStatus final_status = status_of_end(st);
   bool store_it = false;
+  bool resumes = false;  // left stored as it was, to go on at the server's next start
   double running_s = 0;
+  std::optional<double> queued_s;  // it ends in the queue
   {
     std::lock_guard<std::mutex> l(mu_);
     if (is_finished(run->status) || run->finishing) return;
     run->finishing = true;
+    if (run->status == RunStatus::kQueued) {  // its record says how long it waited
+      run->phases.queued_ms = ms_since(run->queued_since);
+      queued_s = *run->phases.queued_ms / 1e3;
+    }
     if (run->status == RunStatus::kRunning &&
         run->running_since != std::chrono::steady_clock::time_point{})
       running_s = ms_since(run->running_since) / 1e3;
@@ -233,6 +240,7 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
     // A server shutting down leaves unfinished runs stored as they were, to
     // resume at its next start.
     store_it = store_ && (st.ok() || !suspended_);
+    resumes = store_ && !st.ok() && suspended_;
   }
   if (store_it) final_status = store_finished(run, final_status);
   std::vector<Responder> waiters;
@@ -247,9 +255,15 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   if (final_status == RunStatus::kDone)
     spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations,
                  run->elapsed_ms);
+  else if (resumes)
+    spdlog::info(
+        "{} interrupted by the server's shutdown at iteration {}: it resumes when the "
+        "server starts again",
+        run->id, run->iterations);
   else
     spdlog::warn("{} {}: {}", run->id, run_status_name(final_status), run->error);
-  if (events_.finished) events_.finished(final_status, running_s);
+  if (events_.finished && !resumes) events_.finished(final_status, running_s);
+  if (events_.ended_queued && queued_s && !resumes) events_.ended_queued(*queued_s);
   for (auto& w : waiters) w(record_response(record));
 }
 
@@ -347,7 +361,7 @@ Result<json> RunBook::list_json(const std::optional<std::string>& status) const 
 Result<json> RunBook::get_json(const std::string& id) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = runs_.find(id);
-  if (it == runs_.end()) return not_found("no such runtime: " + id);
+  if (it == runs_.end()) return not_found("no such run: " + id);
   return it->second->to_json();
 }
 
@@ -358,7 +372,7 @@ Result<std::string> RunBook::field_npy(const std::string& id, const std::string&
     auto it = runs_.find(id);
     if (it != runs_.end() && is_finished(it->second->status)) run = it->second;
   }
-  if (!run) return not_found("no finished runtime " + id);
+  if (!run) return not_found("no finished run " + id);
   // A finished run's fields no longer change, so they are read without the lock.
   auto f = run->outputs.find(name);
   if (f != run->outputs.end())
@@ -367,7 +381,7 @@ Result<std::string> RunBook::field_npy(const std::string& id, const std::string&
     auto blob = store_->load_blob(run->id, name);
     if (blob.ok()) return blob;
   }
-  return not_found("runtime " + run->id + " has no field '" + name + "'");
+  return not_found("run " + run->id + " has no field '" + name + "'");
 }
 
 Status RunBook::store_health() const {

@@ -128,6 +128,8 @@ class RunBook {
   struct Events {
     std::function<void(double queued_s)> started;
     std::function<void(RunStatus status, double running_s)> finished;
+    // A run that ended (failed, cancelled) while queued, after `queued_s`.
+    std::function<void(double queued_s)> ended_queued;
   };
   void set_events(Events events) { events_ = std::move(events); }
 

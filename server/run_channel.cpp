@@ -36,6 +36,8 @@ Status RunChannel::refuse_message(const std::string& worker_id, const std::strin
 }
 
 void RunChannel::drop_executors_of(const std::string& worker_id) {
+  if (std::find(lost_workers_.begin(), lost_workers_.end(), worker_id) == lost_workers_.end())
+    lost_workers_.push_back(worker_id);
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.executors.erase(
         std::remove_if(r.executors.begin(), r.executors.end(),

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -126,6 +127,8 @@ class RunChannel {
   Status refuse_message(const std::string& worker_id, const std::string& what);
   // Drops the executors of a lost worker from those the run holds.
   void drop_executors_of(const std::string& worker_id);
+  // The workers dropped since the last call, in the order they were lost.
+  std::vector<std::string> take_lost_workers() { return std::exchange(lost_workers_, {}); }
   // Ends the run on `participants`: run_end (asking for `outputs` when
   // `want_outputs`), or run_abort when the run is aborting.
   void end_on_workers(const std::string& wire_id, const std::vector<std::string>& participants,
@@ -169,6 +172,7 @@ class RunChannel {
     SteadyClock::time_point next_check;
   } deadline_;
   double slowest_iteration_ms_ = 0;
+  std::vector<std::string> lost_workers_;  // dropped since take_lost_workers
 };
 
 template <typename Answered>

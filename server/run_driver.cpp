@@ -92,6 +92,7 @@ Status RunDriver::run_attempts(RunSections* s) {
       ctx_.book->update(run_, [](RunRecord& r) { r.compiling = nullptr; });
       st = loaded.status();
       if (st.ok()) participants = std::move(loaded).value();
+      if (st.ok()) recovery_.note_plan(participants);
       if (st.ok()) ctx_.book->persist(run_);  // its executors: a restart waits for as many
     }
     if (st.ok()) st = loop_.run(wire_id, participants, s, &it, &done);
@@ -104,7 +105,7 @@ Status RunDriver::run_attempts(RunSections* s) {
       channel_.end_on_workers(wire_id, participants, false);
     }
     if (st.code() != Code::kWorkerLost || attempt + 1 >= kMaxAttempts) return st;
-    recovery_.after_loss(st, gathering, s, &it, &done);
+    recovery_.after_loss(st, gathering, channel_.take_lost_workers(), s, &it, &done);
   }
 }
 

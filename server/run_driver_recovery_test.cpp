@@ -33,6 +33,11 @@ TEST_F(RunDriverTest, ALostWorkerIsReplannedAndTheRunResumesAtTheInterruptedIter
   EXPECT_EQ(r["recoveries"][0]["resumed_at_iteration"], 1);
   EXPECT_NE(r["recoveries"][0]["reason"].get<std::string>().find("lost worker w2"),
             std::string::npos);
+  // What `lizard run` shows: who was lost, at which iteration, the new plan.
+  EXPECT_EQ(r["recoveries"][0]["kind"], "worker_lost");
+  EXPECT_EQ(r["recoveries"][0]["lost_at_iteration"], 1);
+  EXPECT_EQ(r["recoveries"][0]["workers_lost"], json::array({"w2"}));
+  EXPECT_EQ(r["recoveries"][0]["workers"], json::array({"w1"}));
   // w1 took every row for the second attempt and ran iterations 1 and 2 again.
   auto starts = w1.link()->sent_of(MessageType::kRunStart);
   ASSERT_EQ(starts.size(), 2u);
@@ -58,6 +63,7 @@ TEST_F(RunDriverTest, ALostWorkerMakesARunWithPerRowValuesStartOver) {
   json r = wait();
   ASSERT_EQ(r["status"], "done") << r.dump(2);
   EXPECT_EQ(r["recoveries"][0]["resumed_at_iteration"], 0);
+  EXPECT_EQ(r["recoveries"][0]["lost_at_iteration"], 2);
   EXPECT_EQ(r["result"]["state"]["total"], 3 * 55.0);
   EXPECT_EQ(r["result"]["state"]["steps"], 3);
   EXPECT_EQ(r["timings"].size(), 3u);

@@ -87,6 +87,9 @@ TEST_F(RunDriverResumeTest, ARunResumesFromItsCheckpoint) {
   ASSERT_EQ(r["recoveries"].size(), 1u);
   EXPECT_EQ(r["recoveries"][0]["resumed_at_iteration"], 2);
   EXPECT_EQ(r["recoveries"][0]["reason"], "the server restarted");
+  EXPECT_EQ(r["recoveries"][0]["kind"], "server_restart");
+  EXPECT_EQ(r["recoveries"][0]["lost_at_iteration"], 2);
+  EXPECT_EQ(r["recoveries"][0]["workers"].size(), 2u);
   for (auto* w : {&w1, &w2})  // only the iterations after the checkpoint ran
     EXPECT_EQ(iterations_sent(*w, run_->id + ".0"), (std::vector<int64_t>{2, 3, 4}));
   // The finished run leaves no checkpoint: a further restart resumes nothing.

@@ -34,6 +34,11 @@ bool RunRecord::reports_rows() const {
   return request.max_iterations == 1 || !has_update;
 }
 
+int64_t RunRecord::iteration_cap() const {
+  const bool one_pass = program && program->hooks && !program->hooks->has_update();
+  return one_pass ? 1 : request.max_iterations;
+}
+
 json RunRecord::progress_json() const {
   json executors_json = json::array();
   int64_t done = 0;
@@ -69,7 +74,7 @@ json RunRecord::to_json() const {
             {"status", run_status_name(status)},
             {"params", params_json},
             {"rows", request.rows},
-            {"max_iterations", request.max_iterations},
+            {"max_iterations", iteration_cap()},
             {"seed", request.spec.run_seed},
             {"iterations", iterations},
             {"created_at", created_at},

@@ -112,6 +112,9 @@ struct RunRecord {
   // iteration (or of a program with no update hook) runs in reporting slices;
   // others report only whole iterations.
   bool reports_rows() const;
+  // The most iterations it can run: 1 for a program with no update hook
+  // (done after one iteration), else the request's max_iterations.
+  int64_t iteration_cap() const;
 };
 
 }  // namespace lizard

@@ -39,10 +39,15 @@ void RunRecovery::resume_after_restart(RunSections* s, int64_t* it, bool* done) 
     *done = cp->done;
   }
   spdlog::info("{}: resuming after a server restart at iteration {}", run_->id, *it);
+  nlohmann::json entry = {{"kind", "server_restart"},
+                          {"resumed_at_iteration", *it},
+                          {"reason", "the server restarted"}};
+  if (cp) entry["lost_at_iteration"] = cp->iteration;  // where its last checkpoint left it
   ctx_.book->update(run_, [&](RunRecord& r) {
     r.iterations = *it;
-    r.recoveries.push_back({{"resumed_at_iteration", *it}, {"reason", "the server restarted"}});
+    r.recoveries.push_back(std::move(entry));
   });
+  plan_pending_ = true;
 }
 
 // A small call of its own, after the iteration's fold.
@@ -61,24 +66,41 @@ void RunRecovery::save_checkpoint(int64_t iterations, bool done, const RunSectio
 // interrupted iteration runs again.  A worker lost while the outputs are
 // gathered takes its rows' outputs with it: the run starts over, since
 // outputs are what kernels wrote into the rows.
-void RunRecovery::after_loss(const Status& loss, bool gathering, RunSections* s, int64_t* it,
-                             bool* done) {
+void RunRecovery::after_loss(const Status& loss, bool gathering,
+                             const std::vector<std::string>& lost_workers, RunSections* s,
+                             int64_t* it, bool* done) {
   last_loss_ = loss.message();
   const bool start_over = per_row_values_ || gathering;
+  const int64_t lost_at = *it;
   if (start_over) {
     s->state = s->initial_state;
     *it = 0;
     *done = false;
   }
-  spdlog::warn("{}: {}; re-planning and resuming at iteration {}", run_->id, loss.message(), *it);
+  spdlog::warn("{}: interrupted at iteration {} ({}); re-planning and {} at iteration {}", run_->id,
+               lost_at, loss.message(), start_over ? "starting over" : "resuming", *it);
+  nlohmann::json entry = {{"kind", "worker_lost"},
+                          {"lost_at_iteration", lost_at},
+                          {"workers_lost", lost_workers},
+                          {"resumed_at_iteration", *it},
+                          {"reason", loss.message()}};
+  if (gathering) entry["gathering_outputs"] = true;
   // `iterations` keeps counting what completed until the next attempt
   // completes one of its own (a run that fails now says how far it got).
   ctx_.book->update(run_, [&](RunRecord& r) {
-    r.recoveries.push_back({{"resumed_at_iteration", *it},
-                            {"iterations_completed", r.iterations},
-                            {"reason", loss.message()}});
+    entry["iterations_completed"] = r.iterations;
+    r.recoveries.push_back(std::move(entry));
   });
   restart_pending_ = restart_pending_ || start_over;
+  plan_pending_ = true;
+}
+
+void RunRecovery::note_plan(const std::vector<std::string>& participants) {
+  if (!plan_pending_) return;
+  plan_pending_ = false;
+  ctx_.book->update(run_, [&](RunRecord& r) {
+    if (!r.recoveries.empty()) r.recoveries.back()["workers"] = participants;
+  });
 }
 
 }  // namespace lizard

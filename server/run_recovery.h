@@ -6,18 +6,24 @@
 // worker was lost while the outputs (written into the rows) were gathered,
 // the run starts over from its initial state instead, and its record's
 // timings go at the first iteration of the new attempt.  Every recovery is
-// noted in the record's `recoveries`.  After every completed iteration the
-// run's state is checkpointed in the run store (save_checkpoint).
+// noted in the record's `recoveries` as it happens: what interrupted the run
+// (`kind`: "worker_lost" or "server_restart"), the iteration under way then
+// (`lost_at_iteration`), the workers lost, where the next attempt begins
+// (`resumed_at_iteration`) and, once it is planned, the workers it runs on
+// (`workers`).  After every completed iteration the run's state is
+// checkpointed in the run store (save_checkpoint).
 //
 //   RunRecovery recovery(run, ctx);
 //   recovery.begin(&sections, &it, &done);             // before the first attempt
+//   recovery.note_plan(participants);                  // each attempt, once loaded
 //   recovery.save_checkpoint(it + 1, done, sections);  // after each iteration
-//   recovery.after_loss(st, gathering, &sections, &it, &done);
+//   recovery.after_loss(st, gathering, channel.take_lost_workers(), &sections, &it, &done);
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "server/run_channel.h"
@@ -37,9 +43,13 @@ class RunRecovery {
   // Keeps the run's progress, `iterations` completed, so that a restarted
   // server resumes it there (none for a run that starts over anyway).
   void save_checkpoint(int64_t iterations, bool done, const RunSections& s);
-  // An attempt lost a worker (`loss`), `gathering` its outputs or not: where
-  // the next attempt begins, noted in the record.
-  void after_loss(const Status& loss, bool gathering, RunSections* s, int64_t* it, bool* done);
+  // An attempt lost `lost_workers` (`loss` says why), `gathering` its outputs
+  // or not: where the next attempt begins, noted in the record.
+  void after_loss(const Status& loss, bool gathering, const std::vector<std::string>& lost_workers,
+                  RunSections* s, int64_t* it, bool* done);
+  // The attempt after a recovery was planned over `participants`: the
+  // recovery's entry names them.
+  void note_plan(const std::vector<std::string>& participants);
   // Why the run last lost a worker ("" when it has not).
   const std::string& last_loss() const { return last_loss_; }
   // True once after an attempt that started over: its first completed
@@ -59,6 +69,7 @@ class RunRecovery {
   bool checkpoints_ = false;
   std::string last_loss_;
   bool restart_pending_ = false;
+  bool plan_pending_ = false;  // the last recovery's entry waits for its workers
 };
 
 }  // namespace lizard

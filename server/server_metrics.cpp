@@ -76,8 +76,9 @@ ServerMetrics::ServerMetrics(const WorkerRegistry* workers, const RunBook* runs)
                                    "status; runs cancelled or failed while queued are left out.",
                                    {"status"}, kRunBounds)),
       queue_wait_(reg_.histogram("lizard_run_queue_wait_seconds",
-                                 "Time a run waited in the queue before it started.", {},
-                                 kRunBounds)
+                                 "Time a run waited in the queue before it started, or before "
+                                 "it failed or was cancelled there.",
+                                 {}, kRunBounds)
                       .with({})),
       compiles_(reg_.counter("lizard_program_compiles_total",
                              "Per-run compiles of a program's kernels (one per worker and run "
@@ -90,10 +91,6 @@ ServerMetrics::ServerMetrics(const WorkerRegistry* workers, const RunBook* runs)
                                  "Workers that began a run on a quick build of its kernels "
                                  "while the optimised build compiled.")
                         .with({})),
-      compile_seconds_(reg_.histogram("lizard_program_compile_duration_seconds",
-                                      "Time a worker spent compiling a run's kernels, when it did.",
-                                      {}, kCompileBounds)
-                           .with({})),
       compile_duration_(reg_.histogram(
           "lizard_compile_duration_seconds",
           "Time a worker spent compiling a run's kernels, by whether every binary came from a "
@@ -126,7 +123,7 @@ void ServerMetrics::observe_iteration(double total_ms, double kernel_ms, double 
   iteration_fold_.observe(fold_ms / 1e3);
 }
 
-void ServerMetrics::observe_run_started(double queued_s) {
+void ServerMetrics::observe_queue_wait(double queued_s) {
   queue_wait_.observe(queued_s);
 }
 
@@ -140,7 +137,6 @@ void ServerMetrics::count_run_ready(bool cache_hit, double compile_ms, bool quic
   (cache_hit ? compile_hit_ : compile_miss_).observe(compile_ms / 1e3);
   if (cache_hit) return compile_cache_hits_.add();
   compiles_.add();
-  compile_seconds_.observe(compile_ms / 1e3);
 }
 
 void ServerMetrics::count_program_build(bool ok) {
@@ -239,10 +235,10 @@ void ServerMetrics::collect_workers(MetricsWriter& w) const {
 void ServerMetrics::collect_runs(MetricsWriter& w) const {
   if (!runs_) return;
   const auto counts = runs_->count_by_status();
-  w.family("lizard_runs", "Runs the server knows of (restored ones included), by status.",
+  // Runs that ended are counted by lizard_runs_finished_total.
+  w.family("lizard_runs", "Runs queued or running now (restored ones included), by status.",
            MetricType::kGauge);
-  for (RunStatus s : {RunStatus::kQueued, RunStatus::kRunning, RunStatus::kDone, RunStatus::kFailed,
-                      RunStatus::kCancelled}) {
+  for (RunStatus s : {RunStatus::kQueued, RunStatus::kRunning}) {
     auto it = counts.find(s);
     w.sample("lizard_runs", {{"status", run_status_name(s)}},
              static_cast<uint64_t>(it == counts.end() ? 0 : it->second));

@@ -9,7 +9,7 @@
 //   ServerMetrics m(&workers, &runs);
 //   link = m.metered(std::move(link));         // counts bytes sent to a worker
 //   m.observe_iteration(total_ms, kernel_ms, fold_ms);
-//   m.observe_run_started(queued_s);  m.observe_run_finished("done", running_s);
+//   m.observe_queue_wait(queued_s);  m.observe_run_finished("done", running_s);
 //   std::string text = m.render();             // GET /metrics
 #pragma once
 
@@ -39,8 +39,9 @@ class ServerMetrics {
   // A worker's run_ready: whether its binaries came from a cache, else how
   // long the compile took, and whether a GPU began on a quick build.
   void count_run_ready(bool cache_hit, double compile_ms, bool quick_build = false);
-  // A run that starts running after `queued_s` in the queue.
-  void observe_run_started(double queued_s);
+  // A run that leaves the queue after `queued_s`: it starts running, or it
+  // fails or is cancelled there.
+  void observe_queue_wait(double queued_s);
   // A run that ends with `status` (done, failed, cancelled) after running
   // `running_s` seconds (0: it never ran here).
   void observe_run_finished(const std::string& status, double running_s);
@@ -74,7 +75,6 @@ class ServerMetrics {
   Counter& compiles_;
   Counter& compile_cache_hits_;
   Counter& quick_builds_;
-  Histogram& compile_seconds_;
   HistogramFamily& compile_duration_;
   Histogram& compile_hit_;
   Histogram& compile_miss_;

@@ -29,6 +29,7 @@ import numpy as np
 
 from ._fields import fit_to_field
 from ._http import Connection
+from ._per_run import per_run, runs_watcher, seed_of
 from ._program import is_checksum, read_bundle
 from ._uploads import KeptUploads, NpyBytes, file_chunks
 from .errors import LizardError
@@ -212,19 +213,25 @@ class Client:
         return run.wait(timeout, progress)  # Ctrl-C cancels the run
 
     def map(self, program, params_list, dataset=None, state=None, executors=1,
-            max_iterations=None, outputs=None, timeout=None):
+            max_iterations=None, outputs=None, timeout=None, progress=None, seed=None):
         """One run per params dict in `params_list`, all submitted at once so
         that they spread over the cluster (`executors` each, 1 by default);
         returns the Runs in input order once all have finished. Datasets given
         as numpy arrays are uploaded once for all of them. Raises LizardError
-        (with `.runs`) when any run did not finish as done."""
+        (with `.runs`) when any run did not finish as done.
+        `state` and `seed`: one for every run (a dict, an int), a list with
+        one per run, or a function of a run's params dict giving its own.
+        `progress`: "runs 3/8 done" while waiting, as Run.wait shows a run."""
         runs = self._start_many(program, params_list, dataset, state, executors,
-                                max_iterations, outputs)
+                                max_iterations, outputs, seed)
+        on_poll, close_display = runs_watcher(runs, progress)
         try:
-            wait_for_runs(self, runs, timeout, lost_server_s=self.lost_server_s)
+            wait_for_runs(self, runs, timeout, lost_server_s=self.lost_server_s, on_poll=on_poll)
         except KeyboardInterrupt:
             _cancel_quietly(self, runs)
             raise
+        finally:
+            close_display()
         failed = [r for r in runs if r._record["status"] != "done"]
         if failed:
             first = failed[0]._record
@@ -234,19 +241,24 @@ class Client:
         return runs
 
     def imap_unordered(self, program, params_list, dataset=None, state=None, executors=1,
-                       max_iterations=None, outputs=None, timeout=None):
+                       max_iterations=None, outputs=None, timeout=None, progress=None,
+                       seed=None):
         """As map, but yields each Run as soon as it has finished; a run that
         failed or was cancelled raises LizardError when it is reached. Runs
         still going when the loop is left stay on the server, with their
         uploads."""
         runs = self._start_many(program, params_list, dataset, state, executors,
-                                max_iterations, outputs)
-        poller = Poller(self, timeout, self.lost_server_s)
+                                max_iterations, outputs, seed)
+        on_poll, close_display = runs_watcher(runs, progress)
+        poller = Poller(self, timeout, self.lost_server_s, on_poll)
         pending = list(runs)
-        while pending:
-            for run in poller.finished(pending):
-                pending.remove(run)
-                yield run._check()
+        try:
+            while pending:
+                for run in poller.finished(pending):
+                    pending.remove(run)
+                    yield run._check()
+        finally:
+            close_display()
 
     def get_run(self, run_id):
         """The Run with id `run_id` (e.g. "r3")."""
@@ -382,16 +394,19 @@ class Client:
         return Run(self, answer["runtime_id"], checksum, uploads, status=answer.get("status"))
 
     def _start_many(self, program, params_list, dataset, state, executors, max_iterations,
-                    outputs):
+                    outputs, seed=None):
+        params_list = list(params_list)
+        states = per_run("state", state, params_list, dict)
+        seeds = [seed_of("seed", s) for s in per_run("seed", seed, params_list, int)]
         checksum = self._checksum_of(program)
         dataset = self._fitted_arrays(checksum, dataset)
         uploads = []
         runs = []
         try:
             sources = self._dataset_sources(dataset, uploads)
-            for params in params_list:
-                runs.append(self._submit(checksum, params, sources, state, executors,
-                                         max_iterations, outputs, uploads))
+            for params, run_state, run_seed in zip(params_list, states, seeds):
+                runs.append(self._submit(checksum, params, sources, run_state, executors,
+                                         max_iterations, outputs, uploads, run_seed))
         except BaseException:
             _cancel_quietly(self, runs)
             raise

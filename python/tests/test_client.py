@@ -188,7 +188,7 @@ def test_progress_while_running_then_cancel(cluster):
     assert f"{run.id} cancelled: " in str(e.value)
     with pytest.raises(lizard.LizardError, match="only a done run has results"):
         run.state["centroids"]
-    with pytest.raises(lizard.LizardError, match=f"runtime {run.id} is cancelled already"):
+    with pytest.raises(lizard.LizardError, match=f"run {run.id} is cancelled already"):
         run.cancel()
     c.close()
     assert uploads(cluster) == []

@@ -51,42 +51,17 @@
     return node;
   }
 
-  function fmtBytes(n) {
-    if (typeof n !== 'number') return '–';
-    var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-    var i = 0;
-    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-    return (i === 0 ? n : n.toFixed(1)) + ' ' + units[i];
-  }
-
-  function fmtMs(ms) {
-    if (typeof ms !== 'number') return '–';
-    if (ms >= 60000) return (ms / 60000).toFixed(1) + ' min';
-    if (ms >= 1000) return (ms / 1000).toFixed(2) + ' s';
-    if (ms >= 10) return ms.toFixed(0) + ' ms';
-    return ms.toFixed(3) + ' ms';
-  }
-
-  function fmtNumber(v) {
-    if (typeof v !== 'number') return String(v);
-    if (v === 0) return '0';
-    var a = Math.abs(v);
-    return a >= 1e5 || a < 1e-3 ? v.toExponential(3) : String(Number(v.toPrecision(5)));
-  }
-
-  // Every time on the page is UTC, as the server's records give them.
-  function fmtTime(iso) { return iso ? iso.replace('T', ' ').replace('Z', ' UTC') : '–'; }
-
-  // 1234567 -> "1,234,567"
-  function fmtCount(n) { return typeof n === 'number' ? n.toLocaleString('en-US') : '–'; }
-
-  // A finished run's elapsed time; a running one's time since it started (live).
-  function elapsedMs(run) {
-    if (typeof run.elapsed_ms === 'number') return run.elapsed_ms;
-    if (run.status !== 'running' || !run.started_at) return undefined;
-    var started = Date.parse(run.started_at);
-    return isFinite(started) ? Math.max(0, Date.now() - started) : undefined;
-  }
+  // Text for values and runs (format.js).
+  var format = window.lizardFormat;
+  var fmtBytes = format.fmtBytes;
+  var fmtMs = format.fmtMs;
+  var fmtNumber = format.fmtNumber;
+  var fmtTime = format.fmtTime;
+  var fmtCount = format.fmtCount;
+  var elapsedMs = format.elapsedMs;
+  var elapsedText = format.elapsedText;
+  var iterationsText = format.iterationsText;
+  var recoveryLine = format.recoveryLine;
 
   function relative(path) { return path.charAt(0) === '/' ? path.slice(1) : path; }
 
@@ -129,11 +104,6 @@
     if (run.max_iterations === 1 && p && p.rows > 0) return p.rows_done / p.rows;
     if (run.max_iterations > 0) return Math.min(1, (run.iterations || 0) / run.max_iterations);
     return 0;
-  }
-
-  // "1 iteration", "2 iterations".
-  function iterationsText(n) {
-    return n + (n === 1 ? ' iteration' : ' iterations');
   }
 
   function progressBar(run) {
@@ -216,7 +186,7 @@
       el('td', { class: 'wide' }, progressBar(run),
         run.error ? el('div', { class: 'error small', 'data-error': run.runtime_id, text: run.error }) : null),
       el('td', { class: 'small', text: fmtTime(run.created_at) }),
-      el('td', { class: 'num', 'data-elapsed': run.runtime_id, text: fmtMs(elapsedMs(run)) }),
+      el('td', { class: 'num', 'data-elapsed': run.runtime_id, text: elapsedText(run) }),
       el('td', { class: 'num', text: mean === undefined ? '–' : fmtMs(mean) }),
       el('td', {}, cancelButton(run, after)));
   }
@@ -360,7 +330,9 @@
   function fieldLinks(run) {
     var fields = run.fields || {};
     var names = Object.keys(fields);
-    if (!names.length) return el('p', { class: 'muted', text: run.status === 'done' ? 'No fields.' : 'Fields can be downloaded once the run is done.' });
+    if (!names.length) return el('p', { class: 'muted', text: run.status === 'done' ? 'No fields.'
+      : run.status === 'failed' || run.status === 'cancelled' ? 'A ' + run.status + ' run has no fields.'
+      : 'Fields can be downloaded once the run is done.' });
     return el('ul', { class: 'fields' }, names.map(function (n) {
       return el('li', {}, el('a', { href: relative(fields[n]), download: n + '.npy', 'data-field': n, onclick: download, text: n + '.npy' }));
     }));
@@ -386,6 +358,15 @@
     return run.executors ? text : text + (list.length ? ' (released)' : '');
   }
 
+  function recoveryList(run) {
+    if (!run.recoveries || !run.recoveries.length) return null;
+    return el('div', { id: 'recoveries' }, el('h3', { text: 'Recoveries' }),
+      el('ul', {}, run.recoveries.map(function (r, i) {
+        return el('li', { 'data-recovery': i }, el('span', { text: recoveryLine(r) }),
+          r.kind ? el('span', { class: 'muted', text: ' (' + r.reason + ')' }) : null);
+      })));
+  }
+
   function renderRun(run, after) {
     var timings = run.timings || [];
     var times = [
@@ -407,12 +388,12 @@
         ['executors', executorList(run)],
         ['created', fmtTime(run.created_at)],
         run.started_at ? ['started', fmtTime(run.started_at)] : null,
-        run.finished_at ? ['finished', fmtTime(run.finished_at) + ' (' + fmtMs(run.elapsed_ms) + ')'] : null,
+        run.finished_at ? ['finished', fmtTime(run.finished_at) + ' (' + elapsedText(run) + ')'] : null,
         !run.finished_at && run.started_at ? ['running for', fmtMs(elapsedMs(run))] : null,
         ['phases', phaseText(run.phases || {})],
-        mean !== undefined ? ['per iteration', fmtMs(mean) + ' (mean)'] : null,
-        run.recoveries ? ['recoveries', run.recoveries.map(function (r) { return r.reason + ' (resumed at ' + r.resumed_at_iteration + ')'; }).join('; ')] : null
+        mean !== undefined ? ['per iteration', fmtMs(mean) + ' (mean)'] : null
       ]),
+      recoveryList(run),
       el('div', { class: 'panels' },
         el('div', {}, el('h3', { text: 'State over iterations' }),
           stateSeries(timings).map(function (s) { return chart(s.name, '', [s]); }),

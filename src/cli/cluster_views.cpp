@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "cli/recovery_notes.h"
 #include "cli/run_progress.h"
 
 namespace lizard {
@@ -194,7 +195,10 @@ std::string run_summary(const json& record) {
   else if (record.contains("plan"))
     rows.push_back({"executors", executor_refs(record["plan"].value("executors", json::array()))});
   if (record.contains("recoveries"))
-    for (const json& r : record["recoveries"]) rows.push_back({"recovered", str(r, "reason")});
+    for (const json& r : record["recoveries"])
+      rows.push_back({"recovered", r.contains("kind")
+                                       ? recovery_line(r) + " (" + str(r, "reason") + ")"
+                                       : str(r, "reason")});
   if (record.contains("error")) rows.push_back({"error", str(record, "error")});
   if (record.contains("fields")) {
     std::string names;

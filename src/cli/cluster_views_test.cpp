@@ -34,6 +34,21 @@ TEST(ClusterViews, RunsTableShowsARunningRunsTimeSoFar) {
   EXPECT_FALSE(parse_utc("yesterday"));
 }
 
+TEST(ClusterViews, RunSummaryShowsEachRecoveryAsLizardRunDoes) {
+  json r = json::parse(R"({
+    "runtime_id": "r5", "status": "running", "program": "ca65272aed9c97c4", "program_name": "tally",
+    "created_at": "T0", "iterations": 40, "max_iterations": 50, "rows": 6,
+    "recoveries": [{"kind": "worker_lost", "lost_at_iteration": 39, "workers_lost": ["w2"],
+                    "resumed_at_iteration": 39, "workers": ["w1"], "reason": "lost worker w2"},
+                   {"resumed_at_iteration": 0, "reason": "an older server's entry"}]})");
+  const std::string summary = run_summary(r);
+  EXPECT_NE(summary.find("  recovered   worker w2 lost at iteration 39: re-planned over 1 worker, "
+                         "resuming at 39 (lost worker w2)\n"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("  recovered   an older server's entry\n"), std::string::npos) << summary;
+}
+
 TEST(ClusterViews, RunSummaryShowsErrorOrResult) {
   json failed = json::parse(R"({
     "runtime_id": "r4", "status": "failed", "program": "aee2cfd263b46557730810704a36ebae",

@@ -10,6 +10,7 @@
 #include "cli/cluster_views.h"
 #include "cli/dataset_staging.h"
 #include "cli/program_loader.h"
+#include "cli/recovery_notes.h"
 #include "cli/run_progress.h"
 
 namespace lizard {
@@ -117,6 +118,7 @@ std::optional<json> poll_until_finished(const ServerApi& api, const std::string&
   const auto t0 = Clock::now();
   ProgressPrinter progress(c.err, c.terminal);
   LogTail log(api, id);
+  RecoveryNotes recoveries;
   std::optional<Clock::time_point> unreachable_since;
   int handled_interrupts = 0;
   auto interval = std::chrono::milliseconds(20);
@@ -144,6 +146,8 @@ std::optional<json> poll_until_finished(const ServerApi& api, const std::string&
       const bool done = finished(record->value("status", ""));
       if (!o.quiet) {
         log.poll(&progress, done);
+        const std::string notes = recoveries.new_lines(*record, seconds_since(t0));
+        if (!notes.empty()) progress.print_above(notes);
         progress.update(*record, seconds_since(t0));
       }
       if (done) {

@@ -149,10 +149,27 @@ Status add_dataset(RunArgs* spec, const std::string& arg) {
     }
     if (d.file.empty()) return invalid_argument("--dataset '" + arg + "': no file named");
   }
-  for (const DatasetArg& other : spec->datasets)
-    if (other.field == d.field)
-      return invalid_argument("--dataset: field '" + d.field + "' is given twice");
-  spec->datasets.push_back(std::move(d));
+  // NAME1,NAME2=generate:... : one generator fills several fields.
+  std::vector<std::string> fields;
+  std::stringstream names(d.field);
+  for (std::string name; std::getline(names, name, ',');) fields.push_back(name);
+  if (fields.size() > 1 && d.generator.empty())
+    return invalid_argument("--dataset '" + arg +
+                            "': only a generator fills several fields (NAME1,NAME2=generate:"
+                            "KERNEL); give each file a --dataset of its own");
+  if (fields.empty()) fields.push_back(d.field);
+  const bool gap =
+      d.field.find(',') != std::string::npos &&
+      (d.field.front() == ',' || d.field.back() == ',' || d.field.find(",,") != std::string::npos);
+  if (gap) return invalid_argument("--dataset '" + arg + "': an empty field name");
+  for (const std::string& field : fields) {
+    for (const DatasetArg& other : spec->datasets)
+      if (other.field == field)
+        return invalid_argument("--dataset: field '" + field + "' is given twice");
+    DatasetArg one = d;
+    one.field = field;
+    spec->datasets.push_back(std::move(one));
+  }
   return Status::Ok();
 }
 

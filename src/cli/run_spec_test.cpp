@@ -83,6 +83,27 @@ TEST(RunArgs, DatasetsFromAGenerator) {
   }
 }
 
+// One generator that fills two fields is named once for both.
+TEST(RunArgs, OneGeneratorForSeveralFields) {
+  RunArgs spec;
+  ASSERT_TRUE(add_dataset(&spec, "x,y=generate:pairs,rows=100,seed=4").ok());
+  ASSERT_EQ(spec.datasets.size(), 2u);
+  EXPECT_EQ(spec.datasets[0].field, "x");
+  EXPECT_EQ(spec.datasets[1].field, "y");
+  for (const auto& d : spec.datasets)
+    EXPECT_EQ(d.generate_source(),
+              (nlohmann::json{{"generate", "pairs"}, {"rows", 100}, {"seed", 4}}));
+  RunArgs files;
+  Status several = add_dataset(&files, "x,y=data.npy");
+  EXPECT_NE(several.message().find("only a generator fills several fields"), std::string::npos)
+      << several.message();
+  EXPECT_FALSE(add_dataset(&files, "x,=generate:pairs").ok());
+  RunArgs twice;
+  ASSERT_TRUE(add_dataset(&twice, "x=generate:pairs").ok());
+  EXPECT_NE(add_dataset(&twice, "y,x=generate:pairs").message().find("'x' is given twice"),
+            std::string::npos);
+}
+
 TEST(RunArgs, StateFromJsonNumberListsAndFiles) {
   RunArgs spec;
   ASSERT_TRUE(add_state(&spec, "centroids=[[0,0],[1,1]]").ok());

@@ -33,14 +33,14 @@ TEST(ServerApi, TlsComesFromTheSchemeOrTheFlags) {
 }
 
 TEST(ServerApi, ErrorAnswersCarryTheServersMessage) {
-  Status s = status_of_error_answer(404, "{\n  \"error\": \"no such runtime: r9\"\n}\n");
+  Status s = status_of_error_answer(404, "{\n  \"error\": \"no such run: r9\"\n}\n");
   EXPECT_EQ(s.code(), Code::kNotFound);
-  EXPECT_EQ(s.message(), "no such runtime: r9");
+  EXPECT_EQ(s.message(), "no such run: r9");
   s = status_of_error_answer(401,
                              R"({"error": "missing token: send Authorization: Bearer <token>"})");
   EXPECT_EQ(s.message(),
             "missing token: send Authorization: Bearer <token> (give --token or set LIZARD_TOKEN)");
-  EXPECT_EQ(status_of_error_answer(409, R"({"error": "runtime r1 is done already"})").code(),
+  EXPECT_EQ(status_of_error_answer(409, R"({"error": "run r1 is done already"})").code(),
             Code::kConflict);
   EXPECT_EQ(status_of_error_answer(502, "Bad gateway\n").message(), "Bad gateway");
   EXPECT_EQ(status_of_error_answer(500, "").message(), "HTTP 500");

@@ -92,7 +92,8 @@ struct UserCommands::Impl {
   FollowOptions follow;
   LogsOptions logs_options;
   // lizard datasets [rm] / stage
-  std::string target;  // an upload's id or a path
+  std::string target;                // stage's file
+  std::vector<std::string> targets;  // datasets rm's upload ids or paths
   int64_t stage_executors = 0, stage_width = 0;
   std::string stage_format, stage_dtype;
   // lizard upload
@@ -114,6 +115,7 @@ struct UserCommands::Impl {
   void add_datasets(CLI::App* app);
   int do_datasets() const;
   int do_datasets_rm() const;
+  int remove_dataset(const ServerApi& a, const std::string& target) const;
   int do_stage() const;
   int do_upload() const;
 };
@@ -127,7 +129,10 @@ void UserCommands::Impl::add_run(CLI::App* app) {
   add_repeated(run, "--dataset", &datasets,
                "NAME=FILE: a .npy, .raw, .csv or text file for an input field (FORMAT:FILE "
                "names the format: npy, raw, csv, text, lizard; FILE alone when there is one "
-               "input field); NAME=upload:ID an upload already on the server (lizard upload)");
+               "input field); NAME=upload:ID an upload already on the server (lizard upload); "
+               "NAME=generate:KERNEL[,rows=N][,seed=S] rows made on the workers by the "
+               "program's generator kernel (NAME1,NAME2=generate:... for one that fills several "
+               "fields)");
   add_repeated(run, "--state", &states,
                "NAME=VALUES: a file (.npy or numbers), JSON such as [[0,0],[1,1]], or 1,2,3");
   auto* by_path_flag = run->add_flag(
@@ -169,6 +174,7 @@ void UserCommands::Impl::add_others(CLI::App* app) {
   status->add_flag("--wait", wait, "Follow the run until it ends (exit status 0 when done)");
   status->add_option("--out", follow.out_dir, "Write the fields of the finished run here as .npy");
   status->add_flag("--json", follow.json, "Print the run record as JSON");
+  status->add_flag("-q,--quiet", follow.quiet, "With --wait: no progress on stderr");
   add_server_flags(status, &server);
 
   logs = app->add_subcommand("logs", "Show what a run's kernels and host hooks printed");
@@ -282,8 +288,8 @@ void UserCommands::Impl::add_datasets(CLI::App* app) {
   datasets_cmd->add_flag("--json", json_out, "Print the server's JSON (GET /datasets)");
   add_server_flags(datasets_cmd, &server);
   datasets_rm = datasets_cmd->add_subcommand(
-      "rm", "Delete an upload and drop its kept rows, or drop the kept rows of a path");
-  datasets_rm->add_option("target", target, "An upload's id, or a path as runs named it")
+      "rm", "Delete uploads and drop their kept rows, or drop the kept rows of paths");
+  datasets_rm->add_option("targets", targets, "Upload ids, or paths as runs named them")
       ->required();
   add_server_flags(datasets_rm, &server);
 
@@ -317,11 +323,21 @@ int UserCommands::Impl::do_datasets() const {
   return 0;
 }
 
+// Each target in turn; the exit status is 1 when any was refused.
 int UserCommands::Impl::do_datasets_rm() const {
   auto a = api();
   if (!a.ok()) return usage_error("datasets rm", a.status());
+  int exit_status = 0;
+  for (const std::string& target : targets) {
+    const int status = remove_dataset(*a, target);
+    if (status != 0) exit_status = status;
+  }
+  return exit_status;
+}
+
+int UserCommands::Impl::remove_dataset(const ServerApi& a, const std::string& target) const {
   if (looks_like_upload_id(target)) {
-    auto deleted = a->del("/datasets/" + target);
+    auto deleted = a.del("/datasets/" + target);
     if (deleted.ok()) {
       std::cout << "deleted upload " << target << "; its kept rows dropped on "
                 << deleted->value("workers_told", 0) << " worker(s)\n";
@@ -329,7 +345,7 @@ int UserCommands::Impl::do_datasets_rm() const {
     }
     if (deleted.status().code() != Code::kNotFound) return server_error(deleted.status());
   }
-  auto dropped = a->post("/datasets/drop", json{{"source", target}}, 60);
+  auto dropped = a.post("/datasets/drop", json{{"source", target}}, 60);
   if (!dropped.ok()) return server_error(dropped.status());
   std::cout << "dropped the kept rows of " << target << " on " << dropped->value("workers_told", 0)
             << " worker(s)\n";

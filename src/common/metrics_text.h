@@ -7,7 +7,7 @@
 //
 //   Result<ParsedMetrics> m = parse_metrics_text(body);
 //   if (!m.ok()) fail(m.status().message());      // "line 7: ..."
-//   std::optional<double> done = m->value("lizard_runs", {{"status", "done"}});
+//   std::optional<double> running = m->value("lizard_runs", {{"status", "running"}});
 //   double all = m->sum("lizard_http_requests_total", {{"code", "200"}});
 #pragma once
 

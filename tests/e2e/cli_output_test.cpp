@@ -129,6 +129,18 @@ TEST_F(CliOutput, AOnePassRunShowsItsRowsAndOneIterationInTheSingular) {
       << terminal.out;
 }
 
+// A program with no update hook is done after one iteration: its progress
+// counts to 1, not to the default cap of iterations.
+TEST_F(CliOutput, AProgramWithoutAnUpdateHookCountsToOneIteration) {
+  CliResult r = run_cli(*cluster_,
+                        {"run", "examples/sum", "--param", "dims=3", "--dataset",
+                         "values=" LIZARD_TEST_DATA_DIR "/lizard-demo-n16-d3.csv"},
+                        {}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(": done, iterations 1/1, "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("iterations 0/1000"), std::string::npos) << r.err;
+}
+
 // --dataset NAME=generate:KERNEL runs the manifest's generator on the workers.
 TEST_F(CliOutput, ADatasetFromTheManifestsGenerator) {
   CliResult r = run_cli(*cluster_,
@@ -197,6 +209,11 @@ TEST(CliOutputAlone, HelpShowsDefaultsAndNoParserText) {
       EXPECT_EQ(r.out.find(raw), std::string::npos) << command << ": " << raw << "\n" << r.out;
     EXPECT_NE(r.out.find("-p,--port PORT"), std::string::npos) << r.out;
   }
+  // Every kind of dataset source is described where a newcomer looks.
+  CliResult run = run_cli(none, {"run", "--help"}, {}, 30);
+  for (const char* source :
+       {"NAME=upload:ID", "NAME=generate:KERNEL[,rows=N][,seed=S]", "NAME1,NAME2=generate:"})
+    EXPECT_NE(run.out.find(source), std::string::npos) << source << "\n" << run.out;
   CliResult server = run_cli(none, {"server", "--help"}, {}, 30);
   EXPECT_NE(server.out.find("--run-timeout,--run-timeout-s SECONDS"), std::string::npos)
       << server.out;

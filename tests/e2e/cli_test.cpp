@@ -264,16 +264,17 @@ TEST_F(CommandLine, DetachedRunIsFollowedListedAndCancelled) {
   EXPECT_NE(r.out.find("running " + id), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("K-Means (" + hash.substr(0, 12) + ") ready"), std::string::npos) << r.out;
 
-  CliProcess follower(*cluster_, {"status", id, "--wait"});
+  CliProcess follower(*cluster_, {"status", id, "--wait", "-q"});  // quiet: no progress
   r = run_cli(*cluster_, {"cancel", id});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, id + " cancelling\n");
   CliResult followed = follower.wait(60);
   EXPECT_EQ(followed.exit_code, 1);
   EXPECT_NE(followed.err.find("lizard: " + id + " cancelled: "), std::string::npos) << followed.err;
+  EXPECT_EQ(followed.err.find("iterations "), std::string::npos) << followed.err;
   r = run_cli(*cluster_, {"cancel", id});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("runtime " + id + " is cancelled already"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run " + id + " is cancelled already"), std::string::npos) << r.err;
   r = run_cli(*cluster_, {"status", id, "--out", cluster_->dir() + "/none"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(id + " is cancelled: only a done run has fields"), std::string::npos)

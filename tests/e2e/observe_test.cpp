@@ -74,7 +74,8 @@ TEST(MetricsE2e, ValuesMoveWhenARunHappens) {
   ParsedMetrics before = scrape(c);
   EXPECT_EQ(before.value("lizard_workers_connected"), 2.0);
   EXPECT_EQ(before.count("lizard_executor_info"), executors);
-  EXPECT_EQ(before.value("lizard_runs", {{"status", "done"}}), 0.0);
+  EXPECT_EQ(before.value("lizard_runs_finished_total", {{"status", "done"}}).value_or(0), 0.0);
+  EXPECT_EQ(before.value("lizard_runs", {{"status", "running"}}), 0.0);
   EXPECT_EQ(before.value("lizard_program_builds_total", {{"result", "ok"}}), 2.0);
   EXPECT_EQ(before.sum("lizard_iteration_duration_seconds_count"), 0.0);
   EXPECT_GT(
@@ -89,7 +90,8 @@ TEST(MetricsE2e, ValuesMoveWhenARunHappens) {
   ASSERT_EQ(rec["iterations"], 6);
 
   ParsedMetrics after = scrape(c);
-  EXPECT_EQ(after.value("lizard_runs", {{"status", "done"}}), 1.0);
+  EXPECT_EQ(after.value("lizard_runs_finished_total", {{"status", "done"}}), 1.0);
+  EXPECT_EQ(after.value("lizard_runs", {{"status", "running"}}), 0.0);
   EXPECT_EQ(after.value("lizard_run_queue_length"), 0.0);
   const std::string h = "lizard_iteration_duration_seconds";
   for (const char* part : {"total", "kernel", "transfer", "fold"})
@@ -395,11 +397,48 @@ TEST_F(DashboardInBrowser, RunningTimesFailureReasonsAndReadableCounts) {
                                 "running, 0 queued, 1 finished · as of [-0-9]+ [:0-9]+ UTC<")))
       << first->output;
 
+  // A run that failed in the queue never ran: its page says how long it
+  // waited there (its record's phases.queued_ms), and that it has no fields
+  // (not that they come once it is done).
+  ASSERT_TRUE(failed_rec["phases"].contains("queued_ms")) << failed_rec.dump(2);
+  const std::string failed_page = dom("#/runs/" + failed);
+  EXPECT_NE(failed_page.find(" in the queue)"), std::string::npos) << failed_page;
+  EXPECT_NE(failed_page.find("A failed run has no fields."), std::string::npos) << failed_page;
+  EXPECT_EQ(failed_page.find("once the run is done"), std::string::npos) << failed_page;
+
   const std::string page = dom("#/runs/" + running);
   EXPECT_NE(page.find("50,000"), std::string::npos) << "rows are not grouped:\n" << page;
   EXPECT_NE(page.find("running for"), std::string::npos) << page;
   auto cancelled = http_request("DELETE", c_.uri() + "/runtimes/" + running);
   EXPECT_TRUE(cancelled.ok() && cancelled->status == 202);
+}
+
+// A run that lost a worker lists the recovery on its page, in the words
+// `lizard run` prints (tests/e2e/programs/tally: integers, an exact total).
+TEST_F(DashboardInBrowser, ARunsPageListsItsRecoveries) {
+  ASSERT_TRUE(c_.start(2, {"--cpu-threads", "1"}).ok());
+  const std::string hash = register_program(c_, LIZARD_SOURCE_DIR "/tests/e2e/programs/tally");
+  ASSERT_FALSE(hash.empty());
+  std::vector<int64_t> x(200000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int64_t>(i % 1000);
+  const std::string id = submit_run(
+      c_, hash,
+      {{"params", {{"max_iterations", 30}, {"spin", 400}}}, {"dataset", {{"x", {{"values", x}}}}}});
+  ASSERT_FALSE(id.empty());
+  for (int i = 0; i < 1200 && get_json(c_, "/runtimes/" + id)["iterations"] < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  c_.kill_worker(1, SIGKILL);
+  const json rec = wait_until_finished(c_, id, 240);
+  ASSERT_EQ(rec["status"], "done") << rec.dump(2);
+  ASSERT_TRUE(rec.contains("recoveries")) << "the kill came too late to test recovery";
+  const json& r = rec["recoveries"][0];
+  const std::string at = std::to_string(r["lost_at_iteration"].get<int64_t>());
+  const std::string line = "worker " + r["workers_lost"][0].get<std::string>() +
+                           " lost at iteration " + at + ": re-planned over 1 worker, resuming at " +
+                           at;
+  const std::string page = dom("#/runs/" + id);
+  EXPECT_NE(page.find("data-recovery=\"0\""), std::string::npos) << page;
+  EXPECT_NE(page.find(line), std::string::npos) << "no `" << line << "` in:\n" << page;
 }
 
 // With a write token on the server and none in the browser, the page reads
