@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/process_metrics.h"
 #include "server/run_book.h"
 #include "server/worker_registry.h"
 
@@ -153,6 +154,7 @@ std::string ServerMetrics::render() const {
   w.sample("lizard_build_info", {{"version", LIZARD_VERSION}}, 1.0);
   collect_workers(w);
   collect_runs(w);
+  write_process_metrics(w);
   return reg_.render() + w.text();
 }
 

@@ -1,7 +1,9 @@
 // Moves each centroid to the mean of its points (a centroid with no points
 // stays where it is).  Done after max_iterations updates, or once no centroid
-// moved more than `threshold`.
+// moved more than `threshold`.  With `verbose: 1` it prints each
+// iteration's largest move (`lizard logs RUN` shows the lines).
 #include <math.h>
+#include <stdio.h>
 
 #include "lizard_program.h"
 
@@ -22,5 +24,7 @@ extern "C" int update_global_state(const global_params_t* params, const agg_res_
     if ((float)sqrt(moved) > max_shift) max_shift = (float)sqrt(moved);
   }
   state->shift = max_shift;
+  if (params->verbose)
+    printf("iteration %lld: the centroids moved at most %g\n", (long long)iteration, max_shift);
   return iteration + 1 >= params->max_iterations || max_shift <= params->threshold;
 }

@@ -192,6 +192,10 @@ int follow_run(const ServerApi& api, const std::string& id, const FollowOptions&
 }
 
 int run_program(const ServerApi& api, const RunOptions& o, const Console& c) {
+  if (Status up = api.wait_until_up(o.server_wait_s, o.follow.quiet ? nullptr : c.err); !up.ok()) {
+    *c.err << "lizard: " << up.message() << "\n";
+    return 1;
+  }
   std::error_code ec;
   if (!o.follow.quiet && std::filesystem::is_directory(o.program, ec))
     *c.err << "registering " << o.program << " (every worker builds it)\n";

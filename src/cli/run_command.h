@@ -45,6 +45,9 @@ struct RunOptions {
   bool detach = false;                         // print the run id once it is queued and exit
   bool keep_uploads = false;                   // leave uploaded datasets on the server afterwards
   int build_timeout_s = 900;
+  // How long to wait for a server that refuses connections (one still
+  // starting, as when a script starts it just before the run).
+  double server_wait_s = 10;
   FollowOptions follow;
 };
 

@@ -1,5 +1,8 @@
 #include "cli/server_api.h"
 
+#include <chrono>
+#include <thread>
+
 namespace lizard {
 
 using nlohmann::json;
@@ -66,6 +69,21 @@ Result<HttpReply> ServerApi::send(const std::string& method, const std::string& 
   if (!r.ok())
     return r.status().code() == Code::kUnavailable ? unreachable(r.status()) : r.status();
   return r;
+}
+
+Status ServerApi::wait_until_up(double seconds, std::ostream* note) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (bool noted = false;; noted = true) {
+    auto r = http_request("GET", url("/ruok"), "", "application/json", 5, token_, tls_);
+    if (r.ok()) return Status::Ok();
+    const bool refused = r.status().code() == Code::kUnavailable &&
+                         r.status().message().find("refused") != std::string::npos;
+    if (!refused || std::chrono::steady_clock::now() >= deadline) return unreachable(r.status());
+    if (!noted && note)
+      *note << "waiting for the server at " << where() << " to accept connections (up to "
+            << seconds << " s)\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 Result<json> ServerApi::get(const std::string& path, int timeout_s) const {

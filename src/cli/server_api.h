@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 
 #include "common/status.h"
@@ -33,6 +34,13 @@ class ServerApi {
   std::string where() const { return uri_.host + ":" + uri_.port; }
   // The absolute URL of `path` (which starts with '/').
   std::string url(const std::string& path) const;
+
+  // Waits until the server accepts connections: while they are refused (a
+  // server that is still starting), tries again every 100 ms for up to
+  // `seconds`, writing one line to `note` (when given) at the first
+  // refusal.  Any answer, even an error, means it is up; other failures
+  // (no such host, a timeout) end the wait at once.
+  Status wait_until_up(double seconds, std::ostream* note) const;
 
   // The plain HTTP answer; fails only when the server cannot be reached.
   Result<HttpReply> send(const std::string& method, const std::string& path,

@@ -159,6 +159,10 @@ void UserCommands::Impl::add_run(CLI::App* app) {
   run->add_option("--build-timeout", run_options.build_timeout_s,
                   "Seconds to wait for the workers to build a program directory")
       ->type_name("SECONDS");
+  run->add_option("--server-wait", run_options.server_wait_s,
+                  "Seconds to wait for a server that is still starting (refusing connections)")
+      ->type_name("SECONDS")
+      ->check(CLI::NonNegativeNumber);
   add_server_flags(run, &server);
 }
 
