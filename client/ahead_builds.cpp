@@ -121,8 +121,12 @@ void AheadBuilds::work(std::deque<Job>* queue) {
 
 Status AheadBuilds::build(const Job& job, bool* compiled) {
   const auto t0 = SteadyClock::now();
-  Status st = compiler_->compile(job.variant, compiled, job.tier);
   const ProgramVariant& v = job.variant;
+  *compiled = false;
+  // The optimised build from the server, when another worker made it.
+  if (sharing_.fetch && job.tier == BuildTier::kOptimised && sharing_.fetch(v)) return Status::Ok();
+  Status st = compiler_->compile(job.variant, compiled, job.tier);
+  if (st.ok() && *compiled && sharing_.offer) sharing_.offer(v);
   const std::string name = (job.tier == BuildTier::kOptimised
                                 ? std::string()
                                 : std::string("the ") + tier_name(job.tier) + " build of ") +

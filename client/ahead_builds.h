@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,15 @@ class AheadBuilds {
   // Variants whose optimised build this compiled itself, for logs and tests.
   int compiled() const;
 
+  // Builds shared with the server: `fetch` takes a variant's build from it
+  // (true: nothing left to compile), `offer` gives it one compiled here.
+  struct Sharing {
+    std::function<bool(const ProgramVariant&)> fetch;
+    std::function<void(const ProgramVariant&)> offer;
+  };
+  // Before the first request.
+  void share(Sharing sharing) { sharing_ = std::move(sharing); }
+
  private:
   enum class State { kQueued, kBuilding, kBuilt, kFailed };
   struct Job {
@@ -71,6 +81,7 @@ class AheadBuilds {
   Status build(const Job& job, bool* compiled);
 
   std::unique_ptr<VariantCompiler> compiler_;
+  Sharing sharing_;
   const size_t max_queued_;
   mutable std::mutex mu_;
   std::condition_variable wake_;

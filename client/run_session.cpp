@@ -246,6 +246,13 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   engine_.bind({ctx_.executors, &executors_, &rows_, &man, &params_, report_progress_, run_id_,
                 [this](std::string frame) { reply(std::move(frame)); }, &output_});
   const double rows_ms = ms_since(t0);
+  // Built by another worker: taken from the server rather than compiled
+  // (before the executors are held, as the server may take a while).
+  std::optional<ProgramVariant> to_offer;
+  if (ctx_.fetch_build) {
+    ProgramVariant variant = variant_for_run(*program_, params_);
+    if (ctx_.fetch_build(variant)) to_offer = std::move(variant);
+  }
   LIZARD_RETURN_IF_ERROR(acquire_executors());
   // The progress line says "compiling" only while something compiles.
   if (ctx_.needs_compile && ctx_.needs_compile(variant_for_run(*program_, params_))) {
@@ -269,6 +276,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   begun_ = true;  // end_run frees whatever did begin
   LIZARD_RETURN_IF_ERROR(st);
   *compile = combine_compile_stats(compiles);
+  if (to_offer && ctx_.offer_build) ctx_.offer_build(*to_offer);
   spdlog::debug(
       "run {}: loaded rows {}..{} (rows ready in {:.3f} ms, on the executors in {:.3f} ms)",
       run_id_, h.first_row, h.first_row + h.rows, rows_ms, ms_since(t_begin));

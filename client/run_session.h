@@ -63,6 +63,11 @@ struct SessionContext {
   // Whether a run of this variant has its kernels compiled when it begins
   // (client/ahead_builds.h); unset: not known, and not reported.
   std::function<bool(const ProgramVariant&)> needs_compile;
+  // Takes the variant's build from the server's build store when the cache
+  // lacks it; true when it must still be compiled here.  Unset: not shared.
+  std::function<bool(const ProgramVariant&)> fetch_build;
+  // Offers the server the variant's build that this run compiled.
+  std::function<void(const ProgramVariant&)> offer_build;
 };
 
 class RunSession {

@@ -56,6 +56,8 @@ void WorkerDaemon::Impl::handle(std::string frame) {
       return builds.push(std::move(frame));
     case MessageType::kBuildAhead:
       return build_ahead(m.value());
+    case MessageType::kBuildFetched:
+      return on_build_fetched(m.value());
     case MessageType::kDataChunk:
       return on_chunk(m.value());
     case MessageType::kRunStart:
@@ -113,6 +115,10 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     };
     if (ahead)
       ctx.needs_compile = [this](const ProgramVariant& v) { return ahead->needs_compile(v); };
+    if (shared_builds) {
+      ctx.fetch_build = [this](const ProgramVariant& v) { return fetch_build(v); };
+      ctx.offer_build = [this](const ProgramVariant& v) { offer_build(v); };
+    }
     ctx.open_hooks = [this](const ProgramImage& program, const ParamValues& params,
                             const RunValues& values, LoopHookLimits limits) {
       return hooks->open(program, params, values, std::move(limits));
@@ -202,10 +208,14 @@ void WorkerDaemon::Impl::build_program(const std::string& frame) {
   if (st.ok() && image->hash != hash) st = internal_error("program checksum mismatch");
   if (st.ok()) {
     const auto t0 = SteadyClock::now();
+    // Another worker's build of it, when the server keeps one.
+    const ProgramVariant registered = variant_for_build(*image);
+    const bool compiles = fetch_build(registered);
     st = first_error(for_each_parallel(executors.size(), [&](size_t i) {
       std::lock_guard<std::mutex> l(executors[i]->mu);
       return executor(i).build(*image);
     }));
+    if (st.ok() && compiles) offer_build(registered);
     // Its host hooks too, for the loops this worker drives; without them
     // the server drives this program's runs.
     if (st.ok()) hooks->build(*image);
@@ -235,6 +245,25 @@ void WorkerDaemon::Impl::build_ahead(const MessageView& m) {
   if (!program) return;
   auto params = bind_params(program->manifest, msg->params);
   if (params.ok()) ahead->request(std::move(program), *params);
+}
+
+void WorkerDaemon::Impl::on_build_fetched(const MessageView& m) {
+  auto msg = BuildFetchedMsg::parse(m.header);
+  if (!msg.ok()) return spdlog::warn("bad build_fetched: {}", msg.status().message());
+  if (shared_builds) shared_builds->on_fetched(*msg, std::string(m.payload));
+}
+
+bool WorkerDaemon::Impl::fetch_build(const ProgramVariant& variant) {
+  if (!shared_builds) return true;
+  // The CPU backend's builds have one tier; GPUs that begin on quick builds
+  // compile those when the optimised one is not to be had.
+  return shared_builds->fetch_missing(variant, BuildTier::kOptimised) == BuildShare::Got::kCompile;
+}
+
+void WorkerDaemon::Impl::offer_build(const ProgramVariant& variant) {
+  if (!shared_builds) return;
+  for (BuildTier tier : {BuildTier::kOptimised, BuildTier::kQuick, BuildTier::kFast})
+    shared_builds->offer(variant, tier);
 }
 
 WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
@@ -271,15 +300,33 @@ Status WorkerDaemon::init() {
     }
   }
   if (!impl_->backend_note.empty()) spdlog::warn("{}", impl_->backend_note);
+  std::vector<ExecutorInfo> infos;
+  for (const auto& e : impl_->executors) infos.push_back(e->executor->info());
+  if (impl_->opts.share_builds) {
+    Impl* d = impl_.get();
+    auto share = BuildShare::make(
+        impl_->opts.backend, infos,
+        [d](std::string frame) {
+          if (d->conn) d->conn->send(std::move(frame));
+        },
+        std::chrono::milliseconds(impl_->opts.build_fetch_timeout_ms));
+    if (share.ok())
+      impl_->shared_builds = std::move(share).value();
+    else
+      spdlog::info("builds are not shared with the server: {}", share.status().message());
+  }
   if (impl_->opts.ahead_builds > 0) {
-    std::vector<ExecutorInfo> infos;
-    for (const auto& e : impl_->executors) infos.push_back(e->executor->info());
     auto compiler = VariantCompiler::make(impl_->opts.backend, infos);
     if (compiler.ok())
       impl_->ahead =
           std::make_unique<AheadBuilds>(std::move(compiler).value(), impl_->opts.ahead_builds);
     else
       spdlog::info("no builds ahead of queued runs: {}", compiler.status().message());
+    if (impl_->ahead && impl_->shared_builds) {
+      Impl* d = impl_.get();
+      impl_->ahead->share({[d](const ProgramVariant& v) { return !d->fetch_build(v); },
+                           [d](const ProgramVariant& v) { d->offer_build(v); }});
+    }
   }
   for (const auto& e : impl_->executors) {
     const auto& i = e->executor->info();
@@ -331,11 +378,13 @@ bool WorkerDaemon::run() {
       if (d->stopping) break;
     } else if (item->kind == Impl::InboxItem::kConnected) {
       d->send(d->hello().to_message());
+      if (d->shared_builds) d->shared_builds->set_connected(true);
     } else if (item->kind == Impl::InboxItem::kRefused) {  // nothing to serve: stop, failed
       d->refused = item->frame;
       spdlog::error("{}; stopping (lizard client --retry-refused keeps trying)", d->refused);
       break;
     } else if (item->kind == Impl::InboxItem::kLost) {  // drop the runs, keep built programs
+      if (d->shared_builds) d->shared_builds->set_connected(false);
       d->abort_sessions();
     } else if (item->kind == Impl::InboxItem::kStaged) {  // the kept rows first, then the answer
       d->refresh_resources();

@@ -39,6 +39,10 @@ struct WorkerOptions {
   // Variants of queued runs' programs built ahead of their start at once
   // (client/ahead_builds.h); 0: none, each run compiles when it begins.
   int ahead_builds = AheadBuilds::default_threads();
+  // Builds are asked of the server before they are compiled, and offered to
+  // it once compiled (buildstore/build_share.h); a fetch waits this long at most.
+  bool share_builds = true;
+  int build_fetch_timeout_ms = 3000;
 };
 
 class WorkerDaemon {

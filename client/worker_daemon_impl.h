@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "buildstore/build_share.h"
 #include "client/aborted_runs.h"
 #include "client/ahead_builds.h"
 #include "client/row_staging.h"
@@ -35,6 +36,10 @@ struct WorkerDaemon::Impl {
   std::string backend_note;
   std::mutex programs_mu;
   std::map<std::string, std::shared_ptr<const ProgramImage>> programs;  // GUARDED_BY(programs_mu)
+  // Builds taken from and given to the server's build store; null: none
+  // (executors that keep no compile cache).  Before `ahead` and `sessions`,
+  // which use it.
+  std::unique_ptr<BuildShare> shared_builds;
   // Queued runs' variants built ahead of them; null: none (before `sessions`,
   // which ask it whether they compile).
   std::unique_ptr<AheadBuilds> ahead;
@@ -79,6 +84,12 @@ struct WorkerDaemon::Impl {
   void handle(std::string frame);
   void build_program(const std::string& frame);  // on the builder thread
   void build_ahead(const MessageView& m);
+  void on_build_fetched(const MessageView& m);
+  // Takes what `variant`'s build lacks from the server; whether it must
+  // still be compiled here (and then offered).
+  bool fetch_build(const ProgramVariant& variant);
+  // Offers the server what the cache holds of `variant`'s build, each tier.
+  void offer_build(const ProgramVariant& variant);
   // Lets the build in progress end; drops those not begun.
   void stop_builder() {
     builds_stopped = true;

@@ -51,6 +51,7 @@ HelloMsg WorkerDaemon::Impl::hello() {
   h.version = LIZARD_VERSION;
   h.backend = executors.empty() ? "none" : executor(0).info().kind;
   h.backend_note = backend_note;
+  if (shared_builds) h.toolchain = shared_builds->toolchain();
   h.cpu.model = cpu_model();
   h.cpu.threads = std::thread::hardware_concurrency();
   if (const char* job = std::getenv("SLURM_JOB_ID")) h.slurm_job_id = job;

@@ -179,6 +179,7 @@ void Coordinator::Impl::delete_program(const std::string& hash, Responder respon
   l.unlock();
   if (!st.ok()) return respond(error_response(st));
   workers.forget_program(hash);
+  builds.drop_program(hash);
   spdlog::info("deleted program {}", hash.substr(0, 12));
   respond(json_response(200, {{"deleted", hash}}));
 }
@@ -223,6 +224,7 @@ void Coordinator::Impl::on_hello(const std::string& worker_id, const json& heade
                       encode(ProgramMsg{p->image.hash, p->bundle.to_json()}.to_message()));
   const size_t executors = hello->executors.size();
   const std::string backend = hello->backend;
+  builds.joined(worker_id, *hello);  // before the programs go: the worker may fetch their builds
   if (!workers.hello(worker_id, std::move(hello).value(), push)) return;
   auto link = workers.link(worker_id);
   if (link) link->set_message_limit(kWorkerMessageBytes);
@@ -325,6 +327,20 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
       return;
     case MessageType::kLogChunk:
       return on_log_chunk(worker_id, m.header);
+    case MessageType::kBuildOffer: {
+      auto offer = BuildOfferMsg::parse(m.header);
+      if (!offer.ok())
+        return spdlog::warn("worker {} sent a bad build_offer: {}", worker_id,
+                            offer.status().message());
+      return builds.offer(worker_id, std::move(offer).value(), std::move(m.payload));
+    }
+    case MessageType::kBuildFetch: {
+      auto fetch = BuildFetchMsg::parse(m.header);
+      if (!fetch.ok())
+        return spdlog::warn("worker {} sent a bad build_fetch: {}", worker_id,
+                            fetch.status().message());
+      return builds.fetch(worker_id, std::move(fetch).value());
+    }
     case MessageType::kRowsStaged:
       workers.answered(worker_id);
       if (auto r = RowsStagedMsg::parse(m.header); r.ok()) stager.on_reply(worker_id, *r);
@@ -449,6 +465,7 @@ void Coordinator::on_worker_close(const std::string& worker_id, const std::strin
       info.ok() ? info->value("hardware", json::object()).value("hostname", "") : "";
   impl_->workers.remove(worker_id);
   impl_->ahead.forget_worker(worker_id);
+  impl_->builds.left(worker_id);
   spdlog::info("worker {} left: {}", worker_id, why);
   {
     std::lock_guard<std::mutex> l(impl_->drivers_mu);

@@ -54,6 +54,9 @@ struct CoordinatorOptions {
   int64_t keep_runs = 0;
   double keep_days = 0;
   int prune_interval_s = 600;
+  // Builds workers offer, kept under STATE_DIR/builds/ for the others
+  // (buildstore/build_service.h): at most this many bytes in all.
+  uint64_t build_store_bytes = uint64_t{1024} << 20;
 };
 
 class Coordinator : public ServerHandler {

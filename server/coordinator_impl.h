@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "buildstore/build_service.h"
 #include "common/clock.h"
 #include "exec/host_compiler.h"
 #include "server/build_ahead_requests.h"
@@ -54,6 +55,7 @@ struct Coordinator::Impl : RouteActions {
   RowStager stager;           // POST /datasets/stage and /datasets/drop
   FileVisibility visibility;  // POST /datasets/probe
   BuildAheadRequests ahead;   // queued runs' variants the workers were asked to build
+  BuildService builds;        // builds workers share (after `programs` and `workers`, its hooks')
   HttpRoutes routes;
   // The request pool: POST /programs and /runtime/... work off the io
   // thread; nothing on it waits on user code.
@@ -95,10 +97,30 @@ struct Coordinator::Impl : RouteActions {
         scheduler({opts.max_bypass}),
         stager(&workers, opts.data_roots.roots(), {opts.load_timeout_s, 50e6}),
         visibility(&workers, &opts.data_roots),
+        builds((std::filesystem::path(opts.state_dir) / "builds").string(),
+               build_service_options(opts), build_service_hooks()),
         routes({opts.token, opts.read_token},
                {&programs, &workers, &runs, &datasets, this, &metrics,
                 [this](std::function<void()> f) { boost::asio::post(pool, std::move(f)); }, &stager,
                 &opts.data_roots, &visibility, &logs}) {}
+
+  static BuildServiceOptions build_service_options(const CoordinatorOptions& o) {
+    BuildServiceOptions b;
+    b.max_bytes = o.build_store_bytes;
+    b.max_build_bytes = std::min(b.max_build_bytes, o.build_store_bytes);
+    return b;
+  }
+  BuildServiceHooks build_service_hooks() {
+    BuildServiceHooks h;
+    h.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
+      std::shared_ptr<const ProgramEntry> e = programs.find(hash);
+      return e ? std::shared_ptr<const ProgramImage>(e, &e->image) : nullptr;
+    };
+    h.send = [this](const std::string& worker_id, std::string frame) {
+      (void)workers.send(worker_id, OutgoingFrame(std::move(frame)));
+    };
+    return h;
+  }
 
   // ---- RouteActions --------------------------------------------------------
   void register_program(std::string body, Responder respond) override;

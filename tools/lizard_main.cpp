@@ -83,6 +83,7 @@ struct ServerFlags {
   uint64_t max_state_bytes = uint64_t{1} << 30;
   std::string tls_cert, tls_key;
   bool no_worker_loop = false;
+  uint64_t build_store_mb = 1024;
 };
 
 // A daemon's token into `token` (lizard::daemon_token); false, having said
@@ -107,6 +108,7 @@ int run_server(ServerFlags f) {
   co.resume_wait_s = f.resume_wait;
   co.keep_runs = f.keep_runs;
   co.keep_days = f.keep_days;
+  co.build_store_bytes = f.build_store_mb << 20;
   co.run_timeout_s = f.run_timeout;
   co.load_timeout_s = f.load_timeout;
   co.iteration_timeout_s = f.iteration_timeout;
@@ -272,6 +274,12 @@ int main(int argc, char** argv) {
       ->type_name("DAYS")
       ->check(CLI::Range(0.0, 1e6));
   server
+      ->add_option("--build-store-mb", sf.build_store_mb,
+                   "MiB of builds that workers offered kept under STATE_DIR/builds/ for the other "
+                   "workers; the least recently used go first (0: keep none)")
+      ->type_name("MIB")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 24));
+  server
       ->add_option("--run-timeout,--run-timeout-s", sf.run_timeout,
                    "Seconds a run may run when its request sets no timeout_s (0: no limit; "
                    "--run-timeout-s is its former name)")
@@ -416,6 +424,15 @@ int main(int argc, char** argv) {
                    "each run compiles when it begins; default: half the cores, at least 2)")
       ->type_name("N")
       ->check(CLI::Range(0, 64));
+  client
+      ->add_option("--build-fetch-timeout-ms", wo.build_fetch_timeout_ms,
+                   "Longest wait for the server's answer when asking it for a build another "
+                   "worker made, before compiling it here")
+      ->type_name("MS")
+      ->check(CLI::Range(1, 600000));
+  client->add_flag_callback(
+      "--no-shared-builds", [&wo] { wo.share_builds = false; },
+      "Neither ask the server for builds other workers made nor offer it this worker's");
   client
       ->add_option(
           "--quick-builds", wo.backend.quick_builds,

@@ -150,6 +150,24 @@ Result<CacheEntry> CompileCache::get_or_compile(
   return CacheEntry{path.string(), std::move(payload), false};
 }
 
+Result<std::string> CompileCache::read(const std::string& key, const std::string& suffix) const {
+  if (dir_.empty()) return not_found("no compile cache");
+  const fs::path path = fs::path(dir_) / (key + suffix);
+  auto payload = read_entry(path);
+  if (!payload) return not_found("no entry " + path.filename().string());
+  return std::move(*payload);
+}
+
+Status CompileCache::put(const std::string& key, const std::string& suffix,
+                         const std::string& payload, bool* stored) const {
+  if (stored) *stored = false;
+  if (dir_.empty()) return invalid_argument("no compile cache");
+  LIZARD_ASSIGN_OR_RETURN(
+      CacheEntry e, get_or_compile(key, suffix, [&]() -> Result<std::string> { return payload; }));
+  if (stored) *stored = !e.hit;
+  return Status::Ok();
+}
+
 bool CompileCache::contains(const std::string& key, const std::string& suffix) const {
   std::error_code ec;
   return !dir_.empty() &&

@@ -61,6 +61,15 @@ class CompileCache {
   Result<CacheEntry> get_or_compile(const std::string& key, const std::string& suffix,
                                     const std::function<Result<std::string>()>& compile) const;
 
+  // The payload of the entry named `key` and `suffix`, its trailer checked;
+  // kNotFound when there is none (or it does not check out).
+  Result<std::string> read(const std::string& key, const std::string& suffix) const;
+  // Stores `payload` (made elsewhere: another host's compile of the same
+  // key) as that entry, unless one is there already; single-flight with
+  // get_or_compile.  `stored`: whether this call wrote it.
+  Status put(const std::string& key, const std::string& suffix, const std::string& payload,
+             bool* stored = nullptr) const;
+
   // Whether an entry named `key` and `suffix` lies in the cache now (its
   // checks are made when it is read).  Always false without a directory.
   bool contains(const std::string& key, const std::string& suffix) const;

@@ -156,6 +156,13 @@ std::string HostCompiler::key_of(const std::map<std::string, std::string>& files
   return key.digest();
 }
 
+std::string HostCompiler::toolchain() const {
+  CompileKey key;
+  key.add("format", "lizard-host-2").add("compiler", compiler_);
+  key.add("version", compiler_version(compiler_)).add("machine", machine());
+  return key.digest();
+}
+
 bool HostCompiler::cached(const std::map<std::string, std::string>& files,
                           const std::vector<std::string>& units,
                           const std::vector<std::string>& flags) const {

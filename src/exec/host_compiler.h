@@ -76,6 +76,9 @@ class HostCompiler {
   bool contains(const std::string& key) const;
 
   const std::string& compiler() const { return compiler_; }
+  // The part of every build's key that is not the build's own: the
+  // compiler, what its --version says, and the machine.
+  std::string toolchain() const;
   int compile_timeout_s() const { return compile_timeout_s_; }
 
   // Where `pch` precompiled for `flags` lies once made (whether or not it

@@ -16,12 +16,16 @@ Result<std::unique_ptr<VariantCompiler>> VariantCompiler::make(
     // As CpuExecutor: the host's default cache when none is named.
     const std::string dir = (o.cache_dir.empty() ? default_cache_root() : o.cache_dir) + "/kernels";
     vc->host_ = std::make_unique<HostCompiler>(dir, bytes, o.compile_timeout_s);
+    vc->cache_ = std::make_unique<CompileCache>(dir, bytes);
+    vc->suffix_ = ".so";
     return vc;
   }
   if (o.cache_dir.empty()) return unavailable("the CUDA executors keep no compile cache");
   LIZARD_ASSIGN_OR_RETURN(vc->nvrtc_,
                           cuda::NvrtcCompiler::open(o.cuda_path, o.cache_dir + "/kernels", bytes));
   vc->quick_builds_ = o.quick_builds;
+  vc->cache_ = std::make_unique<CompileCache>(o.cache_dir + "/kernels", bytes);
+  vc->suffix_ = ".cubin";
   for (const ExecutorInfo& e : executors)
     if (std::find(vc->archs_.begin(), vc->archs_.end(), e.arch) == vc->archs_.end())
       vc->archs_.push_back(e.arch);
@@ -81,6 +85,33 @@ Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled,
     *compiled = *compiled || !out.from_cache;
   }
   return Status::Ok();
+}
+
+std::vector<VariantCompiler::Entry> VariantCompiler::entries(const ProgramVariant& variant,
+                                                             BuildTier tier) const {
+  const std::vector<std::string> names = entry_names(variant, tier);
+  std::vector<Entry> out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out.push_back({names[i], host_ ? std::string("cpu") : archs_.at(i)});
+  return out;
+}
+
+Result<std::string> VariantCompiler::read(const std::string& name) const {
+  return cache_->read(name, suffix_);
+}
+
+Status VariantCompiler::store(const std::string& name, const std::string& payload) const {
+  return cache_->put(name, suffix_, payload);
+}
+
+std::string VariantCompiler::toolchain() const {
+  CompileKey key;
+  key.add("lizard", LIZARD_VERSION);
+  if (host_)
+    key.add("host", host_->toolchain());
+  else
+    key.add("nvrtc", std::to_string(nvrtc_->library().version()));
+  return key.digest();
 }
 
 }  // namespace lizard

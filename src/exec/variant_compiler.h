@@ -55,6 +55,23 @@ class VariantCompiler {
   Status compile(const ProgramVariant& variant, bool* compiled,
                  BuildTier tier = BuildTier::kOptimised) const;
 
+  // One cache entry of a variant's build: its name, and the architecture
+  // it is for ("sm_90", or "cpu" for the CPU backend).
+  struct Entry {
+    std::string name, arch;
+  };
+  // The entries a build of `variant` at `tier` makes (empty when it cannot
+  // be planned), so that they can be taken from or given to another host.
+  std::vector<Entry> entries(const ProgramVariant& variant, BuildTier tier) const;
+  // The payload of entry `name` (checked), or kNotFound.
+  Result<std::string> read(const std::string& name) const;
+  // Stores `payload` as entry `name` unless it is there already.
+  Status store(const std::string& name, const std::string& payload) const;
+  // What the builds are made with: a digest of the compiler, its version
+  // and the machine (CPU backend), or of NVRTC's version, and lizard's.
+  // Two hosts that name the same make the same build of a variant.
+  std::string toolchain() const;
+
  private:
   VariantCompiler() = default;
   // The names of `variant`'s cache entries at `tier`: one per architecture,
@@ -67,6 +84,8 @@ class VariantCompiler {
   std::unique_ptr<HostCompiler> host_;                // the CPU backend
   std::shared_ptr<const cuda::NvrtcCompiler> nvrtc_;  // the CUDA backend
   std::vector<std::string> archs_;                    // with nvrtc_: each once
+  std::unique_ptr<CompileCache> cache_;               // where both keep their entries
+  std::string suffix_;                                // ".so" or ".cubin"
   bool quick_builds_ = false;
   mutable std::mutex names_mu_;
   // By variant key and tier; forgotten wholesale past kMaxNamed.

@@ -46,6 +46,9 @@ void for_each_message_schema(F&& f) {
   f(SchemaTag<WireSchema<LogChunkMsg>>{});
   f(SchemaTag<WireSchema<ProbeFileMsg>>{});
   f(SchemaTag<WireSchema<FileProbedMsg>>{});
+  f(SchemaTag<WireSchema<BuildOfferMsg>>{});
+  f(SchemaTag<WireSchema<BuildFetchMsg>>{});
+  f(SchemaTag<WireSchema<BuildFetchedMsg>>{});
 }
 
 // The same for the objects inside headers.

@@ -206,4 +206,24 @@ struct WireSchema<BuildAheadMsg> {
   }
 };
 
+template <>
+struct WireSchema<BuildFetchedMsg> {
+  using Type = BuildFetchedMsg;
+  static constexpr const char* kName = "build_fetched";
+  static constexpr MessageType kType = MessageType::kBuildFetched;
+  static constexpr const char* kDoc =
+      "In answer to `build_fetch`: the build, or that the server keeps none. The worker "
+      "checks the payload against `sha256` before it keeps or loads it, and compiles the "
+      "build itself when they differ.";
+  static auto fields() {
+    return std::make_tuple(
+        required("request", &BuildFetchedMsg::request, "the request answered"),
+        required("found", &BuildFetchedMsg::found, "whether the server keeps the build"),
+        optional("sha256", &BuildFetchedMsg::sha256,
+                 "the SHA-256 (hex) of the build as it was offered"),
+        optional("bytes", &BuildFetchedMsg::bytes, "the payload's length"),
+        optional("error", &BuildFetchedMsg::error, "why the server has none to give"));
+  }
+};
+
 }  // namespace lizard

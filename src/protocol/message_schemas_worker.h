@@ -32,7 +32,11 @@ struct WireSchema<HelloMsg> {
         required<wire_schema::ListCodec<ExecutorInfoCodec>>(
             "executors", &HelloMsg::executors, "its executors, as `GET /clients` shows them"),
         omitted_when_empty("slurm_job_id", &HelloMsg::slurm_job_id,
-                           "the Slurm job the worker runs in"));
+                           "the Slurm job the worker runs in"),
+        omitted_when_empty("toolchain", &HelloMsg::toolchain,
+                           "what its builds are made with (a digest of the compiler, its version "
+                           "and the machine, or of NVRTC's version): builds are shared only "
+                           "between workers that name the same"));
   }
 };
 
@@ -190,6 +194,61 @@ struct WireSchema<LogChunkMsg> {
                  "lines the worker dropped past its bound for the run"),
         optional("cut_bytes", &LogChunkMsg::cut_bytes, "their bytes"));
   }
+};
+
+// The fields that name a build, in build_offer and build_fetch.
+inline auto build_ref_fields() {
+  return std::make_tuple(
+      required("hash", &BuildRef::hash, "the program"),
+      optional("values", &BuildRef::values,
+               "the specialised values baked into the build (`{}`: none)"),
+      optional("tier", &BuildRef::tier, "`optimised` (the default), `quick` or `fast`"),
+      required("arch", &BuildRef::arch,
+               "the architecture built for: `sm_XY`, or `cpu`; one of the worker's executors'"));
+}
+inline std::string check_build_ref(const BuildRef& m) {
+  if (m.hash.empty()) return "`hash` is empty";
+  if (m.arch.empty()) return "`arch` is empty";
+  if (!m.values.is_object()) return "`values` is not an object";
+  return "";
+}
+
+template <>
+struct WireSchema<BuildOfferMsg> {
+  using Type = BuildOfferMsg;
+  static constexpr const char* kName = "build_offer";
+  static constexpr MessageType kType = MessageType::kBuildOffer;
+  static constexpr const char* kDoc =
+      "After the worker compiled a build it did not have: the build, for the server to keep "
+      "and hand to other workers. The server files it under a key it computes itself from the "
+      "program it holds, these values and tier, and the architecture and toolchain the "
+      "worker's hello reported. No answer.";
+  static auto fields() {
+    return std::tuple_cat(
+        build_ref_fields(),
+        std::make_tuple(required("sha256", &BuildOfferMsg::sha256, "the payload's SHA-256 (hex)"),
+                        required("bytes", &BuildOfferMsg::bytes, "the payload's length")));
+  }
+  static std::string check(const BuildOfferMsg& m) {
+    if (std::string why = check_build_ref(m); !why.empty()) return why;
+    return m.sha256.size() == 64 ? "" : "`sha256` is not 64 hex digits";
+  }
+};
+
+template <>
+struct WireSchema<BuildFetchMsg> {
+  using Type = BuildFetchMsg;
+  static constexpr const char* kName = "build_fetch";
+  static constexpr MessageType kType = MessageType::kBuildFetch;
+  static constexpr const char* kDoc =
+      "Before the worker compiles a build it lacks: whether the server keeps it (for the "
+      "worker's architecture and toolchain). Answered by `build_fetched`.";
+  static auto fields() {
+    return std::tuple_cat(std::make_tuple(required("request", &BuildFetchMsg::request,
+                                                   "the worker's number for this request")),
+                          build_ref_fields());
+  }
+  static std::string check(const BuildFetchMsg& m) { return check_build_ref(m); }
 };
 
 }  // namespace lizard

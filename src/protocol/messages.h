@@ -43,7 +43,10 @@ struct HelloMsg {
   std::string slurm_job_id;  // empty outside a Slurm job
   std::vector<ExecutorInfo> executors;
   int64_t protocol = kWireVersion;  // the wire version the worker speaks
-  nlohmann::json to_json() const;   // as GET /clients shows it
+  // What its builds are made with (the compiler, its version, the machine
+  // or NVRTC's version): builds are shared only between workers that agree.
+  std::string toolchain;
+  nlohmann::json to_json() const;  // as GET /clients shows it
   Message to_message() const;
   static Result<HelloMsg> parse(const nlohmann::json& h);
 };
@@ -225,6 +228,46 @@ struct LoopMsg {
   int64_t hook_timeout_ms = 0;  // the server's bound on one hook call; 0: the worker's own
   Message to_message(std::string payload = {}) const;
   static Result<LoopMsg> parse(const nlohmann::json& h);
+};
+
+// Which build of a program a build_offer or build_fetch means: the program,
+// the specialised values baked in (Specialisation::to_json), the tier
+// ("optimised", "quick", "fast") and the architecture ("sm_90"; "cpu" for the
+// CPU backend).  The compiler is the one the worker's hello named.
+struct BuildRef {
+  std::string hash;
+  nlohmann::json values = nlohmann::json::object();
+  std::string tier = "optimised";
+  std::string arch;
+};
+
+// worker → server: a build this worker compiled, for others to fetch.
+// Payload: the build's bytes, whose SHA-256 is `sha256`.
+struct BuildOfferMsg : BuildRef {
+  std::string sha256;
+  uint64_t bytes = 0;
+  Message to_message(std::string payload = {}) const;
+  static Result<BuildOfferMsg> parse(const nlohmann::json& h);
+};
+
+// worker → server: send me this build if you have it (answered by
+// build_fetched with the same `request`).
+struct BuildFetchMsg : BuildRef {
+  uint64_t request = 0;
+  Message to_message() const;
+  static Result<BuildFetchMsg> parse(const nlohmann::json& h);
+};
+
+// server → worker: the build asked for, or why not.  Payload: its bytes,
+// whose SHA-256 the server recorded when it was offered is `sha256`.
+struct BuildFetchedMsg {
+  uint64_t request = 0;
+  bool found = false;
+  std::string sha256;
+  uint64_t bytes = 0;
+  std::string error;
+  Message to_message(std::string payload = {}) const;
+  static Result<BuildFetchedMsg> parse(const nlohmann::json& h);
 };
 
 // Whether a worker may go on with the server that sent this welcome: an

@@ -70,7 +70,10 @@ inline constexpr uint8_t kWireVersion = 2;
   X(kBuildAhead, 21, "build_ahead", "server → worker", "—")                                      \
   X(kLogChunk, 22, "log_chunk", "worker → server", "—")                                          \
   X(kProbeFile, 23, "probe_file", "server → worker", "—")                                        \
-  X(kFileProbed, 24, "file_probed", "worker → server", "—")
+  X(kFileProbed, 24, "file_probed", "worker → server", "—")                                      \
+  X(kBuildOffer, 25, "build_offer", "worker → server", "the build's bytes")                      \
+  X(kBuildFetch, 26, "build_fetch", "worker → server", "—")                                      \
+  X(kBuildFetched, 27, "build_fetched", "server → worker", "the build's bytes, when found")
 
 enum class MessageType : uint8_t {
 #define LIZARD_MESSAGE_ENUM(e, n, name, direction, payload) e = n,

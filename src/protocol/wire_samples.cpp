@@ -106,6 +106,21 @@ std::vector<WireSample> wire_samples() {
                                    "(set only when not ok)",
                                    {2049, 77, 4096, 1700000000000000000, 1700000000000000000}}
                          .to_message());
+  BuildOfferMsg offer;
+  offer.hash = "5c37";
+  offer.values = {{"k", 6}};
+  offer.arch = "sm_90";
+  offer.sha256 = std::string(64, 'a');
+  offer.bytes = kState.size();
+  add("build_offer", offer.to_message(kState));
+  BuildFetchMsg fetch;
+  fetch.request = 7;
+  fetch.hash = "5c37";
+  fetch.values = {{"k", 6}};
+  fetch.arch = "cpu";
+  add("build_fetch", fetch.to_message());
+  add("build_fetched",
+      BuildFetchedMsg{7, true, std::string(64, 'a'), kState.size(), ""}.to_message(kState));
   return s;
 }
 
