@@ -27,6 +27,9 @@
 namespace lizard {
 
 struct WorkerDaemon::Impl {
+  // Ahead builds first: their threads offer builds through `conn`.
+  ~Impl() { ahead.reset(); }
+
   WorkerOptions opts;
   DataRoots data_roots;  // from opts.data_roots, at init
   std::vector<std::unique_ptr<ExecutorHandle>> executors;

@@ -20,6 +20,7 @@ HelloMsg hello() {
   h.backend_note = "no CUDA driver";
   h.cpu = {"x86_64 model", 16};
   h.slurm_job_id = "4242";
+  h.toolchain = std::string(64, 'c');
   ExecutorInfo e;
   e.kind = "cpu";
   e.name = "cpu0";
@@ -109,6 +110,7 @@ std::vector<WireSample> wire_samples() {
   BuildOfferMsg offer;
   offer.hash = "5c37";
   offer.values = {{"k", 6}};
+  offer.tier = "quick";
   offer.arch = "sm_90";
   offer.sha256 = std::string(64, 'a');
   offer.bytes = kState.size();
@@ -117,10 +119,12 @@ std::vector<WireSample> wire_samples() {
   fetch.request = 7;
   fetch.hash = "5c37";
   fetch.values = {{"k", 6}};
+  fetch.tier = "fast";
   fetch.arch = "cpu";
   add("build_fetch", fetch.to_message());
   add("build_fetched",
-      BuildFetchedMsg{7, true, std::string(64, 'a'), kState.size(), ""}.to_message(kState));
+      BuildFetchedMsg{7, true, std::string(64, 'a'), kState.size(), "(set only when not found)"}
+          .to_message(kState));
   return s;
 }
 
