@@ -50,6 +50,8 @@ void WorkerDaemon::Impl::handle(std::string frame) {
       if (Status st = accept_welcome(*w); !st.ok())
         return spdlog::error("{}; trying again", st.message());  // the server closes the connection
       spdlog::info("registered with the server as {}", w->worker_id);
+      if (shared_builds) shared_builds->set_connected(w->builds);
+      if (!w->builds) spdlog::debug("the server keeps no shared builds");
       return;
     }
     case MessageType::kProgram:
@@ -378,7 +380,6 @@ bool WorkerDaemon::run() {
       if (d->stopping) break;
     } else if (item->kind == Impl::InboxItem::kConnected) {
       d->send(d->hello().to_message());
-      if (d->shared_builds) d->shared_builds->set_connected(true);
     } else if (item->kind == Impl::InboxItem::kRefused) {  // nothing to serve: stop, failed
       d->refused = item->frame;
       spdlog::error("{}; stopping (lizard client --retry-refused keeps trying)", d->refused);

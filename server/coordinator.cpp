@@ -370,6 +370,7 @@ Coordinator::Coordinator(CoordinatorOptions opts) {
   std::error_code ec;
   std::filesystem::create_directories(opts.state_dir, ec);
   impl_ = std::make_unique<Impl>(std::move(opts));
+  impl_->workers.share_builds(impl_->opts.build_store_bytes > 0);
   ServerMetrics* metrics = &impl_->metrics;
   impl_->runs.set_events({[metrics](double queued_s) { metrics->observe_queue_wait(queued_s); },
                           [metrics](RunStatus status, double running_s) {

@@ -74,7 +74,7 @@ bool WorkerRegistry::hello(const std::string& id, HelloMsg hello,
   w.runs_served.assign(hello.executors.size(), 0);
   w.hello = std::move(hello);
   w.programs.clear();
-  w.link->send(encode(WelcomeMsg{id}.to_message()));
+  w.link->send(encode(WelcomeMsg{id, kWireVersion, "", share_builds_.load()}.to_message()));
   for (const auto& [hash, frame] : programs) {
     w.programs[hash] = ProgramBuild{BuildState::kBuilding, "", /*at_join=*/true};
     w.link->send(frame);

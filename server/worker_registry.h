@@ -73,6 +73,8 @@ class WorkerRegistry {
   // step; false when the worker is gone.
   bool hello(const std::string& id, HelloMsg hello,
              const std::vector<std::pair<std::string, std::string>>& programs);
+  // Whether the welcome tells workers that the server keeps shared builds.
+  void share_builds(bool on) { share_builds_ = on; }
   // Connections that sent no accepted hello within `seconds` of connecting.
   std::vector<std::string> not_joined_after(double seconds) const;
   // Whether the connection's hello was accepted.
@@ -149,6 +151,7 @@ class WorkerRegistry {
   std::map<std::string, Worker> workers_;  // GUARDED_BY(mu_)
   uint64_t next_id_ = 1;                   // GUARDED_BY(mu_)
   std::atomic<int> unresponsive_{0};       // workers with `unresponsive` set
+  std::atomic<bool> share_builds_{false};  // said in each welcome
 };
 
 }  // namespace lizard

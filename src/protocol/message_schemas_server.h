@@ -24,7 +24,10 @@ struct WireSchema<WelcomeMsg> {
         optional("protocol", &WelcomeMsg::protocol,
                  "the wire version the server speaks (absent: the frame's)"),
         omitted_when_empty("refused", &WelcomeMsg::refused,
-                           "why the server does not take this worker"));
+                           "why the server does not take this worker"),
+        optional("builds", &WelcomeMsg::builds,
+                 "the server keeps the builds workers share: offer it what you compile "
+                 "(`build_offer`) and ask it before compiling (`build_fetch`)"));
   }
 };
 

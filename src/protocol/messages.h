@@ -57,6 +57,7 @@ struct WelcomeMsg {
   std::string worker_id;
   int64_t protocol = kWireVersion;  // the wire version the server speaks
   std::string refused{};
+  bool builds = false;  // the server keeps builds workers share (buildstore/)
   Message to_message() const;
   static Result<WelcomeMsg> parse(const nlohmann::json& h);
 };

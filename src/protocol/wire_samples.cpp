@@ -69,8 +69,8 @@ std::vector<WireSample> wire_samples() {
   std::vector<WireSample> s;
   auto add = [&](std::string name, Message m) { s.push_back({std::move(name), std::move(m)}); };
   add("hello", hello().to_message());
-  add("welcome",
-      WelcomeMsg{"w3", kWireVersion + 1, "wire version 3; this server speaks 2"}.to_message());
+  add("welcome", WelcomeMsg{"w3", kWireVersion + 1, "wire version 3; this server speaks 2", true}
+                     .to_message());
   add("program",
       ProgramMsg{"ab12", {{"config", "name: sum\n"}, {"sources", {{"k.cu", ""}}}}}.to_message());
   add("program_status", ProgramStatusMsg{"ab12", true, "é"}.to_message());

@@ -105,11 +105,11 @@ TEST_F(BuildStore, AValueOneWorkerBuiltIsFetchedByAnother) {
   EXPECT_GE(second["phases"].value("compile_ms", -1.0), 0.0);
   expect_numbers_close(second["result"]["state"], first["result"]["state"], 1e-5, "k=5");
   const std::string log = second_worker_log();
-  EXPECT_NE(log.find("fetched the optimised cpu build of kmeans dims=2,k=2,tf32=0"),
+  EXPECT_NE(log.find("fetched the optimised cpu build of K-Means dims=2,k=2,tf32=0"),
             std::string::npos)
       << "the joining worker compiled the registered build\n"
       << log;
-  EXPECT_NE(log.find("fetched the optimised cpu build of kmeans dims=2,k=5,tf32=0"),
+  EXPECT_NE(log.find("fetched the optimised cpu build of K-Means dims=2,k=5,tf32=0"),
             std::string::npos)
       << log;
   EXPECT_EQ(log.find("offered the"), std::string::npos) << "it compiled something\n" << log;
@@ -148,7 +148,7 @@ TEST_F(BuildStore, AWorkerOfAnotherCompilerIsNotServed) {
   EXPECT_FALSE(second["phases"].value("compile_cache_hit", true)) << second["phases"].dump();
   const std::string log = second_worker_log();
   EXPECT_EQ(log.find("fetched the"), std::string::npos) << log;
-  EXPECT_NE(log.find("offered the optimised cpu build of kmeans dims=2,k=7,tf32=0"),
+  EXPECT_NE(log.find("offered the optimised cpu build of K-Means dims=2,k=7,tf32=0"),
             std::string::npos)
       << log;
   EXPECT_TRUE(wait_for_builds(4));  // its own, kept beside the first worker's
