@@ -30,22 +30,27 @@ void BuildService::left(const std::string& worker_id) {
 }
 
 void BuildService::queue(Job job) {
+  const bool must = std::holds_alternative<Drop>(job) || std::holds_alternative<Drained>(job);
+  const Offer* offer = std::get_if<Offer>(&job);
+  const uint64_t bytes = offer ? offer->payload.size() : 0;
   {
     std::lock_guard<std::mutex> l(mu_);
-    const bool must = std::holds_alternative<Drop>(job) || std::holds_alternative<Drained>(job);
-    if (queued_ >= options_.max_queued && !must) {
-      if (auto* f = std::get_if<Fetch>(&job)) {  // answered at once: the worker compiles
-        BuildFetchedMsg none{f->msg.request, false, "", 0, "the server is busy"};
-        hooks_.send(f->worker_id, encode(none.to_message()));
-      } else {
-        spdlog::warn("build store: refused an offer of worker {}: too many waiting",
-                     std::get<Offer>(job).worker_id);
-      }
+    const bool room =
+        queued_ < options_.max_queued && queued_bytes_ + bytes <= options_.max_queued_bytes;
+    if (room || must) {
+      ++queued_;
+      queued_bytes_ += bytes;
+      jobs_.push(std::move(job));
       return;
     }
-    ++queued_;
   }
-  jobs_.push(std::move(job));
+  if (auto* f = std::get_if<Fetch>(&job)) {  // answered at once: the worker compiles
+    BuildFetchedMsg none{f->msg.request, false, "", 0, "the server is busy"};
+    hooks_.send(f->worker_id, encode(none.to_message()));
+  } else {
+    spdlog::warn("build store: refused an offer of worker {}: too many waiting",
+                 std::get<Offer>(job).worker_id);
+  }
 }
 
 void BuildService::offer(const std::string& worker_id, BuildOfferMsg msg, std::string payload) {
@@ -91,6 +96,7 @@ void BuildService::work() {
     {
       std::lock_guard<std::mutex> l(mu_);
       --queued_;
+      if (auto* o = std::get_if<Offer>(&*job)) queued_bytes_ -= o->payload.size();
     }
     if (auto* d = std::get_if<Drained>(&*job)) d->done->set_value();
   }

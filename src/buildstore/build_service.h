@@ -36,7 +36,8 @@ namespace lizard {
 struct BuildServiceOptions {
   uint64_t max_bytes = BuildStore::kDefaultMaxBytes;  // the store's bound (--build-store-mb)
   uint64_t max_build_bytes = uint64_t{256} << 20;     // the largest build taken in one offer
-  size_t max_queued = 64;  // offers and fetches waiting; more are refused
+  size_t max_queued = 64;                         // offers and fetches waiting; more are refused
+  uint64_t max_queued_bytes = uint64_t{1} << 30;  // and the bytes of the offers among them
 };
 
 struct BuildServiceHooks {
@@ -105,6 +106,7 @@ class BuildService {
   mutable std::mutex mu_;
   std::map<std::string, BuildIdentity> workers_;  // GUARDED_BY(mu_)
   size_t queued_ = 0;                             // GUARDED_BY(mu_)
+  uint64_t queued_bytes_ = 0;                     // GUARDED_BY(mu_): offers' payloads
   Mailbox<Job> jobs_;
   std::thread thread_;
 };

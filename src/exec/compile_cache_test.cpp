@@ -176,6 +176,27 @@ TEST_F(CompileCacheTest, AFailedCompileStoresNothing) {
   EXPECT_FALSE(cache().get_or_compile("k1", ".bin", counted("image"))->hit);
 }
 
+// A build made on another host is put in as an entry of its own: the
+// executors then read it as if compiled here; an entry already there stays.
+TEST_F(CompileCacheTest, APutEntryIsReadAsACompiledOne) {
+  EXPECT_EQ(cache().read("k1", ".so").status().code(), Code::kNotFound);
+  bool stored = false;
+  ASSERT_TRUE(cache().put("k1", ".so", "fetched image", &stored).ok());
+  EXPECT_TRUE(stored);
+  auto e = cache().get_or_compile("k1", ".so", counted("compiled image"));
+  ASSERT_TRUE(e.ok());
+  EXPECT_TRUE(e->hit);
+  EXPECT_EQ(e->payload, "fetched image");
+  EXPECT_EQ(compiles_, 0);
+  ASSERT_TRUE(cache().put("k1", ".so", "another", &stored).ok());
+  EXPECT_FALSE(stored);
+  EXPECT_EQ(*cache().read("k1", ".so"), "fetched image");
+  std::string bytes = read_text(e->path);
+  bytes[0] ^= 0x20;
+  write_text(e->path, bytes);
+  EXPECT_EQ(cache().read("k1", ".so").status().code(), Code::kNotFound);  // checked on read
+}
+
 TEST(CompileKey, EveryFieldAndItsBoundaryCounts) {
   auto digest = [](std::string a, std::string b) { return CompileKey().add(a, b).digest(); };
   EXPECT_EQ(digest("version", "1"), digest("version", "1"));
