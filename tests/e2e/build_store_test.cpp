@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/sha256.h"
+#include "fake_worker.h"
 #include "json_compare.h"
 #include "local_cluster.h"
 #include "net/http_client.h"
@@ -164,6 +167,47 @@ TEST_F(BuildStore, DeletingTheProgramRemovesItsBuilds) {
   while (fs::exists(builds_dir()) && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(fs::exists(builds_dir()));
+}
+
+// A worker that reported no toolchain offers builds: a malformed header,
+// bytes that are not what the header says, another program's hash.  Each
+// is refused with its reason in the server's log; its fetch is answered
+// "none"; the server keeps only what the real worker offered, and stays up.
+TEST_F(BuildStore, BadOffersAreRefusedAndTheServerStaysUp) {
+  start();
+  ASSERT_TRUE(wait_for_builds(1));
+  std::atomic<int> answered_none{0};
+  FakeWorker fake(c_.port(), "odd-node", {fake_cpu()}, [&](FakeWorker&, const Message& m) {
+    if (m.type == MessageType::kBuildFetched && !m.header.value("found", true)) ++answered_none;
+  });
+  ASSERT_TRUE(c_.wait_for_workers(2).ok());
+  const std::string bytes = "not a library";
+  json offer = {{"hash", kmeans_},
+                {"values", {{"k", 3}, {"dims", 2}, {"tf32", 0}}},
+                {"arch", "cpu"},
+                {"sha256", sha256_hex(bytes)},
+                {"bytes", bytes.size()}};
+  json no_digest = offer;
+  no_digest.erase("sha256");
+  fake.send(Message{MessageType::kBuildOffer, no_digest, bytes});
+  fake.send(Message{MessageType::kBuildOffer, offer, bytes});
+  json other = offer;
+  other["hash"] = std::string(64, 'f');
+  fake.send(Message{MessageType::kBuildOffer, other, bytes});
+  fake.send(Message{MessageType::kBuildOffer, offer, std::string(1 << 20, 'x')});
+  fake.send(MessageType::kBuildFetch, {{"request", 1}, {"hash", kmeans_}, {"arch", "cpu"}});
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (answered_none == 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(answered_none, 1);
+  EXPECT_TRUE(c_.server_alive());
+  EXPECT_EQ(get_json(c_, "/clients").size(), 2u);
+  EXPECT_EQ(builds_kept(), 1u);
+  const std::string log = read_text(fs::path(c_.dir()) / "server.log");
+  EXPECT_NE(log.find("sent a bad build_offer: build_offer: missing required field \"sha256\""),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("the worker reported no toolchain"), std::string::npos) << log;
 }
 
 }  // namespace
