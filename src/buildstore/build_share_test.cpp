@@ -11,7 +11,7 @@
 
 #include "buildstore/build_service.h"
 #include "common/clock.h"
-#include "program/layout.h"
+#include "exec/testing/program_variants.h"
 #include "program/testing/program_images.h"
 
 namespace lizard {
@@ -19,11 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ProgramVariant variant_with_dims(const ProgramImage& program, int dims) {
-  auto params = bind_params(program.manifest, {{"dims", dims}});
-  EXPECT_TRUE(params.ok()) << params.status().message();
-  return variant_for_run(program, *params);
-}
+using testing::variant_with_dims;
 
 class BuildShareTest : public ::testing::Test {
  protected:

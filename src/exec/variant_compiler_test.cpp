@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "program/layout.h"
+#include "exec/testing/program_variants.h"
 #include "program/testing/program_images.h"
 
 namespace lizard {
@@ -16,11 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ProgramVariant variant_with_dims(const ProgramImage& program, int dims) {
-  auto params = bind_params(program.manifest, {{"dims", dims}});
-  EXPECT_TRUE(params.ok()) << params.status().message();
-  return variant_for_run(program, *params);
-}
+using testing::variant_with_dims;
 
 Result<std::unique_ptr<VariantCompiler>> compiler_for(const fs::path& dir, const char* kind) {
   fs::remove_all(dir);
