@@ -99,6 +99,10 @@ void RunSession::handle(const MessageView& m) {
       out.ok = st.ok();
       out.error = st.message();
       if (h->want_outputs) reply(encode(out.to_message(std::move(payload))));
+      // What compiled while the run went (a GPU's optimised build, after
+      // it began on a quick one) is offered too.
+      if (offer_at_end_ && ctx_.offer_build && !aborting_) ctx_.offer_build(*offer_at_end_);
+      offer_at_end_.reset();
       finished_ = true;
       return;
     }
@@ -248,10 +252,10 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   const double rows_ms = ms_since(t0);
   // Built by another worker: taken from the server rather than compiled
   // (before the executors are held, as the server may take a while).
-  std::optional<ProgramVariant> to_offer;
+  offer_at_end_.reset();
   if (ctx_.fetch_build) {
     ProgramVariant variant = variant_for_run(*program_, params_);
-    if (ctx_.fetch_build(variant)) to_offer = std::move(variant);
+    if (ctx_.fetch_build(variant)) offer_at_end_ = std::move(variant);
   }
   LIZARD_RETURN_IF_ERROR(acquire_executors());
   // The progress line says "compiling" only while something compiles.
@@ -276,7 +280,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   begun_ = true;  // end_run frees whatever did begin
   LIZARD_RETURN_IF_ERROR(st);
   *compile = combine_compile_stats(compiles);
-  if (to_offer && ctx_.offer_build) ctx_.offer_build(*to_offer);
+  if (offer_at_end_ && ctx_.offer_build) ctx_.offer_build(*offer_at_end_);
   spdlog::debug(
       "run {}: loaded rows {}..{} (rows ready in {:.3f} ms, on the executors in {:.3f} ms)",
       run_id_, h.first_row, h.first_row + h.rows, rows_ms, ms_since(t_begin));

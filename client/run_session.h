@@ -145,6 +145,9 @@ class RunSession {
   std::atomic<uint64_t> file_bytes_read_{0}, file_bytes_kept_{0};
   bool report_progress_ = false;  // run iterations in slices, reporting each
   bool begun_ = false;
+  // The run's build when this worker compiled it rather than fetching it:
+  // offered to the server once begun and again at the end.
+  std::optional<ProgramVariant> offer_at_end_;
   // claims_[i] holds executors_[i] for this run, for i below its size;
   // abort() reads them from another thread, so claims_ changes under held_mu_.
   std::mutex held_mu_;

@@ -257,9 +257,15 @@ void WorkerDaemon::Impl::on_build_fetched(const MessageView& m) {
 
 bool WorkerDaemon::Impl::fetch_build(const ProgramVariant& variant) {
   if (!shared_builds) return true;
-  // The CPU backend's builds have one tier; GPUs that begin on quick builds
-  // compile those when the optimised one is not to be had.
-  return shared_builds->fetch_missing(variant, BuildTier::kOptimised) == BuildShare::Got::kCompile;
+  if (shared_builds->fetch_missing(variant, BuildTier::kOptimised) != BuildShare::Got::kCompile)
+    return false;
+  // GPUs that begin runs on a first tier take one from the server when it
+  // has one, to begin on while the optimised build compiles.  (The CPU
+  // backend's builds have one tier.)
+  if (shared_builds->tiered() &&
+      shared_builds->fetch_missing(variant, BuildTier::kQuick) == BuildShare::Got::kCompile)
+    shared_builds->fetch_missing(variant, BuildTier::kFast);
+  return true;
 }
 
 void WorkerDaemon::Impl::offer_build(const ProgramVariant& variant) {

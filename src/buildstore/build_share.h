@@ -69,6 +69,8 @@ class BuildShare {
   // while it is up; one under way when it goes fails at once.
   void set_connected(bool up);
 
+  // Whether its executors begin runs on quick builds (VariantCompiler::tiered).
+  bool tiered() const { return compiler_->tiered(); }
   int fetched() const { return fetched_; }  // entries taken from the server
   int refused() const { return refused_; }  // answers whose bytes did not check out
 
