@@ -61,7 +61,9 @@ BuildFetchMsg fetch(const std::string& hash, int k, const std::string& arch = "c
 class BuildServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / "lizard-build-service-test";
+    dir_ = fs::path(::testing::TempDir()) /
+           ("lizard-build-service-test-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     programs_[a_->hash] = a_;
     programs_[b_->hash] = b_;

@@ -24,7 +24,9 @@ using testing::variant_with_dims;
 class BuildShareTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / "lizard-build-share-test";
+    root_ = fs::path(::testing::TempDir()) /
+            ("lizard-build-share-test-" +
+             std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(root_);
     BuildServiceHooks hooks;
     hooks.find_program = [this](const std::string& h) -> std::shared_ptr<const ProgramImage> {

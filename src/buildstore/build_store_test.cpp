@@ -25,7 +25,9 @@ std::string key(char c) {
 class BuildStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / "lizard-build-store-test";
+    dir_ = fs::path(::testing::TempDir()) /
+           ("lizard-build-store-test-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
