@@ -83,7 +83,10 @@ void RunSession::handle(const MessageView& m) {
       ready.missing = missing_;
       ready.file_bytes_read = file_bytes_read_;
       ready.file_bytes_kept = file_bytes_kept_;
-      return reply(encode(ready.to_message()));
+      reply(encode(ready.to_message()));
+      // The build compiled for it, once the run has its answer.
+      if (st.ok() && compiled_here_ && ctx_.offer_build) ctx_.offer_build(*compiled_here_);
+      return;
     }
     case MessageType::kIterate:
       return iterate(m);
@@ -101,8 +104,8 @@ void RunSession::handle(const MessageView& m) {
       if (h->want_outputs) reply(encode(out.to_message(std::move(payload))));
       // What compiled while the run went (a GPU's optimised build, after
       // it began on a quick one) is offered too.
-      if (offer_at_end_ && ctx_.offer_build && !aborting_) ctx_.offer_build(*offer_at_end_);
-      offer_at_end_.reset();
+      if (compiled_here_ && ctx_.offer_build && !aborting_) ctx_.offer_build(*compiled_here_);
+      compiled_here_.reset();
       finished_ = true;
       return;
     }
@@ -252,10 +255,10 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   const double rows_ms = ms_since(t0);
   // Built by another worker: taken from the server rather than compiled
   // (before the executors are held, as the server may take a while).
-  offer_at_end_.reset();
+  compiled_here_.reset();
   if (ctx_.fetch_build) {
     ProgramVariant variant = variant_for_run(*program_, params_);
-    if (ctx_.fetch_build(variant)) offer_at_end_ = std::move(variant);
+    if (ctx_.fetch_build(variant)) compiled_here_ = std::move(variant);
   }
   LIZARD_RETURN_IF_ERROR(acquire_executors());
   // The progress line says "compiling" only while something compiles.
@@ -280,7 +283,6 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   begun_ = true;  // end_run frees whatever did begin
   LIZARD_RETURN_IF_ERROR(st);
   *compile = combine_compile_stats(compiles);
-  if (offer_at_end_ && ctx_.offer_build) ctx_.offer_build(*offer_at_end_);
   spdlog::debug(
       "run {}: loaded rows {}..{} (rows ready in {:.3f} ms, on the executors in {:.3f} ms)",
       run_id_, h.first_row, h.first_row + h.rows, rows_ms, ms_since(t_begin));

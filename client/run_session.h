@@ -146,8 +146,8 @@ class RunSession {
   bool report_progress_ = false;  // run iterations in slices, reporting each
   bool begun_ = false;
   // The run's build when this worker compiled it rather than fetching it:
-  // offered to the server once begun and again at the end.
-  std::optional<ProgramVariant> offer_at_end_;
+  // offered to the server once the run is ready, and again at its end.
+  std::optional<ProgramVariant> compiled_here_;
   // claims_[i] holds executors_[i] for this run, for i below its size;
   // abort() reads them from another thread, so claims_ changes under held_mu_.
   std::mutex held_mu_;
