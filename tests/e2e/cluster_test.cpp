@@ -219,10 +219,13 @@ namespace lizard {
 namespace {
 
 // Per-row values kept by kernels (anneal's chains) survive a lost worker: the
-// run starts over on the remaining workers and ends as an undisturbed run.
+// run starts over on the remaining workers and ends as an undisturbed run,
+// bit for bit.  GPU workers build only the optimised kernels here: a run that
+// begins on a first-tier build and switches mid-run may differ from one
+// that does not in the last bits (operations.md, "The compile cache").
 TEST(Cluster, LostWorkerKeepsPerRowResults) {
   LocalCluster c;
-  ASSERT_TRUE(c.start(3, {"--cpu-threads", "1"}).ok());
+  ASSERT_TRUE(c.start(3, {"--cpu-threads", "1", "--quick-builds", "off"}).ok());
   const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/anneal");
   std::vector<uint64_t> seeds;
   for (uint64_t i = 1; i <= 3000; ++i) seeds.push_back(i);

@@ -190,10 +190,13 @@ class FileChangedDuringARun : public ::testing::Test {
     for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i % 2);
     return npy_bytes(DType::kFloat32, {kRows}, y.data());
   }
+  // A run far longer than the time the test takes to change the file and
+  // cut it short (seconds on a GPU, where an iteration is a fraction of a
+  // millisecond); it ends at the change, so a CPU never runs it through.
   std::string submit() {
     return submit_run(
         c_, hash_,
-        {{"params", {{"dims", kDims}, {"lr", 0.1}, {"tol", -1}, {"max_iterations", 300}}},
+        {{"params", {{"dims", kDims}, {"lr", 0.1}, {"tol", -1}, {"max_iterations", 20000}}},
          {"dataset", {{"x", {{"path", x_}}}, {"y", {{"path", y_}}}}}});
   }
   // Waits until the run has completed `n` iterations; false if it ended first.

@@ -43,7 +43,7 @@ int64_t exact_total() {
 
 std::vector<std::string> tally_args(const std::string& rows) {
   return {"run",     kTally,     "--param",   "max_iterations=" + std::to_string(kIterations),
-          "--param", "spin=400", "--dataset", "x=" + rows};
+          "--param", "spin=400", "--param", "pause_ms=60", "--dataset", "x=" + rows};
 }
 
 // The one run the server knows of, once it has completed `n` iterations;
