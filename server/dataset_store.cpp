@@ -66,8 +66,7 @@ class UploadFile : public UploadSink {
 
   const std::string& path() const override { return path_; }
 
-  // A large write's bytes are hashed on another core while they go to disk,
-  // and their writeback starts at once, so that finish()'s flush is short.
+  // A large write's bytes are hashed on another core while they go to disk.
   Status write(const char* data, size_t size) override {
     if (fd_ < 0) return internal_error("upload " + id_ + " is closed");
     if (storage_write_fails()) return fail(ENOSPC);
@@ -82,12 +81,6 @@ class UploadFile : public UploadSink {
     const int err = write_all(data, size);
     if (hashed.valid()) hashed.wait();  // `data` is the caller's until it returns
     if (err != 0) return fail(err);
-#ifdef __linux__
-    if (size >= kHashBesideBytes)
-      ::sync_file_range(fd_, static_cast<off_t>(written_), static_cast<off_t>(size),
-                        SYNC_FILE_RANGE_WRITE);
-#endif
-    written_ += size;
     return Status::Ok();
   }
 
@@ -106,9 +99,7 @@ class UploadFile : public UploadSink {
     return Status::Ok();
   }
 
-  std::string digest() const override {
-    return hex_digest_;
-  }
+  std::string digest() const override { return hex_digest_; }
 
  private:
   static constexpr size_t kHashBesideBytes = size_t{1} << 20;
@@ -143,7 +134,6 @@ class UploadFile : public UploadSink {
   const std::string id_, path_;
   int fd_;
   PieceDigest digest_;
-  uint64_t written_ = 0;    // bytes written so far
   std::string hex_digest_;  // once finished
 };
 
