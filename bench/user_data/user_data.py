@@ -5,6 +5,7 @@ through a real server and worker, on each path a user takes.
 
 For each size (--rows) it times, median of --repeat:
   upload               c.upload(x): the array's .npy bytes to the server (GB/s);
+  cli_upload           `lizard upload FILE` of the same bytes as a file (GB/s);
   python_run.first     c.run(kmeans, dataset={"points": x}, ...) on a new
                        Client for an array the server has never seen: the
                        digest, the upload, the run, the gathered labels, and
@@ -186,6 +187,31 @@ def time_uploads(uri, x, repeat):
             "server_receive_gbs": statistics.median(server_rates) if server_rates else None}
 
 
+def time_cli_uploads(lizard_bin, uri, path, repeat):
+    """`lizard upload FILE`, timed from the command's start to its end."""
+    size = os.path.getsize(path)
+    rates = []
+    for _ in range(repeat):
+        cmd = [lizard_bin, "upload", path, "-a", uri, "--json"]
+        t0 = time.perf_counter()
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            fail(f"`{shlex.join(cmd)}` did not finish within {CLI_TIMEOUT_S} s")
+        seconds = time.perf_counter() - t0
+        if done.returncode != 0:
+            fail(f"`{shlex.join(cmd)}` exited {done.returncode}:\n{done.stderr}")
+        answer = json.loads(done.stdout)
+        answer = answer.get("upload", answer)
+        if answer.get("bytes") != size:
+            fail(f"`lizard upload` stored {answer.get('bytes')} bytes of {size}")
+        rates.append(size / seconds / 1e9)
+        with lizard.Client(uri) as c:
+            c.delete_dataset(answer["id"])
+    return {"bytes": size, "gbs": rates, "median_gbs": statistics.median(rates)}
+
+
 def run_record(run):
     return run._record or run.record
 
@@ -344,6 +370,7 @@ def measure(args, uri, lizard_bin):
         np.save(path, x)
         entry = {"rows": rows, "bytes": x.nbytes,
                  "upload": time_uploads(uri, x, args.repeat),
+                 "cli_upload": time_cli_uploads(lizard_bin, uri, path, args.repeat),
                  "python_run": time_python_runs(uri, checksum, x, centroids, args.repeat),
                  "cli": time_cli_runs(lizard_bin, uri, path, centroids_file, work.name,
                                       args.repeat)}
@@ -361,6 +388,7 @@ def print_size(e, repeat):
     rows = f"{e['rows']:,} rows ({e['bytes'] / 1e6:,.0f} MB)"
     print(f"\n{rows}, medians of {repeat}")
     print(f"  {'c.upload(x)':<50} {e['upload']['median_gbs']:8.2f} GB/s")
+    print(f"  {'lizard upload FILE':<50} {e['cli_upload']['median_gbs']:8.2f} GB/s")
     pr = e["python_run"]
     print(f"  {'c.run(dataset={points: x}) first':<50} {pr['first']['median_ms']:8.1f} ms"
           + (f"   (rows to the executors {pr['first']['load_gbs_per_executor']:.2f} GB/s each)"
