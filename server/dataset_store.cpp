@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -104,10 +105,16 @@ class UploadFile : public UploadSink {
  private:
   static constexpr size_t kHashBesideBytes = size_t{1} << 20;
 
+  // At most this much per write(2): the page cache takes writes of 256 KiB
+  // several times faster than writes of MiBs on some kernels (1 GiB into a
+  // new file: 4 GB/s against 0.5 GB/s on a 6.18 kernel in a VM, where each
+  // large write takes fresh large pages).
+  static constexpr size_t kWriteBytes = size_t{256} << 10;
+
   // 0, or the errno of the write that failed.
   int write_all(const char* data, size_t size) {
     while (size > 0) {
-      const ssize_t n = ::write(fd_, data, size);
+      const ssize_t n = ::write(fd_, data, std::min(size, kWriteBytes));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return errno;
       data += n;
