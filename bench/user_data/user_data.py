@@ -187,21 +187,27 @@ def time_uploads(uri, x, repeat):
             "server_receive_gbs": statistics.median(server_rates) if server_rates else None}
 
 
+def run_command(cmd):
+    """A command's result and its wall time (ms); fails unless it exits 0 in time."""
+    t0 = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        fail(f"`{shlex.join(cmd)}` did not finish within {CLI_TIMEOUT_S} s")
+    wall = ms_since(t0)
+    if done.returncode != 0:
+        fail(f"`{shlex.join(cmd)}` exited {done.returncode}:\n{done.stderr}")
+    return done, wall
+
+
 def time_cli_uploads(lizard_bin, uri, path, repeat):
     """`lizard upload FILE`, timed from the command's start to its end."""
     size = os.path.getsize(path)
     rates = []
     for _ in range(repeat):
-        cmd = [lizard_bin, "upload", path, "-a", uri, "--json"]
-        t0 = time.perf_counter()
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
-                                  stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            fail(f"`{shlex.join(cmd)}` did not finish within {CLI_TIMEOUT_S} s")
-        seconds = time.perf_counter() - t0
-        if done.returncode != 0:
-            fail(f"`{shlex.join(cmd)}` exited {done.returncode}:\n{done.stderr}")
+        done, wall = run_command([lizard_bin, "upload", path, "-a", uri, "--json"])
+        seconds = wall / 1e3
         answer = json.loads(done.stdout)
         answer = answer.get("upload", answer)
         if answer.get("bytes") != size:
@@ -268,15 +274,7 @@ def cli_run(lizard_bin, uri, path, centroids_file, out_dir, mode_args):
         [a for k, v in PARAMS.items() for a in ("--param", f"{k}={v}")] + \
         ["--dataset", f"points={path}", "--state", f"centroids={centroids_file}",
          "--out", out_dir] + mode_args
-    t0 = time.perf_counter()
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        fail(f"`{shlex.join(cmd)}` did not finish within {CLI_TIMEOUT_S} s")
-    wall = ms_since(t0)
-    if done.returncode != 0:
-        fail(f"`{shlex.join(cmd)}` exited {done.returncode}:\n{done.stderr}")
+    done, wall = run_command(cmd)
     labels = np.load(os.path.join(out_dir, "labels.npy"), mmap_mode="r")
     if labels.shape[0] != np.load(path, mmap_mode="r").shape[0]:
         fail(f"{out_dir}/labels.npy has {labels.shape[0]} rows")
