@@ -19,6 +19,7 @@
 #include <fstream>
 #include <vector>
 
+#include "common/write_fully.h"
 #include "net/maybe_tls_stream.h"
 #include "net/tls_context.h"
 
@@ -230,16 +231,10 @@ struct FdCloser {
   }
 };
 
-// Writes `size` bytes to `fd` in pieces of 256 KiB, which the page cache
-// takes faster than larger ones (server/dataset_store.cpp says by how much).
+// `size` bytes to `fd` (common/write_fully.h: in pieces the page cache takes fast).
 Status write_in_pieces(int fd, const char* data, size_t size, const std::string& path) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, std::min(size, size_t{256} << 10));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return internal_error("cannot write " + path + ": " + std::strerror(errno));
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
+  if (int err = write_fully(fd, data, size))
+    return internal_error("cannot write " + path + ": " + std::strerror(err));
   return Status::Ok();
 }
 
