@@ -23,7 +23,7 @@
 #include "net/ws_channel_open.h"
 #include "server/accept_backoff.h"
 #include "server/upload_body.h"
-#include "server/upload_pipeline.h"
+#include "server/upload_reader.h"
 
 namespace lizard {
 
@@ -285,80 +285,35 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     dispatch(std::move(r));
   }
 
-  // An upload of known length: the socket is read straight into the
-  // pipeline's large buffers, which its own thread digests and writes to
-  // disk, so that the io thread only reads.  The bytes already read with the
-  // header go first.
+  // An upload of known length goes to an UploadReader: the io thread only
+  // reads, the pipeline's thread digests and writes.
   void stream_upload(std::unique_ptr<UploadSink> sink, uint64_t length) {
-    pipeline_ = std::make_unique<UploadPipeline>(std::move(sink));
-    body_left_ = length;
-    continue_then([self = shared_from_this()] {
-      self->body_start_ = std::chrono::steady_clock::now();
-      self->span_ = self->pipeline_->acquire(nullptr);  // all are free at the start
-      self->span_fill_ = 0;
-      const size_t n =
-          std::min<uint64_t>({self->buffer_.size(), self->body_left_, self->span_.size});
-      net::buffer_copy(net::buffer(self->span_.data, n), self->buffer_.data());
-      self->buffer_.consume(n);
-      self->body_bytes_read({}, n);
-    });
-  }
-
-  void read_body() {
-    if (pipeline_->failed() || body_left_ == 0) return end_body();
-    if (!span_.data) {
-      span_ = pipeline_->acquire([self = shared_from_this()] {
-        net::post(self->stream_.get_executor(), [self] { self->read_body(); });
-      });
-      if (!span_.data) return;  // read_body() again once a buffer is free
-      span_fill_ = 0;
-    }
-    const size_t want = std::min<uint64_t>(span_.size - span_fill_, body_left_);
-    stream_.async_read_some(
-        net::buffer(span_.data + span_fill_, want),
-        beast::bind_front_handler(&HttpSession::body_bytes_read, shared_from_this()));
-  }
-
-  void body_bytes_read(beast::error_code ec, std::size_t n) {
-    if (ec) {  // cut short: the pipeline takes the partial file with it
-      pipeline_.reset();
-      span_ = {};
-      read_failed(ec, true);
-      return;
-    }
-    span_fill_ += n;
-    body_left_ -= n;
-    if (span_fill_ == span_.size || (body_left_ == 0 && span_fill_ > 0)) {
-      pipeline_->submit(span_fill_);
-      span_ = {};
-      span_fill_ = 0;
-    }
-    read_body();
-  }
-
-  void end_body() {
-    span_ = {};
-    pipeline_->finish([self = shared_from_this()](Status st) {
-      net::post(self->stream_.get_executor(),
-                [self, st = std::move(st)]() mutable { self->on_streamed_upload(std::move(st)); });
-    });
+    auto reader = std::make_shared<UploadReader<MaybeTlsStream>>(
+        stream_, buffer_, std::move(sink), length,
+        [self = shared_from_this()](UploadReader<MaybeTlsStream>::Outcome o) {
+          self->on_streamed_upload(std::move(o));
+        });
+    continue_then([reader] { reader->start(); });
   }
 
   // The body is on disk, or the sink refused it: the request goes to the
-  // handler either way, which answers the refusal.
-  void on_streamed_upload(Status st) {
+  // handler either way, which answers the refusal.  A connection that failed
+  // took the partial file with it.
+  void on_streamed_upload(UploadReader<MaybeTlsStream>::Outcome o) {
+    if (o.ec) {
+      read_failed(o.ec, true);
+      return;
+    }
     HttpRequest r = to_request(header_parser_->get(), "");
-    r.body_file = pipeline_->path();
-    if (st.ok()) r.body_digest = pipeline_->digest();
-    r.body_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - body_start_).count();
-    if (!st.ok()) {
+    r.body_file = std::move(o.path);
+    r.body_digest = std::move(o.digest);
+    r.body_seconds = o.seconds;
+    if (!o.status.ok()) {
       keep_alive_ = false;  // the rest of the body may still be on its way
-      r.body_status = std::move(st);
+      r.body_status = std::move(o.status);
     } else {
       keep_alive_ = header_parser_->get().keep_alive();
     }
-    pipeline_.reset();
     head_ = false;
     dispatch(std::move(r));
   }
@@ -507,12 +462,6 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::request_parser<UploadBody>> file_parser_;
-  // An upload of known length under way: where its bytes go, how many are
-  // still to come, and the buffer being filled.
-  std::unique_ptr<UploadPipeline> pipeline_;
-  uint64_t body_left_ = 0;
-  UploadPipeline::Span span_;
-  size_t span_fill_ = 0;
   bool keep_alive_ = true;
   bool head_ = false;  // the request being answered is a HEAD
   // With debug logging: the request being answered, and since when.
