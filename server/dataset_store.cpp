@@ -11,6 +11,7 @@
 #include <future>
 #include <random>
 #include <system_error>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -56,7 +57,8 @@ Result<json> describe_npy(const std::string& path) {
 }
 
 // An upload's body on its way to disk, digested as it goes (the digest of a
-// large write on a thread beside the one writing it).  Any failure
+// write of 1 MiB or more on a thread beside the one writing it, on machines
+// of more than two cores).  Any failure
 // closes and removes the file, so that a full disk gets its space back at once.
 class UploadFile : public UploadSink {
  public:
@@ -73,7 +75,7 @@ class UploadFile : public UploadSink {
     if (fd_ < 0) return internal_error("upload " + id_ + " is closed");
     if (storage_write_fails()) return fail(ENOSPC);
     std::future<void> hashed;
-    if (size >= kHashBesideBytes) {
+    if (size >= kHashBesideBytes && hash_beside()) {
       try {
         hashed = std::async(std::launch::async, [this, data, size] { digest_.update(data, size); });
       } catch (const std::system_error&) {  // no thread to spare: hashed here
@@ -105,6 +107,14 @@ class UploadFile : public UploadSink {
 
  private:
   static constexpr size_t kHashBesideBytes = size_t{1} << 20;
+
+  // With a core to spare beyond the io thread and the writer; on two cores
+  // the writer hashing the bytes it has just been handed, still in its
+  // cache, is faster than a third thread reading them again.
+  static bool hash_beside() {
+    static const bool spare = std::thread::hardware_concurrency() > 2;
+    return spare;
+  }
 
   Status error_for(int err) const {
     if (err == ENOSPC || err == EDQUOT) return disk_full_error("upload " + id_);

@@ -1,6 +1,6 @@
 // UploadPipeline: an upload's body from the io thread to its UploadSink
 // (server/transport.h) without blocking the io thread.  The io thread reads
-// the socket straight into one of a few large buffers, allocated once; a
+// the socket straight into one of its buffers (16 of 1 MiB, allocated once); a
 // thread of the upload's own hands each full buffer to the sink (digest and
 // disk write), then gives it back.  When every buffer is in flight the io
 // thread stops reading until one is free, so a slow disk slows the sender
@@ -29,8 +29,8 @@ namespace lizard {
 
 class UploadPipeline {
  public:
-  static constexpr size_t kBuffers = 4;
-  static constexpr size_t kBufferBytes = size_t{8} << 20;
+  static constexpr size_t kBuffers = 16;
+  static constexpr size_t kBufferBytes = size_t{1} << 20;
 
   struct Span {
     char* data = nullptr;  // nullptr: no buffer is free (or the upload failed)

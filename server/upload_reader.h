@@ -1,5 +1,5 @@
 // UploadReader: the body of an upload of known length, read from its
-// connection straight into an UploadPipeline's large buffers (server/
+// connection straight into an UploadPipeline's buffers (server/
 // upload_pipeline.h), whose own thread digests and writes them: the io
 // thread only reads.  The bytes read with the header go first; while every
 // buffer is in flight it stops reading until one is free.  Used by
