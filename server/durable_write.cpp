@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/write_fully.h"
+
 namespace lizard {
 namespace {
 std::atomic<int> g_failing_writes{0};
@@ -25,20 +27,13 @@ Status write_file_durably(const std::string& path, const std::string& bytes,
     if (errno == ENOSPC || errno == EDQUOT) return disk_full_error(what);
     return internal_error("cannot create " + tmp + ": " + std::strerror(errno));
   }
-  const char* p = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
+  int err = write_fully(fd, bytes.data(), bytes.size());
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
   Status st;
-  if (left > 0 || ::fsync(fd) != 0)
-    st = errno == ENOSPC || errno == EDQUOT
+  if (err != 0)
+    st = err == ENOSPC || err == EDQUOT
              ? disk_full_error(what)
-             : internal_error("cannot write " + tmp + ": " + std::strerror(errno));
+             : internal_error("cannot write " + tmp + ": " + std::strerror(err));
   ::close(fd);
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
     st = internal_error("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));

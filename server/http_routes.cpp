@@ -413,16 +413,22 @@ void HttpRoutes::post_dataset(Call& c, Responder& r) {
   }
   if (c.req.body_file.empty())
     return r(json_response(400, {{"error", "POST /datasets takes the file as the request body"}}));
-  const std::string id = std::filesystem::path(c.req.body_file).stem().string();
-  auto meta = s_.datasets->commit(id, c.req.body_file, c.query["format"], c.req.body_digest);
-  if (!meta.ok()) return r(error_response(meta.status()));
-  json answer = std::move(meta).value();
-  const double bytes = static_cast<double>(answer.value("bytes", uint64_t{0}));
-  const double seconds = c.req.body_seconds;
-  answer["receive_ms"] = seconds * 1000;
-  answer["receive_bytes_per_s"] = seconds > 0 ? bytes / seconds : 0.0;
-  spdlog::info("stored dataset {} ({} bytes in {:.2f} s)", id, bytes, seconds);
-  r(json_response(201, answer));
+  // Reads the file's header and writes its description durably: off the io thread.
+  s_.offload(
+      [this, req = std::move(c.req), format = c.query["format"], respond = std::move(r)]() mutable {
+        answer_guarded(std::move(respond), [&](Responder answer) {
+          const std::string id = std::filesystem::path(req.body_file).stem().string();
+          auto meta = s_.datasets->commit(id, req.body_file, format, req.body_digest);
+          if (!meta.ok()) return answer(error_response(meta.status()));
+          json out = std::move(meta).value();
+          const double bytes = static_cast<double>(out.value("bytes", uint64_t{0}));
+          const double seconds = req.body_seconds;
+          out["receive_ms"] = seconds * 1000;
+          out["receive_bytes_per_s"] = seconds > 0 ? bytes / seconds : 0.0;
+          spdlog::info("stored dataset {} ({} bytes in {:.2f} s)", id, bytes, seconds);
+          answer(json_response(201, out));
+        });
+      });
 }
 
 }  // namespace lizard

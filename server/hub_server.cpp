@@ -23,6 +23,7 @@
 #include "net/ws_channel_open.h"
 #include "server/accept_backoff.h"
 #include "server/upload_body.h"
+#include "server/upload_reader.h"
 
 namespace lizard {
 
@@ -208,11 +209,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         read_timer_.cancel();
         return write(std::move(*refusal));
       }
-      file_parser_.emplace(std::move(*header_parser_));
-      file_parser_->body_limit(boost::none);  // uploads are as large as the disk allows
-      file_parser_->get().body().sink = std::move(std::get<std::unique_ptr<UploadSink>>(dest));
+      auto sink = std::move(std::get<std::unique_ptr<UploadSink>>(dest));
       read_timer_.cancel();  // a large upload takes as long as it takes
       stream_.expires_after(std::chrono::hours(6));
+      if (!h.chunked() && header_parser_->content_length())
+        return stream_upload(std::move(sink), *header_parser_->content_length());
+      // A chunked body goes through Beast's parser, written as it is parsed.
+      file_parser_.emplace(std::move(*header_parser_));
+      file_parser_->body_limit(boost::none);  // uploads are as large as the disk allows
+      file_parser_->get().body().sink = std::move(sink);
       buffer_.reserve(size_t{1} << 20);  // reads are sized by the buffer's free capacity
       return continue_then([self = shared_from_this()] {
         self->body_start_ = std::chrono::steady_clock::now();
@@ -240,7 +245,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // reads the body.
   template <typename ReadBody>
   void continue_then(ReadBody read_body) {
-    const auto& h = file_parser_ ? file_parser_->get().base() : parser_->get().base();
+    const auto& h = file_parser_ ? file_parser_->get().base()
+                    : parser_    ? parser_->get().base()
+                                 : header_parser_->get().base();
     auto expect = h.find(http::field::expect);
     if (expect == h.end() || !beast::iequals(expect->value(), "100-continue")) return read_body();
     auto res = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
@@ -274,6 +281,39 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       keep_alive_ = file_parser_->get().keep_alive();
     }
     body.sink.reset();
+    head_ = false;
+    dispatch(std::move(r));
+  }
+
+  // An upload of known length goes to an UploadReader: the io thread only
+  // reads, the pipeline's thread digests and writes.
+  void stream_upload(std::unique_ptr<UploadSink> sink, uint64_t length) {
+    auto reader = std::make_shared<UploadReader<MaybeTlsStream>>(
+        stream_, buffer_, std::move(sink), length,
+        [self = shared_from_this()](UploadReader<MaybeTlsStream>::Outcome o) {
+          self->on_streamed_upload(std::move(o));
+        });
+    continue_then([reader] { reader->start(); });
+  }
+
+  // The body is on disk, or the sink refused it: the request goes to the
+  // handler either way, which answers the refusal.  A connection that failed
+  // took the partial file with it.
+  void on_streamed_upload(UploadReader<MaybeTlsStream>::Outcome o) {
+    if (o.ec) {
+      read_failed(o.ec, true);
+      return;
+    }
+    HttpRequest r = to_request(header_parser_->get(), "");
+    r.body_file = std::move(o.path);
+    r.body_digest = std::move(o.digest);
+    r.body_seconds = o.seconds;
+    if (!o.status.ok()) {
+      keep_alive_ = false;  // the rest of the body may still be on its way
+      r.body_status = std::move(o.status);
+    } else {
+      keep_alive_ = header_parser_->get().keep_alive();
+    }
     head_ = false;
     dispatch(std::move(r));
   }

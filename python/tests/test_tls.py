@@ -76,6 +76,19 @@ def test_a_run_over_https(tls_cluster):
     np.testing.assert_allclose(run.aggregate["sums"], values.sum(axis=0))
 
 
+def test_a_large_upload_over_https_arrives_whole(tls_cluster):
+    from lizard._uploads import NpyBytes
+
+    client = lizard.Client(tls_cluster.uri, ca=tls_cluster.ca)
+    values = np.random.default_rng(3).normal(size=(5 << 20, 2))  # 80 MiB: many buffers
+    handle = client.put(values)
+    assert handle.bytes == NpyBytes(values).size and handle.digest == NpyBytes(values).digest()
+    run = client.run(os.path.join(SOURCE_DIR, "examples", "sum"), params={"dims": 2},
+                     dataset={"values": handle})
+    np.testing.assert_allclose(run.aggregate["sums"], values.sum(axis=0), rtol=1e-9)
+    client.delete_dataset(handle)
+
+
 def test_a_certificate_from_another_ca_is_refused(tls_cluster, pki):
     other_ca = pki[1][2]
     with pytest.raises(lizard.LizardError) as e:

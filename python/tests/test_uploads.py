@@ -167,3 +167,54 @@ def test_an_earlier_array_stays_while_a_run_still_uses_it(cluster):
         assert len({u["id"] for u in uploads(cluster)} - before) == 1
         assert first_id not in {u["id"] for u in uploads(cluster)}
     assert {u["id"] for u in uploads(cluster)} == before
+
+
+def test_uploads_on_one_connection_and_one_cut_short_leave_the_right_files(cluster):
+    """Two uploads and a GET on one kept-alive connection, each body's first
+    MiB sent with the request's head and the rest in pieces, then an upload whose connection ends mid-body: the
+    two are stored byte for byte, the cut one leaves no file, and the server
+    goes on answering."""
+    import http.client
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(cluster.uri)
+    datasets = os.path.join(cluster.dir, "state", "datasets")
+    first = NpyBytes(np.arange(3 << 20, dtype=np.float32).reshape(-1, 4))
+    second = NpyBytes(np.arange(5 << 20, dtype=np.int32).reshape(-1, 8))
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
+    stored = []
+    for npy, whole in ((first, True), (second, False)):
+        pieces = [bytes(c) for c in npy.chunks()]
+        if whole:
+            pieces = [b"".join(pieces)]
+        conn.putrequest("POST", "/datasets")
+        conn.putheader("Content-Length", str(npy.size))
+        conn.endheaders(message_body=pieces[0][:1 << 20])  # sent with the head
+        pieces[0] = pieces[0][1 << 20:]
+        for piece in pieces:
+            for at in range(0, len(piece), 3 << 20):
+                conn.send(piece[at:at + (3 << 20)])
+        answer = conn.getresponse()
+        assert answer.status == 201, answer.read()
+        stored.append(json.loads(answer.read()))
+    conn.request("GET", "/datasets")
+    listed = {u["id"] for u in json.loads(conn.getresponse().read())["uploads"]}
+    conn.close()
+    for npy, meta in zip((first, second), stored):
+        assert meta["id"] in listed
+        assert meta["digest"] == npy.digest()
+        assert same_file_bytes(meta["file"], npy)
+
+    before = sorted(os.listdir(datasets))
+    with socket.create_connection((where.hostname, where.port), timeout=10) as s:
+        s.sendall(f"POST /datasets HTTP/1.1\r\nHost: x\r\nContent-Length: {64 << 20}\r\n\r\n"
+                  .encode() + b"\0" * (20 << 20))
+    deadline = time.monotonic() + 10
+    while sorted(os.listdir(datasets)) != before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(os.listdir(datasets)) == before, "the upload cut short left a file"
+    assert {u["id"] for u in uploads(cluster)} >= {m["id"] for m in stored}
+    with lizard.Client(cluster.uri) as c:
+        for meta in stored:
+            c.delete_dataset(meta["id"])

@@ -121,7 +121,7 @@ std::optional<json> poll_until_finished(const ServerApi& api, const std::string&
   RecoveryNotes recoveries;
   std::optional<Clock::time_point> unreachable_since;
   int handled_interrupts = 0;
-  auto interval = std::chrono::milliseconds(20);
+  auto interval = std::chrono::milliseconds(5);
   while (true) {
     if (interrupts.count() > handled_interrupts) {
       progress.finish();
@@ -155,8 +155,10 @@ std::optional<json> poll_until_finished(const ServerApi& api, const std::string&
         return record.value();
       }
     }
+    // A short run is seen done within 5 ms of its end; a long one is asked
+    // less and less often, down to four times a second.
     std::this_thread::sleep_for(interval);
-    interval = std::min(interval * 2, std::chrono::milliseconds(250));
+    if (seconds_since(t0) >= 1.0) interval = std::min(interval * 2, std::chrono::milliseconds(250));
   }
 }
 

@@ -1,6 +1,11 @@
 // The only library translation unit with Beast's HTTP client.
 #include "net/http_client.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -9,10 +14,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
+#include "common/write_fully.h"
 #include "net/maybe_tls_stream.h"
 #include "net/tls_context.h"
 
@@ -168,6 +175,102 @@ Result<HttpReply> exchange(net::io_context& ioc, MaybeTlsStream& stream,
   return HttpReply{static_cast<int>(parser.get().result_int()), std::move(parser.get().body())};
 }
 
+// The file's first `size` bytes to a plain TCP socket by sendfile(2): the
+// kernel copies them from the page cache, none pass through a buffer here.
+// Each stall may last `timeout_s`.  *unsupported when the kernel cannot
+// send this file so (nothing was sent: the caller copies instead).
+Status send_file_plain(int sock, int fd, uint64_t size, int timeout_s, const std::string& path,
+                       bool* unsupported) {
+  *unsupported = false;
+  off_t offset = 0;
+  while (static_cast<uint64_t>(offset) < size) {
+    const size_t want = static_cast<size_t>(
+        std::min<uint64_t>(size - static_cast<uint64_t>(offset), uint64_t{1} << 30));
+    const ssize_t n = ::sendfile(sock, fd, &offset, want);
+    if (n > 0) continue;
+    if (n == 0) return invalid_argument(path + ": short read at byte " + std::to_string(offset));
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      pollfd p{sock, POLLOUT, 0};
+      const int ready = ::poll(&p, 1, timeout_s * 1000);
+      if (ready == 0)
+        return unavailable("the server took no bytes for " + std::to_string(timeout_s) + " s");
+      if (ready < 0 && errno != EINTR)
+        return unavailable(std::string("poll: ") + std::strerror(errno));
+      continue;
+    }
+    if (offset == 0 && (errno == EINVAL || errno == ENOSYS)) {
+      *unsupported = true;
+      return Status::Ok();
+    }
+    return unavailable("sending " + path + " failed: " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// The file's first `size` bytes, read here in large blocks and written to `stream`.
+template <typename Stream>
+Status send_file_copied(Stream& stream, int fd, uint64_t size, const std::string& path) {
+  std::vector<char> block(size_t{4} << 20);
+  for (uint64_t sent = 0; sent < size;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(block.size(), size - sent));
+    const ssize_t n = ::pread(fd, block.data(), want, static_cast<off_t>(sent));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return invalid_argument(path + ": short read at byte " + std::to_string(sent));
+    net::write(stream, net::buffer(block.data(), static_cast<size_t>(n)));
+    sent += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
+// Closes a file descriptor when it goes.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// `size` bytes to `fd` (common/write_fully.h: in pieces the page cache takes fast).
+Status write_in_pieces(int fd, const char* data, size_t size, const std::string& path) {
+  if (int err = write_fully(fd, data, size))
+    return internal_error("cannot write " + path + ": " + std::strerror(err));
+  return Status::Ok();
+}
+
+// An answer's body of `length` bytes into the file at `path`: those read
+// with the header first, then read in 4 MiB blocks.
+template <typename Stream>
+Status receive_to_file(Stream& stream, beast::flat_buffer& buffer, uint64_t length,
+                       const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return internal_error("cannot write " + path + ": " + std::strerror(errno));
+  const size_t have = static_cast<size_t>(std::min<uint64_t>(buffer.size(), length));
+  Status st = write_in_pieces(fd, static_cast<const char*>(buffer.data().data()), have, path);
+  std::vector<char> block(size_t{4} << 20);
+  for (uint64_t left = length - have; st.ok() && left > 0;) {
+    beast::error_code ec;
+    const size_t n = stream.read_some(
+        net::buffer(block.data(), static_cast<size_t>(std::min<uint64_t>(block.size(), left))), ec);
+    if (ec) {
+      st =
+          unavailable("the answer ended " + std::to_string(left) + " bytes early: " + ec.message());
+      break;
+    }
+    st = write_in_pieces(fd, block.data(), n, path);
+    left -= n;
+  }
+  if (::close(fd) != 0 && st.ok())
+    st = internal_error("cannot write " + path + ": " + std::strerror(errno));
+  return st;
+}
+
+Status write_whole_file(const std::string& path, const std::string& bytes) {
+  const FdCloser out{::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+  if (out.fd < 0) return internal_error("cannot write " + path + ": " + std::strerror(errno));
+  return write_in_pieces(out.fd, bytes.data(), bytes.size(), path);
+}
+
 }  // namespace
 
 Result<HttpReply> http_request(const std::string& method, const std::string& url,
@@ -197,10 +300,10 @@ Result<HttpReply> http_upload_file(const std::string& method, const std::string&
                                    int timeout_s, const std::string& bearer_token,
                                    const TlsClientOptions& tls) {
   LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
-  std::ifstream in(path, std::ios::binary);
+  const FdCloser in{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   std::error_code size_error;
   const uint64_t size = std::filesystem::file_size(path, size_error);
-  if (!in || size_error) return not_found("cannot read " + path);
+  if (in.fd < 0 || size_error) return not_found("cannot read " + path);
   net::io_context ioc;
   try {
     LIZARD_ASSIGN_OR_RETURN(MaybeTlsStream stream, connect(ioc, u, timeout_s, tls));
@@ -210,14 +313,11 @@ Result<HttpReply> http_upload_file(const std::string& method, const std::string&
     req.set(http::field::content_length, std::to_string(size));
     http::request_serializer<http::empty_body> header(req);
     http::write_header(stream, header);
-    std::vector<char> block(size_t{4} << 20);
-    for (uint64_t sent = 0; sent < size;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), size - sent));
-      if (!in.read(block.data(), static_cast<std::streamsize>(n)))
-        return invalid_argument(path + ": short read at byte " + std::to_string(sent));
-      net::write(stream, net::buffer(block.data(), n));
-      sent += n;
-    }
+    bool copy = stream.is_tls();
+    if (!copy)
+      LIZARD_RETURN_IF_ERROR(
+          send_file_plain(stream.socket().native_handle(), in.fd, size, timeout_s, path, &copy));
+    if (copy) LIZARD_RETURN_IF_ERROR(send_file_copied(stream, in.fd, size, path));
     return read_reply(stream);
   } catch (const std::exception& e) {
     return unreachable(u, e);
@@ -234,25 +334,33 @@ Result<HttpReply> http_download_file(const std::string& url, const std::string& 
     http::request<http::empty_body> req(http::verb::get, target_of(u), 11);
     set_common_fields(&req, u, bearer_token);
     http::write(stream, req);
-    http::response_parser<http::file_body> parser;
-    parser.body_limit(boost::none);
-    beast::error_code ec;
-    parser.get().body().open(part.c_str(), beast::file_mode::write, ec);
-    if (ec) return internal_error("cannot write " + part + ": " + ec.message());
     beast::flat_buffer buffer;
-    http::read(stream, buffer, parser);
-    close(stream);
-    parser.get().body().close();
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(boost::none);
+    http::read_header(stream, buffer, parser);
     HttpReply reply{static_cast<int>(parser.get().result_int()), ""};
-    if (reply.status == 200) {
-      std::error_code moved;
-      std::filesystem::rename(part, path, moved);
-      if (moved) return internal_error("cannot write " + path + ": " + moved.message());
-      return reply;
+    const auto length = parser.content_length();
+    if (reply.status == 200 && length) {  // straight to the file, in large blocks
+      Status st = receive_to_file(stream, buffer, *length, part);
+      close(stream);
+      if (!st.ok()) {
+        std::remove(part.c_str());
+        return st;
+      }
+    } else {
+      http::read(stream, buffer, parser);
+      close(stream);
+      reply.body = std::move(parser.get().body());
+      if (reply.status != 200) return reply;
+      if (Status st = write_whole_file(part, reply.body); !st.ok()) {
+        std::remove(part.c_str());
+        return st;
+      }
+      reply.body.clear();
     }
-    std::ifstream in(part, std::ios::binary);
-    reply.body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    std::remove(part.c_str());
+    std::error_code moved;
+    std::filesystem::rename(part, path, moved);
+    if (moved) return internal_error("cannot write " + path + ": " + moved.message());
     return reply;
   } catch (const std::exception& e) {
     std::remove(part.c_str());
