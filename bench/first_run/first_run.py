@@ -153,7 +153,7 @@ def main():
         warm = [timed_run(args.uri, args.token, checksum, run_body(upload, data, 17))[0]
                 for _ in range(7)]
     finally:
-        client._delete_quietly(upload)
+        client.delete_dataset(upload)
     result["first_new_k"] = {"median_ms": statistics.median(w for w, _, _ in firsts),
                              "compile_median_ms": statistics.median(c for _, c, _ in firsts),
                              "quick_build": all(q for _, _, q in firsts),

@@ -77,7 +77,7 @@ def main():
                 sys.exit(f"run made {record.get('iterations')} iterations, not {ITERATIONS}")
             runs.append((wall, record))
     finally:
-        client._delete_quietly(upload)
+        client.delete_dataset(upload)
     timed = sorted(runs[1:], key=lambda r: r[0])
     wall, record = timed[len(timed) // 2]
     its = record.get("timings", [])

@@ -1,6 +1,7 @@
 #include "exec/variant_compiler.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "exec/cpu/kernel_source.h"
 #include "exec/cuda/nvrtc_compiler.h"
@@ -56,8 +57,9 @@ std::vector<std::string> VariantCompiler::entry_names(const ProgramVariant& vari
     if (!plan.ok()) return {};
     names.push_back(host_->key_of(plan->files, plan->units, plan->flags));
   } else {
-    // Runs compile their iterate kernels ahead; a run that generates
-    // compiles its generators when it begins.
+    // A build is ready for runs once its iterate kernels are; the
+    // generators' build (compile() makes it beside the optimised one) is
+    // not shared between workers.
     const ProgramVariant iterate = kernel_set(variant, KernelSet::kIterate);
     for (const std::string& arch : archs_)
       names.push_back(nvrtc_->cache_key(iterate.image, arch, tier));
@@ -79,11 +81,17 @@ Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled,
     *compiled = !hit;
     return Status::Ok();
   }
-  const ProgramVariant iterate = kernel_set(variant, KernelSet::kIterate);
-  for (const std::string& arch : archs_) {
-    LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc_->compile(iterate.image, arch, tier));
-    *compiled = *compiled || !out.from_cache;
-  }
+  // The iterate kernels, and with the optimised build the generators too
+  // (a run that generates its rows loads their optimised build when the
+  // cache has it, and compiles them as it begins otherwise).
+  std::vector<ProgramVariant> sets{kernel_set(variant, KernelSet::kIterate)};
+  if (tier == BuildTier::kOptimised && !variant.image.manifest.generate.empty())
+    sets.push_back(kernel_set(variant, KernelSet::kGenerate));
+  for (const ProgramVariant& set : sets)
+    for (const std::string& arch : archs_) {
+      LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc_->compile(set.image, arch, tier));
+      *compiled = *compiled || !out.from_cache;
+    }
   return Status::Ok();
 }
 

@@ -48,6 +48,19 @@ std::string read_text(const fs::path& p) {
 
 class BuildStore : public ::testing::Test {
  protected:
+  // Its workers run the CPU backend on any machine: the figures below (one
+  // build per value, named "cpu") are a CPU worker's; a GPU worker offers a
+  // first-tier build beside each optimised one.
+  void SetUp() override {
+    if (const char* b = std::getenv("LIZARD_E2E_BACKEND")) backend_ = b;
+    ::setenv("LIZARD_E2E_BACKEND", "cpu", 1);
+  }
+  void TearDown() override {
+    if (backend_.empty())
+      ::unsetenv("LIZARD_E2E_BACKEND");
+    else
+      ::setenv("LIZARD_E2E_BACKEND", backend_.c_str(), 1);
+  }
   void start() {
     ASSERT_TRUE(c_.start(1).ok());
     kmeans_ = register_program(c_, LIZARD_SOURCE_DIR "/examples/kmeans");
@@ -90,7 +103,7 @@ class BuildStore : public ::testing::Test {
   std::string second_worker_log() const { return read_text(fs::path(c_.dir()) / "worker1.log"); }
 
   LocalCluster c_;
-  std::string kmeans_;
+  std::string kmeans_, backend_;
 };
 
 // Worker 1 compiles k=5 and offers it (and the registered build); worker 2
