@@ -76,7 +76,8 @@ int report(const ServerApi& api, const json& record, const FollowOptions& o, con
     *c.out << record.dump(2) << "\n";
   } else if (status == "done") {
     *c.out << id << " done: " << iterations_text(record.value("iterations", int64_t{0})) << " in "
-           << duration_text(record.value("elapsed_ms", 0.0)) << compile_note(record) << "\n"
+           << duration_text(record.value("elapsed_ms", 0.0)) << compile_note(record)
+           << stop_reason_text(record) << "\n"
            << result_lines(record, o.out_dir);
   }
   if (status == "done") return 0;

@@ -54,6 +54,14 @@ std::string iterations_text(int64_t n) {
   return std::to_string(n) + (n == 1 ? " iteration" : " iterations");
 }
 
+std::string stop_reason_text(const json& record) {
+  const int64_t cap = record.value("max_iterations", int64_t{0});
+  const int64_t done = record.value("iterations", int64_t{0});
+  if (cap <= 1) return "";
+  if (done >= cap) return ", at its cap of " + iterations_text(cap);
+  return ", stopped by its update hook";
+}
+
 std::string with_thousands(int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n);
   std::string out;

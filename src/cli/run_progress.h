@@ -56,6 +56,10 @@ std::string progress_plain_line(const RunProgress& p);
 
 // "1 iteration", "2 iterations"
 std::string iterations_text(int64_t n);
+// Why a run that is done stopped, from its record: ", at its cap of 150
+// iterations" when it ran max_iterations of them, ", stopped by its update
+// hook" when it stopped before; "" for a one-pass run (a cap of 1).
+std::string stop_reason_text(const nlohmann::json& record);
 // "1,234,567"
 std::string with_thousands(int64_t n);
 // "0:07", "12:34", "1:02:03"

@@ -207,5 +207,15 @@ TEST(ProgressPrinter, LinesPrintedAboveTheProgressLeaveItRedrawnBelow) {
   EXPECT_EQ(pipe.str(), "[w1 e0 it 0] hello\n");
 }
 
+TEST(RunProgressText, TheStopReasonSaysCapOrHookAndNothingForOnePass) {
+  using nlohmann::json;
+  EXPECT_EQ(stop_reason_text(json{{"iterations", 150}, {"max_iterations", 150}}),
+            ", at its cap of 150 iterations");
+  EXPECT_EQ(stop_reason_text(json{{"iterations", 2}, {"max_iterations", 50}}),
+            ", stopped by its update hook");
+  EXPECT_EQ(stop_reason_text(json{{"iterations", 1}, {"max_iterations", 1}}), "");
+  EXPECT_EQ(stop_reason_text(json{{"iterations", 3}}), "");  // a record without its cap
+}
+
 }  // namespace
 }  // namespace lizard

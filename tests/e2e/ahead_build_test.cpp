@@ -90,8 +90,8 @@ std::string read_text(const std::string& path) {
 // same values gives the same answers.
 TEST_F(AheadBuilds, QueuedRunsOverNewValuesFindTheirKernelsBuilt) {
   start(1);
-  const std::string faults =
-      register_program(c_, LIZARD_SOURCE_DIR "/tests/e2e/programs/faults");  // mode 1: never returns
+  const std::string faults = register_program(
+      c_, LIZARD_SOURCE_DIR "/tests/e2e/programs/faults");  // mode 1: never returns
   ASSERT_FALSE(faults.empty());
   const std::string holder =
       submit_run(c_, faults,
@@ -119,8 +119,7 @@ TEST_F(AheadBuilds, QueuedRunsOverNewValuesFindTheirKernelsBuilt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(all_built()) << "the queued values were not all built ahead within 120 s:\n"
                            << read_text(log);
-  ASSERT_TRUE(
-      http_request("DELETE", c_.uri() + "/runtimes/" + holder, "", "", 30).ok());
+  ASSERT_TRUE(http_request("DELETE", c_.uri() + "/runtimes/" + holder, "", "", 30).ok());
   std::vector<json> first;
   for (const auto& id : ids) first.push_back(wait_until_finished(c_, id, 120));
   for (size_t i = 0; i < ks.size(); ++i) {

@@ -115,6 +115,32 @@ TEST_F(CliOutput, AnIterativeRunIntoAPipeGetsPlainLinesWithTheSameCounts) {
   EXPECT_NE(r.out.find(" done: 40 iterations in "), std::string::npos) << r.out;
 }
 
+// --max-iterations is the cap that stops the run, over the program's own
+// max_iterations param (50 here): the bar counts to it, the record runs it
+// out, and the last line says the run stopped at its cap; a run that
+// converges first says its update hook stopped it.
+TEST_F(CliOutput, TheIterationCapGivenIsTheOneThatStopsTheRunAndTheLastLineSaysWhy) {
+  std::vector<std::string> args = kmeans_args(points_, 50);
+  args.insert(args.end(), {"--max-iterations", "150", "--json"});
+  CliResult capped = run_cli(*cluster_, args, {}, 180);
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_NE(capped.err.find(": done, iterations 150/150, "), std::string::npos) << capped.err;
+  const nlohmann::json rec = nlohmann::json::parse(capped.out, nullptr, false);
+  ASSERT_TRUE(rec.is_object()) << capped.out;
+  EXPECT_EQ(rec.value("iterations", 0), 150) << capped.out;
+  EXPECT_EQ(rec["params"].value("max_iterations", 0), 150) << capped.out;
+  args.pop_back();  // the plain last line
+  CliResult plain = run_cli(*cluster_, args, {}, 180);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find(" done: 150 iterations in "), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find(", at its cap of 150 iterations\n"), std::string::npos) << plain.out;
+  std::vector<std::string> converging = kmeans_args(points_, 50);
+  converging[7] = "threshold=0.01";
+  CliResult early = run_cli(*cluster_, converging, {}, 180);
+  ASSERT_EQ(early.exit_code, 0) << early.err;
+  EXPECT_NE(early.out.find(", stopped by its update hook\n"), std::string::npos) << early.out;
+}
+
 TEST_F(CliOutput, AOnePassRunShowsItsRowsAndOneIterationInTheSingular) {
   std::vector<std::string> args = kmeans_args(points_, 40);
   args.insert(args.end(), {"--max-iterations", "1"});

@@ -421,10 +421,10 @@ TEST_F(DashboardInBrowser, ARunsPageListsItsRecoveries) {
   ASSERT_FALSE(hash.empty());
   std::vector<int64_t> x(200000);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int64_t>(i % 1000);
-  const std::string id = submit_run(
-      c_, hash,
-      {{"params", {{"max_iterations", 30}, {"spin", 400}, {"pause_ms", 60}}},
-       {"dataset", {{"x", {{"values", x}}}}}});
+  const std::string id =
+      submit_run(c_, hash,
+                 {{"params", {{"max_iterations", 30}, {"spin", 400}, {"pause_ms", 60}}},
+                  {"dataset", {{"x", {{"values", x}}}}}});
   ASSERT_FALSE(id.empty());
   for (int i = 0; i < 1200 && get_json(c_, "/runtimes/" + id)["iterations"] < 3; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -42,8 +42,9 @@ int64_t exact_total() {
 }
 
 std::vector<std::string> tally_args(const std::string& rows) {
-  return {"run",     kTally,     "--param",   "max_iterations=" + std::to_string(kIterations),
-          "--param", "spin=400", "--param", "pause_ms=60", "--dataset", "x=" + rows};
+  return {"run",       kTally,     "--param", "max_iterations=" + std::to_string(kIterations),
+          "--param",   "spin=400", "--param", "pause_ms=60",
+          "--dataset", "x=" + rows};
 }
 
 // The one run the server knows of, once it has completed `n` iterations;
