@@ -384,13 +384,15 @@ class IterationLink : public WorkerLink {
   std::atomic<int> iterates_{0};
 };
 
-// Waits until no thread of the process has allocated for a while: the
-// driver has recorded the previous iteration and waits for results.
+// Waits until no thread of the process has allocated for 100 ms: the
+// driver has recorded the previous iteration and waits for results.  (On a
+// loaded machine under a sanitizer the record's writer can go quiet for
+// 20 ms and still have allocations to make.)
 void wait_until_quiet() {
-  const auto deadline = SteadyClock::now() + std::chrono::seconds(3);
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(5);
   uint64_t seen = testing::allocations();
   while (SteadyClock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const uint64_t now = testing::allocations();
     if (now == seen) return;
     seen = now;
