@@ -76,13 +76,6 @@ bool built_ahead(const std::string& log, int k) {
   return false;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Six runs over new values of k, queued behind a run that holds the worker's
 // executor: the worker builds their kernels while they wait, so that each
 // of them finds its build in the cache when its turn comes, however quickly
@@ -110,7 +103,7 @@ TEST_F(AheadBuilds, QueuedRunsOverNewValuesFindTheirKernelsBuilt) {
   const std::string log = c_.dir() + "/worker0.log";
   const auto deadline = Clock::now() + std::chrono::seconds(120);
   auto all_built = [&] {
-    const std::string text = read_text(log);
+    const std::string text = read_file(log);
     for (int k : ks)
       if (!built_ahead(text, k)) return false;
     return true;
@@ -118,7 +111,7 @@ TEST_F(AheadBuilds, QueuedRunsOverNewValuesFindTheirKernelsBuilt) {
   while (!all_built() && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(all_built()) << "the queued values were not all built ahead within 120 s:\n"
-                           << read_text(log);
+                           << read_file(log);
   ASSERT_TRUE(http_request("DELETE", c_.uri() + "/runtimes/" + holder, "", "", 30).ok());
   std::vector<json> first;
   for (const auto& id : ids) first.push_back(wait_until_finished(c_, id, 120));

@@ -39,13 +39,6 @@ json kmeans_body(int k) {
           {"state", {{"centroids", init}}}};
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 class BuildStore : public ::testing::Test {
  protected:
   // Its workers run the CPU backend on any machine: the figures below (one
@@ -100,7 +93,7 @@ class BuildStore : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_EQ(get_json(c_, "/clients").size(), 1u);
   }
-  std::string second_worker_log() const { return read_text(fs::path(c_.dir()) / "worker1.log"); }
+  std::string second_worker_log() const { return read_file(c_.dir() + "/worker1.log"); }
 
   LocalCluster c_;
   std::string kmeans_, backend_;
@@ -216,7 +209,7 @@ TEST_F(BuildStore, BadOffersAreRefusedAndTheServerStaysUp) {
   EXPECT_TRUE(c_.server_alive());
   EXPECT_EQ(get_json(c_, "/clients").size(), 2u);
   EXPECT_EQ(builds_kept(), 1u);
-  const std::string log = read_text(fs::path(c_.dir()) / "server.log");
+  const std::string log = read_file(c_.dir() + "/server.log");
   EXPECT_NE(log.find("sent a bad build_offer: build_offer: missing required field \"sha256\""),
             std::string::npos)
       << log;

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <fstream>
+#include <sstream>
 
 #include <algorithm>
 #include <chrono>
@@ -211,6 +213,13 @@ Result<HttpReply> LocalCluster::get(const std::string& path) const {
 Result<HttpReply> LocalCluster::post(const std::string& path, const std::string& body) const {
   return http_request("POST", uri() + path, body, "application/json", 240, token_,
                       {tls(), tls_.ca});
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::string register_program(const LocalCluster& c, const std::string& dir) {

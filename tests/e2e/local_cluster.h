@@ -37,6 +37,8 @@ struct ClusterTls {
   std::string cert, key, ca;
 };
 
+// The whole of a file (a daemon's log, an output), "" when it cannot be read.
+std::string read_file(const std::string& path);
 // Registers a program directory with load_program; its checksum ("" on failure).
 std::string register_program(const LocalCluster& c, const std::string& dir);
 // GET `path` parsed as JSON (null when the request failed).

@@ -63,13 +63,6 @@ json wait_for_iterations(const LocalCluster& c, int64_t n) {
   return nullptr;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class RecoveryOutput : public ::testing::Test {
  protected:
   void SetUp() override {
