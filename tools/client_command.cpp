@@ -5,6 +5,15 @@
 #include "exec/compile_cache.h"
 #include "exec/kept_rows_budget.h"
 
+CLI::Option* add_on_off(CLI::App* app, const std::string& name, bool& value,
+                        const std::string& help) {
+  return app->add_option(name, value, help)
+      ->transform(
+          CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+      ->type_name("on|off")
+      ->default_str(value ? "on" : "off");
+}
+
 CLI::App* add_client_command(CLI::App& app, lizard::WorkerOptions* wo, std::string* token_file,
                              bool* verbose) {
   CLI::App* client = app.add_subcommand("client", "Run a worker on this node");
@@ -71,17 +80,12 @@ CLI::App* add_client_command(CLI::App& app, lizard::WorkerOptions* wo, std::stri
   client->add_flag_callback(
       "--no-shared-builds", [wo] { wo->share_builds = false; },
       "Neither ask the server for builds other workers made nor offer it this worker's");
-  client
-      ->add_option(
-          "--quick-builds", wo->backend.quick_builds,
-          "on: a GPU run whose kernels are not built for its values yet begins on a "
-          "quick build (under half the compile, kernels within a few per cent) and switches to the "
-          "optimised build between iterations once it has compiled; off: it waits for "
-          "the optimised build")
-      ->transform(
-          CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
-      ->type_name("on|off")
-      ->default_str(wo->backend.quick_builds ? "on" : "off");
+  add_on_off(
+      client, "--quick-builds", wo->backend.quick_builds,
+      "on: a GPU run whose kernels are not built for its values yet begins on a "
+      "quick build (under half the compile, kernels within a few per cent) and switches to the "
+      "optimised build between iterations once it has compiled; off: it waits for "
+      "the optimised build");
   client
       ->add_option("--hook-timeout,--hook-timeout-s", wo->hook_timeout_s,
                    "Seconds the longest host hook call in a run this worker drives may take "
@@ -124,14 +128,9 @@ CLI::App* add_client_command(CLI::App& app, lizard::WorkerOptions* wo, std::stri
       ->type_name("SECONDS")
       ->check(CLI::Range(2, 3600));
 
-  client
-      ->add_option("--executor-processes", wo->executor_processes,
-                   "on: each executor (GPU, or the CPU backend) runs in a process of its own, so "
-                   "that a kernel that crashes or never ends costs that process, not the worker; "
-                   "off: in the worker itself (debugging)")
-      ->transform(
-          CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
-      ->type_name("on|off")
-      ->default_str(wo->executor_processes ? "on" : "off");
+  add_on_off(client, "--executor-processes", wo->executor_processes,
+             "on: each executor (GPU, or the CPU backend) runs in a process of its own, so "
+             "that a kernel that crashes or never ends costs that process, not the worker; "
+             "off: in the worker itself (debugging)");
   return client;
 }

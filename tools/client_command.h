@@ -14,6 +14,11 @@
 
 #include "client/worker_daemon.h"
 
+// An option that takes on|off into `value` (which must outlive the parse),
+// its default shown as on or off.
+CLI::Option* add_on_off(CLI::App* app, const std::string& name, bool& value,
+                        const std::string& help);
+
 // `wo`, `token_file` and `verbose` must outlive the parse.
 CLI::App* add_client_command(CLI::App& app, lizard::WorkerOptions* wo, std::string* token_file,
                              bool* verbose);

@@ -385,9 +385,7 @@ int main(int argc, char** argv) {
   host->add_option("--kept-rows-mb", ho.kept_rows_mb);
   host->add_option("--compile-cache-mb", ho.compile_cache_mb);
   host->add_option("--compile-timeout", ho.compile_timeout_s);
-  host->add_option("--quick-builds", ho.quick_builds)
-      ->transform(
-          CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}));
+  add_on_off(host, "--quick-builds", ho.quick_builds, "");
   host->add_flag("--probe", probe);
 
   lizard::UserCommands user(&app);
