@@ -47,7 +47,7 @@ int counter = 0;
 // unless `args` has -a or `env` has LIZARD_ADDRESS.
 std::vector<std::string> command_line(const LocalCluster& c, const std::vector<std::string>& args,
                                       const std::map<std::string, std::string>& env) {
-  std::vector<std::string> argv = {LIZARD_BIN};
+  std::vector<std::string> argv = {lizard_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   if (std::find(args.begin(), args.end(), "-a") == args.end() && !env.count("LIZARD_ADDRESS"))
     argv.insert(argv.end(), {"-a", "127.0.0.1", "-p", std::to_string(c.port())});
@@ -107,7 +107,7 @@ void CliProcess::signal(int sig) const {
 CliResult CliProcess::wait(int timeout_s) {
   CliResult r;
   if (pid_ <= 0) {
-    r.err = "cannot start " LIZARD_BIN;
+    r.err = "cannot start " + lizard_binary();
     return r;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
@@ -163,7 +163,7 @@ CliResult run_cli_in_terminal(const LocalCluster& c, const std::vector<std::stri
   close(slave);
   if (pid <= 0) {
     close(master);
-    r.err = "cannot start " LIZARD_BIN;
+    r.err = "cannot start " + lizard_binary();
     return r;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);

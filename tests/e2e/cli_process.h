@@ -30,7 +30,7 @@ struct CliResult {
 
 class CliProcess {
  public:
-  // Runs LIZARD_BIN with `args`, then -a/-p of the cluster unless `args`
+  // Runs lizard_binary() with `args`, then -a/-p of the cluster unless `args`
   // has -a or `env` has LIZARD_ADDRESS.  The environment is the test's without LIZARD_TOKEN,
   // LIZARD_ADDRESS and LIZARD_TLS_CA, plus `env`.
   CliProcess(const LocalCluster& c, const std::vector<std::string>& args,

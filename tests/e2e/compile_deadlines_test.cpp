@@ -233,7 +233,7 @@ TEST(CompileDeadlines, LoadProgramGivesUpAtItsTimeout) {
   ASSERT_TRUE(st.ok()) << st.message();
   const std::string dir = write_program(programs, "slow", "", kSpinningHost);
   const auto t0 = Clock::now();
-  auto r = run_command({LOAD_PROGRAM_BIN, dir, c.uri(), "--timeout", "3"}, "", 30000);
+  auto r = run_command({load_program_binary(), dir, c.uri(), "--timeout", "3"}, "", 30000);
   const auto took = Clock::now() - t0;
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_FALSE(r->timed_out) << r->output;

@@ -285,7 +285,7 @@ TEST(LostWorker, TheRecordSaysTheWorkerLeftAndHowFarTheRunGot) {
 // (after any warning about it); returns the log.
 std::string server_start_log(const std::string& dir, std::vector<std::string> args) {
   const std::string log = dir + "/bind.log";
-  std::vector<std::string> argv = {LIZARD_BIN, "server", "--state-dir", dir + "/bind-state"};
+  std::vector<std::string> argv = {lizard_binary(), "server", "--state-dir", dir + "/bind-state"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargs;
   for (auto& a : argv) cargs.push_back(a.data());

@@ -25,6 +25,12 @@ extern char** environ;
 namespace lizard {
 namespace {
 
+std::string daemon_binary(const char* built_here, const char* name) {
+  const char* dir = std::getenv("LIZARD_E2E_DAEMONS");
+  if (dir == nullptr || *dir == '\0') return built_here;
+  return std::string(dir) + "/" + name;
+}
+
 int free_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -50,6 +56,9 @@ void kill_and_reap(pid_t pid) {
 }
 
 }  // namespace
+
+std::string lizard_binary() { return daemon_binary(LIZARD_BIN, "lizard"); }
+std::string load_program_binary() { return daemon_binary(LOAD_PROGRAM_BIN, "load_program"); }
 
 std::string printed_checksum(const CommandResult& r) {
   if (r.exit_code != 0) return "";
@@ -87,7 +96,7 @@ pid_t LocalCluster::spawn(const std::vector<std::string>& argv, const std::strin
 Status LocalCluster::start(int workers, const std::vector<std::string>& worker_args,
                            const std::vector<std::string>& server_args) {
   std::vector<std::string> argv = {
-      LIZARD_BIN,    "server",        "-v", "--host", "127.0.0.1", "--port", std::to_string(port_),
+      lizard_binary(), "server",        "-v", "--host", "127.0.0.1", "--port", std::to_string(port_),
       "--state-dir", dir_ + "/server"};
   if (std::find(server_args.begin(), server_args.end(), "--worker-wait") == server_args.end())
     argv.insert(argv.end(), {"--worker-wait", "20"});
@@ -134,7 +143,7 @@ std::set<std::string> plan_workers(const nlohmann::json& record) {
 Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
   const std::string n = std::to_string(workers_.size());
   std::vector<std::string> argv = {
-      LIZARD_BIN,    "client",           "-v", "-a", "127.0.0.1", "-p", std::to_string(port_),
+      lizard_binary(), "client",           "-v", "-a", "127.0.0.1", "-p", std::to_string(port_),
       "--cache-dir", dir_ + "/cache" + n};
   auto given = [&](const std::string& flag) {
     return std::find(extra.begin(), extra.end(), flag) != extra.end();
@@ -198,7 +207,7 @@ bool LocalCluster::server_alive() const {
 }
 
 CommandResult LocalCluster::load_program(const std::string& dir) const {
-  std::vector<std::string> argv = {LOAD_PROGRAM_BIN, dir, uri(), "--timeout", "120"};
+  std::vector<std::string> argv = {load_program_binary(), dir, uri(), "--timeout", "120"};
   if (!token_.empty()) argv.insert(argv.end(), {"--token", token_});
   if (tls()) argv.insert(argv.end(), {"--tls-ca", tls_.ca});
   auto r = run_command(argv);

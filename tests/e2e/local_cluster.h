@@ -37,6 +37,13 @@ struct ClusterTls {
   std::string cert, key, ca;
 };
 
+// The daemons' binaries that the tests start: this build's `lizard` and
+// `load_program`, or those of the build directory named by
+// $LIZARD_E2E_DAEMONS, so that one build's tests drive another build's
+// daemons (scripts/test-sanitizers: the sanitized ones).
+std::string lizard_binary();
+std::string load_program_binary();
+
 // The whole of a file (a daemon's log, an output), "" when it cannot be read.
 std::string read_file(const std::string& path);
 // Registers a program directory with load_program; its checksum ("" on failure).

@@ -139,7 +139,7 @@ TEST_F(Tls, AServerCertificateThatDoesNotVerifyIsRefusedClearly) {
 
   // No CA: the system's roots do not know the test CA.
   auto no_ca = run_command(
-      {LOAD_PROGRAM_BIN, LIZARD_SOURCE_DIR "/examples/sum", cluster_.uri(), "--timeout", "20"});
+      {load_program_binary(), LIZARD_SOURCE_DIR "/examples/sum", cluster_.uri(), "--timeout", "20"});
   ASSERT_TRUE(no_ca.ok());
   EXPECT_EQ(no_ca->exit_code, 1);
   EXPECT_NE(no_ca->output.find("certificate verify failed"), std::string::npos) << no_ca->output;
