@@ -110,7 +110,9 @@ class FileChangedBeforeLoading : public ::testing::Test {
     EXPECT_EQ(get_json(c_, "/runtimes/" + id).value("status", ""), "queued");
     change();
     release();
-    return wait_until_finished(c_, id, 60);
+    // Past the worker's 60 s wait for a busy executor, so that a run that
+    // never got the executor shows why.
+    return wait_until_finished(c_, id, 90);
   }
 
   LocalCluster c_;
