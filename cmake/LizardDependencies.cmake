@@ -51,3 +51,19 @@ else()
   message(STATUS "Run records: JSON files (SQLite3 not found or disabled; libsqlite3-dev enables it)")
 endif()
 add_library(lizard::deps_store ALIAS lizard_deps_store)
+
+# The sandbox's system-call filter (src/sandbox/syscall_filter.h) uses
+# libseccomp when libseccomp-dev is present; without it the sandbox applies
+# its other pieces and says that this one is missing.
+add_library(lizard_deps_sandbox INTERFACE)
+find_path(LIZARD_SECCOMP_INCLUDE seccomp.h)
+find_library(LIZARD_SECCOMP_LIBRARY seccomp)
+if(LIZARD_SECCOMP_INCLUDE AND LIZARD_SECCOMP_LIBRARY)
+  target_include_directories(lizard_deps_sandbox INTERFACE ${LIZARD_SECCOMP_INCLUDE})
+  target_link_libraries(lizard_deps_sandbox INTERFACE ${LIZARD_SECCOMP_LIBRARY})
+  target_compile_definitions(lizard_deps_sandbox INTERFACE LIZARD_HAVE_SECCOMP)
+  message(STATUS "Sandbox: seccomp filter with ${LIZARD_SECCOMP_LIBRARY}")
+else()
+  message(STATUS "Sandbox: no seccomp filter (libseccomp-dev not found)")
+endif()
+add_library(lizard::deps_sandbox ALIAS lizard_deps_sandbox)

@@ -27,6 +27,7 @@
 #include "exec/process/executor_host.h"
 #include "hooks/hook_host.h"
 #include "net/http_client.h"
+#include "sandbox/sandbox.h"
 #include "server/coordinator.h"
 #include "server/hub_server.h"
 #include "server/listen_address.h"
@@ -94,9 +95,15 @@ bool resolve_token(std::string* token, const std::string& file, const char* env,
   return t.ok();
 }
 
+// Also says which pieces of user code's sandbox this machine gives.
 void guard_daemon(bool non_dumpable) {
   if (auto st = lizard::guard_daemon_process(non_dumpable); !st.ok())
     spdlog::warn("{}", st.message());
+  const lizard::SandboxReport sandbox = lizard::probe_sandbox();
+  if (sandbox.disabled || !sandbox.missing.empty())
+    spdlog::warn("user code's sandbox: {}", sandbox.summary());
+  else
+    spdlog::info("user code's sandbox: {}", sandbox.summary());
 }
 
 int run_server(ServerFlags f) {

@@ -11,6 +11,7 @@
 #include "common/child_process.h"
 #include "common/shared_library.h"
 #include "hooks/hook_protocol.h"
+#include "sandbox/sandbox.h"
 
 namespace lizard {
 namespace {
@@ -176,6 +177,23 @@ class HookServer {
   std::string head_;
 };
 
+// Before the library loads: the hooks read only the system's files and
+// their own library, write nowhere, start no process, reach no other
+// process and no TCP port, and have at most kHookDataBytes of memory
+// (sandbox/sandbox.h).  Sanitized builds keep their memory unbounded: the
+// sanitizers' shadow memory counts against the limit.
+void enter_hook_sandbox(const std::string& library) {
+  constexpr unsigned long long kHookDataBytes = 4ULL << 30;
+  SandboxSpec spec;
+  spec.restrict_reads = true;
+  spec.read_beneath = system_read_paths();
+  spec.read_beneath.push_back(library);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(LIZARD_SANITIZED)
+  spec.data_limit_bytes = kHookDataBytes;
+#endif
+  (void)enter_sandbox(spec);  // the daemon says at its start what this machine lacks
+}
+
 }  // namespace
 
 int serve_hooks(const std::string& library) {
@@ -191,6 +209,7 @@ int serve_hooks(const std::string& library) {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
   const rlimit no_core{0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);
+  enter_hook_sandbox(library);
   // The library's static initialisers run here.
   auto lib = SharedLibrary::open(library);
   if (!lib.ok()) {

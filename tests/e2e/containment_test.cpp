@@ -349,9 +349,18 @@ TEST(TokenContainment, DaemonsTakeTokensFromFilesAndPassNoneToUserCode) {
 
 // A hook's child that exits is reaped while the hook process lives; one
 // that runs on is killed with its hook process.
+// With the sandbox off (LIZARD_SANDBOX=off; with it on, a hook starts no
+// process and writes no file: user_code_sandbox_test.cpp).
 TEST_F(Containment, AHooksChildrenLeaveNoZombieAndDieWithIt) {
   std::filesystem::remove(pid_file_);
-  const std::string id = submit_run(*cluster_, probe_, probe_body(1, 1, 20));
+  ::setenv("LIZARD_SANDBOX", "off", 1);
+  LocalCluster unsandboxed;
+  Status st = unsandboxed.start(1, {"--cpu-threads", "1"});
+  ::unsetenv("LIZARD_SANDBOX");
+  ASSERT_TRUE(st.ok()) << st.message();
+  const std::string probe = register_program(unsandboxed, programs_->path("probe"));
+  ASSERT_FALSE(probe.empty());
+  const std::string id = submit_run(unsandboxed, probe, probe_body(1, 1, 20));
   ASSERT_FALSE(id.empty());
   pid_t hook = 0, quick = 0, sleeper = 0;
   for (auto end = Clock::now() + std::chrono::seconds(30); Clock::now() < end && sleeper == 0;) {
@@ -365,7 +374,7 @@ TEST_F(Containment, AHooksChildrenLeaveNoZombieAndDieWithIt) {
   const ProcStat q = proc_stat(quick);
   EXPECT_FALSE(q.state == 'Z' && q.ppid == hook) << "the hook's exited child is a zombie";
   EXPECT_EQ(proc_stat(sleeper).ppid, hook);
-  json r = wait_until_finished(*cluster_, id, 60);
+  json r = wait_until_finished(unsandboxed, id, 60);
   EXPECT_EQ(r["status"], "failed") << r.dump(2);
   EXPECT_NE(r.value("error", "").find("exited with status 3"), std::string::npos) << r.dump(2);
   ProcStat s = proc_stat(sleeper);

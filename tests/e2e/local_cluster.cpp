@@ -57,8 +57,12 @@ void kill_and_reap(pid_t pid) {
 
 }  // namespace
 
-std::string lizard_binary() { return daemon_binary(LIZARD_BIN, "lizard"); }
-std::string load_program_binary() { return daemon_binary(LOAD_PROGRAM_BIN, "load_program"); }
+std::string lizard_binary() {
+  return daemon_binary(LIZARD_BIN, "lizard");
+}
+std::string load_program_binary() {
+  return daemon_binary(LOAD_PROGRAM_BIN, "load_program");
+}
 
 std::string printed_checksum(const CommandResult& r) {
   if (r.exit_code != 0) return "";
@@ -95,9 +99,15 @@ pid_t LocalCluster::spawn(const std::vector<std::string>& argv, const std::strin
 
 Status LocalCluster::start(int workers, const std::vector<std::string>& worker_args,
                            const std::vector<std::string>& server_args) {
-  std::vector<std::string> argv = {
-      lizard_binary(), "server",        "-v", "--host", "127.0.0.1", "--port", std::to_string(port_),
-      "--state-dir", dir_ + "/server"};
+  std::vector<std::string> argv = {lizard_binary(),
+                                   "server",
+                                   "-v",
+                                   "--host",
+                                   "127.0.0.1",
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--state-dir",
+                                   dir_ + "/server"};
   if (std::find(server_args.begin(), server_args.end(), "--worker-wait") == server_args.end())
     argv.insert(argv.end(), {"--worker-wait", "20"});
   if (tls()) argv.insert(argv.end(), {"--tls-cert", tls_.cert, "--tls-key", tls_.key});
@@ -144,7 +154,7 @@ Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
   const std::string n = std::to_string(workers_.size());
   std::vector<std::string> argv = {
       lizard_binary(), "client",           "-v", "-a", "127.0.0.1", "-p", std::to_string(port_),
-      "--cache-dir", dir_ + "/cache" + n};
+      "--cache-dir",   dir_ + "/cache" + n};
   auto given = [&](const std::string& flag) {
     return std::find(extra.begin(), extra.end(), flag) != extra.end();
   };

@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 
 #include "common/child_process.h"
 #include "exec/process/executor_protocol.h"
+#include "sandbox/sandbox.h"
 
 namespace lizard {
 namespace {
@@ -219,6 +221,25 @@ int probe(FrameChannel* channel, const BackendOptions& options) {
   return 0;
 }
 
+// Once its device is open, before any kernel loads: the executor writes
+// only beneath its caches and the device nodes, and runs the host compiler
+// with its temporary files beneath its caches too; reaches no other
+// process (no ptrace, pidfd_getfd, signals) and no TCP port
+// (sandbox/sandbox.h).  Reads stay open: a run's files may be anywhere.
+void enter_executor_sandbox(const BackendOptions& options) {
+  SandboxSpec spec;
+  spec.allow_processes = true;  // the CPU backend's host compiler
+  spec.write_beneath = {"/dev"};
+  if (!options.cache_dir.empty()) {
+    const std::string scratch = options.cache_dir + "/tmp";
+    std::error_code ec;
+    std::filesystem::create_directories(scratch, ec);
+    ::setenv("TMPDIR", scratch.c_str(), 1);
+    spec.write_beneath.push_back(options.cache_dir);
+  }
+  (void)enter_sandbox(spec);  // the worker says at its start what this machine lacks
+}
+
 }  // namespace
 
 int run_executor_host(const BackendOptions& options, bool probe_only) {
@@ -243,6 +264,7 @@ int run_executor_host(const BackendOptions& options, bool probe_only) {
                                 " executors; an executor process serves one");
   else if (made.ok())
     executor = std::move(made->front());
+  enter_executor_sandbox(options);
   Host host(std::move(executor), unusable);
   std::string frame;  // every request's, its capacity reused
   for (;;) {
