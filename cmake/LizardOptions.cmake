@@ -14,9 +14,16 @@ endif()
 # Test code (the test binaries' own sources, not the modules they link) is
 # compiled without optimisation in optimised builds: about a third less
 # compile time per file, and the modules under test keep the build's flags.
+# In sanitized builds the test code itself is not instrumented: the
+# modules under test are, and so are the daemons the e2e tests start, while
+# compiling the test files with the sanitizers took twice as long (13.2 s
+# against 6.4 s for client/run_session_test.cpp).
 function(lizard_test_code target)
   if(CMAKE_BUILD_TYPE MATCHES "^(RelWithDebInfo|Release|MinSizeRel)$")
     target_compile_options(${target} PRIVATE -O0)
+  endif()
+  if(NOT LIZARD_SANITIZE STREQUAL "" AND NOT LIZARD_FUZZ)
+    target_compile_options(${target} PRIVATE -fno-sanitize=all)
   endif()
 endfunction()
 
