@@ -4,9 +4,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <vector>
+
+#include "sandbox/sandbox.h"
 
 namespace lizard {
 namespace {
@@ -72,6 +78,49 @@ TEST(UploadRows, ARangeTakenBeforeAWriteIsRefusedAfterIt) {
   ASSERT_TRUE((*rows)->write(0, bytes.data(), 1).ok());
   std::vector<uint8_t> got(bytes.size());
   EXPECT_FALSE(read_file_rows(*range, got.data(), 1).ok());
+}
+
+// An executor process in its sandbox may not look into its worker's /proc
+// entry: it opens the rows by a path of their own, which goes with them.
+TEST(UploadRows, AnExecutorInItsSandboxOpensTheRowsByTheirOwnPath) {
+  if (!std::filesystem::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+  const std::vector<uint8_t> bytes = counting(4096);
+  auto rows = UploadRows::create(bytes.size());
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_TRUE((*rows)->write(0, bytes.data(), bytes.size()).ok());
+  auto range = (*rows)->file_range(1000, 100);
+  ASSERT_TRUE(range.ok());
+  const std::string path = range->path;
+  EXPECT_EQ(path.rfind("/dev/shm/", 0), 0u) << path;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    SandboxSpec executor;  // as an executor host's: reads open, writes beneath its caches
+    executor.allow_processes = true;
+    (void)enter_sandbox(executor);
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    uint8_t b = 0;
+    ::_exit(fd >= 0 && ::pread(fd, &b, 1, 1000) == 1 && b == bytes[1000] ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  rows->reset();
+  EXPECT_FALSE(std::filesystem::exists(path)) << "the file outlived its rows";
+}
+
+TEST(UploadRows, AKilledWorkersFilesAreRemovedByTheNext) {
+  if (!std::filesystem::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const std::string stale = "/dev/shm/lizard-rows-" + std::to_string(gone) + "-0";
+  std::ofstream(stale) << "left by a killed worker";
+  auto mine = UploadRows::create(16);
+  ASSERT_TRUE(mine.ok());
+  const std::string live = (*mine)->file_range(0, 16)->path;
+  UploadRows::remove_stale_files();
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live)) << "a running worker's file was removed";
 }
 
 }  // namespace

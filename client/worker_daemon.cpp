@@ -21,6 +21,7 @@
 #include "client/row_staging.h"
 #include "client/run_session.h"
 #include "client/session_routes.h"
+#include "client/upload_rows.h"
 #include "client/worker_connection.h"
 #include "common/clock.h"
 #include "common/mailbox.h"
@@ -350,6 +351,7 @@ const std::string& WorkerDaemon::refused() const {
 
 bool WorkerDaemon::run() {
   Impl* d = impl_.get();
+  UploadRows::remove_stale_files();  // of a worker on this host that was killed
   ConnectionCallbacks callbacks{
       [d] {
         d->inbox.push({Impl::InboxItem::kConnected, {}});
