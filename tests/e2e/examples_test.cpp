@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "dataset/npy.h"
 #include "shared_cluster.h"
@@ -109,10 +110,20 @@ TEST_F(Examples, AnnealFindsALowRastriginMinimum) {
   EXPECT_GE(best, 0.0f);
   EXPECT_LT(best, 1.0f);  // in the global minimum's basin: a coordinate near +-1 alone adds about 1
   // Chains are a function of their seeds: a second run gives the same bests.
-  json again = run(hash, body);
-  ASSERT_EQ(again["status"], "done") << again.dump(2);
-  EXPECT_EQ(again["result"]["aggregate"], agg);
-  EXPECT_EQ(download<float>(again, "best_f", DType::kFloat32, {chains}), best_f);
+  // A run that began on a GPU's quick build may differ from one on the
+  // optimised build in the last bits (operations.md), so the two compared
+  // both ran on one build: the first two runs that did not begin on a
+  // quick one.
+  auto quick = [](const json& r) {
+    return r.value("phases", json::object()).value("quick_build", false);
+  };
+  json a = rec, b = run(hash, body);
+  for (int i = 0; i < 10 && (quick(a) || quick(b)); ++i) a = std::exchange(b, run(hash, body));
+  ASSERT_EQ(b["status"], "done") << b.dump(2);
+  ASSERT_FALSE(quick(a) || quick(b)) << "every run began on a quick build";
+  EXPECT_EQ(b["result"]["aggregate"], a["result"]["aggregate"]);
+  EXPECT_EQ(download<float>(b, "best_f", DType::kFloat32, {chains}),
+            download<float>(a, "best_f", DType::kFloat32, {chains}));
 }
 
 // The run's seed reaches the kernels (anneal mixes it into every chain): one
