@@ -96,9 +96,8 @@ bool resolve_token(std::string* token, const std::string& file, const char* env,
 }
 
 // Also says which pieces of user code's sandbox this machine gives.
-void guard_daemon(bool non_dumpable) {
-  if (auto st = lizard::guard_daemon_process(non_dumpable); !st.ok())
-    spdlog::warn("{}", st.message());
+void guard_daemon() {
+  if (auto st = lizard::guard_daemon_process(); !st.ok()) spdlog::warn("{}", st.message());
   const lizard::SandboxReport sandbox = lizard::probe_sandbox();
   if (sandbox.disabled || !sandbox.missing.empty())
     spdlog::warn("user code's sandbox: {}", sandbox.summary());
@@ -126,7 +125,7 @@ int run_server(ServerFlags f) {
     return 2;
   co.token = f.token;
   co.read_token = f.read_token;
-  guard_daemon(true);
+  guard_daemon();
   co.max_state_bytes = f.max_state_bytes;
   auto roots = lizard::DataRoots::make(f.data_roots, "server");
   if (!roots.ok()) {
@@ -203,7 +202,7 @@ int run_client(lizard::WorkerOptions opts, const std::string& token_file, char**
     return 2;
   }
   if (!resolve_token(&opts.token, token_file, "LIZARD_TOKEN", "--token")) return 2;
-  guard_daemon(false);
+  guard_daemon();
   block_signals();
   lizard::WorkerDaemon daemon(opts);
   if (auto st = daemon.init(); !st.ok()) {

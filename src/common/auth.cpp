@@ -71,10 +71,10 @@ Result<std::string> daemon_token(const std::string& flag, const std::string& fil
   return token_from_file(file);
 }
 
-Status guard_daemon_process(bool non_dumpable) {
+Status guard_daemon_process() {
   unsetenv("LIZARD_TOKEN");
   unsetenv("LIZARD_READ_TOKEN");
-  if (non_dumpable && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
     return internal_error(std::string("this daemon stays dumpable: ") + std::strerror(errno));
   return Status::Ok();
 }

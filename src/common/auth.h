@@ -35,11 +35,9 @@ Result<std::string> daemon_token(const std::string& flag, const std::string& fil
 // What a daemon does once it holds its tokens, before it starts anyone's
 // code: LIZARD_TOKEN and LIZARD_READ_TOKEN leave its environment, so that
 // no process it starts (hooks, executors, compilers: user code) inherits
-// them, and, with `non_dumpable`, it turns non-dumpable (PR_SET_DUMPABLE 0),
-// so that no process of its user may read its memory or environment or take
-// its descriptors.  (The worker stays dumpable: its executor processes open
-// the memory files of uploaded rows through /proc/<worker>/fd.)  An error
-// says what could not be done; the rest is done.
-Status guard_daemon_process(bool non_dumpable);
+// them, and it turns non-dumpable (PR_SET_DUMPABLE 0), so that no process
+// of its user may read its memory or environment or take its descriptors.
+// An error says what could not be done; the rest is done.
+Status guard_daemon_process();
 
 }  // namespace lizard
