@@ -179,18 +179,14 @@ class HookServer {
 
 // Before the library loads: the hooks read only the system's files and
 // their own library, write nowhere, start no process, reach no other
-// process and no TCP port, and have at most kHookDataBytes of memory
-// (sandbox/sandbox.h).  Sanitized builds keep their memory unbounded: the
-// sanitizers' shadow memory counts against the limit.
+// process and no TCP port, and have hook_data_limit_bytes() of memory
+// (sandbox/sandbox.h).
 void enter_hook_sandbox(const std::string& library) {
-  constexpr unsigned long long kHookDataBytes = 4ULL << 30;
   SandboxSpec spec;
   spec.restrict_reads = true;
   spec.read_beneath = system_read_paths();
   spec.read_beneath.push_back(library);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(LIZARD_SANITIZED)
-  spec.data_limit_bytes = kHookDataBytes;
-#endif
+  spec.data_limit_bytes = hook_data_limit_bytes();
   (void)enter_sandbox(spec);  // the daemon says at its start what this machine lacks
 }
 

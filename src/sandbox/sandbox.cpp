@@ -57,6 +57,14 @@ std::string SandboxReport::summary() const {
   return out;
 }
 
+unsigned long long hook_data_limit_bytes() {
+#if defined(__SANITIZE_ADDRESS__)
+  return 0;
+#else
+  return 4ULL << 30;
+#endif
+}
+
 bool sandbox_disabled() {
   const char* v = std::getenv("LIZARD_SANDBOX");
   return v != nullptr && std::strcmp(v, "off") == 0;
@@ -131,6 +139,8 @@ SandboxReport probe_sandbox() {
   }
   r.applied.push_back("no_new_privs");
   r.applied.push_back("no capabilities");
+  if (hook_data_limit_bytes() > 0)
+    r.applied.push_back("hooks' memory " + std::to_string(hook_data_limit_bytes() >> 20) + " MiB");
   if (const int abi = landlock_abi(); abi > 0)
     r.applied.push_back("landlock ABI " + std::to_string(abi) +
                         (abi >= 6   ? " (files, TCP, signals)"

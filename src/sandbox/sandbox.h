@@ -62,6 +62,10 @@ SandboxReport probe_sandbox();
 // LIZARD_SANDBOX=off in the environment.
 bool sandbox_disabled();
 
+// The data limit of a hook process: 4 GiB, or 0 (none) in a build with
+// AddressSanitizer, whose shadow memory counts against it.
+unsigned long long hook_data_limit_bytes();
+
 // What any process needs to read to run: the system's libraries and
 // headers, the loader's cache, the time zone and device nodes such as
 // /dev/null.  enter_sandbox adds the process's own /proc entry (never
