@@ -10,6 +10,7 @@ void KeptRowsCatalog::note(KeptRowsEntry entry) {
   std::lock_guard<std::mutex> l(mu_);
   const std::string key = entry.key;
   notes_[key] = std::move(entry);
+  noted_at_[key] = ++generation_;
 }
 
 void KeptRowsCatalog::note(const FileRowsKey& key) {
@@ -43,12 +44,23 @@ std::set<std::string> KeptRowsCatalog::keys_of(const std::string& source) const 
   return out;
 }
 
-void KeptRowsCatalog::retain(const std::set<std::string>& keys) {
+uint64_t KeptRowsCatalog::generation() const {
   std::lock_guard<std::mutex> l(mu_);
+  return generation_;
+}
+
+void KeptRowsCatalog::retain(const std::set<std::string>& keys, uint64_t since) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto gone = [&](const std::string& key) {
+    auto at = noted_at_.find(key);
+    return !keys.count(key) && (at == noted_at_.end() || at->second <= since);
+  };
   for (auto it = notes_.begin(); it != notes_.end();)
-    it = keys.count(it->first) ? std::next(it) : notes_.erase(it);
+    it = gone(it->first) ? notes_.erase(it) : std::next(it);
   for (auto it = files_.begin(); it != files_.end();)
-    it = keys.count(it->first) ? std::next(it) : files_.erase(it);
+    it = gone(it->first) ? files_.erase(it) : std::next(it);
+  for (auto it = noted_at_.begin(); it != noted_at_.end();)
+    it = notes_.count(it->first) ? std::next(it) : noted_at_.erase(it);
 }
 
 }  // namespace lizard

@@ -12,7 +12,8 @@
 //   catalog.note(file_rows_key);  // a FileRowsKey's key, description, path and rows
 //   std::vector<KeptRowsEntry> e = catalog.describe(executor.kept_rows());
 //   std::set<std::string> keys = catalog.keys_of("/data/x.npy");
-//   catalog.retain(every_key_still_kept);
+//   uint64_t mark = catalog.generation();   // then read the executors' keys
+//   catalog.retain(every_key_still_kept, mark);
 #pragma once
 
 #include <cstdint>
@@ -39,14 +40,20 @@ class KeptRowsCatalog {
   // another name: the file `source` names now, or that its keys were noted
   // from.  Blocking (a stat of `source`).
   std::set<std::string> keys_of(const std::string& source) const;
-  // Forgets the keys not in `keys` (rows no executor keeps any more).
-  void retain(const std::set<std::string>& keys);
+  // A mark taken before the executors' kept rows are read for retain().
+  uint64_t generation() const;
+  // Forgets the keys not in `keys` (rows no executor keeps any more) that
+  // were noted before `since` (generation(), taken before `keys` were
+  // read): a key noted meanwhile is kept, though `keys` missed it.
+  void retain(const std::set<std::string>& keys, uint64_t since);
 
  private:
   using FileId = std::pair<uint64_t, uint64_t>;  // device, inode
   mutable std::mutex mu_;
   std::map<std::string, KeptRowsEntry> notes_;  // GUARDED_BY(mu_)
   std::map<std::string, FileId> files_;         // GUARDED_BY(mu_): the file of a file's rows
+  std::map<std::string, uint64_t> noted_at_;    // GUARDED_BY(mu_): each key's generation
+  uint64_t generation_ = 0;                     // GUARDED_BY(mu_): notes so far
 };
 
 }  // namespace lizard

@@ -146,7 +146,15 @@ void RowStaging::retry_deferred() {
       std::set<std::string> of = catalog_->keys_of(source);
       keys.insert(of.begin(), of.end());
     }
-    if (!keys.empty()) (*executors_)[i]->executor->forget_kept_rows(keys);
+    Executor& executor = *(*executors_)[i]->executor;
+    if (!keys.empty()) executor.forget_kept_rows(keys);
+    // A forget the executor refused (it still served a run) is tried again.
+    bool still_kept = false;
+    for (const std::string& key : executor.kept_rows()) still_kept = still_kept || keys.count(key);
+    if (still_kept) {
+      ++it;
+      continue;
+    }
     it = deferred_.erase(it);
   }
 }

@@ -77,6 +77,9 @@ void WorkerDaemon::Impl::measure(size_t i) {
 void WorkerDaemon::Impl::refresh_resources() {
   constexpr uint64_t kMemoryStep = uint64_t{16} << 20;
   measured.resize(executors.size());
+  // Keys noted from here on stay in the catalog, though a measure below
+  // read the executor before its run kept them.
+  const uint64_t catalog_mark = kept_catalog.generation();
   size_t idle = 0;
   for (size_t i = 0; i < executors.size(); ++i) {
     std::unique_lock<std::mutex> l(executors[i]->mu, std::try_to_lock);
@@ -107,7 +110,7 @@ void WorkerDaemon::Impl::refresh_resources() {
               moved(now.launch_delay_us, before.launch_delay_us,
                     std::max(5.0, before.launch_delay_us / 4));
   }
-  if (idle == executors.size()) kept_catalog.retain(kept_now);
+  if (idle == executors.size()) kept_catalog.retain(kept_now, catalog_mark);
   if (!changed) return;
   if (!telemetry) r.utilization.clear(), r.launch_delay_us.clear();
   reported = measured;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "dataset/npy.h"
+#include "dataset/test_files.h"
 
 namespace lizard {
 namespace {
@@ -19,7 +20,8 @@ namespace fs = std::filesystem;
 class StageRequestTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "stage-request-test";
+    // A directory of its own: ctest runs this suite's tests in parallel processes.
+    dir_ = tmp_.path();
     fs::create_directories(dir_ + "/root");
     std::vector<double> v(30, 1.0);
     std::ofstream(dir_ + "/root/x.npy", std::ios::binary)
@@ -33,6 +35,7 @@ class StageRequestTest : public ::testing::Test {
     roots_ = *roots;
   }
   Result<StageRequest> parse(const json& body) { return parse_stage_request(body.dump(), roots_); }
+  TempDir tmp_;
   std::string dir_;
   DataRoots roots_;
 };
