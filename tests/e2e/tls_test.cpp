@@ -138,8 +138,8 @@ TEST_F(Tls, AServerCertificateThatDoesNotVerifyIsRefusedClearly) {
   EXPECT_NE(wrong_ca.err.find("pass --tls-ca"), std::string::npos) << wrong_ca.err;
 
   // No CA: the system's roots do not know the test CA.
-  auto no_ca = run_command(
-      {load_program_binary(), LIZARD_SOURCE_DIR "/examples/sum", cluster_.uri(), "--timeout", "20"});
+  auto no_ca = run_command({load_program_binary(), LIZARD_SOURCE_DIR "/examples/sum",
+                            cluster_.uri(), "--timeout", "20"});
   ASSERT_TRUE(no_ca.ok());
   EXPECT_EQ(no_ca->exit_code, 1);
   EXPECT_NE(no_ca->output.find("certificate verify failed"), std::string::npos) << no_ca->output;
