@@ -200,20 +200,33 @@ TEST(ChildProcess, AHelperGetsOnlyItsChannelOfTheDaemonsDescriptors) {
   ::close(inheritable);
   ASSERT_TRUE(c.ok());
   const std::string dir = "/proc/" + std::to_string((*c)->pid()) + "/fd";
-  std::set<int> fds;
-  for (int tries = 0; tries < 500; ++tries) {  // until the exec of sleep is done
-    fds.clear();
+  const std::string proc = "/proc/" + std::to_string((*c)->pid());
+  const auto open_fds = [&] {
+    std::set<int> now;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      now.insert(std::stoi(e.path().filename().string()));
+    return now;
+  };
+  // Until sleep is asleep: while it starts it opens files of its own (the
+  // locale), which are not the daemon's.
+  const auto asleep = [&] {
     char exe[256] = {};
-    const std::string link = "/proc/" + std::to_string((*c)->pid()) + "/exe";
-    const ssize_t n = ::readlink(link.c_str(), exe, sizeof exe - 1);
-    if (n > 0 && std::string(exe).find("sleep") != std::string::npos) {
-      for (const auto& e : std::filesystem::directory_iterator(dir))
-        fds.insert(std::stoi(e.path().filename().string()));
-      break;
+    const ssize_t n = ::readlink((proc + "/exe").c_str(), exe, sizeof exe - 1);
+    if (n <= 0 || std::string(exe).find("sleep") == std::string::npos) return false;
+    std::ifstream stat(proc + "/stat");
+    std::string pid, comm, state;
+    return static_cast<bool>(stat >> pid >> comm >> state) && state == "S";
+  };
+  std::set<int> fds;
+  for (int tries = 0; tries < 500 && fds.empty(); ++tries) {
+    if (asleep()) {
+      std::set<int> first = open_fds();
+      ::usleep(20000);
+      if (asleep() && open_fds() == first) fds = std::move(first);
     }
-    ::usleep(10000);
+    if (fds.empty()) ::usleep(10000);
   }
-  ASSERT_FALSE(fds.empty()) << "the helper never became sleep";
+  ASSERT_FALSE(fds.empty()) << "the helper never fell asleep in sleep";
   EXPECT_EQ(fds.count(57), 0u);
   if (inheritable > 4) {  // else 3 or 4 is the helper's own
     EXPECT_EQ(fds.count(inheritable), 0u);
