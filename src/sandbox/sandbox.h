@@ -12,7 +12,9 @@
 //     into other processes or the kernel (ptrace, pidfd_getfd,
 //     process_vm_readv/writev, bpf, mount, module loading, ...), and, unless
 //     `allow_processes`, starting processes (fork, clone without
-//     CLONE_THREAD, execve) and kill().
+//     CLONE_THREAD, execve) and kill().  A sanitized build allows ptrace
+//     and clones with CLONE_UNTRACED, which its leak checker makes at exit;
+//     Landlock still confines ptrace to the sandbox's own processes.
 // A piece the kernel (or the build) lacks is left out and named in the
 // report; the rest still applies.  LIZARD_SANDBOX=off in the daemon's
 // environment turns the whole sandbox off, for an operator whose user code

@@ -14,9 +14,25 @@ namespace lizard {
 #ifdef LIZARD_HAVE_SECCOMP
 namespace {
 
-// Calls no user code needs and that reach other processes or the kernel.
+// A sanitized build's leak checker stops the process at its exit from a
+// tracer of its own: a process cloned with CLONE_UNTRACED that ptraces its
+// parent's threads.  There the filter allows both; Landlock still keeps
+// ptrace within the sandbox's own processes.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kLeakCheckerTraces = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kLeakCheckerTraces = true;
+#else
+constexpr bool kLeakCheckerTraces = false;
+#endif
+#else
+constexpr bool kLeakCheckerTraces = false;
+#endif
+
+// Calls no user code needs and that reach other processes or the kernel
+// (and ptrace, but for the leak checker).
 constexpr const char* kDenied[] = {
-    "ptrace",
     "process_vm_readv",
     "process_vm_writev",
     "pidfd_getfd",
@@ -84,11 +100,14 @@ Status filter_system_calls(bool allow_processes) {
   if (ctx == nullptr) return unavailable("seccomp cannot be initialised");
   int rc = 0;
   for (const char* name : kDenied) rc = rc ? rc : deny(ctx, name, EPERM);
+  if (!kLeakCheckerTraces) rc = rc ? rc : deny(ctx, "ptrace", EPERM);
   if (!allow_processes) {
     for (const char* name : kProcesses) rc = rc ? rc : deny(ctx, name, EPERM);
+    // A clone is a thread, or (sanitized) the leak checker's tracer.
+    const scmp_datum_t kept = CLONE_THREAD | (kLeakCheckerTraces ? CLONE_UNTRACED : 0);
     if (rc == 0)
       rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                            SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+                            SCMP_A0(SCMP_CMP_MASKED_EQ, kept, 0));
     if (rc == 0) rc = deny(ctx, "clone3", ENOSYS);
   }
   if (rc == 0) rc = seccomp_load(ctx);
