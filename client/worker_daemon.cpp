@@ -27,6 +27,7 @@
 #include "common/mailbox.h"
 #include "common/parallel.h"
 #include "exec/process/executor_processes.h"
+#include "hooks/idle_hook_processes.h"
 #include "program/bundle.h"
 #include "protocol/messages.h"
 
@@ -277,6 +278,7 @@ void WorkerDaemon::Impl::offer_build(const ProgramVariant& variant) {
 
 WorkerDaemon::WorkerDaemon(WorkerOptions opts) : impl_(new Impl) {
   impl_->opts = std::move(opts);
+  IdleHookProcesses::instance().set_capacity(impl_->opts.idle_hook_processes);
   impl_->uploads = std::make_unique<UploadCache>(impl_->opts.upload_cache_mb << 20);
   HookProcessOptions hook_options;
   hook_options.call_timeout_ms = impl_->opts.hook_timeout_s * 1000;

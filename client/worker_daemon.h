@@ -31,6 +31,7 @@ struct WorkerOptions {
   bool retry_refused = false;       // a server that refuses the token: retry (else stop, failed)
   uint64_t upload_cache_mb = 2048;  // uploaded rows kept for later runs (0: none)
   int hook_timeout_s = 60;          // longest host hook call in a loop this worker drives
+  size_t idle_hook_processes = 16;  // hook processes kept idle, all programs together
   TlsClientOptions tls;             // wss://: TLS to the server, its certificate verified
   std::vector<std::string> data_roots;  // dataset paths must lie in these (--data-root); empty: any
   // Each executor in a process of its own (exec/process/), so that a kernel

@@ -6,6 +6,7 @@
 
 #include "common/auth.h"
 #include "common/json_limits.h"
+#include "hooks/idle_hook_processes.h"
 #include "protocol/messages.h"
 #include "server/coordinator_impl.h"
 
@@ -369,6 +370,7 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
 Coordinator::Coordinator(CoordinatorOptions opts) {
   std::error_code ec;
   std::filesystem::create_directories(opts.state_dir, ec);
+  IdleHookProcesses::instance().set_capacity(opts.idle_hook_processes);
   impl_ = std::make_unique<Impl>(std::move(opts));
   impl_->workers.share_builds(impl_->opts.build_store_bytes > 0);
   ServerMetrics* metrics = &impl_->metrics;

@@ -36,6 +36,7 @@ struct CoordinatorOptions {
   double run_timeout_s = 0;           // a run's time limit when its request sets none (0: none)
   int hook_timeout_s = 60;            // longest a host hook call (or loading host.cpp) may take
   int compile_timeout_s = 120;        // longest one compile of a host.cpp may take
+  size_t idle_hook_processes = 16;    // hook processes kept idle, all programs together
   // Deadlines for a worker's answers in a run (0: none); a worker that
   // misses one is dropped from the run (DriverContext says how they scale).
   double load_timeout_s = 60;        // run_start, plus the rows' bytes at 50 MB/s

@@ -87,6 +87,12 @@ CLI::App* add_client_command(CLI::App& app, lizard::WorkerOptions* wo, std::stri
       "optimised build between iterations once it has compiled; off: it waits for "
       "the optimised build");
   client
+      ->add_option("--idle-hook-processes", wo->idle_hook_processes,
+                   "Hook processes kept idle for programs' next runs, all programs together "
+                   "(at most 4 each); the one idle longest ends first")
+      ->type_name("N")
+      ->check(CLI::Range(0, 4096));
+  client
       ->add_option("--hook-timeout,--hook-timeout-s", wo->hook_timeout_s,
                    "Seconds the longest host hook call in a run this worker drives may take "
                    "(--hook-timeout-s is its former name)")

@@ -76,6 +76,7 @@ struct ServerFlags {
   int read_timeout = 30;
   int hook_timeout = 60;
   int compile_timeout = 120;
+  size_t idle_hook_processes = 16;
   uint64_t max_body = uint64_t{64} << 20;
   std::string token, read_token;
   std::string token_file, read_token_file;  // --token-file, --read-token-file
@@ -120,6 +121,7 @@ int run_server(ServerFlags f) {
   co.worker_loop = !f.no_worker_loop;
   co.hook_timeout_s = f.hook_timeout;
   co.compile_timeout_s = f.compile_timeout;
+  co.idle_hook_processes = f.idle_hook_processes;
   if (!resolve_token(&f.token, f.token_file, "LIZARD_TOKEN", "--token") ||
       !resolve_token(&f.read_token, f.read_token_file, "LIZARD_READ_TOKEN", "--read-token"))
     return 2;
@@ -328,6 +330,13 @@ int main(int argc, char** argv) {
                    "that waits longer than this for a build slot is answered 503")
       ->type_name("SECONDS")
       ->check(CLI::Range(1, 86400));
+  server
+      ->add_option("--idle-hook-processes", sf.idle_hook_processes,
+                   "Hook processes kept idle for programs' next runs, all programs together "
+                   "(at most 4 each); the one idle longest ends first, and a deleted program's "
+                   "end with it")
+      ->type_name("N")
+      ->check(CLI::Range(0, 4096));
   server
       ->add_option("--max-body", sf.max_body,
                    "Largest JSON request body in bytes (413; uploads to /datasets are not capped)")

@@ -1,5 +1,7 @@
 #include "hooks/host_hooks.h"
 
+#include "hooks/idle_hook_processes.h"
+
 namespace lizard {
 
 Result<std::shared_ptr<HostHooks>> HostHooks::build(const ProgramImage& image,
@@ -65,23 +67,21 @@ Result<std::unique_ptr<RunHooks>> HostHooks::start(const Manifest& m, const Para
   return std::make_unique<RunHooks>(std::move(process), weak_from_this());
 }
 
+HostHooks::~HostHooks() {
+  IdleHookProcesses::instance().drop(this);
+}
+
 size_t HostHooks::idle_processes() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return idle_.size();
+  return IdleHookProcesses::instance().size(this);
 }
 
 void HostHooks::keep_idle(std::unique_ptr<HookProcess> process) const {
   process->set_interrupted(nullptr);
-  std::lock_guard<std::mutex> l(mu_);
-  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(process));
+  IdleHookProcesses::instance().keep(this, std::move(process));
 }
 
 std::unique_ptr<HookProcess> HostHooks::take_idle() const {
-  std::lock_guard<std::mutex> l(mu_);
-  if (idle_.empty()) return nullptr;
-  std::unique_ptr<HookProcess> p = std::move(idle_.back());
-  idle_.pop_back();
-  return p;
+  return IdleHookProcesses::instance().take(this);
 }
 
 RunHooks::~RunHooks() {

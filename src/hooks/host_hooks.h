@@ -10,8 +10,9 @@
 // or hangs fails that run with a message naming the hook and how its process
 // ended.  A process whose run ended without such a failure is kept idle for
 // the program's next run (its library's globals stay as the hooks left
-// them); one whose call failed is never reused.  A program without host.cpp
-// gets RunHooks with no process.
+// them), within the daemon's bounds (hooks/idle_hook_processes.h), and ends
+// with the program; one whose call failed is never reused.  A program
+// without host.cpp gets RunHooks with no process.
 //
 //   Result<std::shared_ptr<HostHooks>> h = HostHooks::build(image, compiler, opts);
 //   Result<std::unique_ptr<RunHooks>> run = (*h)->start(m, params, values, state, agg, opts);
@@ -20,9 +21,7 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
-#include <vector>
 
 #include "common/status.h"
 #include "exec/executor.h"
@@ -90,10 +89,11 @@ class HostHooks : public std::enable_shared_from_this<HostHooks> {
                                           HookProcessOptions options) const;
   // Hook processes kept idle for the next runs (for tests and metrics).
   size_t idle_processes() const;
+  // Ends the processes kept idle.
+  ~HostHooks();
 
  private:
   friend class RunHooks;
-  static constexpr size_t kMaxIdle = 4;
   // A process of a run that ended without a failed call, for the next run.
   void keep_idle(std::unique_ptr<HookProcess> process) const;
   std::unique_ptr<HookProcess> take_idle() const;
@@ -101,8 +101,6 @@ class HostHooks : public std::enable_shared_from_this<HostHooks> {
   std::string library_;  // the compiled host.cpp; empty without one
   std::string source_;   // "host.cpp"
   HookSet hooks_;
-  mutable std::mutex mu_;
-  mutable std::vector<std::unique_ptr<HookProcess>> idle_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace lizard

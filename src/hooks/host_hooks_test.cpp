@@ -4,9 +4,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
+#include "hooks/idle_hook_processes.h"
 #include "program/bundle.h"
 
 namespace lizard {
@@ -143,6 +148,68 @@ TEST_F(HostHooksTest, AnIdleProcessThatDiedIsReplaced) {
   HookedRun b = start(*hooks_, image_, 0);
   EXPECT_NE(b.pid(), idle);
   EXPECT_EQ(b.update(3.0, 0).value(), 3.0);
+}
+
+// Whether process `pid` is gone (reaped) within 2 s.
+bool gone(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// The pid of the process a run of `hooks` gets, which is idle again after.
+pid_t idle_pid(const HostHooks& hooks, const ProgramImage& image) {
+  HookedRun r = start(hooks, image, 0);
+  return r.pid();
+}
+
+// Programs keep their idle processes in the daemon's pool: over its
+// capacity the one idle longest ends, whichever program it served.
+TEST(HostHooks, TheDaemonKeepsAtMostItsCapacityIdleTheLongestIdleEndingFirst) {
+  IdleHookProcesses& pool = IdleHookProcesses::instance();
+  const size_t capacity = pool.capacity();
+  pool.set_capacity(2);
+  const ProgramImage image = counting_program();
+  std::shared_ptr<HostHooks> a = build(image);
+  ASSERT_TRUE(a);
+  const pid_t a_idle = idle_pid(*a, image);
+  std::shared_ptr<HostHooks> b = build(image), c = build(image);
+  ASSERT_TRUE(b && c);
+  EXPECT_TRUE(gone(a_idle)) << "the longest idle process outlived the cap";
+  EXPECT_EQ(a->idle_processes(), 0u);
+  EXPECT_EQ(b->idle_processes(), 1u);
+  EXPECT_EQ(c->idle_processes(), 1u);
+  // A program whose process went starts a new one.
+  HookedRun r = start(*a, image, 0);
+  EXPECT_GT(r.pid(), 0);
+  EXPECT_EQ(r.update(2.0, 0).value(), 2.0);
+  pool.set_capacity(capacity);
+}
+
+// No program keeps more than four idle, however large the pool.
+TEST(HostHooks, OneProgramKeepsAtMostFourIdle) {
+  const ProgramImage image = counting_program();
+  std::shared_ptr<HostHooks> hooks = build(image);
+  ASSERT_TRUE(hooks);
+  {
+    std::vector<HookedRun> runs;
+    for (int i = 0; i < 6; ++i) runs.push_back(start(*hooks, image, 0));
+  }
+  EXPECT_EQ(hooks->idle_processes(), IdleHookProcesses::kPerProgram);
+}
+
+// A program that goes ends the processes it kept idle.
+TEST(HostHooks, AProgramThatGoesEndsItsIdleProcesses) {
+  const ProgramImage image = counting_program();
+  std::shared_ptr<HostHooks> hooks = build(image);
+  ASSERT_TRUE(hooks);
+  const pid_t idle = idle_pid(*hooks, image);
+  ASSERT_GT(idle, 0);
+  EXPECT_EQ(::kill(idle, 0), 0);
+  hooks.reset();
+  EXPECT_TRUE(gone(idle));
 }
 
 // Each hook reads the run's values and the iteration of its call in

@@ -1,5 +1,6 @@
 #include "exec/cpu/kept_host_rows.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -33,16 +34,22 @@ RowsView::~RowsView() {
 }
 
 Result<KeptHostRows> KeptHostRows::make(size_t size, const std::function<Status(uint8_t*)>& fill) {
-  const int fd = memfd_create("lizard-kept-rows", MFD_CLOEXEC);
+  const int fd = memfd_create("lizard-kept-rows", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return errno_status("memfd_create for kept rows");
   KeptHostRows rows(fd, size);
-  if (size == 0) return rows;
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0) return errno_status("sizing kept rows");
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) return errno_status("mapping kept rows");
-  Status filled = fill(static_cast<uint8_t*>(p));
-  munmap(p, size);
-  if (!filled.ok()) return filled;
+  if (size > 0) {
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0) return errno_status("sizing kept rows");
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return errno_status("mapping kept rows");
+    Status filled = fill(static_cast<uint8_t*>(p));
+    munmap(p, size);
+    if (!filled.ok()) return filled;
+  }
+  // Sealed once filled: nothing in this process (a kernel that finds the
+  // memory file among its descriptors) can write, resize or share-map it
+  // again, so later runs read the rows as they were loaded.
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    return errno_status("sealing kept rows");
   return rows;
 }
 

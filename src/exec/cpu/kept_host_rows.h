@@ -4,6 +4,7 @@
 // private mapping): its kernels may write into their input rows, which
 // changes that run's pages and never the kept rows, and a run over 64 MiB of
 // kept rows begins without touching them (pages are shared until written).
+// Once filled, the memory file is sealed against writes and resizing.
 //
 //   auto kept = KeptHostRows::make(rows.size(), [&](uint8_t* to) { copy(rows, to); });
 //   Result<RowsView> view = kept->view_for_run();   // per run

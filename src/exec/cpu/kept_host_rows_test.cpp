@@ -1,9 +1,15 @@
 #include "exec/cpu/kept_host_rows.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
+#include <string>
 #include <vector>
 
 namespace lizard {
@@ -31,6 +37,47 @@ TEST(KeptHostRows, EachRunSeesTheKeptRowsAndItsWritesStayItsOwn) {
   KeptHostRows moved = std::move(kept).value();
   { KeptHostRows gone = std::move(moved); }
   EXPECT_EQ(std::memcmp(second->data(), rows.data(), rows.size()), 0);
+}
+
+// The descriptors of this process whose target is the kept rows' memory file.
+std::vector<int> kept_rows_fds() {
+  std::vector<int> fds;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
+    if (!ec && target.rfind("/memfd:lizard-kept-rows", 0) == 0)
+      fds.push_back(std::stoi(e.path().filename().string()));
+  }
+  return fds;
+}
+
+// A kernel that finds the memory file among its process's descriptors can
+// neither write it, resize it, nor map it shared and writable: the next run
+// reads the rows as they were kept.
+TEST(KeptHostRows, AKernelCannotWriteTheKeptRowsThroughTheirMemoryFile) {
+  std::vector<uint8_t> rows(1 << 16, 7);
+  auto kept = KeptHostRows::make(rows.size(), [&](uint8_t* to) {
+    std::memcpy(to, rows.data(), rows.size());
+    return Status::Ok();
+  });
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  const std::vector<int> fds = kept_rows_fds();
+  ASSERT_EQ(fds.size(), 1u);
+  const int fd = fds[0];
+  const uint8_t poison[16] = {};
+  EXPECT_EQ(::pwrite(fd, poison, sizeof poison, 0), -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(::ftruncate(fd, 0), 0);
+  EXPECT_EQ(::mmap(nullptr, rows.size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), MAP_FAILED);
+  // Nor through a descriptor of its own, opened by path.
+  const int reopened = ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_RDWR);
+  if (reopened >= 0) {
+    EXPECT_EQ(::pwrite(reopened, poison, sizeof poison, 0), -1);
+    ::close(reopened);
+  }
+  auto view = kept->view_for_run();
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(std::memcmp(view->data(), rows.data(), rows.size()), 0);
 }
 
 TEST(KeptHostRows, EmptyRowsAndAFailedFill) {
