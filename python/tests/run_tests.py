@@ -13,5 +13,9 @@ except ImportError as e:
           f"(Debian: apt-get install python3-numpy python3-pytest)")
     sys.exit(77)
 
+# Each line as it is printed, and the stacks of a test still running after
+# four minutes: what ctest shows of a run it had to time out.
+sys.stdout.reconfigure(line_buffering=True)
 here = os.path.dirname(os.path.abspath(__file__))
-sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", here] + sys.argv[1:]))
+sys.exit(pytest.main(["-v", "-p", "no:cacheprovider", "-o", "faulthandler_timeout=240", here] +
+                     sys.argv[1:]))
