@@ -57,6 +57,7 @@ void WorkerDaemon::Impl::handle(std::string frame) {
       return;
     }
     case MessageType::kProgram:
+    case MessageType::kProgramRemoved:  // after the builds queued before it
       return builds.push(std::move(frame));
     case MessageType::kBuildAhead:
       return build_ahead(m.value());
@@ -190,6 +191,19 @@ void WorkerDaemon::Impl::on_chunk(const MessageView& m) {
   }
   if (Status st = rows->write(h->offset, m.payload.data(), m.payload.size()); !st.ok())
     spdlog::warn("run {}: {}; dropped", h->run_id, st.message());
+}
+
+void WorkerDaemon::Impl::on_program_frame(const std::string& frame) {
+  auto m = decode_view(frame);
+  if (!m.ok()) return;  // handle() decoded it once already
+  if (m->type == MessageType::kProgram) return build_program(frame);
+  auto removed = ProgramRemovedMsg::parse(m->header);
+  if (!removed.ok())
+    return spdlog::warn("bad program_removed from the server: {}", removed.status().message());
+  hooks->forget(removed->hash);
+  std::lock_guard<std::mutex> l(programs_mu);
+  if (programs.erase(removed->hash) > 0)
+    spdlog::info("program {} was deleted on the server: forgotten", removed->hash.substr(0, 12));
 }
 
 void WorkerDaemon::Impl::build_program(const std::string& frame) {
@@ -377,7 +391,7 @@ bool WorkerDaemon::run() {
       });
   d->builder = std::thread([d] {
     while (auto frame = d->builds.pop())
-      if (!d->builds_stopped) d->build_program(*frame);
+      if (!d->builds_stopped) d->on_program_frame(*frame);
   });
   d->conn->start();
   constexpr auto kRefreshPeriod = std::chrono::seconds(3);

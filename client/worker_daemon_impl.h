@@ -85,7 +85,10 @@ struct WorkerDaemon::Impl {
   void measure(size_t i);  // with the executor's lock held
   void refresh_resources();
   void handle(std::string frame);
-  void build_program(const std::string& frame);  // on the builder thread
+  // A program or program_removed frame, on the builder thread: in the order
+  // they came.
+  void on_program_frame(const std::string& frame);
+  void build_program(const std::string& frame);
   void build_ahead(const MessageView& m);
   void on_build_fetched(const MessageView& m);
   // Takes what `variant`'s build lacks from the server; whether it must

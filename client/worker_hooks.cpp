@@ -11,6 +11,16 @@ WorkerHooks::WorkerHooks(const std::string& cache_dir, HookProcessOptions option
 
 WorkerHooks::~WorkerHooks() = default;
 
+void WorkerHooks::forget(const std::string& hash) {
+  std::shared_ptr<HostHooks> gone;  // its idle processes end outside the lock
+  std::lock_guard<std::mutex> l(mu_);
+  if (auto it = built_.find(hash); it != built_.end()) {
+    gone = std::move(it->second);
+    built_.erase(it);
+  }
+  failed_.erase(hash);
+}
+
 void WorkerHooks::build(const ProgramImage& program) {
   if (program.manifest.host_source.empty()) return;
   auto built = HostHooks::build(program, compiler_, options_);

@@ -33,6 +33,9 @@ class WorkerHooks {
 
   // Compiles and checks the program's host.cpp, if it has one.
   void build(const ProgramImage& program);
+  // Drops the program's hooks (a deleted program): the processes they kept
+  // idle end, and those of loops still running once those loops end.
+  void forget(const std::string& hash);
   // The hooks for one loop of a run with these params and values, in a hook
   // process of its own (null without an update hook); kUnavailable when the
   // program's host.cpp did not build here.  `limits` bound its calls: a call

@@ -155,8 +155,13 @@ void WorkerRegistry::program_status(const std::string& id, const ProgramStatusMs
 }
 
 void WorkerRegistry::forget_program(const std::string& hash) {
+  std::string frame;
   std::lock_guard<std::mutex> l(mu_);
-  for (auto& [_, w] : workers_) w.programs.erase(hash);
+  for (auto& [_, w] : workers_) {
+    if (w.programs.erase(hash) == 0 || !w.joined || !w.link) continue;
+    if (frame.empty()) frame = encode(ProgramRemovedMsg{hash}.to_message());
+    w.link->send(frame);
+  }
 }
 
 std::map<std::string, ProgramBuild> WorkerRegistry::wait_for_builds(

@@ -92,6 +92,8 @@ class WorkerRegistry {
   // `only` empty, else that worker alone) and marks it building there.
   void push_program(const std::string& hash, const Message& program, const std::string& only = "");
   void program_status(const std::string& id, const ProgramStatusMsg& m);
+  // Forgets that workers have `hash`, and tells those that were sent it
+  // (program_removed).
   void forget_program(const std::string& hash);
   // Waits until no joined worker is still building `hash` (or `deadline`,
   // or `stop()` turns true); returns each joined worker's build of it.

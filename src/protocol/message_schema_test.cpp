@@ -60,7 +60,7 @@ TEST(WireMessages, EveryMessageRoundTrips) {
     EXPECT_EQ(frame->payload, "payload");
   });
   EXPECT_EQ(schemas,
-            23);  // every type but the packed iterate, iteration_result, loop_step and heartbeat
+            24);  // every type but the packed iterate, iteration_result, loop_step and heartbeat
 }
 
 TEST(WireMessages, AMissingRequiredFieldIsNamed) {

@@ -49,6 +49,7 @@ void for_each_message_schema(F&& f) {
   f(SchemaTag<WireSchema<BuildOfferMsg>>{});
   f(SchemaTag<WireSchema<BuildFetchMsg>>{});
   f(SchemaTag<WireSchema<BuildFetchedMsg>>{});
+  f(SchemaTag<WireSchema<ProgramRemovedMsg>>{});
 }
 
 // The same for the objects inside headers.

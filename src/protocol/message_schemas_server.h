@@ -210,6 +210,22 @@ struct WireSchema<BuildAheadMsg> {
 };
 
 template <>
+struct WireSchema<ProgramRemovedMsg> {
+  using Type = ProgramRemovedMsg;
+  static constexpr const char* kName = "program_removed";
+  static constexpr MessageType kType = MessageType::kProgramRemoved;
+  static constexpr const char* kDoc =
+      "The program was deleted: forget it and end the hook processes kept idle for it. A run "
+      "of it needs the program pushed again. No answer.";
+  static auto fields() {
+    return std::make_tuple(required("hash", &ProgramRemovedMsg::hash, "the program"));
+  }
+  static std::string check(const ProgramRemovedMsg& m) {
+    return m.hash.empty() ? "`hash` is empty" : "";
+  }
+};
+
+template <>
 struct WireSchema<BuildFetchedMsg> {
   using Type = BuildFetchedMsg;
   static constexpr const char* kName = "build_fetched";

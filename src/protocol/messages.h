@@ -221,6 +221,14 @@ struct BuildAheadMsg {
   static Result<BuildAheadMsg> parse(const nlohmann::json& h);
 };
 
+// server → worker: program `hash` was deleted (DELETE /programs/<hash>):
+// forget it, and end its idle hook processes; no reply.
+struct ProgramRemovedMsg {
+  std::string hash;
+  Message to_message() const;
+  static Result<ProgramRemovedMsg> parse(const nlohmann::json& h);
+};
+
 // server → worker: run the loop of a run placed on this worker alone (see
 // MessageType::kLoop).  Payload: the state section.
 struct LoopMsg {

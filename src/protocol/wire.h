@@ -73,7 +73,8 @@ inline constexpr uint8_t kWireVersion = 2;
   X(kFileProbed, 24, "file_probed", "worker → server", "—")                                      \
   X(kBuildOffer, 25, "build_offer", "worker → server", "the build's bytes")                      \
   X(kBuildFetch, 26, "build_fetch", "worker → server", "—")                                      \
-  X(kBuildFetched, 27, "build_fetched", "server → worker", "the build's bytes, when found")
+  X(kBuildFetched, 27, "build_fetched", "server → worker", "the build's bytes, when found")      \
+  X(kProgramRemoved, 28, "program_removed", "server → worker", "—")
 
 enum class MessageType : uint8_t {
 #define LIZARD_MESSAGE_ENUM(e, n, name, direction, payload) e = n,

@@ -125,6 +125,7 @@ std::vector<WireSample> wire_samples() {
   add("build_fetched",
       BuildFetchedMsg{7, true, std::string(64, 'a'), kState.size(), "(set only when not found)"}
           .to_message(kState));
+  add("program_removed", ProgramRemovedMsg{"5c37"}.to_message());
   return s;
 }
 

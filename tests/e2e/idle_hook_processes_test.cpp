@@ -3,7 +3,7 @@
 // keeps at most --idle-hook-processes of them (and a worker its own), the
 // one idle longest ending first; a program whose process went still runs
 // (it starts a new one); DELETE /programs/<hash> ends that program's idle
-// process on the server at once.
+// processes on the server and on its workers (program_removed).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -93,12 +93,17 @@ TEST(IdleHookProcesses, EachDaemonKeepsAtMostItsCapAndADeletedProgramsEndWithIt)
   EXPECT_EQ(await_hook_processes(c.server_pid(), 3), 3u);
   EXPECT_EQ(await_hook_processes(c.worker_pids()[0], 2), 2u);
 
-  // The newest program holds an idle process on the server: deleting the
-  // program ends it.
+  // The newest program holds an idle process on the server and on the
+  // worker: deleting the program ends both.
   auto del = http_request("DELETE", c.uri() + "/programs/" + hashes[4], "", "", 30);
   ASSERT_TRUE(del.ok()) << del.status().message();
   EXPECT_EQ(del->status, 200) << del->body;
   EXPECT_EQ(await_hook_processes(c.server_pid(), 2), 2u);
+  EXPECT_EQ(await_hook_processes(c.worker_pids()[0], 1), 1u);
+  // Registered again, it builds and runs again.
+  EXPECT_EQ(register_program(c, programs.path() + "/hooked4"), hashes[4]);
+  r = wait_until_finished(c, submit_run(c, hashes[4], body), 60);
+  EXPECT_EQ(r.value("status", ""), "done") << r.dump(2);
 }
 
 }  // namespace
