@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/process_metrics.h"
+#include "hooks/idle_hook_processes.h"
 #include "server/run_book.h"
 #include "server/worker_registry.h"
 
@@ -152,6 +153,11 @@ std::string ServerMetrics::render() const {
   MetricsWriter w;
   w.family("lizard_build_info", "The server's version.", MetricType::kGauge);
   w.sample("lizard_build_info", {{"version", LIZARD_VERSION}}, 1.0);
+  w.family("lizard_hook_processes_idle",
+           "Hook processes kept idle for programs' next runs (at most --idle-hook-processes).",
+           MetricType::kGauge);
+  w.sample("lizard_hook_processes_idle", {},
+           static_cast<uint64_t>(IdleHookProcesses::instance().size()));
   collect_workers(w);
   collect_runs(w);
   write_process_metrics(w);

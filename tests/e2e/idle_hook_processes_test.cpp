@@ -81,6 +81,10 @@ TEST(IdleHookProcesses, EachDaemonKeepsAtMostItsCapAndADeletedProgramsEndWithIt)
   // caps hold the rest.
   EXPECT_EQ(await_hook_processes(c.server_pid(), 3), 3u);
   EXPECT_EQ(await_hook_processes(c.worker_pids()[0], 2), 2u);
+  auto metrics = c.get("/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_NE(metrics->body.find("\nlizard_hook_processes_idle 3\n"), std::string::npos)
+      << metrics->body;
 
   // The first program's process went; its run starts a new one, on the
   // server (--no-worker-loop is not set, so the worker drives a one-worker
