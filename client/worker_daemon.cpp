@@ -196,7 +196,7 @@ void WorkerDaemon::Impl::on_chunk(const MessageView& m) {
 void WorkerDaemon::Impl::on_program_frame(const std::string& frame) {
   auto m = decode_view(frame);
   if (!m.ok()) return;  // handle() decoded it once already
-  if (m->type == MessageType::kProgram) return build_program(frame);
+  if (m->type == MessageType::kProgram) return build_program(*m);
   auto removed = ProgramRemovedMsg::parse(m->header);
   if (!removed.ok())
     return spdlog::warn("bad program_removed from the server: {}", removed.status().message());
@@ -206,13 +206,11 @@ void WorkerDaemon::Impl::on_program_frame(const std::string& frame) {
     spdlog::info("program {} was deleted on the server: forgotten", removed->hash.substr(0, 12));
 }
 
-void WorkerDaemon::Impl::build_program(const std::string& frame) {
+void WorkerDaemon::Impl::build_program(const MessageView& m) {
   // Tests of builds that take long (LIZARD_TEST_BUILD_DELAY_MS).
   if (const char* delay = std::getenv("LIZARD_TEST_BUILD_DELAY_MS"); delay && *delay)
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
-  auto m = decode_view(frame);
-  if (!m.ok()) return;  // handle() decoded it once already
-  auto msg = ProgramMsg::parse(m->header);
+  auto msg = ProgramMsg::parse(m.header);
   const std::string hash = msg.ok() ? msg->hash : "";
   Status st = msg.status();
   std::shared_ptr<ProgramImage> image;

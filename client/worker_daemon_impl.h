@@ -88,7 +88,7 @@ struct WorkerDaemon::Impl {
   // A program or program_removed frame, on the builder thread: in the order
   // they came.
   void on_program_frame(const std::string& frame);
-  void build_program(const std::string& frame);
+  void build_program(const MessageView& m);
   void build_ahead(const MessageView& m);
   void on_build_fetched(const MessageView& m);
   // Takes what `variant`'s build lacks from the server; whether it must

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "sandbox/landlock.h"
+#include "sandbox/sanitized_build.h"
 #include "sandbox/syscall_filter.h"
 
 namespace lizard {
@@ -58,11 +59,7 @@ std::string SandboxReport::summary() const {
 }
 
 unsigned long long hook_data_limit_bytes() {
-#if defined(__SANITIZE_ADDRESS__)
-  return 0;
-#else
-  return 4ULL << 30;
-#endif
+  return kAddressSanitized ? 0 : 4ULL << 30;
 }
 
 bool sandbox_disabled() {

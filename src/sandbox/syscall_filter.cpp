@@ -1,5 +1,7 @@
 #include "sandbox/syscall_filter.h"
 
+#include "sandbox/sanitized_build.h"
+
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -18,17 +20,7 @@ namespace {
 // tracer of its own: a process cloned with CLONE_UNTRACED that ptraces its
 // parent's threads.  There the filter allows both; Landlock still keeps
 // ptrace within the sandbox's own processes.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kLeakCheckerTraces = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kLeakCheckerTraces = true;
-#else
-constexpr bool kLeakCheckerTraces = false;
-#endif
-#else
-constexpr bool kLeakCheckerTraces = false;
-#endif
+constexpr bool kLeakCheckerTraces = kAddressSanitized;
 
 // Calls no user code needs and that reach other processes or the kernel
 // (and ptrace, but for the leak checker).
