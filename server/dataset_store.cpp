@@ -8,14 +8,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <random>
 #include <system_error>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
-#include "common/piece_digest.h"
 #include "common/write_fully.h"
 #include "dataset/dataset_file.h"
 #include "dataset/input_file.h"
@@ -56,10 +53,9 @@ Result<json> describe_npy(const std::string& path) {
   return json{{"format", "npy"}, {"dtype", dtype_name(h.dtype)}, {"shape", h.shape}};
 }
 
-// An upload's body on its way to disk, digested as it goes (the digest of a
-// write of 1 MiB or more on a thread beside the one writing it, on machines
-// of more than two cores).  Any failure
-// closes and removes the file, so that a full disk gets its space back at once.
+// An upload's body on its way to the page cache; the store flushes it to
+// disk after the commit (server/upload_syncer.h).  Any failure closes and
+// removes the file, so that a full disk gets its space back at once.
 class UploadFile : public UploadSink {
  public:
   UploadFile(std::string id, std::string path, int fd)
@@ -70,20 +66,10 @@ class UploadFile : public UploadSink {
 
   const std::string& path() const override { return path_; }
 
-  // A large write's bytes are hashed on another core while they go to disk.
   Status write(const char* data, size_t size) override {
     if (fd_ < 0) return internal_error("upload " + id_ + " is closed");
     if (storage_write_fails()) return fail(ENOSPC);
-    std::future<void> hashed;
-    if (size >= kHashBesideBytes && hash_beside()) {
-      try {
-        hashed = std::async(std::launch::async, [this, data, size] { digest_.update(data, size); });
-      } catch (const std::system_error&) {  // no thread to spare: hashed here
-      }
-    }
-    if (!hashed.valid()) digest_.update(data, size);
     const int err = write_fully(fd_, data, size);
-    if (hashed.valid()) hashed.wait();  // `data` is the caller's until it returns
     if (err != 0) return fail(err);
     return Status::Ok();
   }
@@ -91,8 +77,6 @@ class UploadFile : public UploadSink {
   Status finish() override {
     if (fd_ < 0) return internal_error("upload " + id_ + " is closed");
     if (storage_write_fails()) return fail(ENOSPC);
-    if (::fsync(fd_) != 0) return fail(errno);
-    hex_digest_ = digest_.hex_digest();
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) {  // NFS may say only now that there was no room
@@ -103,19 +87,7 @@ class UploadFile : public UploadSink {
     return Status::Ok();
   }
 
-  std::string digest() const override { return hex_digest_; }
-
  private:
-  static constexpr size_t kHashBesideBytes = size_t{1} << 20;
-
-  // With a core to spare beyond the io thread and the writer; on two cores
-  // the writer hashing the bytes it has just been handed, still in its
-  // cache, is faster than a third thread reading them again.
-  static bool hash_beside() {
-    static const bool spare = std::thread::hardware_concurrency() > 2;
-    return spare;
-  }
-
   Status error_for(int err) const {
     if (err == ENOSPC || err == EDQUOT) return disk_full_error("upload " + id_);
     return internal_error("cannot write upload " + id_ + " to " + path_ + ": " +
@@ -133,14 +105,12 @@ class UploadFile : public UploadSink {
 
   const std::string id_, path_;
   int fd_;
-  PieceDigest digest_;
-  std::string hex_digest_;  // once finished
 };
 
 }  // namespace
 
 DatasetStore::DatasetStore(std::string state_dir)
-    : dir_((fs::path(state_dir) / "datasets").string()) {
+    : dir_((fs::path(state_dir) / "datasets").string()), syncer_(dir_) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (auto id = StateDirIdentity::take(state_dir, "the state directory"); id.ok())
@@ -154,11 +124,36 @@ DatasetStore::DatasetStore(std::string state_dir)
     const bool valid = meta.is_object() && meta.value("id", json()).is_string() &&
                        meta.value("file", json()).is_string() &&
                        meta.value("format", json()).is_string();
-    if (valid)
-      datasets_[meta["id"].get<std::string>()] = meta;
-    else  // not written by this server: left alone
+    if (!valid) {  // not written by this server: left alone
       spdlog::warn("skipping dataset description {}: not one this server wrote", e.path().string());
+      continue;
+    }
+    const std::string id = meta["id"].get<std::string>();
+    if (syncer_.marked(id) && !kept_after_stop(meta)) continue;
+    datasets_[id] = meta;
   }
+  // Markers whose description never got written: their uploads were never listed.
+  for (const auto& e : fs::directory_iterator(dir_, ec))
+    if (e.path().extension() == ".syncing" && !datasets_.count(e.path().stem().string()))
+      fs::remove(e.path(), ec);
+}
+
+// An upload the server stopped before flushing (a crash, a power cut): kept,
+// and flushed now, when its file is whole; else removed, with why.
+bool DatasetStore::kept_after_stop(const json& meta) {
+  const std::string id = meta["id"].get<std::string>();
+  Status whole = UploadSyncer::check_whole(meta);
+  if (whole.ok()) {
+    syncer_.sync_now(id, meta["file"].get<std::string>());
+    return true;
+  }
+  spdlog::warn("removing upload {}: the server stopped before it was on disk, and {}", id,
+               whole.message());
+  std::error_code ec;
+  fs::remove(meta["file"].get<std::string>(), ec);
+  fs::remove(fs::path(dir_) / (id + ".json"), ec);
+  syncer_.unmark(id);
+  return false;
 }
 
 std::string DatasetStore::reserve(std::string* id) {
@@ -207,16 +202,27 @@ Result<json> DatasetStore::commit(const std::string& id, const std::string& part
   meta["file"] = final_path.string();
   if (!digest.empty()) meta["digest"] = digest;
   // The description makes the upload exist after a restart: written whole or
-  // not at all, and without it the data goes too.
-  Status st = write_file_durably((fs::path(dir_) / (id + ".json")).string(), meta.dump(),
-                                 "the description of upload " + id);
+  // not at all, and without it the data goes too.  Bytes that can be
+  // checked again (a digest) go to disk after the answer, marked until then;
+  // others before it.
+  Status st = digest.empty() ? Status::Ok() : syncer_.mark(id);
+  if (st.ok() && digest.empty()) syncer_.sync_now(id, final_path.string());
+  if (st.ok())
+    st = write_file_durably((fs::path(dir_) / (id + ".json")).string(), meta.dump(),
+                            "the description of upload " + id);
   if (!st.ok()) {
     fs::remove(final_path, ec);
+    syncer_.unmark(id);
     return st;
   }
+  if (!digest.empty()) syncer_.sync_later(id, final_path.string());
   std::lock_guard<std::mutex> l(mu_);
   datasets_[id] = meta;
   return meta;
+}
+
+void DatasetStore::wait_on_disk() {
+  syncer_.wait_idle();
 }
 
 json DatasetStore::list(const std::string& digest) const {
@@ -242,6 +248,7 @@ Status DatasetStore::remove(const std::string& id) {
   std::error_code ec;
   fs::remove(it->second.value("file", ""), ec);
   fs::remove(fs::path(dir_) / (id + ".json"), ec);
+  syncer_.unmark(id);
   datasets_.erase(it);
   return Status::Ok();
 }

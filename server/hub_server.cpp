@@ -271,7 +271,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     HttpRequest r = to_request(file_parser_->get(), "");
     r.body_file = body.sink->path();
-    if (body.failure.ok()) r.body_digest = body.sink->digest();
+    if (body.failure.ok()) r.body_digest = body.digest.hex_digest();
     r.body_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - body_start_).count();
     if (!body.failure.ok()) {
@@ -286,7 +286,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   // An upload of known length goes to an UploadReader: the io thread only
-  // reads, the pipeline's thread digests and writes.
+  // reads, the pipeline's threads digest and write.
   void stream_upload(std::unique_ptr<UploadSink> sink, uint64_t length) {
     auto reader = std::make_shared<UploadReader<MaybeTlsStream>>(
         stream_, buffer_, std::move(sink), length,

@@ -46,11 +46,11 @@ class UploadSink {
   // Appends the next bytes.  An error (kStorageFull for a full disk) ends the
   // upload: the file is removed at once.
   virtual Status write(const char* data, size_t size) = 0;
-  // After the last bytes: flushes the file to disk and closes it; an error
-  // removes it as write() does.
+  // After the last bytes: closes the file; an error removes it as write()
+  // does.  Whoever reads the body digests it (UploadPipeline, UploadBody),
+  // and the store puts the file on disk once it is committed
+  // (server/upload_syncer.h).
   virtual Status finish() = 0;
-  // After finish(): the PieceDigest of every byte written, hex.
-  virtual std::string digest() const = 0;
 };
 
 // Sends the response for one request; callable once, from any thread.

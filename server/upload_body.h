@@ -1,12 +1,15 @@
 // UploadBody: a Boost.Beast body type that hands a request body to an
-// UploadSink (server/transport.h) as it arrives, so that an upload streams to
-// disk and a full disk ends it at the chunk that met it.  Used by
+// UploadSink (server/transport.h) as it arrives, digesting it on the way, so
+// that an upload streams to disk and a full disk ends it at the chunk that
+// met it.  For chunked bodies; one of known length goes through an
+// UploadReader (server/upload_reader.h), which digests on several threads.  Used by
 // hub_server.cpp (the only file that sees Beast) for POST /datasets:
 //
 //   http::request_parser<UploadBody> parser(std::move(header_parser));
 //   parser.get().body().sink = std::move(sink);
 //   http::async_read(stream, buffer, parser, on_upload);
-//   // on_upload: body().failure says why the sink refused bytes, if it did
+//   // on_upload: body().failure says why the sink refused bytes, if it did;
+//   // else body().digest.hex_digest() is the body's PieceDigest
 #pragma once
 
 #include <boost/beast/core/buffers_range.hpp>
@@ -17,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/piece_digest.h"
 #include "common/status.h"
 #include "server/transport.h"
 
@@ -27,6 +31,7 @@ namespace lizard {
 struct UploadBody {
   struct value_type {
     std::unique_ptr<UploadSink> sink;
+    PieceDigest digest;  // of the bytes the sink took
     Status failure;
     bool finished = false;  // a request without a body never gets a reader
   };
@@ -48,6 +53,7 @@ struct UploadBody {
           refuse(std::move(st), ec);
           return n;
         }
+        body_.digest.update(b.data(), b.size());
         n += b.size();
       }
       return n;

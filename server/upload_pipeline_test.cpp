@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "common/piece_digest.h"
 #include "server/durable_write.h"
 
 namespace lizard {
@@ -60,7 +61,6 @@ class FakeSink : public UploadSink {
     seen_->finished = true;
     return Status::Ok();
   }
-  std::string digest() const override { return "d" + std::to_string(seen_->bytes.size()); }
 
  private:
   std::shared_ptr<Seen> seen_;
@@ -93,6 +93,12 @@ Status pour(UploadPipeline& p, const std::string& body, int* waits = nullptr) {
   return f.get();
 }
 
+std::string piece_digest(const std::string& bytes) {
+  PieceDigest d;
+  d.update(bytes.data(), bytes.size());
+  return d.hex_digest();
+}
+
 std::string body_of(size_t size) {
   std::string s(size, '\0');
   for (size_t i = 0; i < size; ++i) s[i] = static_cast<char>(i * 131 + i / 977);
@@ -122,13 +128,34 @@ TEST(UploadPipeline, BytesReachTheSinkInOrderAndAFullPipelineMakesTheReaderWait)
     Status st = pour(p, body, &waits);
     slow_disk.join();
     ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_EQ(p.digest(), "d" + std::to_string(body.size()));
+    EXPECT_EQ(p.digest(), piece_digest(body));
   }
   EXPECT_EQ(seen->bytes, body);
   EXPECT_EQ(seen->writes, 101);
   EXPECT_TRUE(seen->finished);
   EXPECT_GE(waits, 1) << "the reader never waited for the slow disk";
   seen->wait_for([&] { return seen->destroyed; });
+}
+
+// The digest is the PieceDigest of the body whatever the number of hashers,
+// with buffers that straddle the pieces' bounds and a last piece cut short;
+// no bytes have the digest of none.
+TEST(UploadPipeline, TheDigestIsThePieceDigestOfTheBodyWithAnyNumberOfHashers) {
+  const std::string body = body_of(3 * PieceDigest::kPieceBytes + 12345);
+  for (size_t hashers : {1, 2, 3, 5}) {
+    SCOPED_TRACE("hashers " + std::to_string(hashers));
+    auto seen = std::make_shared<Seen>();
+    UploadPipeline p(std::make_unique<FakeSink>(seen), 6, 1000003, hashers);
+    Status st = pour(p, body);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(p.digest(), piece_digest(body));
+    std::lock_guard<std::mutex> l(seen->mu);
+    EXPECT_TRUE(seen->bytes == body);
+  }
+  auto seen = std::make_shared<Seen>();
+  UploadPipeline empty(std::make_unique<FakeSink>(seen), 2, 1000, 2);
+  ASSERT_TRUE(pour(empty, "").ok());
+  EXPECT_EQ(empty.digest(), piece_digest(""));
 }
 
 // A sink that refuses bytes (a full disk) ends the upload: no more bytes are

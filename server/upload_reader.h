@@ -1,6 +1,6 @@
 // UploadReader: the body of an upload of known length, read from its
 // connection straight into an UploadPipeline's buffers (server/
-// upload_pipeline.h), whose own thread digests and writes them: the io
+// upload_pipeline.h), whose own threads digest and write them: the io
 // thread only reads.  The bytes read with the header go first; while every
 // buffer is in flight it stops reading until one is free.  Used by
 // hub_server.cpp (with upload_body.h for chunked bodies), the only files that

@@ -30,4 +30,10 @@ void PieceDigest::end_piece() {
   in_piece_ = 0;
 }
 
+std::string piece_digest_of(const std::vector<std::array<uint8_t, 32>>& pieces) {
+  Sha256 all;
+  for (const auto& d : pieces) all.update(d.data(), d.size());
+  return all.hex_digest();
+}
+
 }  // namespace lizard

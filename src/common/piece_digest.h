@@ -7,10 +7,14 @@
 //   PieceDigest d;
 //   d.update(data, size);              // as the bytes come, in any split
 //   std::string hex = d.hex_digest();  // finishes it
+//   std::string same = piece_digest_of(sha256_of_each_piece);
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/sha256.h"
 
@@ -30,5 +34,9 @@ class PieceDigest {
   Sha256 pieces_;  // over the digests of the pieces that are complete
   size_t in_piece_ = 0;
 };
+
+// The same digest from the SHA-256s of the pieces, hashed apart (on several
+// threads, as server/upload_pipeline.h does), in order.
+std::string piece_digest_of(const std::vector<std::array<uint8_t, 32>>& pieces);
 
 }  // namespace lizard
