@@ -97,11 +97,13 @@ void RunSession::handle(const MessageView& m) {
       if (!h.ok()) return;
       RunOutputsMsg out;
       out.run_id = h->run_id;
-      std::string payload;
-      Status st = end(h.value(), &out.fields, &payload);
+      std::vector<std::vector<std::vector<uint8_t>>> outs;
+      std::vector<std::string_view> payload;
+      Status st = end(h.value(), &out.fields, &outs, &payload);
       out.ok = st.ok();
       out.error = st.message();
-      if (h->want_outputs) reply(encode(out.to_message(std::move(payload))));
+      // One frame, the fields copied into it straight from the executors' buffers.
+      if (h->want_outputs) reply(encode(out.to_message(), payload.data(), payload.size()));
       // What compiled while the run went (a GPU's optimised build, after
       // it began on a quick one) is offered too.
       if (compiled_here_ && ctx_.offer_build && !aborting_) ctx_.offer_build(*compiled_here_);
@@ -322,10 +324,13 @@ Status RunSession::iterate_here(const MessageView& m) {
   return Status::Ok();
 }
 
-Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload) {
+Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields,
+                       std::vector<std::vector<std::vector<uint8_t>>>* kept,
+                       std::vector<std::string_view>* payload) {
   if (!begun_ || h.run_id != run_id_) return not_found("no such run on this worker");
   const Manifest& man = program_->manifest;
-  std::vector<std::vector<std::vector<uint8_t>>> outs(executors_.size());
+  std::vector<std::vector<std::vector<uint8_t>>>& outs = *kept;
+  outs.assign(executors_.size(), {});
   Status st;
   for (size_t i = 0; i < executors_.size(); ++i) {
     std::lock_guard<std::mutex> l(lock_of(i));
@@ -348,7 +353,7 @@ Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields, std:
     uint64_t bytes = 0;
     for (const auto& o : outs) {
       if (k >= o.size()) continue;
-      payload->append(reinterpret_cast<const char*>(o[k].data()), o[k].size());
+      payload->emplace_back(reinterpret_cast<const char*>(o[k].data()), o[k].size());
       bytes += o[k].size();
     }
     fields->push_back({man.dataset[k].name, bytes});

@@ -97,7 +97,11 @@ class RunSession {
   void loop_here(const MessageView& m);
   Status run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* failed);
   bool loop_interrupted();
-  Status end(const RunEndMsg& h, std::vector<OutputPart>* fields, std::string* payload);
+  // The outputs asked for stay in *outs (per executor, per field); *payload
+  // views them in the order of *fields, to be framed without joining them.
+  Status end(const RunEndMsg& h, std::vector<OutputPart>* fields,
+             std::vector<std::vector<std::vector<uint8_t>>>* outs,
+             std::vector<std::string_view>* payload);
   // A field's rows in the upload cache, and the key the cache holds them by.
   struct CachedRows {
     std::string key;

@@ -41,14 +41,19 @@ Status gather_outputs(const std::shared_ptr<RunRecord>& run, const DriverContext
       OutputField of{f.type, {}, ""};
       LIZARD_ASSIGN_OR_RETURN(of.dims, field_dims(f, m, req.params, req.rows));
       for (const auto& id : participants) {  // plan order == row order
-        const Message& msg = outs->at(id);
+        Message& msg = outs->at(id);
         auto parsed = RunOutputsMsg::parse(msg.header);
         if (!parsed.ok()) return parsed.status().with_context("worker " + id);
         size_t off = 0;
         for (const auto& part : parsed->fields) {
           if (off + part.bytes > msg.payload.size())
             return internal_error("worker " + id + " sent fewer output bytes than it announced");
-          if (part.name == f.name) of.bytes.append(msg.payload, off, part.bytes);
+          const bool whole = participants.size() == 1 && parsed->fields.size() == 1 &&
+                             part.bytes == msg.payload.size();
+          if (part.name == f.name && whole)
+            of.bytes = std::move(msg.payload);  // one worker's one field: no copy
+          else if (part.name == f.name)
+            of.bytes.append(msg.payload, off, part.bytes);
           off += part.bytes;
         }
       }

@@ -52,19 +52,26 @@ bool has_packed_header(MessageType t) {
 }
 
 std::string encode(const Message& m) {
+  const std::string_view payload = m.payload;
+  return encode(m, &payload, 1);
+}
+
+std::string encode(const Message& m, const std::string_view* parts, size_t count) {
   const bool packed = has_packed_header(m.type);
   const std::string dumped = packed ? std::string() : m.header.dump();
   const std::string& header = packed ? m.packed : dumped;
   const uint32_t n = static_cast<uint32_t>(header.size());
+  size_t payload_bytes = 0;
+  for (size_t i = 0; i < count; ++i) payload_bytes += parts[i].size();
   std::string out;
-  out.reserve(8 + header.size() + m.payload.size());
+  out.reserve(8 + header.size() + payload_bytes);
   out.push_back('L');
   out.push_back('Z');
   out.push_back(static_cast<char>(kWireVersion));
   out.push_back(static_cast<char>(m.type));
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
   out += header;
-  out += m.payload;
+  for (size_t i = 0; i < count; ++i) out += parts[i];
   return out;
 }
 

@@ -110,6 +110,9 @@ struct MessageView {
 };
 
 std::string encode(const Message& m);
+// The same frame with the payload given as `parts` joined (m.payload empty):
+// a large payload copied once, into the frame.
+std::string encode(const Message& m, const std::string_view* parts, size_t count);
 // A frame of a message whose header is packed, built in *frame (cleared; its
 // capacity kept, so a buffer reused for every iteration allocates nothing):
 // begin_packed_frame() writes the frame's head and returns where the header
