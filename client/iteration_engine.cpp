@@ -22,6 +22,12 @@ void IterationEngine::bind(Run run) {
   slots_.clear();
   partials_.clear();
   kernel_ms_ = 0;
+  on_quick_.assign(run_.executors ? run_.executors->size() : 0, 0);
+  ran_on_quick_ = false;
+}
+
+void IterationEngine::began_on_quick_build(size_t i) {
+  if (i < on_quick_.size()) on_quick_[i] = 1;
 }
 
 double IterationEngine::slowest_call_ms() const {
@@ -38,6 +44,7 @@ Status IterationEngine::run(const SectionBuffer& state, int64_t iteration) {
   bool in_processes = true;
   for (size_t i : *run_.executors) in_processes = in_processes && (*run_.all)[i]->process;
   Status ran = in_processes ? run_in_processes(iteration, state) : run_on_threads(iteration, state);
+  ran_on_quick_ = std::find(on_quick_.begin(), on_quick_.end(), 1) != on_quick_.end();
   // What the kernels printed goes out ahead of the iteration's result (or error).
   if (run_.output) run_.output->flush();
   LIZARD_RETURN_IF_ERROR(ran);
@@ -76,14 +83,17 @@ Result<SectionBuffer*> IterationEngine::slot(size_t i, size_t k) {
   return &mine[k];
 }
 
-void IterationEngine::slice_done(size_t i, int64_t k, int64_t iteration, double kernel_ms,
-                                 double total_ms) {
+// An executor's first iteration on its optimised build says so
+// (switched_build): it is off the quick build from this iteration on.
+void IterationEngine::slice_done(size_t i, int64_t k, int64_t iteration,
+                                 const IterationStats& stats) {
+  if (stats.switched_build && i < on_quick_.size()) on_quick_[i] = 0;
   if (slices_of(i) > 1)
     run_.send(encode(ProgressMsg{run_.run_id, iteration, static_cast<int64_t>((*run_.executors)[i]),
                                  slice_end(i, k)}
                          .to_message()));
-  executor_ms_[i] += kernel_ms;
-  executor_total_ms_[i] += total_ms;
+  executor_ms_[i] += stats.kernel_ms;
+  executor_total_ms_[i] += stats.total_ms;
 }
 
 Status IterationEngine::run_on_threads(int64_t iteration, const SectionBuffer& state) {
@@ -103,7 +113,7 @@ Status IterationEngine::run_on_threads(int64_t iteration, const SectionBuffer& s
         LIZARD_RETURN_IF_ERROR(
             e.iterate_rows(state, iteration, a, &st, first, slice_end(i, k) - first));
       }
-      slice_done(i, k, iteration, st.kernel_ms, st.total_ms);
+      slice_done(i, k, iteration, st);
     }
     return Status::Ok();
   }));
@@ -159,7 +169,7 @@ Status IterationEngine::run_in_processes(int64_t iteration, const SectionBuffer&
         if (failed.ok()) failed = got;
         continue;
       }
-      slice_done(i, k, iteration, st.kernel_ms, st.total_ms);
+      slice_done(i, k, iteration, st);
     }
   }
   return failed;

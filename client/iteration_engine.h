@@ -56,6 +56,11 @@ class IterationEngine {
   const std::vector<const SectionBuffer*>& partials() const { return partials_; }
   // The slowest executor's time in kernels, and in its calls (transfers too).
   double kernel_ms() const { return kernel_ms_; }
+  // Executor i (of the run's) began the run on a quick build; the engine
+  // follows it to its switch to the optimised one (exec/executor.h).
+  void began_on_quick_build(size_t i);
+  // Whether some executor ran the last iteration on a quick build.
+  bool ran_on_quick_build() const { return ran_on_quick_; }
   double slowest_call_ms() const;
 
  private:
@@ -65,7 +70,7 @@ class IterationEngine {
   // The aggregate slot of executor i's slice k, made at its first use.
   Result<SectionBuffer*> slot(size_t i, size_t k);
   // Executor i finished slice k: its times, and its progress reported.
-  void slice_done(size_t i, int64_t k, int64_t iteration, double kernel_ms, double total_ms);
+  void slice_done(size_t i, int64_t k, int64_t iteration, const IterationStats& stats);
   Status run_on_threads(int64_t iteration, const SectionBuffer& state);
   Status run_in_processes(int64_t iteration, const SectionBuffer& state);
   std::mutex& lock_of(size_t i) { return (*run_.all)[(*run_.executors)[i]]->mu; }
@@ -80,6 +85,8 @@ class IterationEngine {
   std::vector<char> sent_;  // run_in_processes: executors sent the current slice
   std::vector<const SectionBuffer*> partials_;
   double kernel_ms_ = 0;
+  std::vector<char> on_quick_;  // by executor of the run: still on a quick build
+  bool ran_on_quick_ = false;
 };
 
 }  // namespace lizard

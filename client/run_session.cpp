@@ -285,6 +285,8 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
   begun_ = true;  // end_run frees whatever did begin
   LIZARD_RETURN_IF_ERROR(st);
   *compile = combine_compile_stats(compiles);
+  for (size_t i = 0; i < compiles.size(); ++i)
+    if (compiles[i].quick_build) engine_.began_on_quick_build(i);
   spdlog::debug(
       "run {}: loaded rows {}..{} (rows ready in {:.3f} ms, on the executors in {:.3f} ms)",
       run_id_, h.first_row, h.first_row + h.rows, rows_ms, ms_since(t_begin));
@@ -299,6 +301,7 @@ void RunSession::iterate(const MessageView& m) {
   r.run_id.assign(st.ok() ? iterate_msg_.run_id : run_id_);
   r.iteration = st.ok() ? iterate_msg_.iteration : 0;
   r.kernel_ms = 0;
+  r.quick_build = false;
   if (st.ok()) st = iterate_here(m);
   r.ok = st.ok();
   r.error.assign(st.message());
@@ -321,6 +324,7 @@ Status RunSession::iterate_here(const MessageView& m) {
     std::memcpy(state_.bytes.data(), m.payload.data(), state_.bytes.size());
   LIZARD_RETURN_IF_ERROR(engine_.run(state_, h.iteration));
   result_msg_.kernel_ms = engine_.kernel_ms();
+  result_msg_.quick_build = engine_.ran_on_quick_build();
   return Status::Ok();
 }
 

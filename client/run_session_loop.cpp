@@ -154,6 +154,7 @@ Status RunSession::run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* 
     step.iteration = it;
     LIZARD_RETURN_IF_ERROR(engine_.run(state, it));
     step.kernel_ms = engine_.kernel_ms();
+    step.quick_build = engine_.ran_on_quick_build();
     const double waiting = ms_since(t0);
     // The server's own step, here: the executors' partials folded in row
     // order, the hooks, and the stop rule.

@@ -81,6 +81,23 @@ TEST_F(RunSessionTest, ALoopRunsItsIterationsHereAndReportsEach) {
   s->post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));
 }
 
+// Each step of a loop says whether some executor ran it on a quick build.
+TEST_F(RunSessionTest, ALoopStepSaysWhetherAnExecutorRanItOnAQuickBuild) {
+  exec(1).quick_until = 3;
+  auto s = session({}, hooks_of(/*last=*/4));
+  s->post(run_start("r1.0", 5, {{0, 0, 3}, {1, 3, 2}}));
+  ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+  s->post(loop("r1.0", 1, 10, 0.5));
+  std::vector<bool> quick;
+  for (int64_t it = 1; it <= 4; ++it) {
+    auto h = LoopStepMsg::parse(next_reply().packed).value();
+    ASSERT_TRUE(h.ok) << h.error;
+    quick.push_back(h.quick_build);
+  }
+  EXPECT_EQ(quick, (std::vector<bool>{true, true, false, false}));
+  s->post(encode(RunEndMsg{"r1.0", false, {}}.to_message()));
+}
+
 // The loop's hooks are opened with the run's values: the hook context's seed.
 TEST_F(RunSessionTest, ALoopOpensItsHooksWithTheRunsValues) {
   std::promise<uint64_t> seed;

@@ -17,6 +17,26 @@ using testing::as_doubles;
 using testing::FakeExecutor;
 using testing::RunSessionTest;
 
+// An iteration's result says whether some executor ran it on a quick build:
+// until the last of them has switched to its optimised build.
+TEST_F(RunSessionTest, EachResultSaysWhetherAnExecutorRanItOnAQuickBuild) {
+  exec(0).quick_until = 2;
+  exec(1).quick_until = 1;
+  auto s = session();
+  s->post(run_start("r1.0", 5, {{0, 0, 3}, {1, 3, 2}}));
+  auto ready = RunReadyMsg::parse(next_reply().header).value();
+  ASSERT_TRUE(ready.ok) << ready.error;
+  EXPECT_TRUE(ready.quick_build);
+  std::vector<bool> quick;
+  for (int it = 0; it < 4; ++it) {
+    s->post(iterate("r1.0", it, 0.5));
+    auto ir = IterationResultMsg::parse(next_reply().packed).value();
+    ASSERT_TRUE(ir.ok) << ir.error;
+    quick.push_back(ir.quick_build);
+  }
+  EXPECT_EQ(quick, (std::vector<bool>{true, true, false, false}));
+}
+
 TEST_F(RunSessionTest, ARunLoadsItsRowsIteratesAndReturnsItsOutputs) {
   auto s = session();
   s->post(run_start("r1.0", 5, {{0, 0, 3}, {1, 3, 2}}));

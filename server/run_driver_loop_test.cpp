@@ -45,11 +45,40 @@ TEST_F(RunDriverLoopTest, TheWorkerDrivesTheLoopAndTheRecordIsTheSame) {
   EXPECT_EQ(r["timings"][3]["ms"], 3.0);  // as the worker measured it
   EXPECT_EQ(r["timings"][3]["fold_ms"], 0.5);
   EXPECT_EQ(r["timings"][3]["state"]["total"], 4 * 55.0);
+  EXPECT_FALSE(r["phases"].contains("quick_build_iterations"));  // no quick build
   EXPECT_EQ(w.link()->sent_of(MessageType::kLoop).size(), 1u);
   EXPECT_TRUE(w.link()->sent_of(MessageType::kIterate).empty());
   auto loop = LoopMsg::parse(w.link()->sent_of(MessageType::kLoop)[0].header).value();
   EXPECT_EQ(loop.first_iteration, 0);
   EXPECT_EQ(loop.max_iterations, 4);
+}
+
+// The record counts the iterations some worker ran on a quick build, in a
+// loop the worker drives ...
+TEST_F(RunDriverLoopTest, TheRecordCountsTheIterationsAWorkersLoopRanOnAQuickBuild) {
+  use_program(kSums);
+  FakeWorker& w = add_looping_worker(1);
+  w.quick_iterations = 2;
+  start({{"max_iterations", 5}});
+  json r = wait();
+  ASSERT_EQ(r["status"], "done") << r.dump(2);
+  EXPECT_EQ(r["phases"]["quick_build_iterations"], 2);
+  EXPECT_EQ(w.link()->sent_of(MessageType::kLoop).size(), 1u);
+}
+
+// ... and in one the server drives over several workers: until the last of
+// them switched.
+TEST_F(RunDriverLoopTest, TheRecordCountsTheIterationsAnyWorkerRanOnAQuickBuild) {
+  use_program(kSums);
+  FakeWorker& a = add_looping_worker(1);
+  FakeWorker& b = add_looping_worker(1);
+  a.quick_iterations = 2;
+  b.quick_iterations = 3;
+  start({{"max_iterations", 5}});
+  json r = wait();
+  ASSERT_EQ(r["status"], "done") << r.dump(2);
+  EXPECT_EQ(r["phases"]["quick_build_iterations"], 3);
+  EXPECT_FALSE(b.link()->sent_of(MessageType::kIterate).empty());
 }
 
 TEST_F(RunDriverLoopTest, AWorkerThatCannotDriveItGetsIterationsInstead) {

@@ -66,7 +66,7 @@ Status RunLoop::iterate(const std::string& wire_id, const std::vector<std::strin
   LIZARD_ASSIGN_OR_RETURN(*done, s->step->finish(s->agg, &s->state, it));
   const double fold_ms = results_fold_ms_ + ms_since(t_update);
   finished_.due = true;
-  finished_.timing = {it, ms_since(t0), results_kernel_ms_, fold_ms, nullptr};
+  finished_.timing = {it, ms_since(t0), results_kernel_ms_, fold_ms, nullptr, results_quick_build_};
   finished_.done = *done;
   return Status::Ok();
 }
@@ -83,6 +83,7 @@ Status RunLoop::collect_and_fold(const std::string& wire_id, const std::vector<s
   fold_order_.start(from.size());
   results_kernel_ms_ = 0;
   results_fold_ms_ = 0;
+  results_quick_build_ = false;
   s->step->start(&s->agg);
   auto fold = [&](size_t k) { return fold_result(from[k], k, it, s); };
   // A failed collection names the iteration; a failed fold says it itself.
@@ -113,6 +114,7 @@ Status RunLoop::collect_and_fold(const std::string& wire_id, const std::vector<s
       return at(runtime_error("worker " + id + ": " +
                               (result_.error.empty() ? std::string("failed") : result_.error)));
     results_kernel_ms_ = std::max(results_kernel_ms_, result_.kernel_ms);
+    results_quick_build_ = results_quick_build_ || result_.quick_build;
     // The payload stays where it lies: moving the frame keeps its buffer.
     payloads_[k] = view->payload;
     results_[k] = std::move(ev->frame);
@@ -181,6 +183,9 @@ void RunLoop::record_iteration(IterationTiming timing) {
   ctx_.book->update(run_, [&](RunRecord& r) {
     if (started_over) r.timings.clear();  // the first iteration of a run started over
     r.iterations = timing.iteration + 1;
+    if (started_over) r.phases.quick_build_iterations.reset();
+    if (timing.quick_build)
+      r.phases.quick_build_iterations = r.phases.quick_build_iterations.value_or(0) + 1;
     if (r.plan)
       for (const auto& e : r.plan->entries) r.rows_done[{e.worker_id, e.executor}] = e.rows;
     r.timings.push_back(std::move(timing));

@@ -97,6 +97,7 @@ class RunLoop {
   OrderedFold fold_order_;
   double results_kernel_ms_ = 0;
   double results_fold_ms_ = 0;
+  bool results_quick_build_ = false;  // some worker ran the iteration on a quick build
   IterationResultMsg result_;
 };
 

@@ -61,7 +61,8 @@ Status RunLoop::loop_on_worker(const std::string& wire_id, const std::string& wo
     if (agg_bytes) std::memcpy(s->agg.bytes.data(), msg.payload.data(), agg_bytes);
     if (state_bytes)
       std::memcpy(s->state.bytes.data(), msg.payload.data() + agg_bytes, state_bytes);
-    record_iteration({*it, step->ms, step->kernel_ms, step->fold_ms, state_scalars(*s)});
+    record_iteration(
+        {*it, step->ms, step->kernel_ms, step->fold_ms, state_scalars(*s), step->quick_build});
     ++*it;
     *done = step->last;
     recovery_->save_checkpoint(*it, *done, *s);

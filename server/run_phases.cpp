@@ -12,6 +12,7 @@ void each_field(Phases& p, Visit&& visit) {
   visit("compile_ms", p.compile_ms);
   visit("compile_cache_hit", p.compile_cache_hit);
   visit("quick_build", p.quick_build);
+  visit("quick_build_iterations", p.quick_build_iterations);
   visit("uploads_cached", p.uploads_cached);
   visit("file_bytes_read", p.file_bytes_read);
   visit("file_bytes_kept", p.file_bytes_kept);

@@ -26,6 +26,8 @@ struct RunPhases {
   // Set when some executor began the run on a quick build of its kernels
   // and switched to the optimised build between iterations once it compiled.
   std::optional<bool> quick_build;
+  // How many of its iterations some executor ran on a quick build.
+  std::optional<uint64_t> quick_build_iterations;
   std::optional<bool> uploads_cached;       // runs over uploads: every worker had the rows
   std::optional<uint64_t> file_bytes_read;  // runs over files: bytes read from them
   std::optional<uint64_t> file_bytes_kept;  // ... and found kept on the executors

@@ -48,7 +48,8 @@ struct OutputField {
 struct IterationTiming {
   int64_t iteration = 0;
   double ms = 0, kernel_ms = 0, fold_ms = 0;
-  nlohmann::json state;  // the state's scalar fields after the iteration
+  nlohmann::json state;      // the state's scalar fields after the iteration
+  bool quick_build = false;  // some executor ran it on a quick build
 };
 
 struct RunRecord {

@@ -84,6 +84,8 @@ class FakeExecutor : public Executor {
     std::memcpy(agg->data(*agg->find("sum")), &sum, sizeof sum);
     std::memcpy(agg->data(*agg->find("count")), &count, sizeof count);
     stats->kernel_ms = 1.0 + info_.ordinal;
+    // A run begun on a quick build switches at iteration quick_until.
+    stats->switched_build = quick_until >= 0 && iteration == quick_until && first == 0;
     return Status::Ok();
   }
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override {
@@ -98,7 +100,9 @@ class FakeExecutor : public Executor {
       }
     return out;
   }
-  CompileStats run_compile_stats() const override { return {4.0 + info_.ordinal, false}; }
+  CompileStats run_compile_stats() const override {
+    return {4.0 + info_.ordinal, false, quick_until >= 0};
+  }
   void refresh_free_memory() override {}
 
   std::atomic<int> begun{0}, ended{0}, ended_wanting{0}, slices{0};
@@ -106,6 +110,7 @@ class FakeExecutor : public Executor {
   std::vector<int64_t> iterations;  // the iteration of each call, in order
   std::vector<double> x;
   std::string fail_begin, fail_iterate;
+  int64_t quick_until = -1;  // >= 0: runs begin on a quick build and switch there
 
  private:
   ExecutorInfo info_;

@@ -194,6 +194,7 @@ void FakeWorker::drive_loop(const Message& m) {
     step.kernel_ms = 2.0;
     step.ms = 3.0;
     step.fold_ms = 0.5;
+    step.quick_build = it < quick_iterations;
     std::string payload = loop_step(run->second, state, it, &step.last);
     step.last = step.last || it + 1 >= l->max_iterations;
     if (payload.size() >= state.size()) state = payload.substr(payload.size() - state.size());
@@ -254,6 +255,7 @@ void FakeWorker::handle(const std::string& frame) {
       if (!it.ok()) return;
       auto run = runs_.find(it->run_id);
       IterationResultMsg r{it->run_id, it->iteration, run != runs_.end(), "", 2.0};
+      r.quick_build = it->iteration < quick_iterations;
       if (run == runs_.end()) r.error = "no such run on this worker";
       std::string payload = r.ok && kernel ? kernel(run->second, it.value()) : std::string();
       return answer(r.to_message(std::move(payload)));

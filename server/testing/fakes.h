@@ -118,6 +118,9 @@ class FakeWorker {
       loop_step;
   // Sees each message first; true: it is handled (the worker does not answer).
   std::function<bool(const Message&)> intercept;
+  // Its results say that its first `quick_iterations` iterations ran on a
+  // quick build (IterationResultMsg::quick_build).
+  int64_t quick_iterations = 0;
   // Whether a pushed program builds, and the error when it does not.
   bool builds = true;
   std::string build_error = "nvrtc: error in kernel.cu";

@@ -51,17 +51,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// ", 480 ms of it compiling its kernels for new values" when the run waited
-// for a compile (its record's phases.compile_ms), so that a slow first run
-// says why; "" when its build came from a cache.
-std::string compile_note(const json& record) {
-  const json phases = record.value("phases", json::object());
-  const double ms = phases.is_object() ? phases.value("compile_ms", 0.0) : 0.0;
-  if (!(ms > 0)) return "";
-  return ", " + duration_text(ms) + " of it compiling its kernels for new values" +
-         (phases.value("quick_build", false) ? " (a quick build, then the optimised one)" : "");
-}
-
 int report(const ServerApi& api, const json& record, const FollowOptions& o, const Console& c) {
   const std::string id = record.value("runtime_id", "");
   const std::string status = record.value("status", "");

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "cli/cluster_views.h"
+
 namespace lizard {
 
 using nlohmann::json;
@@ -165,6 +167,22 @@ void ProgressPrinter::finish() {
   if (terminal_ && drawn_ > 0) *out_ << "\n" << std::flush;
   drawn_ = 0;
   line_.clear();
+}
+
+// ", 480 ms of it compiling its kernels for new values" when the run waited
+// for a compile (its record's phases.compile_ms), so that a slow first run
+// says why, and how many iterations ran on the quick build
+// (phases.quick_build_iterations); "" when its build came from a cache.
+std::string compile_note(const nlohmann::json& record) {
+  const nlohmann::json phases = record.value("phases", nlohmann::json::object());
+  const double ms = phases.is_object() ? phases.value("compile_ms", 0.0) : 0.0;
+  if (!(ms > 0)) return "";
+  std::string note = ", " + duration_text(ms) + " of it compiling its kernels for new values";
+  if (!phases.value("quick_build", false)) return note;
+  const int64_t quick = phases.value("quick_build_iterations", int64_t{0});
+  const int64_t all = record.value("iterations", int64_t{0});
+  return note + " (" + std::to_string(quick) + " of its " + iterations_text(all) +
+         " on a quick build, the rest on the optimised one)";
 }
 
 }  // namespace lizard

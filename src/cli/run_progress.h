@@ -60,6 +60,10 @@ std::string iterations_text(int64_t n);
 // iterations" when it ran max_iterations of them, ", stopped by its update
 // hook" when it stopped before; "" for a one-pass run (a cap of 1).
 std::string stop_reason_text(const nlohmann::json& record);
+// ", 480 ms of it compiling its kernels for new values (4 of its 50
+// iterations on a quick build, the rest on the optimised one)" for a run
+// that waited for a compile; "" for one whose build came from a cache.
+std::string compile_note(const nlohmann::json& record);
 // "1,234,567"
 std::string with_thousands(int64_t n);
 // "0:07", "12:34", "1:02:03"

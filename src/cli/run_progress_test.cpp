@@ -64,6 +64,20 @@ TEST(RunProgress, PlainLines) {
   EXPECT_EQ(progress_plain_line(progress_of(queued, 0)), "r3: queued");
 }
 
+// A run that compiled says for how long, and how many iterations ran on
+// the quick build its GPUs began on.
+TEST(RunProgress, TheCompileNoteSaysHowLongAndHowManyIterationsRanOnTheQuickBuild) {
+  EXPECT_EQ(compile_note(json{{"phases", {{"compile_ms", 0.0}}}}), "");
+  EXPECT_EQ(compile_note(json{{"iterations", 50}, {"phases", {{"compile_ms", 480.0}}}}),
+            ", 480 ms of it compiling its kernels for new values");
+  json quick = {
+      {"iterations", 50},
+      {"phases", {{"compile_ms", 120.0}, {"quick_build", true}, {"quick_build_iterations", 4}}}};
+  EXPECT_EQ(compile_note(quick),
+            ", 120 ms of it compiling its kernels for new values (4 of its 50 iterations on a "
+            "quick build, the rest on the optimised one)");
+}
+
 TEST(RunProgress, NumbersAndClocks) {
   EXPECT_EQ(with_thousands(0), "0");
   EXPECT_EQ(with_thousands(999), "999");

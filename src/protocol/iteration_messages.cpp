@@ -84,6 +84,7 @@ void IterationResultMsg::write(ByteWriter* w) const {
   w->u8(ok ? 1 : 0);
   w->f64(kernel_ms);
   w->bytes(error);
+  w->u8(quick_build ? 1 : 0);
 }
 Status IterationResultMsg::read(std::string_view packed) {
   PackedReader r(packed);
@@ -92,6 +93,7 @@ Status IterationResultMsg::read(std::string_view packed) {
   ok = r.flag();
   kernel_ms = r.f64();
   r.str(&error);
+  quick_build = r.flag();
   return r.finish("iteration_result");
 }
 
@@ -105,6 +107,7 @@ void LoopStepMsg::write(ByteWriter* w) const {
   w->f64(ms);
   w->f64(fold_ms);
   w->bytes(error);
+  w->u8(quick_build ? 1 : 0);
 }
 Status LoopStepMsg::read(std::string_view packed) {
   PackedReader r(packed);
@@ -117,6 +120,7 @@ Status LoopStepMsg::read(std::string_view packed) {
   ms = r.f64();
   fold_ms = r.f64();
   r.str(&error);
+  quick_build = r.flag();
   return r.finish("loop_step");
 }
 

@@ -55,6 +55,7 @@ struct IterationResultMsg {
   bool ok = true;
   std::string error;
   double kernel_ms = 0;
+  bool quick_build = false;  // an executor ran it on a quick build (exec/executor.h)
   Message to_message(std::string payload = {}) const;
   void encode_into(std::string* frame, const std::string_view* payload, size_t parts) const;
   static Result<IterationResultMsg> parse(std::string_view packed);
@@ -70,10 +71,11 @@ struct LoopStepMsg {
   bool ok = true;
   bool unsupported = false;  // this worker cannot run the loop; nothing ran
   std::string error;
-  double kernel_ms = 0;  // the slowest executor's kernels
-  double ms = 0;         // the whole iteration on the worker, update hook included
-  double fold_ms = 0;    // folding the executors' aggregates and the update hook
-  bool last = false;     // the last iteration of the loop
+  double kernel_ms = 0;      // the slowest executor's kernels
+  double ms = 0;             // the whole iteration on the worker, update hook included
+  double fold_ms = 0;        // folding the executors' aggregates and the update hook
+  bool last = false;         // the last iteration of the loop
+  bool quick_build = false;  // an executor ran it on a quick build (exec/executor.h)
   Message to_message(std::string payload = {}) const;
   void encode_into(std::string* frame, const std::string_view* payload, size_t parts) const;
   static Result<LoopStepMsg> parse(std::string_view packed);
@@ -101,6 +103,7 @@ inline constexpr PackedField kIterationResultLayout[] = {
     {"ok", PackedType::kFlag, "whether it ran"},
     {"kernel_ms", PackedType::kDouble, "the slowest executor's kernels"},
     {"error", PackedType::kString, "why not"},
+    {"quick_build", PackedType::kFlag, "some executor ran it on a quick build of its kernels"},
 };
 inline constexpr PackedField kLoopStepLayout[] = {
     {"run_id", PackedType::kString, "the attempt"},
@@ -113,6 +116,7 @@ inline constexpr PackedField kLoopStepLayout[] = {
     {"ms", PackedType::kDouble, "the whole iteration on the worker, update hook included"},
     {"fold_ms", PackedType::kDouble, "folding the executors' aggregates and the update hook"},
     {"error", PackedType::kString, "why not"},
+    {"quick_build", PackedType::kFlag, "some executor ran it on a quick build of its kernels"},
 };
 
 // The run id a packed header begins with; empty when it is malformed.

@@ -41,6 +41,9 @@ TEST(IterationResultMsg, CarriesKernelTimeAndErrors) {
   EXPECT_EQ(v->payload, "agg");
   EXPECT_EQ(reported_error(v.value()), std::nullopt);
   EXPECT_EQ(wire_run_id_of(v.value()), "r2.0");
+  EXPECT_FALSE(h->quick_build);
+  ok.quick_build = true;
+  EXPECT_TRUE(IterationResultMsg::parse(ok.to_message().packed)->quick_build);
 
   IterationResultMsg failed{"r2.0", 8, false, "CUDA error: out of memory", 0};
   auto f = decode(encode(failed.to_message()));
@@ -73,6 +76,9 @@ TEST(LoopStepMsg, CarriesTimingsDoneAndErrors) {
   EXPECT_DOUBLE_EQ(h->ms, 0.5);
   EXPECT_DOUBLE_EQ(h->fold_ms, 0.125);
   EXPECT_TRUE(h->last);
+  EXPECT_FALSE(h->quick_build);
+  m.quick_build = true;
+  EXPECT_TRUE(LoopStepMsg::parse(m.to_message().packed)->quick_build);
 
   LoopStepMsg failed;
   failed.run_id = "r3.1";
