@@ -157,10 +157,11 @@ UploadPipeline::UploadPipeline(std::unique_ptr<UploadSink> sink, size_t buffers,
   }
   state_->to_hash.resize(hashers);
   state_->hashers_left = hashers;
-  // Each thread holds the state, so that an abandoned upload's threads end
-  // on their own after the call under way.
+  // Each thread holds the state, so that an abandoned upload's writer ends
+  // on its own after the write under way.
   std::thread([s = state_] { s->write_all(); }).detach();
-  for (size_t h = 0; h < hashers; ++h) std::thread([s = state_, h] { s->hash_pieces(h); }).detach();
+  for (size_t h = 0; h < hashers; ++h)
+    hashers_.emplace_back([s = state_, h] { s->hash_pieces(h); });
 }
 
 UploadPipeline::~UploadPipeline() {
@@ -171,6 +172,7 @@ UploadPipeline::~UploadPipeline() {
     state_->done = nullptr;
   }
   state_->cv.notify_all();
+  for (std::thread& t : hashers_) t.join();
 }
 
 UploadPipeline::Span UploadPipeline::acquire(std::function<void()> on_free) {

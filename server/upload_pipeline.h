@@ -13,8 +13,10 @@
 //
 // Called from one thread (the connection's); `on_free` and `done` are
 // called from the pipeline's threads.  Destroying it before finish()'s
-// `done` abandons the upload: its threads drop the sink (which removes the
-// file) after the write under way, without making the caller wait for it.
+// `done` abandons the upload: the writer drops the sink (which removes the
+// file) after the write under way, without making the caller wait for it;
+// the hashing threads, which stop within one buffer, are joined, so that
+// none outlives its pipeline (a daemon that exits then finds none running).
 //
 //   UploadPipeline p(std::move(sink));
 //   UploadPipeline::Span s = p.acquire([] { /* a buffer is free: acquire again */ });
@@ -26,6 +28,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "server/transport.h"
@@ -68,6 +72,7 @@ class UploadPipeline {
  private:
   struct State;
   std::shared_ptr<State> state_;
+  std::vector<std::thread> hashers_;
   std::string path_;
   size_t acquired_ = 0;  // the buffer acquire() gave out
 };
