@@ -62,7 +62,7 @@ class DatasetStore {
   StateDirIdentity state_dir_identity_;  // uploads are stored only while it holds
   mutable std::mutex mu_;
   std::map<std::string, nlohmann::json> datasets_;  // GUARDED_BY(mu_): id → description
-  UploadSyncer syncer_;  // last: its thread flushes until the store goes
+  UploadSyncer syncer_;                             // last: its thread flushes until the store goes
 };
 
 }  // namespace lizard

@@ -299,8 +299,7 @@ TEST(DatasetStore, AnUploadTheServerStoppedBeforeFlushingIsKeptOnlyWhenWhole) {
   EXPECT_EQ(again.list()[0]["id"], whole);
   EXPECT_EQ(again.get(torn).status().code(), Code::kNotFound);
   EXPECT_EQ(again.get(changed).status().code(), Code::kNotFound);
-  EXPECT_EQ(stored_files(dir.path()),
-            (std::vector<std::string>{whole + ".json", whole + ".npy"}));
+  EXPECT_EQ(stored_files(dir.path()), (std::vector<std::string>{whole + ".json", whole + ".npy"}));
   std::ifstream in(again.lookup(whole)->first, std::ios::binary);
   EXPECT_TRUE(std::string(std::istreambuf_iterator<char>(in), {}) == bytes);
 }

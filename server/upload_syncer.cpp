@@ -25,8 +25,7 @@ void flush_to_disk(const std::string& file) {
   for (const std::string& path : {file, fs::path(file).parent_path().string()}) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;  // removed meanwhile: nothing to keep
-    if (::fsync(fd) != 0)
-      spdlog::warn("cannot flush {} to disk: {}", path, std::strerror(errno));
+    if (::fsync(fd) != 0) spdlog::warn("cannot flush {} to disk: {}", path, std::strerror(errno));
     ::close(fd);
   }
 }
@@ -107,7 +106,7 @@ Status UploadSyncer::check_whole(const nlohmann::json& meta) {
   const uint64_t bytes = meta.value("bytes", uint64_t{0});
   if (f.size() != bytes)
     return internal_error("its file has " + std::to_string(f.size()) + " bytes of the " +
-                     std::to_string(bytes) + " it had");
+                          std::to_string(bytes) + " it had");
   PieceDigest d;
   std::vector<char> buf(PieceDigest::kPieceBytes);
   for (uint64_t at = 0; at < bytes;) {
