@@ -113,7 +113,7 @@ struct UploadPipeline::State {
   void hash_pieces(size_t h) {
     Sha256 current;
     int64_t piece = -1;
-    auto keep = [&](std::unique_lock<std::mutex>&) {
+    auto keep = [&] {  // with mu held
       if (piece < 0) return;
       if (pieces.size() <= static_cast<size_t>(piece)) pieces.resize(piece + 1);
       pieces[piece] = current.digest();
@@ -123,7 +123,7 @@ struct UploadPipeline::State {
       cv.wait(l, [&] { return abandoned || !to_hash[h].empty() || finishing; });
       if (abandoned) return;
       if (to_hash[h].empty()) {  // finishing: every part was submitted
-        if (failure.ok()) keep(l);
+        if (failure.ok()) keep();
         --hashers_left;
         cv.notify_all();
         return;
@@ -132,7 +132,7 @@ struct UploadPipeline::State {
       to_hash[h].pop_front();
       const bool hash = failure.ok();
       if (hash && static_cast<int64_t>(part.piece) != piece) {
-        keep(l);
+        keep();
         current = Sha256();
         piece = static_cast<int64_t>(part.piece);
       }
