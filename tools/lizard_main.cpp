@@ -24,6 +24,8 @@
 #include "client/worker_daemon.h"
 #include "client_command.h"
 #include "common/auth.h"
+#include "exec/compiler_host.h"
+#include "exec/host_compiler.h"
 #include "exec/process/executor_host.h"
 #include "hooks/hook_host.h"
 #include "net/http_client.h"
@@ -106,6 +108,24 @@ void guard_daemon() {
     spdlog::info("user code's sandbox: {}", sandbox.summary());
 }
 
+// The daemon's host compiler runs in compiler hosts (exec/compiler_host.h):
+// a program's source compiles reading only the system's files and what
+// lies beneath `root`.  They live as long as the daemon.
+bool start_compiler_hosts(const std::string& root, int max_processes) {
+  lizard::CompilerHostOptions ho;
+  ho.root = root;
+  ho.max_processes = max_processes;
+  auto hosts = lizard::CompilerHosts::start(ho);
+  if (!hosts.ok()) {
+    spdlog::error("{}", hosts.status().message());
+    return false;
+  }
+  static std::unique_ptr<lizard::CompilerHosts> kept;
+  kept = std::move(hosts).value();
+  lizard::HostCompiler::run_compiler_through(kept->runner());
+  return true;
+}
+
 int run_server(ServerFlags f) {
   block_signals();
   lizard::CoordinatorOptions co;
@@ -128,6 +148,7 @@ int run_server(ServerFlags f) {
   co.token = f.token;
   co.read_token = f.read_token;
   guard_daemon();
+  if (!start_compiler_hosts((std::filesystem::path(f.state_dir) / "hooks").string(), 4)) return 1;
   co.max_state_bytes = f.max_state_bytes;
   auto roots = lizard::DataRoots::make(f.data_roots, "server");
   if (!roots.ok()) {
@@ -206,6 +227,8 @@ int run_client(lizard::WorkerOptions opts, const std::string& token_file, char**
   if (!resolve_token(&opts.token, token_file, "LIZARD_TOKEN", "--token")) return 2;
   guard_daemon();
   block_signals();
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (!start_compiler_hosts(opts.backend.cache_dir, std::max(4, cores))) return 1;
   lizard::WorkerDaemon daemon(opts);
   if (auto st = daemon.init(); !st.ok()) {
     spdlog::error("{}", st.message());
@@ -241,6 +264,7 @@ int main(int argc, char** argv) {
   // Helper processes end without exit handlers or static destructors: those of
   // the user's code they loaded could crash or hang there.
   if (auto status = lizard::hook_host_command(argc, argv)) end_helper(*status);
+  if (auto status = lizard::compiler_host_command(argc, argv)) end_helper(*status);
   CLI::App app{"lizard: run CUDA programs across a cluster of GPU machines"};
   app.option_defaults()->always_capture_default();  // help shows every default
   app.set_help_all_flag("--help-all", "Help for every subcommand");

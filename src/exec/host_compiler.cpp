@@ -23,26 +23,27 @@ namespace {
 // `compiler --version` answers at once; one that does not is not waited for.
 constexpr int kVersionTimeoutMs = 10000;
 
-// The file `compiler` runs (searched in $PATH unless it names a path), with
-// its size and mtime: an upgrade that replaces it changes this.
+HostCompiler::Runner& compiler_runner() {
+  static HostCompiler::Runner runner;
+  return runner;
+}
+
+// One run of the compiler, wherever this process runs them.
+Result<CommandOutput> run_compiler(const std::vector<std::string>& argv, const std::string& cwd,
+                                   int timeout_ms) {
+  const HostCompiler::Runner& runner = compiler_runner();
+  return runner ? runner(argv, cwd, timeout_ms) : run_command(argv, cwd, timeout_ms);
+}
+
+// The file `compiler` runs (HostCompiler::compiler_path), with its size and
+// mtime: an upgrade that replaces it changes this.
 std::string compiler_file(const std::string& compiler) {
-  std::vector<std::string> candidates;
-  if (compiler.find('/') != std::string::npos) {
-    candidates.push_back(compiler);
-  } else if (const char* path = std::getenv("PATH")) {
-    std::stringstream dirs(path);
-    for (std::string dir; std::getline(dirs, dir, ':');)
-      candidates.push_back((dir.empty() ? "." : dir) + "/" + compiler);
-  }
-  for (const std::string& c : candidates) {
-    std::error_code ec;
-    const fs::path real = fs::canonical(c, ec);
-    if (ec || !fs::is_regular_file(real, ec)) continue;
-    const auto size = fs::file_size(real, ec);
-    const auto mtime = fs::last_write_time(real, ec).time_since_epoch().count();
-    return real.string() + " " + std::to_string(size) + " " + std::to_string(mtime);
-  }
-  return compiler;
+  const std::string real = HostCompiler::compiler_path(compiler);
+  if (real.empty()) return compiler;
+  std::error_code ec;
+  const auto size = fs::file_size(real, ec);
+  const auto mtime = fs::last_write_time(real, ec).time_since_epoch().count();
+  return real + " " + std::to_string(size) + " " + std::to_string(mtime);
 }
 
 // What `compiler --version` prints, asked again only when the compiler's file
@@ -54,7 +55,7 @@ std::string compiler_version(const std::string& compiler) {
   std::lock_guard<std::mutex> lock(mu);
   auto it = known.find(file);
   if (it != known.end()) return it->second;
-  auto r = run_command({compiler, "--version"}, "", kVersionTimeoutMs);
+  auto r = run_compiler({compiler, "--version"}, "", kVersionTimeoutMs);
   std::string version = r.ok() && r->exit_code == 0 ? r->output : "";
   known[file] = version;
   return version;
@@ -129,7 +130,7 @@ bool make_pch(const std::string& compiler, const std::string& cache_dir, int tim
   std::vector<std::string> argv{compiler, "-fPIC", "-std=c++17", "-I."};
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-x", "c++-header", pch.header, "-o", pch.header + ".gch"});
-  auto r = run_command(argv, tmp.string(), timeout_s * 1000);
+  auto r = run_compiler(argv, tmp.string(), timeout_s * 1000);
   if (r.ok() && !r->timed_out && r->exit_code == 0)
     fs::rename(tmp / (pch.header + ".gch"), path, ec);
   fs::remove_all(tmp, ec);
@@ -138,11 +139,36 @@ bool make_pch(const std::string& compiler, const std::string& cache_dir, int tim
 
 }  // namespace
 
-HostCompiler::HostCompiler(std::string cache_dir, uint64_t max_cache_bytes, int compile_timeout_s)
-    : cache_(std::move(cache_dir), max_cache_bytes), compile_timeout_s_(compile_timeout_s) {
-  const char* cxx = std::getenv("CXX");
-  compiler_ = (cxx && *cxx) ? cxx : "c++";
+void HostCompiler::run_compiler_through(Runner runner) {
+  compiler_runner() = std::move(runner);
 }
+
+std::string HostCompiler::compiler_path(const std::string& compiler) {
+  std::vector<std::string> candidates;
+  if (compiler.find('/') != std::string::npos) {
+    candidates.push_back(compiler);
+  } else if (const char* path = std::getenv("PATH")) {
+    std::stringstream dirs(path);
+    for (std::string dir; std::getline(dirs, dir, ':');)
+      candidates.push_back((dir.empty() ? "." : dir) + "/" + compiler);
+  }
+  for (const std::string& c : candidates) {
+    std::error_code ec;
+    const fs::path real = fs::canonical(c, ec);
+    if (!ec && fs::is_regular_file(real, ec)) return real.string();
+  }
+  return "";
+}
+
+std::string HostCompiler::default_compiler() {
+  const char* cxx = std::getenv("CXX");
+  return (cxx && *cxx) ? cxx : "c++";
+}
+
+HostCompiler::HostCompiler(std::string cache_dir, uint64_t max_cache_bytes, int compile_timeout_s)
+    : cache_(std::move(cache_dir), max_cache_bytes),
+      compiler_(default_compiler()),
+      compile_timeout_s_(compile_timeout_s) {}
 
 std::string HostCompiler::key_of(const std::map<std::string, std::string>& files,
                                  const std::vector<std::string>& units,
@@ -242,7 +268,7 @@ Result<std::string> HostCompiler::compile(const std::map<std::string, std::strin
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), units.begin(), units.end());
   argv.insert(argv.end(), {"-o", "lib.so"});
-  auto r = run_command(argv, tmp.string(), compile_timeout_s_ * 1000);
+  auto r = run_compiler(argv, tmp.string(), compile_timeout_s_ * 1000);
   if (!r.ok()) {
     return internal_error("the C++ compiler could not be started (" + r.status().message() +
                           "); install one or set CXX");

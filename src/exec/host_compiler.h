@@ -20,9 +20,15 @@
 // with its process group and the build fails with "compile timed out after
 // N s".  The files a build reads back (its library, the cache's entries) are
 // opened as regular files only (common/regular_file.h).
+//
+// A process may route every run of the compiler elsewhere
+// (HostCompiler::run_compiler_through): the daemons and executor processes
+// hand them to compiler hosts (exec/compiler_host.h), sandboxed processes
+// that may start the compiler where their caller may not.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -31,6 +37,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/subprocess.h"
 #include "exec/compile_cache.h"
 
 namespace lizard {
@@ -47,6 +54,19 @@ struct PrecompiledHeader {
 class HostCompiler {
  public:
   static constexpr int kDefaultCompileTimeoutS = 120;
+
+  // How a compiler command runs: run_command()'s arguments and answer.
+  using Runner = std::function<Result<CommandOutput>(const std::vector<std::string>& argv,
+                                                     const std::string& cwd, int timeout_ms)>;
+  // Every HostCompiler of this process runs the compiler through `runner`
+  // from now on (empty: run_command() again).  Set once, before the first
+  // build and before threads that build start.
+  static void run_compiler_through(Runner runner);
+  // The compiler a HostCompiler runs: $CXX, else c++.
+  static std::string default_compiler();
+  // The file `compiler` runs, symbolic links resolved (searched in $PATH
+  // unless it names a path); "" when there is none.
+  static std::string compiler_path(const std::string& compiler);
 
   // `cache_dir` is created when missing and kept within `max_cache_bytes`.
   // The compiler is $CXX, else c++; each run of it may take at most

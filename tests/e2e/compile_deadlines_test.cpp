@@ -1,6 +1,7 @@
 // Compiles on a deadline and includes of the program's own files only, with
 // a real server and CPU worker: an #include of a file outside the program is
-// refused at registration without a line of the file in the answer; a
+// refused at registration without a line of the file in the answer, and so
+// is an assembler's read of one (the compiler hosts' sandbox); a
 // host.cpp whose compile never ends (it includes a FIFO) fails at
 // --compile-timeout and frees its build slot; a registration that waits past
 // that deadline for a slot is answered 503; a kernel whose static
@@ -24,6 +25,8 @@
 #include "dataset/test_files.h"
 #include "local_cluster.h"
 #include "program/bundle.h"
+#include "sandbox/landlock.h"
+#include "sandbox/sandbox.h"
 
 namespace lizard {
 namespace {
@@ -131,16 +134,53 @@ TEST(CompileDeadlines, AnIncludeOutsideTheProgramIsRefusedWithoutEchoingIt) {
   expect_sum_runs(c, sum);
 }
 
+// A source that has its assembler read a file (`.incbin`, which no #include
+// names) compiles in a compiler host that reads only the system and its
+// build: a host.cpp on the server and a kernel.cu on a CPU worker (as
+// `__asm__`, which the CPU backend does not take for PTX) fail to
+// compile, and neither answer holds a byte of the file.
+TEST(CompileDeadlines, AnAssemblerReadOfAFileOutsideFailsTheCompileWithoutItsBytes) {
+  if (sandbox_disabled() || landlock_abi() == 0) GTEST_SKIP() << "no Landlock here";
+  TempDir data, programs;
+  const std::string secret = data.path() + "/token";
+  std::ofstream(secret) << "the-secret-token\n";
+  LocalCluster c;
+  Status st = c.start(1, {"--backend", "cpu"});
+  ASSERT_TRUE(st.ok()) << st.message();
+  const std::string incbin =
+      "__asm__(\".section .rodata\\n.incbin \\\"" + secret + "\\\"\\n.previous\");\n";
+  auto [status, error] =
+      post_program(c, write_program(programs, "hook-reads", "", incbin + kPlainHost));
+  EXPECT_EQ(status, 422) << error;
+  EXPECT_NE(error.find("file not found"), std::string::npos) << error;
+  EXPECT_EQ(error.find("the-secret"), std::string::npos) << error;
+
+  std::tie(status, error) = post_program(
+      c,
+      write_program(programs, "kernel-reads", "#ifdef LIZARD_CPU_BACKEND\n" + incbin + "#endif\n"));
+  EXPECT_EQ(status, 422) << error;
+  EXPECT_NE(error.find("file not found"), std::string::npos) << error;
+  EXPECT_EQ(error.find("the-secret"), std::string::npos) << error;
+
+  const std::string sum = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  ASSERT_FALSE(sum.empty());
+  expect_sum_runs(c, sum);
+}
+
 // A host.cpp that includes a FIFO found on the compiler's include path
-// (CPLUS_INCLUDE_PATH of the server and the worker): its compile is killed at
-// the deadline, and the build slots it held serve the next registration.
+// (CPLUS_INCLUDE_PATH of the server and the worker, beneath the server's
+// compile root, which is all but the system that its compiles may read): its
+// compile is killed at the deadline, and the build slots it held serve the
+// next registration.
 TEST(CompileDeadlines, ACompileThatNeverEndsFailsAtTheDeadlineAndFreesItsSlot) {
-  TempDir include, programs;
-  ASSERT_EQ(::mkfifo((include.path() + "/stuck.h").c_str(), 0600), 0);
+  TempDir programs;
+  LocalCluster c;
+  const std::string include = c.dir() + "/server/hooks/include";
+  fs::create_directories(include);
+  ASSERT_EQ(::mkfifo((include + "/stuck.h").c_str(), 0600), 0);
   const char* before = std::getenv("CPLUS_INCLUDE_PATH");
   const std::string saved = before ? before : "";
-  ::setenv("CPLUS_INCLUDE_PATH", include.path().c_str(), 1);
-  LocalCluster c;
+  ::setenv("CPLUS_INCLUDE_PATH", include.c_str(), 1);
   Status st = c.start(1, {"--compile-timeout", "5"}, {"--compile-timeout", "2"});
   if (before)
     ::setenv("CPLUS_INCLUDE_PATH", saved.c_str(), 1);

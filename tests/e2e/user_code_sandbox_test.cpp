@@ -47,6 +47,7 @@ aggregate:
   k_pidfd_getfd: {type: int64, reduce: sum}
   k_environ: {type: int64, reduce: sum}
   k_write_outside: {type: int64, reduce: sum}
+  k_fork: {type: int64, reduce: sum}
   k_tcp: {type: int64, reduce: sum}
   k_signal: {type: int64, reduce: sum}
 iterate:
@@ -97,6 +98,12 @@ static long long try_tcp() {
   return rc == 0;
 }
 static long long try_signal() { return kill(getppid(), 0) == 0; }
+static long long try_fork() {
+  const int child = fork();
+  if (child == 0) _exit(0);
+  if (child > 0) waitpid(child, 0, 0);
+  return child > 0;
+}
 )";
 
 const char* kKernel = R"(
@@ -109,6 +116,7 @@ extern "C" __global__ void probe(global_params_t params, dataset_t data, global_
   *result.k_pidfd_getfd = try_pidfd_getfd();
   *result.k_environ = try_open("/proc/%d/environ", O_RDONLY);
   *result.k_write_outside = try_open(OUTSIDE "/from-kernel", O_CREAT | O_WRONLY);
+  *result.k_fork = try_fork();
   *result.k_tcp = try_tcp();
   *result.k_signal = try_signal();
 #endif
@@ -126,10 +134,7 @@ extern "C" int update_global_state(const global_params_t* p, const agg_res_t* r,
   s->state_dir = opendir(CLUSTER_DIR) != 0;
   s->log_file = try_open(CLUSTER_DIR "/server.log", O_RDONLY);
   s->write_outside = try_open(OUTSIDE "/from-hook", O_CREAT | O_WRONLY);
-  const int child = fork();
-  if (child == 0) _exit(0);
-  if (child > 0) waitpid(child, 0, 0);
-  s->fork = child > 0;
+  s->fork = try_fork();
   void* big = malloc(6ULL << 30);
   s->memory = big != 0;
   free(big);
@@ -179,15 +184,15 @@ class UserCodeSandbox : public ::testing::Test {
 const char* kHookTries[] = {"ptrace",    "pidfd_getfd", "environ",       "cmdline",
                             "state_dir", "log_file",    "write_outside", "fork",
                             "memory",    "tcp",         "signal"};
-const char* kKernelTries[] = {"k_ptrace",        "k_pidfd_getfd", "k_environ",
-                              "k_write_outside", "k_tcp",         "k_signal"};
+const char* kKernelTries[] = {"k_ptrace", "k_pidfd_getfd", "k_environ", "k_write_outside",
+                              "k_fork",   "k_tcp",         "k_signal"};
 
 // What this machine's kernel and build let the sandbox refuse.
 bool refused_here(const std::string& what) {
   const bool filter = syscall_filter_built();
   const int abi = landlock_abi();
   if (what == "ptrace" || what == "pidfd_getfd" || what == "fork" || what == "k_ptrace" ||
-      what == "k_pidfd_getfd")
+      what == "k_pidfd_getfd" || what == "k_fork")
     return filter;
   if (what == "signal") return filter || abi >= 6;
   if (what == "k_signal") return abi >= 6;
@@ -231,7 +236,8 @@ TEST_F(UserCodeSandbox, WithTheSandboxOffTheSameProbesReachTheirTargets) {
     EXPECT_EQ(s[what], 1) << what;
   const json& a = r["result"]["aggregate"];
   // Summed over the run's two executors.
-  for (const char* what : {"k_write_outside", "k_tcp", "k_signal"}) EXPECT_GE(a[what], 1) << what;
+  for (const char* what : {"k_write_outside", "k_fork", "k_tcp", "k_signal"})
+    EXPECT_GE(a[what], 1) << what;
   EXPECT_TRUE(std::filesystem::exists(outside_ + "/from-hook"));
   EXPECT_NE(read_file(c_.dir() + "/server.log").find("LIZARD_SANDBOX=off"), std::string::npos);
 }

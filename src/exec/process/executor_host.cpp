@@ -13,6 +13,9 @@
 #include <memory>
 
 #include "common/child_process.h"
+#include "exec/compile_cache.h"
+#include "exec/compiler_host.h"
+#include "exec/host_compiler.h"
 #include "exec/process/executor_protocol.h"
 #include "sandbox/sandbox.h"
 
@@ -222,13 +225,26 @@ int probe(FrameChannel* channel, const BackendOptions& options) {
 }
 
 // Once its device is open, before any kernel loads: the executor writes
-// only beneath its caches and the device nodes, and runs the host compiler
-// with its temporary files beneath its caches too; reaches no other
-// process (no ptrace, pidfd_getfd, signals) and no TCP port
-// (sandbox/sandbox.h).  Reads stay open: a run's files may be anywhere.
-void enter_executor_sandbox(const BackendOptions& options) {
+// only beneath its caches and the device nodes, starts no process (a CPU
+// executor's host compiler runs in compiler hosts started here first,
+// exec/compiler_host.h), reaches no other process (no ptrace, pidfd_getfd,
+// signals) and no TCP port (sandbox/sandbox.h).  Reads stay open: a run's
+// files may be anywhere.  The compiler hosts live as long as the process.
+void enter_executor_sandbox(const BackendOptions& options, const Executor* executor) {
+  const std::string root = options.cache_dir.empty() ? default_cache_root() : options.cache_dir;
+  if (executor && executor->info().kind == "cpu") {
+    CompilerHostOptions ho;
+    ho.root = root;
+    ho.processes = 2;  // an ahead build and the pch beside a run's build
+    auto hosts = CompilerHosts::start(ho);
+    if (hosts.ok()) {
+      static std::unique_ptr<CompilerHosts> kept = std::move(hosts).value();
+      HostCompiler::run_compiler_through(kept->runner());
+    } else {
+      std::fprintf(stderr, "lizard executor-host: %s\n", hosts.status().message().c_str());
+    }
+  }
   SandboxSpec spec;
-  spec.allow_processes = true;  // the CPU backend's host compiler
   spec.write_beneath = {"/dev"};
   if (!options.cache_dir.empty()) {
     const std::string scratch = options.cache_dir + "/tmp";
@@ -264,7 +280,7 @@ int run_executor_host(const BackendOptions& options, bool probe_only) {
                                 " executors; an executor process serves one");
   else if (made.ok())
     executor = std::move(made->front());
-  enter_executor_sandbox(options);
+  enter_executor_sandbox(options, executor.get());
   Host host(std::move(executor), unusable);
   std::string frame;  // every request's, its capacity reused
   for (;;) {
