@@ -57,6 +57,9 @@ class AheadBuilds {
   // to be) when it begins: neither built here nor in the host's cache (nor,
   // with quick builds, its quick build in the cache).
   bool needs_compile(const ProgramVariant& variant) const;
+  // Whether the executors begin a run on a quick build when its optimised
+  // one is missing (VariantCompiler::tiered).
+  bool begins_on_quick_builds() const { return compiler_->tiered(); }
   // Variants whose optimised build this compiled itself, for logs and tests.
   int compiled() const;
 

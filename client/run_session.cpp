@@ -268,6 +268,7 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
     ProgressMsg compiling;
     compiling.run_id = run_id_;
     compiling.compiling = true;
+    compiling.compiling_build = ctx_.begins_on_quick_builds ? "quick" : "optimised";
     reply(encode(compiling.to_message()));
   }
   const auto t_begin = SteadyClock::now();

@@ -63,6 +63,9 @@ struct SessionContext {
   // Whether a run of this variant has its kernels compiled when it begins
   // (client/ahead_builds.h); unset: not known, and not reported.
   std::function<bool(const ProgramVariant&)> needs_compile;
+  // Whether a run whose build is missing begins on a quick build (GPU
+  // executors with quick builds on) rather than waiting for the optimised one.
+  bool begins_on_quick_builds = false;
   // Takes the variant's build from the server's build store when the cache
   // lacks it; true when it must still be compiled here.  Unset: not shared.
   std::function<bool(const ProgramVariant&)> fetch_build;

@@ -118,8 +118,10 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
       auto p = programs.find(hash);
       return p == programs.end() ? nullptr : p->second;
     };
-    if (ahead)
+    if (ahead) {
       ctx.needs_compile = [this](const ProgramVariant& v) { return ahead->needs_compile(v); };
+      ctx.begins_on_quick_builds = ahead->begins_on_quick_builds();
+    }
     if (shared_builds) {
       ctx.fetch_build = [this](const ProgramVariant& v) { return fetch_build(v); };
       ctx.offer_build = [this](const ProgramVariant& v) { offer_build(v); };

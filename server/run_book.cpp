@@ -326,8 +326,11 @@ void RunBook::progress(const std::string& worker_id, const ProgressMsg& m) {
   if (it == runs_.end()) return;
   RunRecord& run = *it->second;
   if (m.compiling) {  // until its rows are loaded (the driver clears it then)
-    if (run.status == RunStatus::kRunning && run.program)
+    if (run.status == RunStatus::kRunning && run.program) {
       run.compiling = run_specialisation(run.program->image.manifest, run.request.params).to_json();
+      // A quick build on any worker is what the run begins on first.
+      if (run.compiling_build != "quick") run.compiling_build = m.compiling_build;
+    }
     return;
   }
   if (run.status != RunStatus::kRunning || m.iteration != run.progress_iteration) return;

@@ -230,6 +230,27 @@ TEST_F(RunBookTest, ARunSaysItWaitsForACompileOnlyOnceAWorkerSaysItCompiles) {
   EXPECT_FALSE(book.get_json("r1").value().contains("waiting_for"));
   book.progress("w1", compiling);
   EXPECT_EQ(book.get_json("r1").value().value("waiting_for", ""), "compile");
+  EXPECT_FALSE(book.get_json("r1").value().contains("compiling_build"));  // not said
+}
+
+// The record names the build its workers compile; where one worker
+// compiles a quick build and another the optimised one, the run begins on
+// the quick one.
+TEST_F(RunBookTest, ACompilingRunNamesTheBuildItWaitsFor) {
+  RunBook book(dir_.path());
+  auto r1 = submit(book, {{"executors", 2}});
+  ASSERT_TRUE(book.start(r1, {{"w1", 0}, {"w2", 0}}));
+  ProgressMsg compiling;
+  compiling.run_id = "r1.0";
+  compiling.compiling = true;
+  compiling.compiling_build = "optimised";
+  book.progress("w1", compiling);
+  EXPECT_EQ(book.get_json("r1").value().value("compiling_build", ""), "optimised");
+  compiling.compiling_build = "quick";
+  book.progress("w2", compiling);
+  compiling.compiling_build = "optimised";
+  book.progress("w1", compiling);
+  EXPECT_EQ(book.get_json("r1").value().value("compiling_build", ""), "quick");
 }
 
 TEST_F(RunBookTest, RunsThatLostTheirExecutorsComeFirst) {

@@ -89,7 +89,10 @@ Status RunDriver::run_attempts(RunSections* s) {
     if (st.ok()) {
       // `compiling` is set while it loads when a worker says it compiles.
       auto loaded = loader_.load(wire_id);
-      ctx_.book->update(run_, [](RunRecord& r) { r.compiling = nullptr; });
+      ctx_.book->update(run_, [](RunRecord& r) {
+        r.compiling = nullptr;
+        r.compiling_build.clear();
+      });
       st = loaded.status();
       if (st.ok()) participants = std::move(loaded).value();
       if (st.ok()) recovery_.note_plan(participants);

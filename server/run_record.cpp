@@ -95,6 +95,7 @@ json RunRecord::to_json() const {
   if (status == RunStatus::kRunning && !compiling.is_null()) {
     j["waiting_for"] = "compile";
     j["specialised"] = compiling;
+    if (!compiling_build.empty()) j["compiling_build"] = compiling_build;
   }
   if (!started_at.empty()) j["started_at"] = started_at;
   if (!finished_at.empty()) {

@@ -89,6 +89,8 @@ struct RunRecord {
   // it compiles (a build found in a compile cache, or built ahead, is not);
   // null otherwise.  Shown as waiting_for "compile" with these `specialised`.
   nlohmann::json compiling;
+  // The build those are: "quick" or "optimised" (shown as `compiling_build`); empty: not said.
+  std::string compiling_build;
   int bypassed = 0;
   nlohmann::json recoveries = nlohmann::json::array();
   nlohmann::json restored;  // the stored record of a finished run from before a restart

@@ -88,10 +88,14 @@ TEST(RunRecord, ARunThatCompilesSaysForWhichValues) {
   json j = r.to_json();
   EXPECT_EQ(j["waiting_for"], "compile");
   EXPECT_EQ(j["specialised"], (json{{"dims", 2}, {"k", 4}}));
+  EXPECT_FALSE(j.contains("compiling_build"));
+  r.compiling_build = "quick";
+  EXPECT_EQ(r.to_json()["compiling_build"], "quick");
   r.compiling = nullptr;
   j = r.to_json();
   EXPECT_FALSE(j.contains("waiting_for"));
   EXPECT_FALSE(j.contains("specialised"));
+  EXPECT_FALSE(j.contains("compiling_build"));
 }
 
 TEST(RunRecord, AFinishedRunLinksItsFieldsAndShowsItsError) {

@@ -47,7 +47,11 @@ RunProgress progress_of(const json& record, double running_for_s) {
     const json values = record.value("specialised", json::object());
     for (const auto& [name, value] : values.items())
       p.compiling += (p.compiling.empty() ? "" : ", ") + name + "=" + value.dump();
-    if (p.compiling.empty()) p.compiling = "the kernels";
+    const std::string build = record.value("compiling_build", "");
+    if (p.compiling.empty())
+      p.compiling = build.empty() ? "the kernels" : "the kernels' " + build + " build";
+    else if (!build.empty())
+      p.compiling = "the " + build + " build of " + p.compiling;
   }
   return p;
 }

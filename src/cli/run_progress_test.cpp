@@ -184,6 +184,21 @@ TEST(RunProgress, ACompilingRunNamesItsSpecialisedValues) {
             "r3: running, iterations 0/10, rows 0/2000, 0.5 s\n");
 }
 
+// With the build its workers compile, the line names it: the quick build
+// the run begins on, or the optimised one it waits for.
+TEST(RunProgress, ACompilingRunNamesTheBuildItWaitsFor) {
+  json r = running(0, -1, 0);
+  r["waiting_for"] = "compile";
+  r["specialised"] = {{"k", 4}};
+  r["compiling_build"] = "quick";
+  EXPECT_EQ(progress_bar_line(progress_of(r, 1.0)),
+            "r3 running  compiling the quick build of k=4 …  0:01");
+  r["compiling_build"] = "optimised";
+  r["specialised"] = json::object();
+  EXPECT_EQ(progress_bar_line(progress_of(r, 1.0)),
+            "r3 running  compiling the kernels' optimised build …  0:01");
+}
+
 // A redrawn line covers the whole of the one before it, counted in columns:
 // "…" is three bytes but one column.
 TEST(RunProgress, ARedrawCoversTheLastLineByItsColumns) {

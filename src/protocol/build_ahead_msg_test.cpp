@@ -30,6 +30,7 @@ TEST(ProgressMsg, SaysWhenARunsKernelsAreCompiling) {
   ProgressMsg m;
   m.run_id = "r4.0";
   m.compiling = true;
+  m.compiling_build = "quick";
   auto frame = encode(m.to_message());
   auto view = decode_view(frame);
   ASSERT_TRUE(view.ok());
@@ -37,9 +38,11 @@ TEST(ProgressMsg, SaysWhenARunsKernelsAreCompiling) {
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->run_id, "r4.0");
   EXPECT_TRUE(back->compiling);
+  EXPECT_EQ(back->compiling_build, "quick");
   auto rows = ProgressMsg::parse(ProgressMsg{"r4.0", 2, 1, 100}.to_message().header);
   ASSERT_TRUE(rows.ok());
   EXPECT_FALSE(rows->compiling);
+  EXPECT_EQ(rows->compiling_build, "");
   EXPECT_EQ(rows->rows_done, 100);
 }
 

@@ -115,7 +115,10 @@ struct WireSchema<ProgressMsg> {
         required("rows_done", &ProgressMsg::rows_done, "rows of its partition finished so far"),
         optional("compiling", &ProgressMsg::compiling,
                  "sent once while the run's rows load, when its kernels are being compiled "
-                 "(the other fields then 0)"));
+                 "(the other fields then 0)"),
+        optional("compiling_build", &ProgressMsg::compiling_build,
+                 "with `compiling`: the build the run waits for, `quick` (it begins on it) or "
+                 "`optimised`"));
   }
 };
 

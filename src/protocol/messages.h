@@ -153,6 +153,9 @@ struct ProgressMsg {
   // Sent once while the run's rows load, when its kernels are not built yet
   // and are being compiled now (the other fields 0).
   bool compiling = false;
+  // With `compiling`: the build the run waits for, "quick" (the run begins
+  // on it and switches to the optimised one) or "optimised"; empty: not said.
+  std::string compiling_build = {};
   Message to_message() const;
   static Result<ProgressMsg> parse(const nlohmann::json& h);
 };

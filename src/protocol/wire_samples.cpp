@@ -84,7 +84,7 @@ std::vector<WireSample> wire_samples() {
   add("run_outputs", RunOutputsMsg{"r1.0", false, "lost", {{"out", 8}}}.to_message(kState));
   add("heartbeat", Message{MessageType::kHeartbeat, nlohmann::json::object()});
   add("data_chunk", DataChunkMsg{"r1.0", 1, 8, 8, 16}.to_message(kState));
-  add("progress", ProgressMsg{"r1.0", 2, 1, 300, true}.to_message());
+  add("progress", ProgressMsg{"r1.0", 2, 1, 300, true, "quick"}.to_message());
   add("resources", resources().to_message());
   add("run_abort", RunAbortMsg{"r1.0", "cancelled"}.to_message());
   add("loop", LoopMsg{"r1.0", 1, 10, 500}.to_message(kState));

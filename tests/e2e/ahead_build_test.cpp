@@ -44,15 +44,19 @@ class AheadBuilds : public ::testing::Test {
     ASSERT_FALSE(kmeans_.empty());
   }
   // Submits a run and follows its record until it ends; `said_compiling`:
-  // whether the record ever said it waits for a compile.
-  json follow(const json& body, bool* said_compiling) {
+  // whether the record ever said it waits for a compile; `build`, the build
+  // it then named.
+  json follow(const json& body, bool* said_compiling, std::string* build = nullptr) {
     const std::string id = submit_run(c_, kmeans_, body);
     EXPECT_FALSE(id.empty());
     *said_compiling = false;
     const auto deadline = Clock::now() + std::chrono::seconds(120);
     while (Clock::now() < deadline) {
       json rec = get_json(c_, "/runtimes/" + id);
-      if (rec.value("waiting_for", "") == "compile") *said_compiling = true;
+      if (rec.value("waiting_for", "") == "compile") {
+        *said_compiling = true;
+        if (build) *build = rec.value("compiling_build", "");
+      }
       const std::string status = rec.value("status", "");
       if (status == "done" || status == "failed" || status == "cancelled") return rec;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -131,16 +135,22 @@ TEST_F(AheadBuilds, QueuedRunsOverNewValuesFindTheirKernelsBuilt) {
   }
 }
 
-// The record says "compile" (and the progress line "compiling k=…") while
-// a new value's kernels compile, and never while a run whose build is in the
-// cache loads its rows, however long that takes.
+// The record says "compile" (and the progress line "compiling the … build
+// of k=…") while a new value's kernels compile, naming the build: the quick
+// one where GPU executors begin on it, else the optimised one; and never
+// while a run whose build is in the cache loads its rows, however long that
+// takes.
 TEST_F(AheadBuilds, TheRecordSaysCompilingOnlyWhileACompileRuns) {
   start(1);
   bool compiling = false;
-  json rec = follow(kmeans_body(9, 2000000, 1), &compiling);
+  std::string build;
+  json rec = follow(kmeans_body(9, 2000000, 1), &compiling, &build);
   ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
   EXPECT_FALSE(rec["phases"].value("compile_cache_hit", true));
   EXPECT_TRUE(compiling) << "a run that compiled never said so";
+  const char* backend = std::getenv("LIZARD_E2E_BACKEND");
+  const bool gpu = backend && std::string(backend) == "cuda";
+  EXPECT_EQ(build, gpu ? "quick" : "optimised");
   rec = follow(kmeans_body(9, 2000000, 1), &compiling);
   ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
   EXPECT_TRUE(rec["phases"].value("compile_cache_hit", false));
