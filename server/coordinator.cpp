@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/auth.h"
+#include "common/heap_trim.h"
 #include "common/json_limits.h"
 #include "hooks/idle_hook_processes.h"
 #include "protocol/messages.h"
@@ -14,6 +15,18 @@ namespace lizard {
 
 using nlohmann::json;
 
+namespace {
+
+// Frees a request's body once it is parsed and answered, and hands a large
+// one's parse back to the system (common/heap_trim.h).
+void release_body(std::string* body) {
+  const bool large = body->size() >= kLargeBodyBytes;
+  std::string().swap(*body);
+  if (large) return_freed_heap();
+}
+
+}  // namespace
+
 // ---- programs ---------------------------------------------------------------
 
 // Registers the program, pushes it to every worker that lacks it and waits
@@ -22,8 +35,9 @@ using nlohmann::json;
 // loaded on a pool of its own (host_code_pool), so that static initialisers
 // that never return hold none of the request pool's threads.
 void Coordinator::Impl::register_program(std::string body, Responder respond) {
-  boost::asio::post(pool, [this, body = std::move(body), respond = std::move(respond)] {
+  boost::asio::post(pool, [this, body = std::move(body), respond = std::move(respond)]() mutable {
     answer_guarded(respond, [&](const Responder& respond) { register_now(body, respond); });
+    release_body(&body);
   });
 }
 
@@ -123,34 +137,35 @@ void Coordinator::Impl::finish_registration(std::shared_ptr<ProgramEntry> prepar
 
 void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bool wait,
                                    Responder respond) {
-  boost::asio::post(
-      pool, [this, hash, body = std::move(body), wait, respond = std::move(respond)]() mutable {
-        answer_guarded(std::move(respond), [&](Responder respond) {
-          auto program = programs.find(hash);
-          if (!program) return respond(json_response(404, {{"error", "no such program: " + hash}}));
-          auto j = body.empty() ? Result<json>(json::object()) : parse_json_bounded(body);
-          if (!j.ok()) return respond(error_response(j.status()));
-          RunRequestLimits limits{opts.max_state_bytes, &opts.data_roots};
-          auto request = parse_run_request(
-              program->image, *j, [this](const std::string& id) { return datasets.lookup(id); },
-              limits);
-          if (!request.ok()) return respond(error_response(request.status()));
-          (*j)["seed"] = request->spec.run_seed;  // one drawn at random holds after a restart
-          std::unique_lock<std::mutex> l(programs_mu);
-          if (!programs.find(hash))
-            return respond(json_response(404, {{"error", "no such program: " + hash}}));
-          auto queued = runs.enqueue(program, hash, std::move(request).value(), *j, wait);
-          l.unlock();
-          if (!queued.ok()) return respond(error_response(queued.status()));
-          auto run = std::move(queued).value();
-          spdlog::debug("{} queued", run->id);
-          if (wait)
-            runs.add_waiter(run, std::move(respond));
-          else
-            respond(json_response(202, {{"runtime_id", run->id}, {"status", "queued"}}));
-          wake_scheduler();
-        });
-      });
+  boost::asio::post(pool, [this, hash, body = std::move(body), wait,
+                           respond = std::move(respond)]() mutable {
+    answer_guarded(std::move(respond), [&](Responder respond) {
+      auto program = programs.find(hash);
+      if (!program) return respond(json_response(404, {{"error", "no such program: " + hash}}));
+      auto j = body.empty() ? Result<json>(json::object()) : parse_json_bounded(body);
+      if (!j.ok()) return respond(error_response(j.status()));
+      RunRequestLimits limits{opts.max_state_bytes, &opts.data_roots};
+      auto request = parse_run_request(
+          program->image, *j, [this](const std::string& id) { return datasets.lookup(id); },
+          limits);
+      if (!request.ok()) return respond(error_response(request.status()));
+      (*j)["seed"] = request->spec.run_seed;  // one drawn at random holds after a restart
+      std::unique_lock<std::mutex> l(programs_mu);
+      if (!programs.find(hash))
+        return respond(json_response(404, {{"error", "no such program: " + hash}}));
+      auto queued = runs.enqueue(program, hash, std::move(request).value(), std::move(*j), wait);
+      l.unlock();
+      if (!queued.ok()) return respond(error_response(queued.status()));
+      auto run = std::move(queued).value();
+      spdlog::debug("{} queued", run->id);
+      if (wait)
+        runs.add_waiter(run, std::move(respond));
+      else
+        respond(json_response(202, {{"runtime_id", run->id}, {"status", "queued"}}));
+      wake_scheduler();
+    });
+    release_body(&body);
+  });
 }
 
 void Coordinator::Impl::cancel_run(const std::string& id, Responder respond) {

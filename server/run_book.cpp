@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/clock.h"
+#include "common/heap_trim.h"
 #include "dataset/npy.h"
 #include "program/specialisation.h"
 
@@ -55,7 +56,7 @@ std::shared_ptr<RunRecord> RunBook::submit(std::shared_ptr<const ProgramEntry> p
 // lock (a request with inline values may be large).
 Result<std::shared_ptr<RunRecord>> RunBook::enqueue(std::shared_ptr<const ProgramEntry> program,
                                                     const std::string& hash, RunRequest request,
-                                                    const json& body, bool answered_when_done) {
+                                                    json body, bool answered_when_done) {
   auto run = new_run(std::move(program), hash, std::move(request));
   run->uploads = uploads_named(body);
   {
@@ -72,7 +73,7 @@ Result<std::shared_ptr<RunRecord>> RunBook::enqueue(std::shared_ptr<const Progra
       return st;
     }
     run->resumable = true;
-    writer_->save_submission(run->id, body, run->seq, "queued", run->to_json());
+    writer_->save_submission(run->id, std::move(body), run->seq, "queued", run->to_json());
   } else if (store_) {
     run->resumable = true;
     Status st = store_->save_request(run->id, body);
@@ -245,13 +246,16 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   if (store_it) final_status = store_finished(run, final_status);
   std::vector<Responder> waiters;
   json record;
+  size_t dropped = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
     run->status = final_status;
     run->finishing = false;
+    if (!resumes) dropped = drop_inline_rows(&run->request);
     waiters.swap(run->waiters);
     record = run->to_json();
   }
+  if (dropped >= kLargeBodyBytes) return_freed_heap();
   if (final_status == RunStatus::kDone)
     spdlog::info("{} done: {} iteration(s) in {:.1f} ms", run->id, run->iterations,
                  run->elapsed_ms);

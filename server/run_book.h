@@ -55,8 +55,7 @@ class RunBook {
   // only when the store is known to take nothing (its state directory gone).
   Result<std::shared_ptr<RunRecord>> enqueue(std::shared_ptr<const ProgramEntry> program,
                                              const std::string& hash, RunRequest request,
-                                             const nlohmann::json& body,
-                                             bool answered_when_done = false);
+                                             nlohmann::json body, bool answered_when_done = false);
   // Queues a run whose request is not kept (it fails at a restart).
   std::shared_ptr<RunRecord> submit(std::shared_ptr<const ProgramEntry> program,
                                     const std::string& hash, RunRequest request);

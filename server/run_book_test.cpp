@@ -253,6 +253,20 @@ TEST_F(RunBookTest, ACompilingRunNamesTheBuildItWaitsFor) {
   EXPECT_EQ(book.get_json("r1").value().value("compiling_build", ""), "quick");
 }
 
+// A run's inline rows go once it ends (its record may stay for days); one
+// still queued keeps them.
+TEST_F(RunBookTest, AnEndedRunKeepsNoneOfItsInlineRows) {
+  RunBook book(dir_.path());
+  auto ended = submit(book);
+  auto queued = submit(book);
+  ASSERT_EQ(ended->request.dataset.at(0).values.size(), 3 * sizeof(double));
+  ASSERT_TRUE(book.start(ended, {{"w1", 0}}));
+  book.finish(ended, Status::Ok());
+  EXPECT_EQ(status_of(book, ended->id), "done");
+  EXPECT_TRUE(ended->request.dataset.at(0).values.empty());
+  EXPECT_EQ(queued->request.dataset.at(0).values.size(), 3 * sizeof(double));
+}
+
 TEST_F(RunBookTest, RunsThatLostTheirExecutorsComeFirst) {
   RunBook book(dir_.path());
   auto r1 = submit(book, {{"executors", 3}});

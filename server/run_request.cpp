@@ -279,4 +279,14 @@ std::vector<std::string> row_sources(const RunRequest& r) {
   return out;
 }
 
+size_t drop_inline_rows(RunRequest* r) {
+  size_t bytes = r->state ? r->state->bytes.size() : 0;
+  for (ParsedSource& src : r->dataset) {
+    bytes += src.values.size();
+    std::vector<uint8_t>().swap(src.values);
+  }
+  r->state.reset();
+  return bytes;
+}
+
 }  // namespace lizard

@@ -65,6 +65,11 @@ struct RunRequestLimits {
 // preference for executors that keep them.
 std::vector<std::string> row_sources(const RunRequest& r);
 
+// Frees what `r` carried inline: its rows (`values` sources) and its initial
+// state; returns how many bytes.  Once its run has ended nothing reads
+// them, while its record may stay for days (--keep-runs).
+size_t drop_inline_rows(RunRequest* r);
+
 // Reads file headers (or scans text files) to count rows; may block on I/O.
 Result<RunRequest> parse_run_request(const ProgramImage& image, const nlohmann::json& body,
                                      const UploadLookup& uploads = nullptr,

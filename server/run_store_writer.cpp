@@ -5,7 +5,23 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/heap_trim.h"
+
 namespace lizard {
+
+namespace {
+
+// Whether a run request carried rows inline (a `values` source): the
+// large requests, whose parse is worth handing back once written.
+bool carries_inline_rows(const nlohmann::json& body) {
+  auto dataset = body.find("dataset");
+  if (dataset == body.end() || !dataset->is_object()) return false;
+  for (const auto& [name, source] : dataset->items())
+    if (source.is_object() && source.contains("values")) return true;
+  return false;
+}
+
+}  // namespace
 
 RunStoreWriter::RunStoreWriter(RunStore* store, std::chrono::milliseconds checkpoint_every)
     : store_(store), checkpoint_every_(checkpoint_every) {
@@ -155,6 +171,9 @@ void RunStoreWriter::write(const std::string& run_id, Pending p) {
       st = store_->save_request(run_id, *p.request);
       requested = st.ok();
       if (!st.ok()) spdlog::warn("{}: its request not saved: {}", run_id, st.message());
+      const bool large = carries_inline_rows(*p.request);
+      p.request.reset();
+      if (large) return_freed_heap();
     }
     if (st.ok() && p.record) {
       st = store_->save(run_id, p.record->seq, p.record->status, p.record->json);
