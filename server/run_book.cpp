@@ -20,7 +20,8 @@ HttpResponse record_response(const json& record) {
 }
 }  // namespace
 
-RunBook::RunBook(const std::string& state_dir) {
+RunBook::RunBook(const std::string& state_dir, uint64_t held_output_bytes)
+    : max_held_output_bytes_(held_output_bytes) {
   restore(state_dir);
 }
 
@@ -290,7 +291,11 @@ RunStatus RunBook::store_finished(const std::shared_ptr<RunRecord>& run, RunStat
   };
   Status saved =
       store_->save_finished(run->id, run->seq, run_status_name(status), record_as(status), fields);
-  if (saved.ok()) return status;
+  if (saved.ok()) {
+    std::lock_guard<std::mutex> l(mu_);
+    hold_stored_outputs_locked(run);
+    return status;
+  }
   spdlog::error("{}: its {} record could not be stored: {}", run->id, run_status_name(status),
                 saved.message());
   if (status == RunStatus::kDone) {
@@ -372,18 +377,39 @@ Result<json> RunBook::get_json(const std::string& id) const {
   return it->second->to_json();
 }
 
+void RunBook::hold_stored_outputs_locked(const std::shared_ptr<RunRecord>& run) {
+  uint64_t bytes = 0;
+  for (auto& [name, f] : run->outputs) {
+    f.stored = true;
+    bytes += f.bytes.size();
+  }
+  if (bytes == 0) return;
+  held_outputs_.push_back(run);
+  held_output_bytes_ += bytes;
+  while (held_output_bytes_ > max_held_output_bytes_ && !held_outputs_.empty()) {
+    for (auto& [name, f] : held_outputs_.front()->outputs) {
+      held_output_bytes_ -= f.bytes.size();
+      std::string().swap(f.bytes);
+    }
+    held_outputs_.pop_front();
+  }
+}
+
 Result<std::string> RunBook::field_npy(const std::string& id, const std::string& name) const {
   std::shared_ptr<RunRecord> run;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = runs_.find(id);
     if (it != runs_.end() && is_finished(it->second->status)) run = it->second;
+    if (!run) return not_found("no finished run " + id);
+    // Held in memory (or never stored): copied under the lock, as a newer
+    // run's fields may drop these bytes.
+    auto f = run->outputs.find(name);
+    if (f != run->outputs.end() && (!f->second.stored || !f->second.bytes.empty()))
+      return npy_bytes(f->second.type, f->second.dims, f->second.bytes.data());
   }
-  if (!run) return not_found("no finished run " + id);
-  // A finished run's fields no longer change, so they are read without the lock.
-  auto f = run->outputs.find(name);
-  if (f != run->outputs.end())
-    return npy_bytes(f->second.type, f->second.dims, f->second.bytes.data());
+  auto f = run->outputs.find(name);  // its entries no longer change, only their bytes
+  if (f != run->outputs.end() && store_) return store_->load_blob(run->id, name);
   if (store_ && run->restored.contains("fields") && run->restored["fields"].contains(name)) {
     auto blob = store_->load_blob(run->id, name);
     if (blob.ok()) return blob;

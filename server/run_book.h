@@ -5,6 +5,11 @@
 // resume() brings them back once the programs are loaded), until prune()
 // lets old finished ones go.
 //
+// A finished run's fields, once stored, are read from the store; the newest
+// runs' stay in memory too, up to kHeldOutputBytes in all, for the download
+// that follows a run at once (a client's ?wait=1 and then its fields), so
+// that records kept for days hold no field bytes.
+//
 // Thread-safe: `mu_` guards the map, the queue and every record's mutable
 // fields; a driver changes its record only through update().  Waiters
 // (POST ...?wait=1) are answered outside the lock.
@@ -41,10 +46,14 @@ std::vector<std::string> uploads_named(const nlohmann::json& body);
 
 class RunBook {
  public:
+  // What the newest finished runs' stored fields may hold in memory.
+  static constexpr uint64_t kHeldOutputBytes = uint64_t{512} << 20;
+
   // Opens the run store in `state_dir` (records then survive a restart) and
   // restores the runs kept there.  Unfinished runs whose request was kept
   // wait for resume(); others (stored by an older server) are failed.
-  explicit RunBook(const std::string& state_dir);
+  // Stored fields beyond `held_output_bytes` are read from the store only.
+  explicit RunBook(const std::string& state_dir, uint64_t held_output_bytes = kHeldOutputBytes);
 
   // Queues a run and keeps its request `body` (as sent) in the run store, so
   // that it survives a restart.  A run whose submitter is answered at once
@@ -145,6 +154,9 @@ class RunBook {
 
  private:
   RunStatus store_finished(const std::shared_ptr<RunRecord>& run, RunStatus status);
+  // The run's fields are stored: kept in memory among the newest, and the
+  // oldest held ones dropped beyond kHeldOutputBytes.
+  void hold_stored_outputs_locked(const std::shared_ptr<RunRecord>& run);
   void persist_locked(const RunRecord& run, const nlohmann::json& record);
   void persist_later_locked(const RunRecord& run);
   void restore(const std::string& state_dir);
@@ -158,6 +170,10 @@ class RunBook {
   uint64_t next_seq_ = 1;                                   // GUARDED_BY(mu_)
   std::vector<StoredRun> to_resume_;                        // GUARDED_BY(mu_)
   bool suspended_ = false;                                  // GUARDED_BY(mu_)
+  // Stored runs whose fields are still in memory too, oldest first.
+  std::deque<std::shared_ptr<RunRecord>> held_outputs_;  // GUARDED_BY(mu_)
+  uint64_t held_output_bytes_ = 0;                       // GUARDED_BY(mu_)
+  const uint64_t max_held_output_bytes_;
   std::unique_ptr<RunStore> store_;  // null: records do not survive a restart
   // Declared after store_: stopped, with what is pending written, before it.
   std::unique_ptr<RunStoreWriter> writer_;

@@ -248,6 +248,11 @@ std::vector<std::string> RunBook::prune(int64_t keep_runs, double keep_days) {
     for (const auto& r : gone) {
       runs_.erase(r->id);
       named_by_pruned.insert(r->uploads.begin(), r->uploads.end());
+      auto held = std::find(held_outputs_.begin(), held_outputs_.end(), r);
+      if (held != held_outputs_.end()) {
+        for (const auto& [name, f] : r->outputs) held_output_bytes_ -= f.bytes.size();
+        held_outputs_.erase(held);
+      }
     }
     for (const auto& [_, r] : runs_) still_named.insert(r->uploads.begin(), r->uploads.end());
     finished = std::move(gone);

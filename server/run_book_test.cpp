@@ -157,6 +157,33 @@ TEST_F(RunBookTest, FinishedRunsAndTheirFieldsSurviveARestart) {
   EXPECT_EQ(submit(again)->id, "r2");
 }
 
+// Stored fields stay in memory for the newest runs only, up to the bound;
+// older ones are read from the store, with the same bytes.
+TEST_F(RunBookTest, OnlyTheNewestStoredFieldsStayInMemory) {
+  RunBook book(dir_.path(), /*held_output_bytes=*/2 * 3 * sizeof(float));
+  std::vector<std::shared_ptr<RunRecord>> runs;
+  for (int i = 0; i < 3; ++i) {
+    auto r = submit(book);
+    ASSERT_TRUE(book.start(r, {{"w1", 0}}));
+    const float y[3] = {1.0f * i, 2.0f * i, 3.0f * i};
+    book.update(r, [&](RunRecord& rec) {
+      rec.outputs["y"] = OutputField{
+          DType::kFloat32, {3}, std::string(reinterpret_cast<const char*>(y), sizeof y)};
+    });
+    book.finish(r, Status::Ok());
+    runs.push_back(r);
+  }
+  EXPECT_TRUE(runs[0]->outputs.at("y").bytes.empty());
+  EXPECT_FALSE(runs[1]->outputs.at("y").bytes.empty());
+  EXPECT_FALSE(runs[2]->outputs.at("y").bytes.empty());
+  for (int i = 0; i < 3; ++i) {
+    const float y[3] = {1.0f * i, 2.0f * i, 3.0f * i};
+    auto npy = book.field_npy(runs[i]->id, "y");
+    ASSERT_TRUE(npy.ok()) << npy.status().message();
+    EXPECT_EQ(npy.value(), npy_bytes(DType::kFloat32, {3}, y)) << runs[i]->id;
+  }
+}
+
 TEST_F(RunBookTest, RunsUnfinishedAtARestartFailWithTheReason) {
   {
     RunBook book(dir_.path());

@@ -42,6 +42,9 @@ struct OutputField {
   DType type = DType::kFloat32;
   std::vector<int64_t> dims;
   std::string bytes;
+  // The bytes are in the run store (and `bytes` empty): a finished run's
+  // fields are read from there, so that records kept for days hold none.
+  bool stored = false;
 };
 
 // One completed iteration, as the record lists it.
