@@ -175,6 +175,27 @@ TEST(Large, TwoHundredMillionGeneratedRowsStayPartitioned) {
   EXPECT_LT(peak_rss(c.server_pid()), int64_t{300} << 20) << "the server held row data";
 }
 
+// examples/sum's run request with 400,000 rows of 4 float64 inline (about
+// 30 MiB of JSON); *expected_sum: the sum of the first column.
+std::string inline_sum_body(double* expected_sum) {
+  const int rows = 400000, dims = 4;
+  *expected_sum = 0;
+  std::string body = R"({"params": {"dims": 4}, "dataset": {"values": {"values": [)";
+  char number[32];
+  for (int r = 0; r < rows; ++r) {
+    body += r ? ",[" : "[";
+    for (int d = 0; d < dims; ++d) {
+      const double v = std::fmod(r * 0.6180339887498949 + d * 0.41421356237, 1.0);
+      if (d == 0) *expected_sum += v;
+      std::snprintf(number, sizeof number, "%.16g", v);
+      body += (d ? "," : "") + std::string(number);
+    }
+    body += "]";
+  }
+  body += "]}}}";
+  return body;
+}
+
 // Runs whose rows come inline, in a request of about 30 MiB: the server
 // forgets a run's rows once it ends and hands each large parse back to the
 // system, so that its memory after the fifth run is where it was after the
@@ -185,21 +206,8 @@ TEST(Large, RunsWithRowsInlineLeaveTheServersMemoryWhereItWas) {
   ASSERT_TRUE(c.start(1, {"--backend", "cpu", "--cpu-threads", "1"}).ok());
   const std::string sum = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
   ASSERT_FALSE(sum.empty());
-  const int rows = 400000, dims = 4;
-  std::string body = R"({"params": {"dims": 4}, "dataset": {"values": {"values": [)";
   double expected = 0;
-  char number[32];
-  for (int r = 0; r < rows; ++r) {
-    body += r ? ",[" : "[";
-    for (int d = 0; d < dims; ++d) {
-      const double v = std::fmod(r * 0.6180339887498949 + d * 0.41421356237, 1.0);
-      if (d == 0) expected += v;
-      std::snprintf(number, sizeof number, "%.16g", v);
-      body += (d ? "," : "") + std::string(number);
-    }
-    body += "]";
-  }
-  body += "]}}}";
+  const std::string body = inline_sum_body(&expected);
   ASSERT_GT(body.size(), size_t{28} << 20);
   int64_t after_second = 0;
   for (int i = 0; i < 5; ++i) {
