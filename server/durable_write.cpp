@@ -18,6 +18,12 @@ std::atomic<int> g_failing_writes{0};
 
 Status write_file_durably(const std::string& path, const std::string& bytes,
                           const std::string& what) {
+  const std::string_view whole = bytes;
+  return write_file_durably(path, &whole, 1, what);
+}
+
+Status write_file_durably(const std::string& path, const std::string_view* parts, size_t count,
+                          const std::string& what) {
   if (storage_write_fails()) return disk_full_error(what);
   static std::atomic<uint64_t> counter{0};
   const std::string tmp =
@@ -27,7 +33,9 @@ Status write_file_durably(const std::string& path, const std::string& bytes,
     if (errno == ENOSPC || errno == EDQUOT) return disk_full_error(what);
     return internal_error("cannot create " + tmp + ": " + std::strerror(errno));
   }
-  int err = write_fully(fd, bytes.data(), bytes.size());
+  int err = 0;
+  for (size_t i = 0; i < count && err == 0; ++i)
+    err = write_fully(fd, parts[i].data(), parts[i].size());
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   Status st;
   if (err != 0)

@@ -14,7 +14,9 @@
 // storage_write_fails() just before it writes.  Thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -24,6 +26,9 @@ namespace lizard {
 // over `path`, so that readers see the old content or the new.  `what` names
 // the content in errors.
 Status write_file_durably(const std::string& path, const std::string& bytes,
+                          const std::string& what);
+// The same with the file's bytes as `count` parts, written one after another.
+Status write_file_durably(const std::string& path, const std::string_view* parts, size_t count,
                           const std::string& what);
 
 // Makes the next `n` durable writes of this process fail (0 turns it off).

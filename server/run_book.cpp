@@ -280,9 +280,9 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
 // checkpoint.  Returns the status the run ends with.
 RunStatus RunBook::store_finished(const std::shared_ptr<RunRecord>& run, RunStatus status) {
   if (writer_) (void)writer_->settle(run->id);  // the finished record drops its checkpoint
-  std::vector<RunStore::NamedBytes> fields;
+  std::vector<RunStore::FieldBytes> fields;
   for (const auto& [name, f] : run->outputs)
-    fields.emplace_back(name, npy_bytes(f.type, f.dims, f.bytes.data()));
+    fields.push_back({name, npy_header(f.type, f.dims), f.bytes});
   auto record_as = [&](RunStatus s) {
     std::lock_guard<std::mutex> l(mu_);
     json j = run->to_json();

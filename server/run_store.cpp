@@ -109,15 +109,15 @@ class FileRunStore : public RunStore {
   // database), so that a run's end costs one fsync rather than one a field.
   // Larger fields are files of their own, as save_blob writes them.
   Status save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
-                       const json& record, const std::vector<NamedBytes>& fields) override {
+                       const json& record, const std::vector<FieldBytes>& fields) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
     std::vector<NamedBytes> small;
-    for (const auto& [name, bytes] : fields) {
-      LIZARD_RETURN_IF_ERROR(check_name("field name", name));
-      if (bytes.size() <= kInlineFieldBytes)
-        small.emplace_back(name, bytes);
+    for (const FieldBytes& f : fields) {
+      LIZARD_RETURN_IF_ERROR(check_name("field name", f.name));
+      if (f.size() <= kInlineFieldBytes)
+        small.emplace_back(f.name, f.joined());
       else
-        LIZARD_RETURN_IF_ERROR(save_blob(run_id, name, bytes));
+        LIZARD_RETURN_IF_ERROR(save_blob_file(run_id, f.name, f.head, f.data));
     }
     LIZARD_RETURN_IF_ERROR(write_record(run_id, seq, status, record, &small));
     return drop_checkpoint(run_id);
@@ -365,20 +365,30 @@ Status RunStore::finish_opening() {
 
 Status RunStore::save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
                                const nlohmann::json& record,
-                               const std::vector<NamedBytes>& fields) {
-  for (const auto& [name, bytes] : fields) LIZARD_RETURN_IF_ERROR(save_blob(run_id, name, bytes));
+                               const std::vector<FieldBytes>& fields) {
+  for (const FieldBytes& f : fields) {
+    LIZARD_RETURN_IF_ERROR(check_name("field name", f.name));
+    LIZARD_RETURN_IF_ERROR(save_blob_file(run_id, f.name, f.head, f.data));
+  }
   LIZARD_RETURN_IF_ERROR(save(run_id, seq, status, record));
   return drop_checkpoint(run_id);
 }
 
 Status RunStore::save_blob(const std::string& run_id, const std::string& field,
                            const std::string& bytes) {
+  return save_blob_file(run_id, field, bytes, {});
+}
+
+Status RunStore::save_blob_file(const std::string& run_id, const std::string& field,
+                                std::string_view head, std::string_view data) {
   LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
   LIZARD_RETURN_IF_ERROR(check_name("field name", field));
   LIZARD_RETURN_IF_ERROR(health());
   const fs::path dir = runs_dir(state_dir_) / run_id;
   LIZARD_RETURN_IF_ERROR(create_dirs(dir));
-  return write_file_atomically(dir / (field + ".npy"), bytes)
+  const fs::path path = dir / (field + ".npy");
+  const std::string_view parts[] = {head, data};
+  return write_file_durably(path.string(), parts, 2, path.string())
       .with_context("saving field '" + field + "' of run " + run_id);
 }
 

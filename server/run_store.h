@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -87,14 +88,26 @@ class RunStore {
   // Stores (or replaces) one named binary field of a run.
   virtual Status save_blob(const std::string& run_id, const std::string& field,
                            const std::string& bytes);
+  // As a file of its own, `head` then `data`.
+  Status save_blob_file(const std::string& run_id, const std::string& field, std::string_view head,
+                        std::string_view data);
   // A finished run at once: its fields, its record (save) and the end of its
   // checkpoint (drop_checkpoint).  Fields of up to kInlineFieldBytes go with
   // the record: the SQLite store commits them in one transaction, the files
   // store writes them after the record's JSON line in one file; larger ones
   // are files of their own (save_blob).
   using NamedBytes = std::pair<std::string, std::string>;
+  // A field to store: its bytes are `head` then `data`, written one after
+  // the other (a .npy header and the run's own buffer: no copy of it).
+  struct FieldBytes {
+    std::string name;
+    std::string head;
+    std::string_view data = {};  // the caller's, until save_finished returns
+    size_t size() const { return head.size() + data.size(); }
+    std::string joined() const { return head + std::string(data); }
+  };
   virtual Status save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
-                               const nlohmann::json& record, const std::vector<NamedBytes>& fields);
+                               const nlohmann::json& record, const std::vector<FieldBytes>& fields);
   // A field saved by save_blob; kNotFound when there is none.
   virtual Result<std::string> load_blob(const std::string& run_id, const std::string& field) const;
   // Every stored run, ordered by seq.

@@ -167,16 +167,18 @@ class SqliteRunStore : public RunStore {
 
   // One transaction for the rows, after the files of the large fields.
   Status save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
-                       const json& record, const std::vector<NamedBytes>& fields) override {
+                       const json& record, const std::vector<FieldBytes>& fields) override {
     LIZARD_RETURN_IF_ERROR(check_name("run id", run_id));
-    for (const auto& [name, bytes] : fields) LIZARD_RETURN_IF_ERROR(check_name("field name", name));
+    for (const FieldBytes& f : fields) LIZARD_RETURN_IF_ERROR(check_name("field name", f.name));
     LIZARD_RETURN_IF_ERROR(health());
     const std::string text = to_text(record);
     std::lock_guard<std::mutex> l(mu_);
     LIZARD_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
     Status st = [&]() -> Status {
-      for (const auto& [name, bytes] : fields)
-        LIZARD_RETURN_IF_ERROR(put_field_locked(run_id, name, bytes));
+      for (const FieldBytes& f : fields)
+        LIZARD_RETURN_IF_ERROR(f.size() > kInlineFieldBytes
+                                   ? put_large_field_locked(run_id, f.name, f.head, f.data)
+                                   : put_field_locked(run_id, f.name, f.joined()));
       LIZARD_RETURN_IF_ERROR(put_record_locked(run_id, seq, status, text));
       return drop_checkpoint_locked(run_id);
     }();
@@ -341,14 +343,7 @@ class SqliteRunStore : public RunStore {
   Status put_field_locked(const std::string& run_id, const std::string& field,
                           const std::string& bytes) {
     const std::string what = "field '" + field + "' of run " + run_id;
-    if (bytes.size() > kInlineFieldBytes) {
-      sqlite3_stmt* s = delete_field_.get();
-      ResetOnExit reset{s};
-      bind_text(s, 1, run_id);
-      bind_text(s, 2, field);
-      LIZARD_RETURN_IF_ERROR(step_done(s, what));
-      return RunStore::save_blob(run_id, field, bytes);
-    }
+    if (bytes.size() > kInlineFieldBytes) return put_large_field_locked(run_id, field, bytes, {});
     if (storage_write_fails()) return disk_full_error(what);
     sqlite3_stmt* s = upsert_field_.get();
     ResetOnExit reset{s};
@@ -356,6 +351,17 @@ class SqliteRunStore : public RunStore {
     bind_text(s, 2, field);
     bind_blob(s, 3, bytes);
     return step_done(s, what);
+  }
+
+  // A file of its own, `head` then `data`, in place of any row of the field.
+  Status put_large_field_locked(const std::string& run_id, const std::string& field,
+                                std::string_view head, std::string_view data) {
+    sqlite3_stmt* s = delete_field_.get();
+    ResetOnExit reset{s};
+    bind_text(s, 1, run_id);
+    bind_text(s, 2, field);
+    LIZARD_RETURN_IF_ERROR(step_done(s, "field '" + field + "' of run " + run_id));
+    return RunStore::save_blob_file(run_id, field, head, data);
   }
 
   Status put_record_locked(const std::string& run_id, uint64_t seq, const std::string& status,
