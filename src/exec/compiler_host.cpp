@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <set>
 
 #include "common/byte_codec.h"
 #include "common/child_process.h"
@@ -25,28 +24,33 @@ constexpr int kAnswerGraceMs = 10000;
 
 // The flags of HostCompiler's builds (its own, the CPU backend's in
 // exec/cpu/kernel_source.cpp, host.cpp's in hooks/host_hooks.cpp).
-const std::set<std::string, std::less<>>& allowed_flags() {
-  static const std::set<std::string, std::less<>> flags = {"--version",
-                                                           "-shared",
-                                                           "-fPIC",
-                                                           "-std=c++17",
-                                                           "-I.",
-                                                           "-x",
-                                                           "-o",
-                                                           "-pthread",
-                                                           "-march=native",
-                                                           "-fno-math-errno",
-                                                           "-fno-strict-aliasing",
-                                                           "-fvisibility=hidden",
-                                                           "-fvisibility=default",
-                                                           "-O0",
-                                                           "-O1",
-                                                           "-O2",
-                                                           "-O3",
-                                                           "-Os",
-                                                           "-g",
-                                                           "-w"};
-  return flags;
+constexpr const char* kAllowedFlags[] = {
+    "--version",
+    "-shared",
+    "-fPIC",
+    "-std=c++17",
+    "-I.",
+    "-x",
+    "-o",
+    "-pthread",
+    "-march=native",
+    "-fno-math-errno",
+    "-fno-strict-aliasing",
+    "-fvisibility=hidden",
+    "-fvisibility=default",
+    "-O0",
+    "-O1",
+    "-O2",
+    "-O3",
+    "-Os",
+    "-g",
+    "-w",
+};
+
+bool allowed_flag(const std::string& a) {
+  for (const char* f : kAllowedFlags)
+    if (a == f) return true;
+  return false;
 }
 
 // A file of the build: relative, within the build directory, not an option.
@@ -255,7 +259,7 @@ Status check_compiler_command(const std::vector<std::string>& argv, const std::s
     return permission_denied("a compiler host runs only " + compiler);
   if (argv.size() == 2 && argv[1] == "--version") return Status::Ok();
   for (size_t i = 1; i < argv.size(); ++i)
-    if (!allowed_flags().count(argv[i]) && !build_file_name(argv[i]))
+    if (!allowed_flag(argv[i]) && !build_file_name(argv[i]))
       return permission_denied("a compiler host does not pass \"" + argv[i] + "\" to " + compiler);
   std::error_code dir_error, root_error;
   const fs::path dir = fs::canonical(cwd, dir_error);
