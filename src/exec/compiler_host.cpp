@@ -198,11 +198,15 @@ Result<std::unique_ptr<ChildProcess>> CompilerHosts::spawn() const {
 Result<CompilerHosts::Host*> CompilerHosts::take() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
+    // A free host that runs first: one that died may not start again (an
+    // executor process's sandbox starts none).
+    Host* free = nullptr;
     for (auto& h : hosts_)
-      if (!h->busy) {
-        h->busy = true;
-        return h.get();
-      }
+      if (!h->busy && (!free || (h->child && !free->child))) free = h.get();
+    if (free) {
+      free->busy = true;
+      return free;
+    }
     if (hosts_.size() < static_cast<size_t>(options_.max_processes)) {
       hosts_.push_back(std::make_unique<Host>());
       hosts_.back()->busy = true;
