@@ -30,32 +30,25 @@ float centre(uint64_t seed, uint64_t blob, int dim) {
   return 10.0f * (float)(mix64(seed ^ mix64(blob * 1000003ull + dim)) >> 40) * (1.0f / 16777216.0f);
 }
 
-// Peak resident memory of a process, in bytes (VmHWM).
-int64_t peak_rss(pid_t pid) {
+// A memory figure of a process from /proc/<pid>/status, in bytes: "VmHWM:"
+// (its peak resident memory) or "VmRSS:" (its resident memory now).
+int64_t status_bytes(pid_t pid, const std::string& figure) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string key;
   int64_t kb = -1;
   while (in >> key) {
-    if (key == "VmHWM:") {
+    if (key == figure) {
       in >> kb;
       break;
     }
   }
   return kb * 1024;
 }
-
-// Resident memory of a process now, in bytes (VmRSS).
+int64_t peak_rss(pid_t pid) {
+  return status_bytes(pid, "VmHWM:");
+}
 int64_t resident(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  int64_t kb = -1;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      in >> kb;
-      break;
-    }
-  }
-  return kb * 1024;
+  return status_bytes(pid, "VmRSS:");
 }
 
 // The processes whose parent is `pid` (a worker's executor and hook processes).
