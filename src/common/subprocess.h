@@ -25,7 +25,11 @@ struct CommandOutput {
 
 // Fails only when the program cannot be started; its exit code is returned.
 // `timeout_ms` > 0 bounds how long the program (and its group) may run.
+// `in_child`, when given, runs in the new process just before it executes
+// the program (a sandbox of its own); the process is then made with fork(),
+// so a caller that passes it must have no other threads.
 Result<CommandOutput> run_command(const std::vector<std::string>& argv, const std::string& cwd = "",
-                                  int timeout_ms = 0);
+                                  int timeout_ms = 0,
+                                  void (*in_child)(const std::string& cwd) = nullptr);
 
 }  // namespace lizard

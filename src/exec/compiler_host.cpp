@@ -11,6 +11,7 @@
 #include "common/byte_codec.h"
 #include "common/child_process.h"
 #include "exec/host_compiler.h"
+#include "sandbox/landlock.h"
 #include "sandbox/sandbox.h"
 
 namespace fs = std::filesystem;
@@ -109,6 +110,32 @@ Result<CommandOutput> decode_answer(std::string_view frame) {
   return out;
 }
 
+// What every compile may read besides its build: the system's files and the
+// compiler's installation (set once, before the first command).
+std::vector<std::string>& compile_reads() {
+  static std::vector<std::string> reads;
+  return reads;
+}
+
+// In each compile's own process, before the compiler starts: a Landlock
+// layer of its own, under which it reads only the system, the compiler and
+// its build directory (with the precompiled headers beside it: ../pch),
+// and writes only there and in its TMPDIR.  So a source cannot embed
+// another program's build or anything else beneath the root.
+void confine_to_build(const std::string& build) {
+  if (sandbox_disabled()) return;
+  SandboxSpec spec;
+  spec.restrict_reads = true;
+  spec.read_beneath = compile_reads();
+  spec.write_beneath = {"/dev/null"};
+  if (const char* tmp = std::getenv("TMPDIR")) spec.write_beneath.push_back(tmp);
+  if (!build.empty()) {
+    spec.write_beneath.push_back(build);
+    spec.read_beneath.push_back((fs::path(build).parent_path() / "pch").string());
+  }
+  (void)restrict_with_landlock(spec);
+}
+
 // Before the first command: the compiler reads only the system's files,
 // its own installation and what lies beneath `root`, writes only beneath
 // `root` (its temporary files too), and reaches no other process and no
@@ -123,10 +150,11 @@ void enter_compiler_sandbox(const std::string& root, const std::string& compiler
   spec.allow_processes = true;
   spec.restrict_reads = true;
   spec.read_beneath = system_read_paths();
-  spec.read_beneath.push_back(root);
   const std::string path = HostCompiler::compiler_path(compiler);
   if (!path.empty())  // its installation: prefix/bin/c++ -> prefix
     spec.read_beneath.push_back(fs::path(path).parent_path().parent_path().string());
+  compile_reads() = spec.read_beneath;
+  spec.read_beneath.push_back(root);
   spec.write_beneath = {root, "/dev/null"};
   (void)enter_sandbox(spec);  // the daemon says at its start what this machine lacks
 }
@@ -155,7 +183,8 @@ int serve(const std::string& root) {
     Result<CommandOutput> out = internal_error("a compiler host's request is cut short");
     if (r.ok()) {
       Status allowed = check_compiler_command(argv, cwd, compiler, root);
-      out = allowed.ok() ? run_command(argv, cwd, timeout_ms) : Result<CommandOutput>(allowed);
+      out = allowed.ok() ? run_command(argv, cwd, timeout_ms, &confine_to_build)
+                         : Result<CommandOutput>(allowed);
     }
     if (!channel->send(encode_answer(out)).ok()) return 0;
   }

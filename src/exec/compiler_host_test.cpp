@@ -135,5 +135,26 @@ TEST_F(CompilerHostTest, ACompileReadsNoFileOutsideTheSystemAndItsRoot) {
       << hosted.status().message();                                           // "file not found"
 }
 
+// Within the root, a compile reads only its own build: not another
+// program's build beside it, which an .incbin would otherwise embed.
+TEST_F(CompilerHostTest, ACompileReadsNothingOfTheRootButItsBuild) {
+  if (sandbox_disabled() || landlock_abi() == 0) GTEST_SKIP() << "no Landlock here";
+  const std::string other = root() + "/kernels/other-program.so";
+  fs::create_directories(root() + "/kernels");
+  std::ofstream(other) << "another program's library: fedcba9876543210\n";
+  hosts_ = start_hosts();
+  ASSERT_TRUE(hosts_);
+  HostCompiler::run_compiler_through(hosts_->runner());
+  auto plain = build(root() + "/kernels", "extern \"C\" int f() { return 1; }\n");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  auto hosted =
+      build(root() + "/kernels", "asm(\".section .rodata\\n.incbin \\\"" + other +
+                                     "\\\"\\n.previous\");\nextern \"C\" int g() { return 1; }\n");
+  ASSERT_FALSE(hosted.ok());
+  EXPECT_NE(hosted.status().message().find("other-program.so"), std::string::npos)
+      << hosted.status().message();
+  EXPECT_EQ(hosted.status().message().find("fedcba9876543210"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lizard
