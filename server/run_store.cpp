@@ -366,10 +366,8 @@ Status RunStore::finish_opening() {
 Status RunStore::save_finished(const std::string& run_id, uint64_t seq, const std::string& status,
                                const nlohmann::json& record,
                                const std::vector<FieldBytes>& fields) {
-  for (const FieldBytes& f : fields) {
-    LIZARD_RETURN_IF_ERROR(check_name("field name", f.name));
+  for (const FieldBytes& f : fields)
     LIZARD_RETURN_IF_ERROR(save_blob_file(run_id, f.name, f.head, f.data));
-  }
   LIZARD_RETURN_IF_ERROR(save(run_id, seq, status, record));
   return drop_checkpoint(run_id);
 }
