@@ -9,6 +9,7 @@
 #include "common/heap_trim.h"
 #include "dataset/npy.h"
 #include "program/specialisation.h"
+#include "server/http_routes.h"
 
 namespace lizard {
 
@@ -233,16 +234,18 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
     if (run->status == RunStatus::kRunning &&
         run->running_since != std::chrono::steady_clock::time_point{})
       running_s = ms_since(run->running_since) / 1e3;
-    run->error = st.ok() ? "" : st.message();
-    run->finished_at = now_iso();
-    run->executors.clear();
-    run->needs_executors = false;
-    auto q = std::find(queue_.begin(), queue_.end(), run);
-    if (q != queue_.end()) queue_.erase(q);
     // A server shutting down leaves unfinished runs stored as they were, to
     // resume at its next start.
     store_it = store_ && (st.ok() || !suspended_);
     resumes = store_ && !st.ok() && suspended_;
+    if (!resumes) {
+      run->error = st.ok() ? "" : st.message();
+      run->finished_at = now_iso();
+    }
+    run->executors.clear();
+    run->needs_executors = false;
+    auto q = std::find(queue_.begin(), queue_.end(), run);
+    if (q != queue_.end()) queue_.erase(q);
   }
   if (store_it) final_status = store_finished(run, final_status);
   std::vector<Responder> waiters;
@@ -250,7 +253,9 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
   size_t dropped = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
-    run->status = final_status;
+    // A run that resumes keeps the status it had: whoever asks before the
+    // server is gone sees it running (or queued), never failed.
+    if (!resumes) run->status = final_status;
     run->finishing = false;
     if (!resumes) dropped = drop_inline_rows(&run->request);
     waiters.swap(run->waiters);
@@ -269,7 +274,11 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
     spdlog::warn("{} {}: {}", run->id, run_status_name(final_status), run->error);
   if (events_.finished && !resumes) events_.finished(final_status, running_s);
   if (events_.ended_queued && queued_s && !resumes) events_.ended_queued(*queued_s);
-  for (auto& w : waiters) w(record_response(record));
+  const HttpResponse answer =
+      resumes ? error_response(unavailable("the server is shutting down: " + run->id +
+                                           " resumes when it starts again"))
+              : record_response(record);
+  for (auto& w : waiters) w(answer);
 }
 
 // Stores the ended run's record and fields (large ones are files, written and

@@ -261,10 +261,18 @@ TEST_F(RunBookDurabilityTest, AShutdownLeavesUnfinishedRunsToResume) {
     auto r1 = enqueue(book, body_of()).value();
     ASSERT_TRUE(book.start(r1, {{"w1", 0}}));
     ASSERT_TRUE(enqueue(book, body_of()).ok());
+    std::vector<HttpResponse> answers;
+    book.add_waiter(r1, [&](HttpResponse a) { answers.push_back(std::move(a)); });
     book.suspend();
     book.finish(r1, unavailable("the server is shutting down"));
     book.fail_queued("the server shut down");
-    EXPECT_EQ(status_of(book, "r1"), "failed");
+    // Until the server is gone, whoever follows the runs sees them go on.
+    EXPECT_EQ(status_of(book, "r1"), "running");
+    EXPECT_EQ(status_of(book, "r2"), "queued");
+    ASSERT_EQ(answers.size(), 1u);
+    EXPECT_EQ(answers[0].status, 503);
+    EXPECT_NE(answers[0].body.find("r1 resumes when it starts again"), std::string::npos)
+        << answers[0].body;
   }
   RunBook book(dir_.path());
   EXPECT_EQ(book.resume(programs(), uploads(), 15).size(), 1u);

@@ -77,8 +77,9 @@ class RecoveryOutput : public ::testing::Test {
         << r.out << r.err;
     const json rec = get_json(c_, "/runtimes/" + id);
     EXPECT_EQ(rec.value("status", ""), "done") << rec.dump(2);
-    EXPECT_EQ(rec["result"]["state"]["total"], exact_total()) << rec.dump(2);
-    EXPECT_EQ(rec["iterations"], kIterations);
+    EXPECT_EQ(rec.value(json::json_pointer("/result/state/total"), int64_t{-1}), exact_total())
+        << rec.dump(2);
+    EXPECT_EQ(rec.value("iterations", int64_t{-1}), kIterations);
     return rec;
   }
 
