@@ -178,7 +178,8 @@ int serve(const std::string& root) {
     std::vector<std::string> argv;
     const uint64_t count = r.u64();
     for (uint64_t i = 0; i < count && r.ok(); ++i) argv.push_back(r.str());
-    const std::string cwd = r.str();
+    std::string cwd = r.str();  // relative to the daemon's directory, which is this one's
+    if (!cwd.empty()) cwd = fs::absolute(cwd).lexically_normal().string();
     const int timeout_ms = r.i32();
     Result<CommandOutput> out = internal_error("a compiler host's request is cut short");
     if (r.ok()) {
@@ -208,6 +209,10 @@ Result<std::unique_ptr<CompilerHosts>> CompilerHosts::start(CompilerHostOptions 
   if (options.max_processes < options.processes) options.max_processes = options.processes;
   std::error_code ec;
   fs::create_directories(options.root, ec);
+  // The hosts' compiles run in build directories beneath it, and their
+  // TMPDIR is beneath it: a relative root would name other places from there.
+  options.root = fs::weakly_canonical(fs::absolute(options.root), ec).string();
+  if (ec) return invalid_argument("compiler hosts' root: " + ec.message());
   std::unique_ptr<CompilerHosts> hosts(new CompilerHosts(std::move(options)));
   for (int i = 0; i < hosts->options_.processes; ++i) {
     auto child = hosts->spawn();

@@ -112,6 +112,24 @@ TEST_F(CompilerHostTest, BuildsThroughAHostAsInProcessAndAnswersARefusal) {
   EXPECT_EQ(version->exit_code, 0);
 }
 
+// A daemon started with relative directories (`--state-dir st`) hands its
+// hosts a relative root and relative build directories: they build there.
+TEST_F(CompilerHostTest, BuildsBeneathARootNamedRelativeToTheDaemonsDirectory) {
+  const fs::path was = fs::current_path();
+  fs::current_path(dir_);
+  CompilerHostOptions o;
+  o.root = "st/hooks";
+  o.program = LIZARD_BIN;
+  auto hosts = CompilerHosts::start(o);
+  ASSERT_TRUE(hosts.ok()) << hosts.status().message();
+  hosts_ = std::move(hosts).value();
+  HostCompiler::run_compiler_through(hosts_->runner());
+  auto so = build("st/hooks/kernels", "extern \"C\" int seven() { return 7; }\n");
+  fs::current_path(was);
+  ASSERT_TRUE(so.ok()) << so.status().message();
+  EXPECT_TRUE(fs::is_regular_file(dir_ / so.value()) || fs::is_regular_file(so.value()));
+}
+
 // A source that makes its assembler read a file (.incbin) gets the file's
 // bytes in-process, and a compile error through a compiler host, whose
 // sandbox reads nothing outside the system and its root.

@@ -381,5 +381,24 @@ TEST(CommandLineAlone, GpusNoneIsAnExplicitCpuWorker) {
   }
 }
 
+// `lizard server --state-dir st` and `lizard client --cache-dir cache`, as a
+// user types them in a directory of their own: the program's host.cpp builds
+// on the server and its kernel on the worker, beneath directories named
+// relative to where the daemons started.
+TEST(CommandLineDirectories, DaemonsStartedWithRelativeDirectoriesBuildAndRun) {
+  LocalCluster c;
+  const std::string here = fs::relative(c.dir(), fs::current_path()).string();
+  ASSERT_NE(here.front(), '/');
+  ASSERT_TRUE(
+      c.start(1, {"--cache-dir", here + "/worker-cache"}, {"--state-dir", here + "/st"}).ok());
+  CliResult r =
+      run_cli(c, {"run", "examples/kmeans", "--param", "k=2", "--param", "dims=2", "--dataset",
+                  write_blobs(c.dir(), 400), "--state", "centroids=0,0,1,1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << read_file(c.dir() + "/server.log");
+  EXPECT_NE(r.out.find(" done: "), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_directory(c.dir() + "/st/hooks"));
+  EXPECT_TRUE(fs::is_directory(c.dir() + "/worker-cache"));
+}
+
 }  // namespace
 }  // namespace lizard

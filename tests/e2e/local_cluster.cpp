@@ -99,17 +99,13 @@ pid_t LocalCluster::spawn(const std::vector<std::string>& argv, const std::strin
 
 Status LocalCluster::start(int workers, const std::vector<std::string>& worker_args,
                            const std::vector<std::string>& server_args) {
-  std::vector<std::string> argv = {lizard_binary(),
-                                   "server",
-                                   "-v",
-                                   "--host",
-                                   "127.0.0.1",
-                                   "--port",
-                                   std::to_string(port_),
-                                   "--state-dir",
-                                   dir_ + "/server"};
-  if (std::find(server_args.begin(), server_args.end(), "--worker-wait") == server_args.end())
-    argv.insert(argv.end(), {"--worker-wait", "20"});
+  std::vector<std::string> argv = {
+      lizard_binary(), "server", "-v", "--host", "127.0.0.1", "--port", std::to_string(port_)};
+  auto given = [&](const std::string& flag) {
+    return std::find(server_args.begin(), server_args.end(), flag) != server_args.end();
+  };
+  if (!given("--state-dir")) argv.insert(argv.end(), {"--state-dir", dir_ + "/server"});
+  if (!given("--worker-wait")) argv.insert(argv.end(), {"--worker-wait", "20"});
   if (tls()) argv.insert(argv.end(), {"--tls-cert", tls_.cert, "--tls-key", tls_.key});
   argv.insert(argv.end(), server_args.begin(), server_args.end());
   server_argv_ = argv;
@@ -152,12 +148,12 @@ std::set<std::string> plan_workers(const nlohmann::json& record) {
 
 Status LocalCluster::add_worker(const std::vector<std::string>& extra) {
   const std::string n = std::to_string(workers_.size());
-  std::vector<std::string> argv = {
-      lizard_binary(), "client",           "-v", "-a", "127.0.0.1", "-p", std::to_string(port_),
-      "--cache-dir",   dir_ + "/cache" + n};
+  std::vector<std::string> argv = {lizard_binary(),      "client", "-v", "-a", "127.0.0.1", "-p",
+                                   std::to_string(port_)};
   auto given = [&](const std::string& flag) {
     return std::find(extra.begin(), extra.end(), flag) != extra.end();
   };
+  if (!given("--cache-dir")) argv.insert(argv.end(), {"--cache-dir", dir_ + "/cache" + n});
   if (!given("--backend")) {
     const char* b = std::getenv("LIZARD_E2E_BACKEND");  // "cuda" on GPU machines
     std::string backend = b && *b ? b : "cpu";
