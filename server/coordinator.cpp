@@ -168,19 +168,6 @@ void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bo
   });
 }
 
-void Coordinator::Impl::cancel_run(const std::string& id, Responder respond) {
-  auto outcome = runs.cancel(id);
-  if (!outcome.ok()) {
-    json body = {{"error", outcome.status().message()}};
-    if (auto run = runs.find(id)) body["status"] = runs.get_json(id).value().value("status", "");
-    return respond(json_response(http_status(outcome.status()), body));
-  }
-  const bool cancelled = outcome.value() == RunBook::CancelOutcome::kCancelled;
-  if (!cancelled) to_driver(id, DriverEvent{DriverEvent::Kind::kWake, "", {}, {}});
-  respond(
-      json_response(202, {{"runtime_id", id}, {"status", cancelled ? "cancelled" : "cancelling"}}));
-}
-
 // A program no queued or running run uses is forgotten, here and on the workers.
 void Coordinator::Impl::delete_program(const std::string& hash, Responder respond) {
   std::unique_lock<std::mutex> l(programs_mu);

@@ -131,6 +131,7 @@ struct Coordinator::Impl : RouteActions {
   void finish_registration(std::shared_ptr<ProgramEntry> prepared, const Responder& respond);
   void submit_run(const std::string& hash, std::string body, bool wait, Responder respond) override;
   void cancel_run(const std::string& id, Responder respond) override;
+  void watch_run(const std::string& id, int wait_ms, Responder respond) override;
   void delete_program(const std::string& hash, Responder respond) override;
 
   // ---- durability ----------------------------------------------------------

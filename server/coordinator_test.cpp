@@ -244,6 +244,33 @@ TEST_F(CoordinatorTest, CancellingARunningRunStopsIt) {
   EXPECT_EQ(call("DELETE", "/runtimes/r99").status, 404);
 }
 
+// GET /runtimes/<id>?wait_ms=N answers with the record as it stands after N
+// ms while the run goes on, and at once when the run ends, however long N.
+TEST_F(CoordinatorTest, AWaitForARunsRecordEndsAtTheRunsEnd) {
+  FakeWorker& w1 = join();
+  const std::string hash = register_program();
+  w1.intercept = [](const Message& m) { return m.type == MessageType::kIterate; };
+  const std::string id = body(call("POST", "/runtime/" + hash, run_body(2).dump()))["runtime_id"];
+  ASSERT_TRUE(w1.link()->wait_for(MessageType::kIterate, 1));
+  auto t0 = std::chrono::steady_clock::now();
+  auto short_wait = call("GET", "/runtimes/" + id + "?wait_ms=100");
+  EXPECT_EQ(short_wait.status, 200);
+  EXPECT_EQ(body(short_wait)["status"], "running");
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
+  std::thread cancel([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (void)call("DELETE", "/runtimes/" + id);
+  });
+  t0 = std::chrono::steady_clock::now();
+  auto long_wait = call("GET", "/runtimes/" + id + "?wait_ms=60000");
+  cancel.join();
+  EXPECT_EQ(body(long_wait)["status"], "cancelled") << long_wait.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  // Over a finished run, or none, the answer comes at once.
+  EXPECT_EQ(body(call("GET", "/runtimes/" + id + "?wait_ms=60000"))["status"], "cancelled");
+  EXPECT_EQ(call("GET", "/runtimes/r99?wait_ms=60000").status, 404);
+}
+
 TEST_F(CoordinatorTest, ARunNoWorkerCanServeFailsWithTheReason) {
   join(1);
   const std::string hash = register_program();
@@ -316,16 +343,27 @@ TEST_F(CoordinatorTest, WorkersAndUploadsNeedTheTokenWhenOneIsSet) {
             std::string::npos);
 }
 
-// A queued run is answered as failed at shutdown, and queued again at the next start.
+// A queued run stays queued through a shutdown, to whoever asks until the
+// server is gone, and is queued again at the next start; a wait for it is
+// answered 503 with the reason.
 TEST_F(CoordinatorTest, ShutdownLeavesRunsThatNeverStartedToTheNextStart) {
   const std::string hash = register_program();
   const std::string id = body(call("POST", "/runtime/" + hash, run_body(2).dump()))["runtime_id"];
+  auto answered = std::make_shared<std::promise<HttpResponse>>();
+  HttpRequest wait;
+  wait.method = "GET";
+  wait.target = "/runtimes/" + id + "?wait_ms=60000";
+  coord_->on_http(std::move(wait), [answered](HttpResponse r) { answered->set_value(r); });
   coord_->shutdown();
+  auto f = answered->get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  const HttpResponse waited = f.get();
+  EXPECT_EQ(waited.status, 503);
+  EXPECT_EQ(body(waited)["error"],
+            "the server is shutting down: " + id + " resumes when it starts again");
   json r = body(call("GET", "/runtimes/" + id));
-  EXPECT_EQ(r["status"], "failed");
-  EXPECT_NE(r["error"].get<std::string>().find("the server shut down before the run started"),
-            std::string::npos)
-      << r.dump();
+  EXPECT_EQ(r["status"], "queued");
+  EXPECT_FALSE(r.contains("error")) << r.dump();
   fakes_.clear();
   connected_ = 0;
   make({});

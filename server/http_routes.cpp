@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+
 #include <atomic>
 #include <filesystem>
 
@@ -193,8 +195,7 @@ std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
                                             ? std::nullopt
                                             : std::optional<std::string>(status->second)));
        }},
-      {{"GET", "/api/v1/runs/{id}"},
-       [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.runs->get_json(c.path["id"])); }},
+      {{"GET", "/api/v1/runs/{id}"}, [](HttpRoutes* h, C& c, R& r) { h->get_run(c, r); }},
       {{"DELETE", "/api/v1/runs/{id}"},
        [](HttpRoutes* h, C& c, R& r) { h->s_.actions->cancel_run(c.path["id"], std::move(r)); }},
       {{"GET", "/api/v1/runs/{id}/fields/{name}"},
@@ -368,6 +369,21 @@ void HttpRoutes::get_programs(Call&, Responder& r) {
     out.push_back(std::move(j));
   }
   r(json_response(200, out));
+}
+
+// GET /runtimes/{id}; with ?wait_ms=N the answer waits up to N ms for the
+// run to finish, so a follower learns of its end at once.
+void HttpRoutes::get_run(Call& c, Responder& r) {
+  const auto wait = c.query.find("wait_ms");
+  if (wait == c.query.end()) return reply(r, s_.runs->get_json(c.path["id"]));
+  constexpr int kMaxWaitMs = 60000;
+  const std::string& v = wait->second;
+  int ms = -1;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
+  if (ec != std::errc() || end != v.data() + v.size() || ms < 0 || ms > kMaxWaitMs)
+    return r(json_response(400, {{"error", "wait_ms: expected milliseconds from 0 to " +
+                                               std::to_string(kMaxWaitMs) + ", got '" + v + "'"}}));
+  s_.actions->watch_run(c.path["id"], ms, std::move(r));
 }
 
 void HttpRoutes::get_program(Call& c, Responder& r) {

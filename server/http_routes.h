@@ -58,6 +58,9 @@ class RouteActions {
   virtual void submit_run(const std::string& hash, std::string body, bool wait,
                           Responder respond) = 0;
   virtual void cancel_run(const std::string& id, Responder respond) = 0;
+  // GET /runtimes/<id>?wait_ms=N: the record once the run finishes, or
+  // after `wait_ms` as it stands then.
+  virtual void watch_run(const std::string& id, int wait_ms, Responder respond) = 0;
   // DELETE /programs/<hash>: 409 while runs of it are queued or running.
   virtual void delete_program(const std::string& hash, Responder respond) = 0;
 };
@@ -122,6 +125,7 @@ class HttpRoutes {
   void get_dashboard_file(Call& c, Responder& r);
   void get_programs(Call& c, Responder& r);
   void get_program(Call& c, Responder& r);
+  void get_run(Call& c, Responder& r);
   void get_field(Call& c, Responder& r);
   void get_logs(Call& c, Responder& r);
   void post_dataset(Call& c, Responder& r);

@@ -34,6 +34,10 @@ struct RecordingActions : RouteActions {
     calls.push_back("cancel " + id);
     respond(json_response(202, json::object()));
   }
+  void watch_run(const std::string& id, int wait_ms, Responder respond) override {
+    calls.push_back("watch " + id + " " + std::to_string(wait_ms));
+    respond(json_response(200, json::object()));
+  }
   void delete_program(const std::string& hash, Responder respond) override {
     calls.push_back("delete program " + hash);
     respond(json_response(200, json::object()));
@@ -201,10 +205,19 @@ TEST_F(HttpRoutesTest, ActionsGetThePathTheBodyAndWait) {
   call(r, "POST", "/runtime/abc?x=1&wait");
   call(r, "DELETE", "/runtimes/r7");
   call(r, "DELETE", "/programs/abc");
-  EXPECT_EQ(actions_.calls,
-            (std::vector<std::string>{R"(register {"config": "x"})", "submit abc {} wait",
-                                      "submit abc {\"max_iterations\": 2}", "submit abc ",
-                                      "submit abc  wait", "cancel r7", "delete program abc"}));
+  call(r, "GET", "/runtimes/r7?wait_ms=250");
+  EXPECT_EQ(
+      actions_.calls,
+      (std::vector<std::string>{
+          R"(register {"config": "x"})", "submit abc {} wait", "submit abc {\"max_iterations\": 2}",
+          "submit abc ", "submit abc  wait", "cancel r7", "delete program abc", "watch r7 250"}));
+  // A wait that is no number of milliseconds, or over a minute, is refused.
+  for (const char* bad : {"-1", "x", "60001", "25ms", ""}) {
+    auto answer = call(r, "GET", std::string("/runtimes/r7?wait_ms=") + bad);
+    EXPECT_EQ(answer.status, 400) << bad;
+    EXPECT_NE(body(answer)["error"].get<std::string>().find("wait_ms"), std::string::npos);
+  }
+  EXPECT_EQ(actions_.calls.size(), 8u);
 }
 
 // The routes under /api/v1 reach the same actions as the paths they had

@@ -94,17 +94,28 @@ Result<std::shared_ptr<RunRecord>> RunBook::enqueue(std::shared_ptr<const Progra
   return run;
 }
 
-void RunBook::add_waiter(const std::shared_ptr<RunRecord>& run, Responder respond) {
+uint64_t RunBook::add_waiter(const std::shared_ptr<RunRecord>& run, Responder respond) {
   json record;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!is_finished(run->status)) {
-      run->waiters.push_back(std::move(respond));
-      return;
+      const uint64_t token = next_waiter_++;
+      run->waiters.emplace(token, std::move(respond));
+      return token;
     }
     record = run->to_json();
   }
   respond(record_response(record));
+  return 0;
+}
+
+Responder RunBook::take_waiter(const std::shared_ptr<RunRecord>& run, uint64_t token) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = run->waiters.find(token);
+  if (it == run->waiters.end()) return nullptr;
+  Responder respond = std::move(it->second);
+  run->waiters.erase(it);
+  return respond;
 }
 
 std::shared_ptr<RunRecord> RunBook::find(const std::string& id) const {
@@ -248,7 +259,7 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
     if (q != queue_.end()) queue_.erase(q);
   }
   if (store_it) final_status = store_finished(run, final_status);
-  std::vector<Responder> waiters;
+  std::map<uint64_t, Responder> waiters;
   json record;
   size_t dropped = 0;
   {
@@ -278,7 +289,7 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
       resumes ? error_response(unavailable("the server is shutting down: " + run->id +
                                            " resumes when it starts again"))
               : record_response(record);
-  for (auto& w : waiters) w(answer);
+  for (auto& [_, respond] : waiters) respond(answer);
 }
 
 // Stores the ended run's record and fields (large ones are files, written and

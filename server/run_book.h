@@ -95,8 +95,12 @@ class RunBook {
   std::vector<std::string> prune(int64_t keep_runs, double keep_days);
   // True when a queued or running run uses program `hash`.
   bool has_unfinished_of(const std::string& hash) const;
-  // Answers `respond` with the run's record when it finishes (at once if it has).
-  void add_waiter(const std::shared_ptr<RunRecord>& run, Responder respond);
+  // Answers `respond` with the run's record when it finishes (at once if it
+  // has: then 0).  Returns a token for take_waiter.
+  uint64_t add_waiter(const std::shared_ptr<RunRecord>& run, Responder respond);
+  // The waiter `token` of add_waiter, taken back unanswered; null once the
+  // run's end has answered it.
+  Responder take_waiter(const std::shared_ptr<RunRecord>& run, uint64_t token);
   std::shared_ptr<RunRecord> find(const std::string& id) const;
 
   // What waits for executors, in order: runs that lost theirs first, then the queue.
@@ -170,6 +174,7 @@ class RunBook {
   uint64_t next_seq_ = 1;                                   // GUARDED_BY(mu_)
   std::vector<StoredRun> to_resume_;                        // GUARDED_BY(mu_)
   bool suspended_ = false;                                  // GUARDED_BY(mu_)
+  uint64_t next_waiter_ = 1;                                // GUARDED_BY(mu_)
   // Stored runs whose fields are still in memory too, oldest first.
   std::deque<std::shared_ptr<RunRecord>> held_outputs_;  // GUARDED_BY(mu_)
   uint64_t held_output_bytes_ = 0;                       // GUARDED_BY(mu_)

@@ -78,7 +78,7 @@ struct RunRecord {
   std::optional<PartitionPlan> plan;
   nlohmann::json result;
   std::map<std::string, OutputField> outputs;
-  std::vector<Responder> waiters;
+  std::map<uint64_t, Responder> waiters;  // by the token add_waiter gave
   double elapsed_ms = 0;
   bool cancel_requested = false;
   // Ended, its finished record being stored: its status changes once stored.

@@ -63,9 +63,11 @@ class Run:
 
     # --- the record ---------------------------------------------------------
 
-    def refresh(self):
-        """Reads the run record again; returns it."""
-        self._record = self._client._conn.json("GET", "/runtimes/" + self.id)
+    def refresh(self, wait_ms=0):
+        """Reads the run record again; returns it. With `wait_ms`, the server
+        answers once the run has finished or after that long, as it stands."""
+        query = f"?wait_ms={int(wait_ms)}" if wait_ms > 0 else ""
+        self._record = self._client._conn.json("GET", "/runtimes/" + self.id + query)
         if self.program is None:
             self.program = self._record.get("program")
         if self._record.get("status") in FINISHED:
@@ -217,9 +219,10 @@ class Run:
 
 class Poller:
     """Finds which of some runs have finished, one GET /runtimes at a time,
-    every 5 ms for the first second (a short run is seen done at once), then
-    a little longer between polls, up to 250 ms. A server that stays
-    unreachable for `lost_server_s` is a LizardError."""
+    every 5 ms for the first second, then a little longer between polls, up
+    to 250 ms. A single run's GET waits at the server (?wait_ms) for the
+    run's end up to the interval, so its end is seen at once. A server that
+    stays unreachable for `lost_server_s` is a LizardError."""
 
     def __init__(self, client, timeout=None, lost_server_s=5.0, on_poll=None):
         self._client = client
@@ -236,15 +239,24 @@ class Poller:
         after sleeping first when none has."""
         done = [r for r in pending if r._record is not None and r._record["status"] in FINISHED]
         while not done:
-            self._sleep(pending)
+            self._check_deadline(pending)
+            asked = time.monotonic()
             done = self._reachable(lambda: self._newly_finished(pending), pending)
             if self._on_poll is not None and self._unreachable_since is None:
                 self._on_poll()
+            if not done:  # the rest of the interval (a server that answered sooner, or not)
+                time.sleep(max(0.0, asked + self._interval - time.monotonic()))
+            if time.monotonic() - self._started >= 1.0:
+                self._interval = min(self._interval * 2, 0.25)
         return done
 
     def _newly_finished(self, pending):
-        """Refreshes and returns the runs that have finished. A few runs are
-        read one by one; more through one list of all runs."""
+        """Refreshes and returns the runs that have finished. One run is
+        asked to answer at its end or after the interval, whichever comes
+        first; a few are read one by one; more through one list of all runs."""
+        if len(pending) == 1:
+            run = pending[0]
+            return [run] if run.refresh(self._interval * 1000)["status"] in FINISHED else []
         if len(pending) <= 4:
             return [r for r in pending if r.refresh()["status"] in FINISHED]
         listed = self._client._conn.json("GET", "/runtimes")
@@ -271,13 +283,10 @@ class Poller:
                                   unreachable=True) from None
             return []
 
-    def _sleep(self, pending):
+    def _check_deadline(self, pending):
         if self._deadline is not None and time.monotonic() >= self._deadline:
             ids = ", ".join(sorted(r.id for r in pending))
             raise LizardError(f"timed out after {self._timeout} s waiting for {ids}")
-        time.sleep(self._interval)
-        if time.monotonic() - self._started >= 1.0:
-            self._interval = min(self._interval * 2, 0.25)
 
 
 def wait_for_runs(client, runs, timeout=None, lost_server_s=5.0, on_poll=None):

@@ -109,7 +109,7 @@ std::optional<json> poll_until_finished(const ServerApi& api, const std::string&
   ProgressPrinter progress(c.err, c.terminal);
   LogTail log(api, id);
   RecoveryNotes recoveries;
-  std::optional<Clock::time_point> unreachable_since;
+  Clock::time_point unreachable_since{};  // the epoch while it answers
   int handled_interrupts = 0;
   auto interval = std::chrono::milliseconds(5);
   while (true) {
@@ -122,17 +122,20 @@ std::optional<json> poll_until_finished(const ServerApi& api, const std::string&
       *c.err << "lizard: cancelling " << id << " (Ctrl-C again to stop waiting)\n";
       (void)api.del("/runtimes/" + id);
     }
-    auto record = api.get("/runtimes/" + id);
+    // The server holds the answer until the run ends or `interval` passes,
+    // so its end is seen at once however long the interval.
+    const auto asked = Clock::now();
+    auto record = api.get("/runtimes/" + id + "?wait_ms=" + std::to_string(interval.count()));
     if (!record.ok()) {
       const bool unreachable = record.status().code() == Code::kUnavailable;
-      if (unreachable && !unreachable_since) unreachable_since = Clock::now();
-      if (!unreachable || seconds_since(*unreachable_since) >= o.lost_server_s) {
+      if (unreachable && unreachable_since == Clock::time_point{}) unreachable_since = Clock::now();
+      if (!unreachable || seconds_since(unreachable_since) >= o.lost_server_s) {
         progress.finish();
         *c.err << "lizard: lost track of " << id << ": " << record.status().message() << "\n";
         return std::nullopt;
       }
     } else {
-      unreachable_since.reset();
+      unreachable_since = {};
       const bool done = finished(record->value("status", ""));
       if (!o.quiet) {
         log.poll(&progress, done);
@@ -145,9 +148,9 @@ std::optional<json> poll_until_finished(const ServerApi& api, const std::string&
         return record.value();
       }
     }
-    // A short run is seen done within 5 ms of its end; a long one is asked
-    // less and less often, down to four times a second.
-    std::this_thread::sleep_for(interval);
+    // A long run is asked less and less often, down to four times a second
+    // (a server that answered sooner than asked, or not at all, is waited for here).
+    std::this_thread::sleep_until(asked + interval);
     if (seconds_since(t0) >= 1.0) interval = std::min(interval * 2, std::chrono::milliseconds(250));
   }
 }
