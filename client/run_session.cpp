@@ -134,7 +134,7 @@ Status RunSession::use_upload_cache(const RunStartMsg& h, std::map<size_t, Cache
       UploadCache::Rows rows = ctx_.uploads ? ctx_.uploads->find(key) : nullptr;
       if (rows)
         (*cached)[k] = {key, std::move(rows)};
-      else
+      else if (!add_upload_copy(k, src, width, h.files).ok())  // else sent: the server learns
         missing_.push_back(static_cast<int64_t>(k));
     } else if (auto sent = uploaded_.find(k); sent != uploaded_.end() && sent->second) {
       // Kept for later runs, and this run's parts take them from there.

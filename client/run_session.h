@@ -116,9 +116,15 @@ class RunSession {
   // keeps those rows from an earlier run: they are then named by key alone.
   Status add_file_field(size_t k, const FieldSource& src, int64_t width,
                         const std::vector<PinnedFile>& pinned);
+  // An uploaded field this worker does not hold, read as a file field from
+  // the server's copy where this worker sees that very version of it.
+  Status add_upload_copy(size_t k, const FieldSource& src, int64_t width,
+                         const std::vector<PinnedFile>& pinned);
   Status rows_of(size_t k, const FieldSource& src, const PartRows& part, PartitionData* d,
                  std::vector<uint8_t>* buf);
   Status load_file_rows(size_t i, PartitionData* d);
+  struct FileField;
+  void note_kept(const FileField& ff, const FileRowsKey& key);
   Status acquire_executors();
   void release();
   void reply(std::string frame);
@@ -145,6 +151,9 @@ class RunSession {
     DType dtype = DType::kFloat32;
     int64_t width = 1;
     std::optional<PinnedFile> pinned;  // the version the run read first
+    // The upload whose copy on the server this is (not within the server's
+    // roots, kept rows noted under the upload); "" for a file the run named.
+    std::string upload;
   };
   std::vector<FileField> file_fields_;
   DataRoots server_roots_;  // the run's: its files are opened within them (and the worker's own)

@@ -8,6 +8,10 @@
 // (exec/file_rows.h) and keeps it under that key; text formats, and
 // executors inside the worker, get rows the worker read.
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -32,6 +36,46 @@ Status RunSession::add_file_field(size_t k, const FieldSource& src, int64_t widt
   return Status::Ok();
 }
 
+// The server names its copy of an upload, and the version of it the run
+// pins; a worker on the same host (or one that mounts the server's state
+// directory) that sees that version and may read it takes the rows from
+// there, as from a file the run named, rather than have them sent.  Within
+// the worker's own --data-root directories only: the copy lies outside the
+// server's, which confine the paths of requests, not the server's own files.
+Status RunSession::add_upload_copy(size_t k, const FieldSource& src, int64_t width,
+                                   const std::vector<PinnedFile>& pinned) {
+  const FieldSpec& f = program_->manifest.dataset[k];
+  const PinnedFile* pin = nullptr;
+  for (const PinnedFile& p : pinned)
+    if (p.field == f.name && p.path == src.path && !src.path.empty()) pin = &p;
+  if (!pin) return not_found("the server named no copy of the upload");
+  auto format = parse_file_format(src.format);
+  if (!format.ok() || (*format != FileFormat::kNpy && *format != FileFormat::kRaw))
+    return not_found("the server's copy is no .npy or raw file");
+  if (!DataRoots().locate(src.path, ctx_.data_roots).ok())
+    return not_found("the server's copy lies outside this worker's data roots");
+  const int fd = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return not_found("this worker cannot read the server's copy");
+  struct ::stat st {};
+  const bool seen = ::fstat(fd, &st) == 0;
+  ::close(fd);
+  if (!seen || !check_pinned(*pin, FileIdentity::of(st)).ok())
+    return not_found("this worker sees another file at the path of the server's copy");
+  file_fields_.push_back({k, src.path, *format, f.type, width, *pin, src.upload});
+  return Status::Ok();
+}
+
+// Rows an executor keeps, noted as of their file; an upload's copy as of the
+// upload, so that deleting the upload drops them.
+void RunSession::note_kept(const FileField& ff, const FileRowsKey& key) {
+  if (!ctx_.kept_catalog) return;
+  if (ff.upload.empty()) return ctx_.kept_catalog->note(key);
+  ctx_.kept_catalog->note({key.key(),
+                           "upload " + ff.upload + " rows " + std::to_string(key.first_row) + ".." +
+                               std::to_string(key.first_row + key.rows),
+                           key.bytes(), ff.upload, key.first_row, key.rows});
+}
+
 Status RunSession::load_file_rows(size_t i, PartitionData* d) {
   if (file_fields_.empty()) return Status::Ok();
   ProcessExecutor* process = (*ctx_.executors)[executors_[i]]->process;
@@ -44,8 +88,9 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
   for (const FileField& ff : file_fields_) {
     const std::string what = "dataset field '" + program_->manifest.dataset[ff.k].name + "'";
     // Keyed by the identity of what was opened: whoever reads the rows checks it.
-    auto keyed = open_file_rows_key(server_roots_, ctx_.data_roots, ff.path, ff.format, ff.dtype,
-                                    ff.width, d->first_row, d->rows);
+    const DataRoots unconfined;
+    auto keyed = open_file_rows_key(ff.upload.empty() ? server_roots_ : unconfined, ctx_.data_roots,
+                                    ff.path, ff.format, ff.dtype, ff.width, d->first_row, d->rows);
     if (!keyed.ok()) return keyed.status().with_context(what);
     FileRowsKey key = std::move(keyed).value();
     // The version the run read first, or none: never another, kept or read.
@@ -71,7 +116,7 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
       d->file_rows[ff.k] = std::move(located).value();
       d->shared[ff.k] = {nullptr, 0, bytes, name};
       file_bytes_read_ += bytes;
-      if (ctx_.kept_catalog) ctx_.kept_catalog->note(key);
+      note_kept(ff, key);
       continue;
     }
     auto rows = std::make_shared<std::vector<uint8_t>>(bytes);
@@ -82,7 +127,7 @@ Status RunSession::load_file_rows(size_t i, PartitionData* d) {
       continue;
     }
     d->shared[ff.k] = {std::move(rows), 0, bytes, name};
-    if (ctx_.kept_catalog) ctx_.kept_catalog->note(key);
+    note_kept(ff, key);
   }
   return Status::Ok();
 }

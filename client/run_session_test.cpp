@@ -205,6 +205,54 @@ TEST_F(RunSessionTest, DatasetPathsOutsideTheDataRootsAreRefused) {
   }
 }
 
+// An upload this worker holds no rows of is read from the server's copy,
+// where this worker sees the very version the run pinned and its own
+// --data-root directories allow it; otherwise the worker says the rows are
+// missing, and the server sends them.
+TEST_F(RunSessionTest, AnUploadNotHeldHereIsReadFromTheServersCopyOfItsVersionOnly) {
+  TempDir dir;
+  std::string rows;
+  for (double v : {7.0, 8.0, 9.0}) rows.append(reinterpret_cast<const char*>(&v), 8);
+  const std::string copy = dir.write("u1.raw", rows);
+  const FileIdentity version = FileIdentity::of(copy).value();
+  auto start = [&](const std::string& run_id, FileIdentity pinned) {
+    RunStartMsg m;
+    m.run_id = run_id;
+    m.hash = program_->hash;
+    m.rows = 3;
+    m.parts = {{0, 0, 3}};
+    m.fields = {DatasetSourceRegistry::global().field("x", "cached"),
+                DatasetSourceRegistry::global().field("y", "none")};
+    m.fields[0].upload = "u1";
+    m.fields[0].path = copy;
+    m.fields[0].format = "raw";
+    m.files = {{"x", copy, pinned, ""}};
+    return encode(m.to_message());
+  };
+  auto missing = [](const Message& m) { return RunReadyMsg::parse(m.header).value().missing; };
+  {
+    auto s = session();
+    s->post(start("r1.0", version));
+    ASSERT_TRUE(RunReadyMsg::parse(next_reply().header)->ok);
+    EXPECT_EQ(exec(0).x, (std::vector<double>{7, 8, 9}));
+  }
+  {
+    FileIdentity other = version;
+    other.size += 8;  // the server's copy is another version than this worker sees
+    auto s = session();
+    s->post(start("r2.0", other));
+    EXPECT_EQ(missing(next_reply()), std::vector<int64_t>{0});
+  }
+  {
+    std::filesystem::create_directories(dir.path("data"));
+    auto roots = DataRoots::make({dir.path("data")}, "worker");
+    ASSERT_TRUE(roots.ok());
+    auto s = session({}, nullptr, &roots.value());
+    s->post(start("r3.0", version));
+    EXPECT_EQ(missing(next_reply()), std::vector<int64_t>{0});
+  }
+}
+
 TEST_F(RunSessionTest, AnExecutorThatCannotBeginFailsTheRunAndIsLetGo) {
   exec(1).fail_begin = "out of device memory";
   auto s = session();

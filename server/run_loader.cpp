@@ -143,7 +143,9 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
       files = files || d.source->delivery() == RowDelivery::kFile;
     }
     if (uploads) r.phases.uploads_cached = missing.empty();
-    if (files) {  // rows of `path` fields: read from their files, or kept on the executors
+    // Rows of `path` fields, and of uploads read from the server's copy:
+    // read from their files, or kept on the executors.
+    if (files || file_bytes_read + file_bytes_kept > 0) {
       r.phases.file_bytes_read = file_bytes_read;
       r.phases.file_bytes_kept = file_bytes_kept;
     }
@@ -233,6 +235,8 @@ Status RunLoader::start_worker(const std::string& wire_id, const std::string& wo
     if (f.delivery == RowDelivery::kChunks)  // sent just before run_start
       LIZARD_RETURN_IF_ERROR(
           stream_upload_rows(*link, wire_id, k, s, m.dataset[k].type, start.first_row, start.rows));
+    if (f.delivery == RowDelivery::kCached && !f.path.empty() && s.file)
+      start.files.push_back({f.name, f.path, *s.file, ""});  // the version a reader must find
     start.fields.push_back(std::move(f));
   }
   link->send(encode(start.to_message(std::move(payload))));

@@ -98,7 +98,9 @@ Status parse_dataset(const ProgramImage& image, const json& body, const UploadLo
                               " rows but '" + rows_from + "' has " + std::to_string(rows));
     rows = n;
     rows_from = f.name;
-    if (s.file)  // the version counted
+    // The version counted of a file the request named (an upload's copy is
+    // the server's own, pinned on the wire only: server/run_loader.cpp).
+    if (s.file && s.source && s.source->delivery() == RowDelivery::kFile)
       out->spec.files.push_back({f.name, s.path, *s.file, s.content_sha256});
     out->dataset.push_back(std::move(s));
   }

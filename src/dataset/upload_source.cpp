@@ -1,11 +1,15 @@
 // The `upload` source: a dataset uploaded earlier (POST /datasets), by id.
 // Its rows are first offered from the workers' caches of earlier runs
-// ({"source": "cached", "upload": id}); a worker that no longer holds them
-// is sent them as data_chunk messages ({"source": "chunks", "upload": id}).
+// ({"source": "cached", "upload": id, "path": the server's copy, "format"});
+// a worker that holds none reads them from the server's copy where it sees
+// that very file (the same host, or a shared state directory: the run
+// pins its identity), and a worker that does neither is sent them as
+// data_chunk messages ({"source": "chunks", "upload": id}).
 #include <filesystem>
 
 #include "dataset/dataset_file.h"
 #include "dataset/dataset_source.h"
+#include "dataset/file_identity.h"
 
 namespace lizard {
 
@@ -41,6 +45,8 @@ class UploadSource final : public DatasetSource {
     }
     p.rows = n.value();
     p.row_source = upload_id(p) + ":";  // the start of client/upload_cache.h's keys
+    // The version of the server's copy a worker that reads it must find.
+    if (auto identity = FileIdentity::of(p.path); identity.ok()) p.file = identity.value();
     return p;
   }
 
@@ -50,16 +56,23 @@ class UploadSource final : public DatasetSource {
     // and they are then sent just before run_start.
     out->delivery = rows.stream_uploads ? RowDelivery::kChunks : RowDelivery::kCached;
     out->upload = upload_id(parsed);
+    if (out->delivery == RowDelivery::kCached && parsed.file) {  // the run pins its version
+      out->path = std::filesystem::absolute(parsed.path).lexically_normal().string();
+      out->format = file_format_name(parsed.format);
+    }
     return Status::Ok();
   }
 
   void encode(const FieldSource& field, json* out) const override {
     (*out)["source"] = field.delivery == RowDelivery::kChunks ? "chunks" : "cached";
     if (!field.upload.empty()) (*out)["upload"] = field.upload;
+    if (!field.path.empty()) out->update({{"path", field.path}, {"format", field.format}});
   }
 
   Status decode(std::string_view wire_name, const json& in, FieldSource* field) const override {
     field->delivery = wire_name == "chunks" ? RowDelivery::kChunks : RowDelivery::kCached;
+    LIZARD_RETURN_IF_ERROR(read_wire(in, "path", &field->path));
+    LIZARD_RETURN_IF_ERROR(read_wire(in, "format", &field->format));
     return read_wire(in, "upload", &field->upload);
   }
 

@@ -4,6 +4,7 @@
 // the record, so they hold whatever number of executors each worker has.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -76,13 +77,17 @@ TEST(WorkerLoop, ARunOverSeveralWorkersIsDrivenByTheServer) {
   EXPECT_EQ(rec["phases"]["worker_loop"], false);
 }
 
-// The first run streams the upload to the workers; the next finds it there.
-// A worker that keeps nothing is sent it every time.  The answer is the same.
+// Workers that cannot read the server's copy of an upload (it lies outside
+// their --data-root, as on another host): the first run streams the upload
+// to them; the next finds it there.  A worker that keeps nothing is sent it
+// every time.  The answer is the same.
 TEST(UploadCache, ALaterRunOverAnUploadFindsItsRowsOnTheWorkers) {
   LocalCluster c;
+  const std::string elsewhere = c.dir() + "/worker-data";
+  std::filesystem::create_directories(elsewhere);
   ASSERT_TRUE(c.start(0).ok());
-  ASSERT_TRUE(c.add_worker().ok());
-  ASSERT_TRUE(c.add_worker({"--upload-cache-mb", "0"}).ok());
+  ASSERT_TRUE(c.add_worker({"--data-root", elsewhere}).ok());
+  ASSERT_TRUE(c.add_worker({"--data-root", elsewhere, "--upload-cache-mb", "0"}).ok());
   ASSERT_TRUE(c.wait_for_workers(2).ok());
   const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/kmeans");
   auto up = http_upload_file("POST", c.uri() + "/datasets", write_points(c.dir()));
@@ -98,7 +103,9 @@ TEST(UploadCache, ALaterRunOverAnUploadFindsItsRowsOnTheWorkers) {
 
   // With one worker that keeps what it is sent, the second run finds it all.
   LocalCluster k;
-  ASSERT_TRUE(k.start(1).ok());
+  const std::string away = k.dir() + "/worker-data";
+  std::filesystem::create_directories(away);
+  ASSERT_TRUE(k.start(1, {"--data-root", away}).ok());
   const std::string h = register_program(k, LIZARD_SOURCE_DIR "/examples/kmeans");
   auto u = http_upload_file("POST", k.uri() + "/datasets", write_points(k.dir()));
   ASSERT_TRUE(u.ok() && u->status == 201);
@@ -109,6 +116,42 @@ TEST(UploadCache, ALaterRunOverAnUploadFindsItsRowsOnTheWorkers) {
   EXPECT_EQ(a["phases"]["uploads_cached"], false);
   EXPECT_EQ(b["phases"]["uploads_cached"], true);
   expect_numbers_close(a["result"], b["result"], 1e-5, "result");
+}
+
+// A worker that sees the server's copy of an upload (the same host) reads
+// the rows from there, as from a file named by path: nothing is sent, and
+// its executors keep the rows for the next run, which reads nothing.  The
+// answer is that of a worker sent the rows.
+TEST(UploadCache, AWorkerThatSeesTheServersCopyReadsItAndSendsNothing) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1).ok());
+  const std::string hash = register_program(c, LIZARD_SOURCE_DIR "/examples/kmeans");
+  const std::string points = write_points(c.dir());
+  auto up = http_upload_file("POST", c.uri() + "/datasets", points);
+  ASSERT_TRUE(up.ok() && up->status == 201) << (up.ok() ? up->body : up.status().message());
+  const std::string id = json::parse(up->body)["id"];
+  const uint64_t bytes = 30000 * 3 * sizeof(float);  // write_points' rows
+  json first = kmeans_run(c, hash, {{"upload", id}});
+  json second = kmeans_run(c, hash, {{"upload", id}});
+  ASSERT_EQ(first.value("status", ""), "done") << first.dump(2);
+  ASSERT_EQ(second.value("status", ""), "done") << second.dump(2);
+  EXPECT_EQ(first["phases"]["uploads_cached"], true) << first["phases"].dump();
+  EXPECT_EQ(first["phases"]["file_bytes_read"], bytes) << first["phases"].dump();
+  EXPECT_EQ(second["phases"]["file_bytes_read"], 0u) << second["phases"].dump();
+  EXPECT_EQ(second["phases"]["file_bytes_kept"], bytes) << second["phases"].dump();
+  EXPECT_FALSE(first.contains("files")) << "the server's copy is no file of the request";
+
+  LocalCluster sent;  // its worker is sent the rows
+  const std::string away = sent.dir() + "/worker-data";
+  std::filesystem::create_directories(away);
+  ASSERT_TRUE(sent.start(1, {"--data-root", away}).ok());
+  const std::string h = register_program(sent, LIZARD_SOURCE_DIR "/examples/kmeans");
+  auto u = http_upload_file("POST", sent.uri() + "/datasets", points);
+  ASSERT_TRUE(u.ok() && u->status == 201);
+  json streamed = kmeans_run(sent, h, {{"upload", json::parse(u->body)["id"]}});
+  ASSERT_EQ(streamed.value("status", ""), "done") << streamed.dump(2);
+  EXPECT_EQ(streamed["phases"]["uploads_cached"], false);
+  expect_numbers_close(first["result"], streamed["result"], 1e-5, "result");
 }
 
 }  // namespace
