@@ -122,7 +122,8 @@ std::string wire_reference_markdown() {
   });
   out << "\n`executor` is an executor as `GET /clients` shows it. `field_source` is `name`,\n"
          "`source` (`inline` {`offset`, `bytes`}, `path` {`path`, `format`}, `chunks`,\n"
-         "`cached` {`upload`}, `generate` {`kernel`} or `none`) and that source's keys.\n"
+         "`cached` {`upload`, and `path`, `format` of the server's copy}, `generate` {`kernel`} or "
+         "`none`) and that source's keys.\n"
          "`kept_rows` is `key`, `description`, `bytes`, and where the source is known\n"
          "`source` and `rows` [begin, end).\n";
   out << "\n## Packed headers\n\n"
