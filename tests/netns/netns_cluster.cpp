@@ -132,6 +132,12 @@ Status NetnsCluster::add_worker(const std::vector<std::string>& extra, const Spa
                                    "cpu",
                                    "--cpu-threads",
                                    "1"};
+  // As on a host of its own, the worker reads no file of the server's state
+  // directory (an upload's copy): its data lie beneath data/.
+  if (std::find(extra.begin(), extra.end(), "--data-root") == extra.end()) {
+    std::filesystem::create_directories(dir_ + "/data");
+    argv.insert(argv.end(), {"--data-root", dir_ + "/data"});
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   const pid_t pid =
       hosts_.spawn(worker_host(i), argv, dir_ + "/worker" + std::to_string(i) + ".log", opt);
