@@ -30,10 +30,10 @@ void Coordinator::Impl::cancel_run(const std::string& id, Responder respond) {
 // The record once the run has finished, or after `wait_ms` as it stands
 // then, whichever comes first: a follower learns of the end at once without
 // asking many times a second.  A wait the end answered leaves its timer to
-// find nothing.
+// find nothing; a server shutting down answers at once.
 void Coordinator::Impl::watch_run(const std::string& id, int wait_ms, Responder respond) {
   auto run = runs.find(id);
-  if (!run || wait_ms <= 0) return respond(record_or_error(runs.get_json(id)));
+  if (!run || wait_ms <= 0 || stopping) return respond(record_or_error(runs.get_json(id)));
   const uint64_t token = runs.add_waiter(run, respond);
   if (token == 0) return;  // it had finished: answered
   auto timer = std::make_shared<boost::asio::steady_timer>(slot_deadlines);
