@@ -169,6 +169,22 @@ TEST_F(RunSessionTest, BadRunStartsAreAnsweredWithTheReason) {
   EXPECT_EQ(exec(0).begun, 0);
 }
 
+// A run_start of 3 rows on executor 0 whose field x comes from `source`
+// naming the raw file `path`.
+RunStartMsg raw_file_start(const std::string& run_id, const std::string& hash,
+                           const std::string& source, const std::string& path) {
+  RunStartMsg m;
+  m.run_id = run_id;
+  m.hash = hash;
+  m.rows = 3;
+  m.parts = {{0, 0, 3}};
+  m.fields = {DatasetSourceRegistry::global().field("x", source),
+              DatasetSourceRegistry::global().field("y", "none")};
+  m.fields[0].path = path;
+  m.fields[0].format = "raw";
+  return m;
+}
+
 // A worker started with --data-root reads dataset files only from there,
 // whatever the server let through.
 TEST_F(RunSessionTest, DatasetPathsOutsideTheDataRootsAreRefused) {
@@ -180,15 +196,7 @@ TEST_F(RunSessionTest, DatasetPathsOutsideTheDataRootsAreRefused) {
   auto roots = DataRoots::make({dir.path("data")}, "worker");
   ASSERT_TRUE(roots.ok());
   auto start = [&](const std::string& run_id, const std::string& path) {
-    RunStartMsg m;
-    m.run_id = run_id;
-    m.hash = program_->hash;
-    m.rows = 3;
-    m.parts = {{0, 0, 3}};
-    m.fields = {DatasetSourceRegistry::global().field("x", "path"),
-                DatasetSourceRegistry::global().field("y", "none")};
-    m.fields[0].path = path;
-    m.fields[0].format = "raw";
+    RunStartMsg m = raw_file_start(run_id, program_->hash, "path", path);
     return encode(m.to_message());
   };
   {
@@ -216,16 +224,8 @@ TEST_F(RunSessionTest, AnUploadNotHeldHereIsReadFromTheServersCopyOfItsVersionOn
   const std::string copy = dir.write("u1.raw", rows);
   const FileIdentity version = FileIdentity::of(copy).value();
   auto start = [&](const std::string& run_id, FileIdentity pinned) {
-    RunStartMsg m;
-    m.run_id = run_id;
-    m.hash = program_->hash;
-    m.rows = 3;
-    m.parts = {{0, 0, 3}};
-    m.fields = {DatasetSourceRegistry::global().field("x", "cached"),
-                DatasetSourceRegistry::global().field("y", "none")};
+    RunStartMsg m = raw_file_start(run_id, program_->hash, "cached", copy);
     m.fields[0].upload = "u1";
-    m.fields[0].path = copy;
-    m.fields[0].format = "raw";
     m.files = {{"x", copy, pinned, ""}};
     return encode(m.to_message());
   };
