@@ -36,8 +36,19 @@ void RunSession::abort() {
 }
 
 // An aborted run answers nothing: its server has gone, or the worker is going.
-void RunSession::reply(std::string frame) {
+void RunSession::reply(OutgoingFrame frame) {
   if (!aborting_) ctx_.send(std::move(frame));
+}
+
+// The run's outputs in one frame: the fields of one executor go out from
+// its buffer, after the header; those of several are copied into the frame.
+void RunSession::reply_outputs(const RunOutputsMsg& out,
+                               std::vector<std::vector<std::vector<uint8_t>>> outs,
+                               const std::vector<std::string_view>& payload) {
+  if (payload.size() != 1) return reply(encode(out.to_message(), payload.data(), payload.size()));
+  // Moving the lists leaves each field's bytes where the payload points.
+  auto buffers = std::make_shared<std::vector<std::vector<std::vector<uint8_t>>>>(std::move(outs));
+  reply(OutgoingFrame(encode(out.to_message()), payload.front(), std::move(buffers)));
 }
 
 void RunSession::loop() {
@@ -102,8 +113,7 @@ void RunSession::handle(const MessageView& m) {
       Status st = end(h.value(), &out.fields, &outs, &payload);
       out.ok = st.ok();
       out.error = st.message();
-      // One frame, the fields copied into it straight from the executors' buffers.
-      if (h->want_outputs) reply(encode(out.to_message(), payload.data(), payload.size()));
+      if (h->want_outputs) reply_outputs(out, std::move(outs), payload);
       // What compiled while the run went (a GPU's optimised build, after
       // it began on a quick one) is offered too.
       if (compiled_here_ && ctx_.offer_build && !aborting_) ctx_.offer_build(*compiled_here_);

@@ -41,13 +41,14 @@
 #include "exec/executor.h"
 #include "exec/process/process_executor.h"
 #include "exec/program_variant.h"
+#include "net/outgoing_frame.h"
 #include "protocol/messages.h"
 
 namespace lizard {
 
 struct SessionContext {
   std::vector<std::unique_ptr<ExecutorHandle>>* executors = nullptr;
-  std::function<void(std::string frame)> send;
+  std::function<void(OutgoingFrame frame)> send;  // a whole frame converts
   // Buffers for the frames given to `send`, which gives them back once
   // written (common/frame_pool.h); null: each frame is allocated.
   std::shared_ptr<FramePool> frames;
@@ -127,7 +128,9 @@ class RunSession {
   void note_kept(const FileField& ff, const FileRowsKey& key);
   Status acquire_executors();
   void release();
-  void reply(std::string frame);
+  void reply(OutgoingFrame frame);
+  void reply_outputs(const RunOutputsMsg& out, std::vector<std::vector<std::vector<uint8_t>>> outs,
+                     const std::vector<std::string_view>& payload);
   // A buffer for the next frame to reply with.
   std::string take_frame() { return ctx_.frames ? ctx_.frames->take() : std::string(); }
   Executor& executor(size_t i) { return *(*ctx_.executors)[executors_[i]]->executor; }

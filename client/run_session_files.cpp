@@ -29,7 +29,7 @@ Status RunSession::add_file_field(size_t k, const FieldSource& src, int64_t widt
   LIZARD_RETURN_IF_ERROR(
       server_roots_.locate(src.path, ctx_.data_roots).status().with_context(what));
   LIZARD_ASSIGN_OR_RETURN(FileFormat format, parse_file_format(src.format));
-  FileField ff{k, src.path, format, f.type, width, std::nullopt};
+  FileField ff{k, src.path, format, f.type, width, std::nullopt, ""};
   for (const PinnedFile& pin : pinned)
     if (pin.field == f.name && pin.path == src.path) ff.pinned = pin;
   file_fields_.push_back(std::move(ff));

@@ -250,7 +250,8 @@ TEST_F(RunSessionTest, ALoopIterationAllocatesNothingOnceItsBuffersHaveGrown) {
   std::atomic<int> steps{0}, failed{0};
   SessionContext ctx = context(hooks_of(/*last=*/kIterations - 1));
   ctx.frames = std::make_shared<FramePool>();
-  ctx.send = [&, pool = ctx.frames](std::string frame) {
+  ctx.send = [&, pool = ctx.frames](OutgoingFrame sent) {
+    std::string frame = testing::whole(std::move(sent));
     if (frame_type(frame).value() != MessageType::kLoopStep) return replies_.push(std::move(frame));
     at_step.push_back(testing::allocations());
     if (!step.read(decode_view(frame)->packed).ok() || !step.ok) ++failed;

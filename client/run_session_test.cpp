@@ -329,7 +329,8 @@ TEST_F(RunSessionTest, AnIterationAllocatesNothingOnceItsBuffersHaveGrown) {
   std::atomic<int> results{0}, failed{0};
   SessionContext ctx = context();
   ctx.frames = std::make_shared<FramePool>();
-  ctx.send = [&, pool = ctx.frames](std::string frame) {
+  ctx.send = [&, pool = ctx.frames](OutgoingFrame sent) {
+    std::string frame = testing::whole(std::move(sent));
     if (frame_type(frame).value() != MessageType::kIterationResult)
       return replies_.push(std::move(frame));
     at_result.push_back(testing::allocations());

@@ -51,16 +51,14 @@ struct WorkerConnection::Impl : std::enable_shared_from_this<WorkerConnection::I
 
   // Sends a frame from any thread; dropped (its buffer given back) while
   // there is no connection.
-  void queue(std::string frame) {
+  void queue(OutgoingFrame frame) {
     std::shared_ptr<WsChannel> ch;
     {
       std::lock_guard<std::mutex> l(channel_mu);
       ch = channel;
     }
-    if (ch)
-      ch->send(OutgoingFrame(std::move(frame), frames));
-    else
-      frames->give(std::move(frame));
+    if (!frame.recycle) frame.recycle = frames;  // its head's buffer comes back, sent or not
+    if (ch) ch->send(std::move(frame));
   }
 
   void connect() {
@@ -212,7 +210,7 @@ void WorkerConnection::stop() {
   impl_->thread.join();
 }
 
-void WorkerConnection::send(std::string frame) {
+void WorkerConnection::send(OutgoingFrame frame) {
   impl_->queue(std::move(frame));
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/frame_pool.h"
+#include "net/outgoing_frame.h"
 #include "net/tls_options.h"
 
 namespace lizard {
@@ -39,7 +40,7 @@ class WorkerConnection {
   void stop();
   // Queues a frame; dropped when not connected (the server then no longer counts on us).
   // Its buffer goes to frames() once written.
-  void send(std::string frame);
+  void send(OutgoingFrame frame);  // a whole frame (std::string) converts
   // Buffers for frames to send, given back as they are written: a frame
   // taken from here and sent allocates nothing once the pool holds buffers.
   std::shared_ptr<FramePool> frames() const;

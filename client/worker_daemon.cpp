@@ -111,7 +111,7 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     ctx.uploads = uploads.get();
     ctx.data_roots = &data_roots;
     ctx.kept_catalog = &kept_catalog;
-    ctx.send = [this](std::string f) { conn->send(std::move(f)); };
+    ctx.send = [this](OutgoingFrame f) { conn->send(std::move(f)); };
     ctx.frames = conn->frames();
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
       std::lock_guard<std::mutex> l(programs_mu);

@@ -41,6 +41,13 @@ inline std::shared_ptr<const ProgramImage> program() {
   return std::make_shared<ProgramImage>(std::move(img).value());
 }
 
+// A frame as the wire carries it: its head, then its tail.
+inline std::string whole(OutgoingFrame f) {
+  std::string frame = std::move(f.head);
+  frame.append(f.tail.data(), f.tail.size());
+  return frame;
+}
+
 inline std::vector<double> as_doubles(const void* p, size_t bytes) {
   std::vector<double> v(bytes / sizeof(double));
   std::memcpy(v.data(), p, v.size() * sizeof(double));
@@ -143,7 +150,7 @@ class RunSessionTest : public ::testing::Test {
     SessionContext ctx;
     ctx.open_hooks = std::move(open_hooks);
     ctx.executors = &executors_;
-    ctx.send = [this](std::string frame) { replies_.push(std::move(frame)); };
+    ctx.send = [this](OutgoingFrame frame) { replies_.push(whole(std::move(frame))); };
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
       return hash == program_->hash ? program_ : nullptr;
     };
