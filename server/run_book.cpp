@@ -267,7 +267,9 @@ void RunBook::finish(const std::shared_ptr<RunRecord>& run, const Status& st) {
     // A run that resumes keeps the status it had: whoever asks before the
     // server is gone sees it running (or queued), never failed.
     if (!resumes) run->status = final_status;
-    run->finishing = false;
+    // One that resumes stays finishing: nothing starts, stores or ends it
+    // again in this process.
+    run->finishing = resumes;
     if (!resumes) dropped = drop_inline_rows(&run->request);
     waiters.swap(run->waiters);
     record = run->to_json();
