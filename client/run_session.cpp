@@ -40,15 +40,12 @@ void RunSession::reply(OutgoingFrame frame) {
   if (!aborting_) ctx_.send(std::move(frame));
 }
 
-// The run's outputs in one frame: the fields of one executor go out from
-// its buffer, after the header; those of several are copied into the frame.
-void RunSession::reply_outputs(const RunOutputsMsg& out,
-                               std::vector<std::vector<std::vector<uint8_t>>> outs,
+// The run's outputs in one frame: each field of each executor goes out from
+// where the executor gave it back, after the header.
+void RunSession::reply_outputs(const RunOutputsMsg& out, std::vector<OutputFieldBytes> outs,
                                const std::vector<std::string_view>& payload) {
-  if (payload.size() != 1) return reply(encode(out.to_message(), payload.data(), payload.size()));
-  // Moving the lists leaves each field's bytes where the payload points.
-  auto buffers = std::make_shared<std::vector<std::vector<std::vector<uint8_t>>>>(std::move(outs));
-  reply(OutgoingFrame(encode(out.to_message()), payload.front(), std::move(buffers)));
+  auto owners = std::make_shared<std::vector<OutputFieldBytes>>(std::move(outs));
+  reply(OutgoingFrame(encode(out.to_message()), payload, std::move(owners)));
 }
 
 void RunSession::loop() {
@@ -108,7 +105,7 @@ void RunSession::handle(const MessageView& m) {
       if (!h.ok()) return;
       RunOutputsMsg out;
       out.run_id = h->run_id;
-      std::vector<std::vector<std::vector<uint8_t>>> outs;
+      std::vector<OutputFieldBytes> outs;
       std::vector<std::string_view> payload;
       Status st = end(h.value(), &out.fields, &outs, &payload);
       out.ok = st.ok();
@@ -340,22 +337,28 @@ Status RunSession::iterate_here(const MessageView& m) {
 }
 
 Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields,
-                       std::vector<std::vector<std::vector<uint8_t>>>* kept,
+                       std::vector<OutputFieldBytes>* kept,
                        std::vector<std::string_view>* payload) {
   if (!begun_ || h.run_id != run_id_) return not_found("no such run on this worker");
   const Manifest& man = program_->manifest;
-  std::vector<std::vector<std::vector<uint8_t>>>& outs = *kept;
+  std::vector<OutputFieldBytes>& outs = *kept;
   outs.assign(executors_.size(), {});
-  Status st;
-  for (size_t i = 0; i < executors_.size(); ++i) {
+  const auto t_end = SteadyClock::now();
+  // Every executor's outputs at once: each waits on its own device and process.
+  Status st = first_error(for_each_parallel(executors_.size(), [&](size_t i) {
     std::lock_guard<std::mutex> l(lock_of(i));
-    auto r = executor(i).end_run(h.want_outputs);
+    auto r = executor(i).end_run_in_place(h.want_outputs);
     output_.collect(process_of(i), static_cast<int64_t>(executors_[i]), -1);
-    if (!r.ok()) {
-      st = r.status();
-      continue;
-    }
+    if (!r.ok()) return r.status();
     outs[i] = std::move(r).value();
+    return Status::Ok();
+  }));
+  if (h.want_outputs && st.ok()) {
+    uint64_t total = 0;
+    for (const auto& o : outs)
+      for (std::string_view f : o.fields) total += f.size();
+    spdlog::debug("run {}: {} bytes of outputs from {} executor(s) in {:.3f} ms", run_id_, total,
+                  executors_.size(), ms_since(t_end));
   }
   begun_ = false;
   output_.finish();
@@ -367,9 +370,9 @@ Status RunSession::end(const RunEndMsg& h, std::vector<OutputPart>* fields,
       continue;
     uint64_t bytes = 0;
     for (const auto& o : outs) {
-      if (k >= o.size()) continue;
-      payload->emplace_back(reinterpret_cast<const char*>(o[k].data()), o[k].size());
-      bytes += o[k].size();
+      if (k >= o.fields.size()) continue;
+      payload->push_back(o.fields[k]);
+      bytes += o.fields[k].size();
     }
     fields->push_back({man.dataset[k].name, bytes});
   }

@@ -101,11 +101,11 @@ class RunSession {
   void loop_here(const MessageView& m);
   Status run_loop(const LoopMsg& h, SectionBuffer state, LoopStepMsg* failed);
   bool loop_interrupted();
-  // The outputs asked for stay in *outs (per executor, per field); *payload
-  // views them in the order of *fields, to be framed without joining them.
+  // The outputs asked for stay in *outs (per executor), where the executors
+  // gave them back; *payload views them in the order of *fields, to be
+  // framed without joining them.
   Status end(const RunEndMsg& h, std::vector<OutputPart>* fields,
-             std::vector<std::vector<std::vector<uint8_t>>>* outs,
-             std::vector<std::string_view>* payload);
+             std::vector<OutputFieldBytes>* outs, std::vector<std::string_view>* payload);
   // A field's rows in the upload cache, and the key the cache holds them by.
   struct CachedRows {
     std::string key;
@@ -129,7 +129,7 @@ class RunSession {
   Status acquire_executors();
   void release();
   void reply(OutgoingFrame frame);
-  void reply_outputs(const RunOutputsMsg& out, std::vector<std::vector<std::vector<uint8_t>>> outs,
+  void reply_outputs(const RunOutputsMsg& out, std::vector<OutputFieldBytes> outs,
                      const std::vector<std::string_view>& payload);
   // A buffer for the next frame to reply with.
   std::string take_frame() { return ctx_.frames ? ctx_.frames->take() : std::string(); }

@@ -17,6 +17,19 @@ using nlohmann::json;
 
 namespace {
 
+// Frames from workers at least this large are logged as they arrive (debug),
+// for following a run's outputs on their way.
+constexpr size_t kLargeFrameBytes = size_t{16} << 20;
+
+// A frame's payload (its tail) as a string of its own: a large one keeps
+// the frame's buffer, its head moved out of the way, rather than being
+// copied into memory that must first be mapped in.
+std::string payload_of(std::string* frame, std::string_view payload) {
+  if (payload.size() < kLargeFrameBytes) return std::string(payload);
+  frame->erase(0, frame->size() - payload.size());
+  return std::move(*frame);
+}
+
 // Frees a request's body once it is parsed and answered, and hands a large
 // one's parse back to the system (common/heap_trim.h).
 void release_body(std::string* body) {
@@ -278,6 +291,8 @@ void Coordinator::Impl::to_driver(std::string_view run_id, DriverEvent ev) {
 }
 
 void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame) {
+  if (frame.size() >= kLargeFrameBytes)
+    spdlog::debug("worker {}: received a frame of {} bytes", worker_id, frame.size());
   auto v = decode_view(frame);
   if (!v.ok()) {
     // A hello of another version: its frame says which.
@@ -296,7 +311,8 @@ void Coordinator::Impl::on_frame(const std::string& worker_id, std::string frame
     if (run_id.empty()) return frames->give(std::move(frame));
     return to_driver(run_id, DriverEvent::result(worker_id, std::move(frame)));
   }
-  Message m(v->type, std::move(v->header), std::string(v->payload), std::string(v->packed));
+  std::string packed(v->packed);  // before the payload takes the frame's buffer
+  Message m(v->type, std::move(v->header), payload_of(&frame, v->payload), std::move(packed));
   frames->give(std::move(frame));
   if (m.type != MessageType::kHello && !workers.joined(worker_id)) {
     spdlog::warn("worker {} sent {} before its hello; closing the connection", worker_id,

@@ -311,8 +311,11 @@ RunStatus RunBook::store_finished(const std::shared_ptr<RunRecord>& run, RunStat
     j["status"] = run_status_name(s);
     return j;
   };
+  const auto t_store = SteadyClock::now();
   Status saved =
       store_->save_finished(run->id, run->seq, run_status_name(status), record_as(status), fields);
+  spdlog::debug("{}: its record and {} field(s) stored in {:.3f} ms", run->id, fields.size(),
+                ms_since(t_store));
   if (saved.ok()) {
     std::lock_guard<std::mutex> l(mu_);
     hold_stored_outputs_locked(run);

@@ -1,7 +1,10 @@
 #include "server/run_outputs.h"
 
+#include <spdlog/spdlog.h>
+
 #include <map>
 
+#include "common/clock.h"
 #include "dataset/json_values.h"
 #include "protocol/messages.h"
 
@@ -31,6 +34,8 @@ Status gather_outputs(const std::shared_ptr<RunRecord>& run, const DriverContext
     if (req.want_output[k]) wanted.push_back(m.dataset[k].name);
   channel->end_on_workers(wire_id, participants, !wanted.empty(), wanted);
   std::map<std::string, OutputField> outputs;
+  const auto t_end = SteadyClock::now();
+  uint64_t output_bytes = 0;
   if (!wanted.empty()) {
     channel->expect_answers("run_outputs", 0, channel->load_deadline_s(req.rows), participants);
     auto outs = channel->collect(wire_id, MessageType::kRunOutputs, participants);
@@ -57,6 +62,7 @@ Status gather_outputs(const std::shared_ptr<RunRecord>& run, const DriverContext
           off += part.bytes;
         }
       }
+      output_bytes += of.bytes.size();
       outputs[f.name] = std::move(of);
     }
   }
@@ -73,9 +79,17 @@ Status gather_outputs(const std::shared_ptr<RunRecord>& run, const DriverContext
   add_section(s.agg);
   json result = {{"state", section_to_json(s.state, m, req.params)},
                  {"aggregate", section_to_json(s.agg, m, req.params)}};
+  const double outputs_ms = ms_since(t_end);
+  if (!wanted.empty())
+    spdlog::debug("{}: {} bytes of output fields gathered in {:.3f} ms", run->id, output_bytes,
+                  outputs_ms);
   ctx.book->update(run, [&](RunRecord& r) {
     r.result = std::move(result);
     r.outputs = std::move(outputs);
+    if (!wanted.empty()) {
+      r.phases.outputs_ms = outputs_ms;
+      r.phases.output_bytes = output_bytes;
+    }
   });
   return Status::Ok();
 }

@@ -18,6 +18,8 @@ void each_field(Phases& p, Visit&& visit) {
   visit("file_bytes_kept", p.file_bytes_kept);
   visit("worker_loop", p.worker_loop);
   visit("iterations_ms", p.iterations_ms);
+  visit("outputs_ms", p.outputs_ms);
+  visit("output_bytes", p.output_bytes);
 }
 
 template <typename T>

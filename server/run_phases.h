@@ -33,6 +33,10 @@ struct RunPhases {
   std::optional<uint64_t> file_bytes_kept;  // ... and found kept on the executors
   std::optional<bool> worker_loop;          // the run's one worker drove its iterations
   std::optional<double> iterations_ms;      // the loop, once it is over
+  // The run ended on its workers and its output fields gathered into the
+  // record, and their bytes (runs that asked for output fields).
+  std::optional<double> outputs_ms;
+  std::optional<uint64_t> output_bytes;
 
   nlohmann::json to_json() const;
   // The fields of `j` this struct knows, of the right type; the rest are left unset.

@@ -45,6 +45,7 @@ inline std::shared_ptr<const ProgramImage> program() {
 inline std::string whole(OutgoingFrame f) {
   std::string frame = std::move(f.head);
   frame.append(f.tail.data(), f.tail.size());
+  for (std::string_view t : f.more_tails) frame.append(t.data(), t.size());
   return frame;
 }
 

@@ -31,6 +31,7 @@ std::shared_ptr<ProgramEntry> make_test_program(const std::string& config,
 void FakeWorkerLink::send(OutgoingFrame frame) {
   std::string whole = std::move(frame.head);
   whole.append(frame.tail.data(), frame.tail.size());
+  for (std::string_view t : frame.more_tails) whole.append(t.data(), t.size());
   std::function<void(const std::string&)> hook, watch;
   {
     std::lock_guard<std::mutex> l(mu_);

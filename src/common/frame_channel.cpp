@@ -55,6 +55,7 @@ FrameChannel& FrameChannel::operator=(FrameChannel&& o) noexcept {
     in_ = o.in_;
     socket_frame_unanswered_ = o.socket_frame_unanswered_;
     peer_reads_mailbox_ = o.peer_reads_mailbox_;
+    received_fd_ = std::move(o.received_fd_);
     o.fd_ = -1;
     o.header_got_ = 0;
     o.out_ = o.in_ = nullptr;
@@ -66,6 +67,7 @@ void FrameChannel::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   header_got_ = 0;
+  received_fd_.reset();
   mailboxes_.reset();
   out_ = in_ = nullptr;
 }
@@ -109,6 +111,19 @@ Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
       return mailbox_send(parts, count, total);
     socket_frame_unanswered_ = true;
   }
+  return socket_send(parts, count, total, -1);
+}
+
+Status FrameChannel::send_with_descriptor(const std::string_view* parts, size_t count, int fd) {
+  if (fd_ < 0) return unavailable("the channel is closed");
+  uint64_t total = 0;
+  for (size_t i = 0; i < count; ++i) total += parts[i].size();
+  if (out_) socket_frame_unanswered_ = true;
+  return socket_send(parts, count, total, fd);
+}
+
+Status FrameChannel::socket_send(const std::string_view* parts, size_t count, uint64_t total,
+                                 int fd) {
   char header[8];
   put_le64(total, header);
   // On the stack for the few parts of the frames of every iteration.
@@ -125,16 +140,28 @@ Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     if (!parts[i].empty()) iov[n_iov++] = {const_cast<char*>(parts[i].data()), parts[i].size()};
   }
+  // The descriptor rides with the frame's first byte (its length's).
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   size_t first = 0;
   while (first < n_iov) {
     msghdr msg{};
     msg.msg_iov = iov + first;
     msg.msg_iovlen = std::min<size_t>(n_iov - first, IOV_MAX);
+    if (fd >= 0) {
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
     ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       return unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
     }
+    fd = -1;  // sent with the bytes just written
     size_t left = static_cast<size_t>(n);
     while (first < n_iov && left >= iov[first].iov_len) left -= iov[first++].iov_len;
     if (first < n_iov) {
@@ -208,8 +235,7 @@ bool FrameChannel::socket_length_ready(Status* failed) {
       if (get_le64(header_) != kDoorbell) return true;
       header_got_ = 0;  // a doorbell: a wake-up, not a frame
     }
-    const ssize_t got =
-        ::recv(fd_, header_ + header_got_, sizeof header_ - header_got_, MSG_DONTWAIT);
+    const ssize_t got = receive_length_bytes();
     if (got > 0) {
       header_got_ += static_cast<size_t>(got);
       continue;
@@ -225,6 +251,32 @@ bool FrameChannel::socket_length_ready(Status* failed) {
     }
     return false;
   }
+}
+
+ssize_t FrameChannel::receive_length_bytes() {
+  iovec iov{header_ + header_got_, sizeof header_ - header_got_};
+  // Room for a few: a peer that sends more than one has them closed.
+  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  const ssize_t got = ::recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (got <= 0) return got;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; ++i) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      if (i == 0 && received_fd_.get() < 0)
+        received_fd_ = OwnedFd(fd);
+      else
+        ::close(fd);
+    }
+  }
+  return got;
 }
 
 Result<bool> FrameChannel::await_frame(int64_t deadline_ms, bool* boxed) {
@@ -274,6 +326,8 @@ Result<bool> FrameChannel::await_frame(int64_t deadline_ms, bool* boxed) {
 
 Result<bool> FrameChannel::next_frame(int timeout_ms, uint64_t* size) {
   if (fd_ < 0) return unavailable("the channel is closed");
+  // No byte of the next frame came yet, so neither did its descriptor.
+  if (header_got_ == 0) received_fd_.reset();
   const auto t0 = std::chrono::steady_clock::now();
   bool boxed = false;
   auto came = await_frame(timeout_ms < 0 ? -1 : now_ms() + timeout_ms, &boxed);
@@ -285,11 +339,17 @@ Result<bool> FrameChannel::next_frame(int timeout_ms, uint64_t* size) {
   LIZARD_RETURN_IF_ERROR(came.status());
   if (!*came) return Status(Code::kCancelled, "no answer in time");
   socket_frame_unanswered_ = false;
+  last_frame_by_socket_ = !boxed;
   if (boxed) return true;
   header_got_ = 0;
   *size = get_le64(header_);
   if (*size > kMaxFrame) return internal_error("a frame of " + std::to_string(*size) + " bytes");
   return false;
+}
+
+OwnedFd FrameChannel::take_descriptor() {
+  if (!last_frame_by_socket_) return OwnedFd();
+  return std::move(received_fd_);
 }
 
 Result<std::string_view> FrameChannel::boxed_frame() const {

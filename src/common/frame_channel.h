@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/frame_mailbox.h"
+#include "common/owned_fd.h"
 #include "common/spin_wait.h"
 #include "common/status.h"
 
@@ -66,6 +67,13 @@ class FrameChannel {
   // Sends one frame made of `parts` joined, without copying them together.
   Status send(std::string_view frame) { return send_parts(&frame, 1); }
   Status send_parts(const std::string_view* parts, size_t count);
+  // As send_parts(), with a copy of descriptor `fd` passed along (a sealed
+  // memory file holding a large reply's bytes, common/sealed_memory.h).
+  // Such a frame always goes by the socket.
+  Status send_with_descriptor(const std::string_view* parts, size_t count, int fd);
+  // The descriptor that came with the frame received last, if any (else
+  // -1).  One not taken is closed once the next frame is awaited.
+  OwnedFd take_descriptor();
   // Waits up to `timeout_ms` (< 0: for ever) for the next frame.  kUnavailable
   // when the peer closed its end; kCancelled when the time ran out (the part
   // of a length already read is kept for the next call, so that a caller may
@@ -100,6 +108,10 @@ class FrameChannel {
   // Reads the socket's next length, dropping doorbells; true once it is whole.
   bool socket_length_ready(Status* failed);
   Status mailbox_send(const std::string_view* parts, size_t count, uint64_t total);
+  Status socket_send(const std::string_view* parts, size_t count, uint64_t total, int fd);
+  // recv() of the next bytes of a frame's length, keeping a descriptor
+  // that comes with them.
+  ssize_t receive_length_bytes();
   // The frame in the mailbox, checked against its capacity; release_boxed()
   // hands the slot back once it is copied out.
   Result<std::string_view> boxed_frame() const;
@@ -114,7 +126,9 @@ class FrameChannel {
   bool socket_frame_unanswered_ = false;
   bool peer_reads_mailbox_ = false;  // the peer looks in its mailbox
   char header_[8] = {};
-  size_t header_got_ = 0;  // bytes of the next frame's length read so far
+  size_t header_got_ = 0;              // bytes of the next frame's length read so far
+  OwnedFd received_fd_;                // came with the frame being received, or the last one
+  bool last_frame_by_socket_ = false;  // ... which came by the socket, not a mailbox
   // How long to poll for the next frame: the waits for a peer's frames tend
   // to repeat (one per iteration), see common/spin_wait.h.
   AdaptiveSpin spin_;

@@ -1,5 +1,6 @@
 #include "common/frame_channel.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -43,6 +44,52 @@ TEST(FrameChannel, AClosedPeerReadsAsUnavailable) {
   ASSERT_TRUE(ends.ok());
   ends->second.close();
   EXPECT_EQ(ends->first.receive(1000).status().code(), Code::kUnavailable);
+}
+
+// Whether `fd` is open in this process.
+bool is_open(int fd) {
+  return ::fcntl(fd, F_GETFD) >= 0;
+}
+
+// A descriptor sent with a frame comes with that frame only, even when the
+// frame is large and crosses in many reads; one not taken is closed once the
+// next frame is awaited.
+TEST(FrameChannel, ADescriptorArrivesWithItsFrameAlone) {
+  auto ends = FrameChannel::pair();
+  ASSERT_TRUE(ends.ok());
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  const std::string big(8 << 20, 'b');
+  std::thread sender([&] {
+    std::string_view parts[] = {"head:", big};
+    ASSERT_TRUE(ends->second.send_with_descriptor(parts, 2, p[1]).ok());
+    ASSERT_TRUE(ends->second.send("plain").ok());
+  });
+  auto first = ends->first.receive(5000);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->size(), 5 + big.size());
+  OwnedFd fd = ends->first.take_descriptor();
+  ASSERT_GE(fd.get(), 0);
+  ASSERT_EQ(::write(fd.get(), "z", 1), 1);  // the same pipe's write end
+  char c = 0;
+  ASSERT_EQ(::read(p[0], &c, 1), 1);
+  EXPECT_EQ(c, 'z');
+  EXPECT_EQ(ends->first.receive(5000).value(), "plain");
+  EXPECT_LT(ends->first.take_descriptor().get(), 0);
+  sender.join();
+
+  // Left untaken: closed when the next frame is awaited.
+  std::string_view part = "again";
+  ASSERT_TRUE(ends->second.send_with_descriptor(&part, 1, p[1]).ok());
+  ASSERT_TRUE(ends->first.receive(5000).ok());
+  int open_before = 0;
+  for (int f = 3; f < 1024; ++f) open_before += is_open(f);
+  EXPECT_EQ(ends->first.receive(20).status().code(), Code::kCancelled);
+  int open_after = 0;
+  for (int f = 3; f < 1024; ++f) open_after += is_open(f);
+  EXPECT_EQ(open_after, open_before - 1);
+  ::close(p[0]);
+  ::close(p[1]);
 }
 
 // Whether `fd` has bytes waiting (without taking them).

@@ -1,6 +1,7 @@
 #include "exec/executor.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace lizard {
 
@@ -23,6 +24,27 @@ Status read_file_fields(PartitionData* data, int threads) {
     LIZARD_RETURN_IF_ERROR(read_file_rows(rows, field.data(), threads));
     rows = FileRows{};  // the rows are in `fields` now
   }
+  return Status::Ok();
+}
+
+OutputFieldBytes OutputFieldBytes::own(std::vector<std::vector<uint8_t>> fields) {
+  auto held = std::make_shared<std::vector<std::vector<uint8_t>>>(std::move(fields));
+  OutputFieldBytes out;
+  for (const auto& f : *held)
+    out.fields.emplace_back(reinterpret_cast<const char*>(f.data()), f.size());
+  out.owner = std::move(held);
+  return out;
+}
+
+Result<OutputFieldBytes> Executor::end_run_in_place(bool want_outputs) {
+  LIZARD_ASSIGN_OR_RETURN(auto fields, end_run(want_outputs));
+  return OutputFieldBytes::own(std::move(fields));
+}
+
+Status Executor::end_run_into(const std::vector<char*>& to) {
+  LIZARD_ASSIGN_OR_RETURN(auto fields, end_run(true));
+  for (size_t k = 0; k < fields.size() && k < to.size(); ++k)
+    if (to[k] && !fields[k].empty()) std::memcpy(to[k], fields[k].data(), fields[k].size());
   return Status::Ok();
 }
 

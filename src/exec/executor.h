@@ -32,6 +32,16 @@
 
 namespace lizard {
 
+// A run's output fields as an executor gives them back: fields[k] is dataset
+// field k's bytes (empty where it is no output), valid while `owner` lives.
+struct OutputFieldBytes {
+  std::vector<std::string_view> fields;
+  std::shared_ptr<const void> owner;
+
+  // Views of `fields`, which the result owns.
+  static OutputFieldBytes own(std::vector<std::vector<uint8_t>> fields);
+};
+
 // One executor's part of a run: its spec (protocol/run_spec.h: the run's
 // values its kernels see, its rows' place, the generators to run once after
 // loading and before the first iteration) and its rows.  `fields` follows
@@ -142,6 +152,17 @@ class Executor {
   // Ends the run.  With `want_outputs`, returns the dataset fields marked
   // `output: true` (others empty), in manifest order.
   virtual Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) = 0;
+  // As end_run(), the fields left where they are: an executor in another
+  // process hands over the memory they came back in, and its caller sends
+  // them on from there.  By default, end_run()'s vectors, owned.
+  virtual Result<OutputFieldBytes> end_run_in_place(bool want_outputs);
+  // While a run is begun: the bytes of each field end_run(true) would give
+  // back, in manifest order, for an executor that can write them where its
+  // caller says (end_run_into); empty for one that cannot.
+  virtual std::vector<uint64_t> output_field_sizes() const { return {}; }
+  // As end_run(true), with field k's bytes written at to[k] (as many as
+  // output_field_sizes() said; null where none) rather than given back.
+  virtual Status end_run_into(const std::vector<char*>& to);
 
   // How the latest begin_run obtained its binary.
   virtual CompileStats run_compile_stats() const = 0;

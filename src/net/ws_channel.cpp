@@ -214,9 +214,7 @@ void WsChannel::do_write() {
   i.writing = i.writing_control || !i.queue.empty();
   if (!i.writing) return;
   const OutgoingFrame& f = i.writing_control ? i.controls.front() : i.queue.front();
-  const std::array<net::const_buffer, 2> parts{net::buffer(f.head),
-                                               net::buffer(f.tail.data(), f.tail.size())};
-  i.ws.async_write(parts, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+  auto written = [self = shared_from_this()](beast::error_code ec, std::size_t) {
     Impl& i = *self->impl_;
     RingQueue<OutgoingFrame>& written = i.writing_control ? i.controls : i.queue;
     self->queued_bytes_ -= written.front().size();
@@ -229,7 +227,16 @@ void WsChannel::do_write() {
       return;  // the read side notices the broken connection
     }
     self->do_write();
-  });
+  };
+  if (f.more_tails.empty()) {
+    const std::array<net::const_buffer, 2> parts{net::buffer(f.head),
+                                                 net::buffer(f.tail.data(), f.tail.size())};
+    return i.ws.async_write(parts, std::move(written));
+  }
+  std::vector<net::const_buffer> parts{net::buffer(f.head),
+                                       net::buffer(f.tail.data(), f.tail.size())};
+  for (std::string_view t : f.more_tails) parts.push_back(net::buffer(t.data(), t.size()));
+  i.ws.async_write(parts, std::move(written));
 }
 
 void WsChannel::close() {

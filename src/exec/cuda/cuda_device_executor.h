@@ -140,6 +140,8 @@ class CudaExecutor final : public Executor {
   Status iterate_rows(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
                       IterationStats* stats, int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
+  std::vector<uint64_t> output_field_sizes() const override;
+  Status end_run_into(const std::vector<char*>& to) override;
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override {
     if (make_current().ok()) read_free_memory();
@@ -244,6 +246,7 @@ class CudaExecutor final : public Executor {
   Status enqueue_iteration(Run* run, const SectionBuffer& state, Rows rows);
   Status fail_iteration(CUresult r, const std::string& where);
   static std::string kernels_of(const Run& run);
+  Status finish_run(bool want_outputs, const std::vector<char*>& to);
   void release_run();
   // A run's device buffers (dataset fields, state, aggregate) and its pinned
   // staging buffer, kept when it ends for the next run: freeing device memory

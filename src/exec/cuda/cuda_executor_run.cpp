@@ -444,29 +444,56 @@ Status CudaExecutor::probe_device() const {
 
 Result<std::vector<std::vector<uint8_t>>> CudaExecutor::end_run(bool want_outputs) {
   if (!run_) return no_run_error("end_run");
+  std::vector<std::vector<uint8_t>> out;
+  std::vector<char*> to;
+  if (want_outputs) {
+    const std::vector<uint64_t> sizes = output_field_sizes();
+    out.resize(sizes.size());
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      out[k].resize(sizes[k]);
+      to.push_back(sizes[k] ? reinterpret_cast<char*>(out[k].data()) : nullptr);
+    }
+  }
+  Status st = finish_run(want_outputs, to);
+  if (!st.ok() && want_outputs) return st;
+  if (!st.ok()) return std::vector<std::vector<uint8_t>>{};
+  return out;
+}
+
+std::vector<uint64_t> CudaExecutor::output_field_sizes() const {
+  if (!run_) return {};
+  const Manifest& man = run_->program.manifest;
+  std::vector<uint64_t> sizes(man.dataset.size(), 0);
+  for (size_t k = 0; k < man.dataset.size(); ++k)
+    if (man.dataset[k].output) sizes[k] = run_->field_bytes[k];
+  return sizes;
+}
+
+Status CudaExecutor::end_run_into(const std::vector<char*>& to) {
+  if (!run_) return no_run_error("end_run");
+  return finish_run(true, to);
+}
+
+// Downloads the output fields to `to` (when `want_outputs`) and frees the run.
+Status CudaExecutor::finish_run(bool want_outputs, const std::vector<char*>& to) {
   if (!lost_.ok() || run_->device_lost) {
     Status failed = run_->failed.ok() ? lost_ : run_->failed;
     run_.reset();
-    if (want_outputs) return failed;
-    return std::vector<std::vector<uint8_t>>{};
+    return want_outputs ? failed : Status::Ok();
   }
   LIZARD_RETURN_IF_ERROR(make_current());
-  std::vector<std::vector<uint8_t>> out;
   Status st = run_->failed;
   if (st.ok() && want_outputs) {
     const Manifest& man = run_->program.manifest;
-    out.resize(man.dataset.size());
-    for (size_t k = 0; k < man.dataset.size() && st.ok(); ++k) {
-      if (!man.dataset[k].output || run_->field_bytes[k] == 0) continue;
-      out[k].resize(run_->field_bytes[k]);
-      st = check(cu_->cuMemcpyDtoH(out[k].data(), run_->fields[k], out[k].size()),
+    for (size_t k = 0; k < man.dataset.size() && k < to.size() && st.ok(); ++k) {
+      if (!man.dataset[k].output || run_->field_bytes[k] == 0 || !to[k]) continue;
+      st = check(cu_->cuMemcpyDtoH(to[k], run_->fields[k], run_->field_bytes[k]),
                  "downloading output field '" + man.dataset[k].name + "'");
     }
   }
   release_run();
   read_free_memory();
-  if (!st.ok() && want_outputs) return st;
-  return out;
+  return want_outputs ? st : Status::Ok();
 }
 
 void CudaExecutor::release_run() {

@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "common/child_process.h"
+#include "common/sealed_memory.h"
 #include "exec/compile_cache.h"
 #include "exec/compiler_host.h"
 #include "exec/host_compiler.h"
@@ -21,6 +23,12 @@
 
 namespace lizard {
 namespace {
+
+uint64_t total_of(const std::vector<uint64_t>& sizes) {
+  uint64_t n = 0;
+  for (uint64_t s : sizes) n += s;
+  return n;
+}
 
 // The executor and what it keeps between calls: the programs it was sent,
 // and the run in progress with its state and aggregate buffers.
@@ -36,7 +44,7 @@ class Host {
   Status build(ByteReader* r);
   Status begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel);
   Status iterate(ByteReader* r, ByteWriter* out);
-  Status end_run(ByteReader* r, ByteWriter* out, std::vector<std::vector<uint8_t>>* fields);
+  Status end_run(ByteReader* r, ByteWriter* out, OutputFieldBytes* fields);
   Result<std::shared_ptr<const ProgramImage>> program(ByteReader* r, bool sent);
 
   std::unique_ptr<Executor> executor_;
@@ -48,6 +56,8 @@ class Host {
   // Each reply's pieces, reused: an iteration allocates nothing here.
   ByteWriter head_, body_;
   std::vector<std::string_view> parts_;
+  // end_run's output fields when they go in a sealed memory file.
+  std::optional<SealedMemory> sealed_outputs_;
 };
 
 Result<std::shared_ptr<const ProgramImage>> Host::program(ByteReader* r, bool sent) {
@@ -133,15 +143,50 @@ Status Host::iterate(ByteReader* r, ByteWriter* out) {
   return st;
 }
 
-Status Host::end_run(ByteReader* r, ByteWriter* out, std::vector<std::vector<uint8_t>>* fields) {
+Status Host::end_run(ByteReader* r, ByteWriter* out, OutputFieldBytes* fields) {
   const bool want = r->u8() != 0;
   LIZARD_RETURN_IF_ERROR(r->status("end_run"));
   run_program_.reset();
-  auto got = executor_->end_run(want);
-  if (got.ok()) *fields = std::move(got).value();
-  out->u64(fields->size());
-  for (const auto& f : *fields) out->length(f.size());  // the bytes follow as parts
-  return got.status();
+  std::vector<uint64_t> sizes = want ? executor_->output_field_sizes() : std::vector<uint64_t>{};
+  Status st;
+  bool ended = false;
+  if (total_of(sizes) >= kSealedOutputBytes) {
+    // Large outputs go in a memory file the worker maps: written there by
+    // the executor itself (a GPU's download), with no copy in between.
+    auto sealed = SealedMemory::make(total_of(sizes), [&](char* to) {
+      ended = true;
+      std::vector<char*> places;
+      for (uint64_t n : sizes) {
+        places.push_back(n ? to : nullptr);
+        to += n;
+      }
+      return executor_->end_run_into(places);
+    });
+    st = sealed.status();
+    if (sealed.ok()) sealed_outputs_ = std::move(sealed).value();
+  }
+  if (!ended) {
+    auto got = executor_->end_run_in_place(want);
+    st = got.status();
+    if (got.ok()) *fields = std::move(got).value();
+    sizes.clear();
+    for (std::string_view f : fields->fields) sizes.push_back(f.size());
+    if (total_of(sizes) >= kSealedOutputBytes) {
+      auto sealed = SealedMemory::make(total_of(sizes), [&](char* to) {
+        for (std::string_view f : fields->fields) {
+          if (!f.empty()) std::memcpy(to, f.data(), f.size());
+          to += f.size();
+        }
+        return Status::Ok();
+      });
+      if (sealed.ok()) sealed_outputs_ = std::move(sealed).value();  // else as parts
+    }
+  }
+  if (!st.ok()) sealed_outputs_.reset();
+  out->u64(sizes.size());
+  for (uint64_t n : sizes) out->length(n);  // the bytes follow as parts, or are in the file
+  out->u8(sealed_outputs_ ? 1 : 0);
+  return st;
 }
 
 bool Host::serve(std::string_view frame, FrameChannel* channel) {
@@ -149,7 +194,7 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
   const auto op = static_cast<ExecutorOp>(r.u8());
   ByteWriter& body = body_;
   body.out().clear();
-  std::vector<std::vector<uint8_t>> fields;  // end_run's, sent as parts
+  OutputFieldBytes fields;  // end_run's, sent as parts or in sealed_outputs_
   Status st = unusable_;
   if (st.ok()) {
     switch (op) {
@@ -203,8 +248,12 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
   head_.out().clear();
   write_reply_head(&head_, st, lost);
   parts_.assign({head_.out(), body.out()});
-  for (const auto& f : fields)
-    parts_.emplace_back(reinterpret_cast<const char*>(f.data()), f.size());
+  if (sealed_outputs_) {
+    (void)channel->send_with_descriptor(parts_.data(), parts_.size(), sealed_outputs_->fd());
+    sealed_outputs_.reset();
+    return !lost;
+  }
+  parts_.insert(parts_.end(), fields.fields.begin(), fields.fields.end());
   (void)channel->send_parts(parts_.data(), parts_.size());
   return !lost;
 }

@@ -12,7 +12,9 @@
 // stats and the aggregate bytes.  Large byte strings are not copied into a
 // frame: a begin_run request is followed by one frame per dataset field,
 // which the host reads straight into its buffer (FrameChannel::receive_into),
-// and end_run's output fields are parts of its reply (send_parts).
+// and end_run's output fields are parts of its reply (send_parts) or, when
+// they come to kSealedOutputBytes or more, one sealed memory file passed
+// with it (common/sealed_memory.h), which the worker maps where it is.
 //
 //   ByteWriter w;  w.u8(op);  w.bytes(state);  channel.send(w.out());
 //   ByteReader r(frame);  uint8_t op = r.u8();  ...;  if (!r.ok()) error;
@@ -36,7 +38,7 @@ enum class ExecutorOp : uint8_t {
   kBeginRun = 3,           // program?, params, partition, field heads; a frame per field
                            // sent → compile stats, rows missing, kept rows
   kIterate = 4,            // iteration, first, count (< 0: every row), state → stats, aggregate
-  kEndRun = 5,             // want_outputs → fields
+  kEndRun = 5,             // want_outputs → field sizes, sealed (1 byte), fields
   kRefreshFreeMemory = 6,  // → free memory
   kRefreshLoad = 7,        // → utilisation, launch delay
   kProbe = 8,            // → the executors the backend options select (JSON), then the host exits
@@ -45,6 +47,10 @@ enum class ExecutorOp : uint8_t {
 };
 
 const char* executor_op_name(ExecutorOp op);
+
+// end_run outputs of at least this many bytes together cross in a sealed
+// memory file: below it, the file costs more than the copy it saves.
+constexpr uint64_t kSealedOutputBytes = uint64_t{4} << 20;
 
 // A program as it crosses the channel: its config.yaml and sources (the
 // host regenerates the header), under the hash the worker knows it by.

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/sealed_memory.h"
+
 namespace lizard {
 
 namespace {
@@ -314,24 +316,47 @@ Status ProcessExecutor::iterate_rows(const SectionBuffer& state, int64_t iterati
 }
 
 Result<std::vector<std::vector<uint8_t>>> ProcessExecutor::end_run(bool want_outputs) {
+  LIZARD_ASSIGN_OR_RETURN(OutputFieldBytes got, end_run_in_place(want_outputs));
+  std::vector<std::vector<uint8_t>> fields;
+  for (std::string_view f : got.fields) fields.emplace_back(f.begin(), f.end());
+  return fields;
+}
+
+Result<OutputFieldBytes> ProcessExecutor::end_run_in_place(bool want_outputs) {
   in_run_ = false;
   if (!child_) {  // the rows went with the process
     if (want_outputs) return no_process(ExecutorOp::kEndRun);
-    return std::vector<std::vector<uint8_t>>{};
+    return OutputFieldBytes{};
   }
   ByteWriter w;
   w.u8(want_outputs ? 1 : 0);
   std::string_view part = w.out();
-  std::string frame;
-  LIZARD_RETURN_IF_ERROR(call(ExecutorOp::kEndRun, &part, 1, &frame));
-  Reply reply(frame);
+  auto frame = std::make_shared<std::string>();
+  LIZARD_RETURN_IF_ERROR(call(ExecutorOp::kEndRun, &part, 1, frame.get()));
+  OwnedFd fd = child_->channel().take_descriptor();
+  Reply reply(*frame);
   Status st = reply.head();
   const uint64_t n = reply.reader.u64();
   std::vector<uint64_t> sizes;
-  for (uint64_t i = 0; i < n && reply.reader.ok(); ++i) sizes.push_back(reply.reader.u64());
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < n && reply.reader.ok(); ++i) {
+    sizes.push_back(reply.reader.u64());
+    total += sizes.back();
+  }
+  const bool sealed = reply.reader.u8() != 0;
   std::string_view rest = reply.reader.rest();
   if (st.ok()) st = reply.reader.status("end_run");
-  std::vector<std::vector<uint8_t>> fields;
+  OutputFieldBytes out;
+  out.owner = frame;
+  if (st.ok() && sealed) {  // the bytes are in the memory file that came with the reply
+    auto mapped = MappedSealedMemory::map(std::move(fd), total);
+    if (mapped.ok()) {
+      rest = (*mapped)->bytes();
+      out.owner = std::move(mapped).value();
+    } else {
+      st = mapped.status().with_context("the executor process's outputs");
+    }
+  }
   size_t off = 0;
   for (uint64_t s : sizes) {
     if (!st.ok()) break;
@@ -339,12 +364,12 @@ Result<std::vector<std::vector<uint8_t>>> ProcessExecutor::end_run(bool want_out
       st = internal_error("the executor process sent fewer output bytes than it announced");
       break;
     }
-    fields.emplace_back(rest.begin() + off, rest.begin() + off + s);
+    out.fields.push_back(rest.substr(off, s));
     off += s;
   }
   if (reply.lost) end_lost_process();
   if (!st.ok()) return st;
-  return fields;
+  return out;
 }
 
 void ProcessExecutor::refresh_free_memory() {

@@ -59,6 +59,8 @@ class ProcessExecutor : public Executor {
   Status iterate_rows(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
                       IterationStats* stats, int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
+  // Large outputs stay in the memory file the process sent them in, mapped here.
+  Result<OutputFieldBytes> end_run_in_place(bool want_outputs) override;
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override;
   void refresh_load() override;

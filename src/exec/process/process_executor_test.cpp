@@ -7,14 +7,17 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <numeric>
 #include <thread>
 
 #include "exec/cpu/cpu_executor.h"
 #include "exec/process/executor_processes.h"
+#include "exec/process/executor_protocol.h"
 #include "program/bundle.h"
 #include "program/testing/program_images.h"
 #include "tests/allocations.h"
@@ -153,6 +156,56 @@ TEST(ProcessExecutor, GivesTheResultsOfTheExecutorInThisProcess) {
   EXPECT_EQ(shared.outputs, a.outputs);
   remote->refresh_free_memory();
   EXPECT_GT(remote->info().free_memory, 0u);
+}
+
+// Whether `p` lies in a mapping of a sealed memory file (common/sealed_memory.h).
+bool in_sealed_mapping(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  for (std::string line; std::getline(maps, line);) {
+    unsigned long long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx", &lo, &hi) != 2) continue;
+    if (at >= lo && at < hi) return line.find("memfd:lizard-sealed") != std::string::npos;
+  }
+  return false;
+}
+
+// Large outputs come back in the memory file the process wrote them to,
+// mapped where they are rather than copied through the channel, with the
+// bytes of the executor in this process; small ones come in the reply.
+TEST(ProcessExecutor, LargeOutputsComeBackInTheMemoryFileTheProcessWroteThemTo) {
+  ProgramImage p = testing::program_image(kScaleYaml, kScaleKernel);
+  auto remote = start_cpu();
+  ASSERT_TRUE(remote);
+  CpuExecutorOptions o;
+  o.threads = 2;
+  o.cache_dir = cache_dir();
+  auto local = make_cpu_executor(o);
+  auto params = bind_params(p.manifest, {{"scale", 2.0}});
+  for (size_t rows : {size_t{1000}, size_t{3} << 20}) {
+    std::vector<OutputFieldBytes> outs;
+    for (Executor* e :
+         {static_cast<Executor*>(remote.get()), static_cast<Executor*>(local.get())}) {
+      PartitionData d;
+      d.rows = static_cast<int64_t>(rows);
+      d.fields = {floats(rows), {}};
+      ASSERT_TRUE(e->begin_run(p, *params, std::move(d)).ok());
+      auto state = make_section(p.manifest.state, p.manifest, *params);
+      auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
+      IterationStats stats;
+      ASSERT_TRUE(e->iterate(*state, 0, &*agg, &stats).ok());
+      auto got = e->end_run_in_place(true);
+      ASSERT_TRUE(got.ok()) << got.status().message();
+      outs.push_back(std::move(got).value());
+    }
+    ASSERT_EQ(outs[0].fields.size(), 2u);
+    EXPECT_TRUE(outs[0].fields[0].empty());
+    ASSERT_EQ(outs[0].fields[1].size(), rows * sizeof(float));
+    EXPECT_TRUE(outs[0].fields[1] == outs[1].fields[1]) << rows << " rows";
+    EXPECT_EQ(in_sealed_mapping(outs[0].fields[1].data()),
+              rows * sizeof(float) >= kSealedOutputBytes)
+        << rows << " rows";
+  }
 }
 
 // The iteration crosses to the executor process: its kernels read it in
