@@ -415,9 +415,10 @@ void HttpRoutes::get_field(Call& c, Responder& r) {
     name.resize(name.size() - 4);
   s_.offload([runs = s_.runs, id = c.path["id"], name, respond = std::move(r)] {
     answer_guarded(respond, [&](const Responder& respond) {
-      auto bytes = runs->field_npy(id, name);
-      if (!bytes.ok()) return respond(error_response(bytes.status()));
-      respond({200, "application/octet-stream", std::move(bytes).value()});
+      auto npy = runs->field_download(id, name);
+      if (!npy.ok()) return respond(error_response(npy.status()));
+      respond({200, "application/octet-stream", std::move(npy->head), npy->tail,
+               std::move(npy->owner)});
     });
   });
 }

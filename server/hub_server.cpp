@@ -22,6 +22,7 @@
 #include "net/tls_context.h"
 #include "net/ws_channel_open.h"
 #include "server/accept_backoff.h"
+#include "server/shared_tail_body.h"
 #include "server/upload_body.h"
 #include "server/upload_reader.h"
 
@@ -389,7 +390,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       auto res = std::make_shared<http::response<http::empty_body>>(
           static_cast<http::status>(r.status), 11);
       start_response(*res, r);
-      res->content_length(r.body.size());
+      res->content_length(r.body.size() + r.body_tail.size());
+      return send(res);
+    }
+    if (!r.body_tail.empty()) {  // written from where the tail lies
+      auto res =
+          std::make_shared<http::response<SharedTailBody>>(static_cast<http::status>(r.status), 11);
+      start_response(*res, r);
+      res->body() = {std::move(r.body), r.body_tail, std::move(r.body_tail_owner)};
+      res->prepare_payload();
       return send(res);
     }
     auto res = std::make_shared<http::response<http::string_body>>(

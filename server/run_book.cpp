@@ -304,7 +304,7 @@ RunStatus RunBook::store_finished(const std::shared_ptr<RunRecord>& run, RunStat
   if (writer_) (void)writer_->settle(run->id);  // the finished record drops its checkpoint
   std::vector<RunStore::FieldBytes> fields;
   for (const auto& [name, f] : run->outputs)
-    fields.push_back({name, npy_header(f.type, f.dims), f.bytes});
+    fields.push_back({name, npy_header(f.type, f.dims), f.view()});
   auto record_as = [&](RunStatus s) {
     std::lock_guard<std::mutex> l(mu_);
     json j = run->to_json();
@@ -406,37 +406,49 @@ void RunBook::hold_stored_outputs_locked(const std::shared_ptr<RunRecord>& run) 
   uint64_t bytes = 0;
   for (auto& [name, f] : run->outputs) {
     f.stored = true;
-    bytes += f.bytes.size();
+    bytes += f.size();
   }
   if (bytes == 0) return;
   held_outputs_.push_back(run);
   held_output_bytes_ += bytes;
   while (held_output_bytes_ > max_held_output_bytes_ && !held_outputs_.empty()) {
     for (auto& [name, f] : held_outputs_.front()->outputs) {
-      held_output_bytes_ -= f.bytes.size();
-      std::string().swap(f.bytes);
+      held_output_bytes_ -= f.size();
+      f.bytes.reset();  // downloads under way keep theirs
     }
     held_outputs_.pop_front();
   }
 }
 
 Result<std::string> RunBook::field_npy(const std::string& id, const std::string& name) const {
+  LIZARD_ASSIGN_OR_RETURN(FieldDownload d, field_download(id, name));
+  return d.head + std::string(d.tail);
+}
+
+Result<RunBook::FieldDownload> RunBook::field_download(const std::string& id,
+                                                       const std::string& name) const {
   std::shared_ptr<RunRecord> run;
   {
     std::lock_guard<std::mutex> l(mu_);
     auto it = runs_.find(id);
     if (it != runs_.end() && is_finished(it->second->status)) run = it->second;
     if (!run) return not_found("no finished run " + id);
-    // Held in memory (or never stored): copied under the lock, as a newer
-    // run's fields may drop these bytes.
+    // Held in memory (or never stored): shared under the lock, as a newer
+    // run's fields may let go of these bytes.
     auto f = run->outputs.find(name);
-    if (f != run->outputs.end() && (!f->second.stored || !f->second.bytes.empty()))
-      return npy_bytes(f->second.type, f->second.dims, f->second.bytes.data());
+    if (f != run->outputs.end() && (!f->second.stored || f->second.bytes)) {
+      const OutputField& of = f->second;
+      return FieldDownload{npy_header(of.type, of.dims), of.view(), of.bytes};
+    }
   }
+  auto from_store = [&]() -> Result<FieldDownload> {
+    LIZARD_ASSIGN_OR_RETURN(std::string blob, store_->load_blob(run->id, name));
+    return FieldDownload{std::move(blob), {}, nullptr};
+  };
   auto f = run->outputs.find(name);  // its entries no longer change, only their bytes
-  if (f != run->outputs.end() && store_) return store_->load_blob(run->id, name);
+  if (f != run->outputs.end() && store_) return from_store();
   if (store_ && run->restored.contains("fields") && run->restored["fields"].contains(name)) {
-    auto blob = store_->load_blob(run->id, name);
+    auto blob = from_store();
     if (blob.ok()) return blob;
   }
   return not_found("run " + run->id + " has no field '" + name + "'");

@@ -149,7 +149,16 @@ class RunBook {
   // names none, and is refused) and GET /runtimes/<id>.
   Result<nlohmann::json> list_json(const std::optional<std::string>& status = std::nullopt) const;
   Result<nlohmann::json> get_json(const std::string& id) const;
-  // A finished run's field as .npy bytes.
+  // A finished run's field as .npy bytes: its header, and its bytes where
+  // the record holds them (kept alive by `owner`), or the whole file read
+  // back from the run store in `head`.
+  struct FieldDownload {
+    std::string head;
+    std::string_view tail;
+    std::shared_ptr<const void> owner;
+  };
+  Result<FieldDownload> field_download(const std::string& id, const std::string& name) const;
+  // The same, joined.
   Result<std::string> field_npy(const std::string& id, const std::string& name) const;
   std::map<RunStatus, int64_t> count_by_status() const;
   // Ok while the run store's state directory and database are in place (or

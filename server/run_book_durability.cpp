@@ -250,7 +250,7 @@ std::vector<std::string> RunBook::prune(int64_t keep_runs, double keep_days) {
       named_by_pruned.insert(r->uploads.begin(), r->uploads.end());
       auto held = std::find(held_outputs_.begin(), held_outputs_.end(), r);
       if (held != held_outputs_.end()) {
-        for (const auto& [name, f] : r->outputs) held_output_bytes_ -= f.bytes.size();
+        for (const auto& [name, f] : r->outputs) held_output_bytes_ -= f.size();
         held_outputs_.erase(held);
       }
     }

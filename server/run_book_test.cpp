@@ -157,6 +157,36 @@ TEST_F(RunBookTest, FinishedRunsAndTheirFieldsSurviveARestart) {
   EXPECT_EQ(submit(again)->id, "r2");
 }
 
+// A download under way keeps the bytes it was given, sent from the record's
+// own copy, when newer runs' fields push them out of memory.
+TEST_F(RunBookTest, ADownloadKeepsItsFieldWhenNewerRunsPushItOutOfMemory) {
+  RunBook book(dir_.path(), /*held_output_bytes=*/3 * sizeof(float));
+  auto finish_run_of = [&](float v) {
+    auto r = submit(book);
+    EXPECT_TRUE(book.start(r, {{"w1", 0}}));
+    const float y[3] = {v, v, v};
+    book.update(r, [&](RunRecord& rec) {
+      rec.outputs["y"] = OutputField{
+          DType::kFloat32, {3}, std::string(reinterpret_cast<const char*>(y), sizeof y)};
+    });
+    book.finish(r, Status::Ok());
+    return r;
+  };
+  auto first = finish_run_of(1.0f);
+  auto download = book.field_download(first->id, "y");
+  ASSERT_TRUE(download.ok()) << download.status().message();
+  EXPECT_EQ(download->tail.data(), first->outputs.at("y").bytes->data());  // not copied
+  finish_run_of(2.0f);
+  EXPECT_FALSE(first->outputs.at("y").bytes);  // let go by the record
+  const float ones[3] = {1.0f, 1.0f, 1.0f};
+  EXPECT_EQ(download->head + std::string(download->tail), npy_bytes(DType::kFloat32, {3}, ones));
+  // A download begun now reads the store.
+  auto later = book.field_download(first->id, "y");
+  ASSERT_TRUE(later.ok()) << later.status().message();
+  EXPECT_TRUE(later->tail.empty());
+  EXPECT_EQ(later->head, npy_bytes(DType::kFloat32, {3}, ones));
+}
+
 // Stored fields stay in memory for the newest runs only, up to the bound;
 // older ones are read from the store, with the same bytes.
 TEST_F(RunBookTest, OnlyTheNewestStoredFieldsStayInMemory) {
@@ -173,9 +203,9 @@ TEST_F(RunBookTest, OnlyTheNewestStoredFieldsStayInMemory) {
     book.finish(r, Status::Ok());
     runs.push_back(r);
   }
-  EXPECT_TRUE(runs[0]->outputs.at("y").bytes.empty());
-  EXPECT_FALSE(runs[1]->outputs.at("y").bytes.empty());
-  EXPECT_FALSE(runs[2]->outputs.at("y").bytes.empty());
+  EXPECT_FALSE(runs[0]->outputs.at("y").bytes);
+  EXPECT_TRUE(runs[1]->outputs.at("y").bytes);
+  EXPECT_TRUE(runs[2]->outputs.at("y").bytes);
   for (int i = 0; i < 3; ++i) {
     const float y[3] = {1.0f * i, 2.0f * i, 3.0f * i};
     auto npy = book.field_npy(runs[i]->id, "y");

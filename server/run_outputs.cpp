@@ -43,8 +43,8 @@ Status gather_outputs(const std::shared_ptr<RunRecord>& run, const DriverContext
     for (size_t k = 0; k < m.dataset.size(); ++k) {
       const FieldSpec& f = m.dataset[k];
       if (!req.want_output[k]) continue;
-      OutputField of{f.type, {}, ""};
-      LIZARD_ASSIGN_OR_RETURN(of.dims, field_dims(f, m, req.params, req.rows));
+      std::string joined;
+      LIZARD_ASSIGN_OR_RETURN(auto dims, field_dims(f, m, req.params, req.rows));
       for (const auto& id : participants) {  // plan order == row order
         Message& msg = outs->at(id);
         auto parsed = RunOutputsMsg::parse(msg.header);
@@ -56,14 +56,14 @@ Status gather_outputs(const std::shared_ptr<RunRecord>& run, const DriverContext
           const bool whole = participants.size() == 1 && parsed->fields.size() == 1 &&
                              part.bytes == msg.payload.size();
           if (part.name == f.name && whole)
-            of.bytes = std::move(msg.payload);  // one worker's one field: no copy
+            joined = std::move(msg.payload);  // one worker's one field: no copy
           else if (part.name == f.name)
-            of.bytes.append(msg.payload, off, part.bytes);
+            joined.append(msg.payload, off, part.bytes);
           off += part.bytes;
         }
       }
-      output_bytes += of.bytes.size();
-      outputs[f.name] = std::move(of);
+      output_bytes += joined.size();
+      outputs[f.name] = OutputField(f.type, std::move(dims), std::move(joined));
     }
   }
   auto add_section = [&](const SectionBuffer& sec) {

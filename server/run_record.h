@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/dtype.h"
@@ -39,12 +40,21 @@ inline bool is_finished(RunStatus s) {
 
 // A field of a finished run, downloadable as .npy.
 struct OutputField {
+  OutputField() = default;
+  OutputField(DType t, std::vector<int64_t> d, std::string b)
+      : type(t), dims(std::move(d)), bytes(std::make_shared<const std::string>(std::move(b))) {}
+
   DType type = DType::kFloat32;
   std::vector<int64_t> dims;
-  std::string bytes;
-  // The bytes are in the run store (and `bytes` empty): a finished run's
-  // fields are read from there, so that records kept for days hold none.
+  // Shared with the downloads under way, which keep them after newer runs'
+  // fields push them out of memory; null once they are only in the store.
+  std::shared_ptr<const std::string> bytes;
+  // The bytes are in the run store: a finished run's fields are read from
+  // there once let go here, so that records kept for days hold none.
   bool stored = false;
+
+  size_t size() const { return bytes ? bytes->size() : 0; }
+  std::string_view view() const { return bytes ? std::string_view(*bytes) : std::string_view(); }
 };
 
 // One completed iteration, as the record lists it.

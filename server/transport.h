@@ -34,6 +34,10 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // More of the body, after `body`: bytes that lie elsewhere (a run's output
+  // field, kept alive by `body_tail_owner`), sent from there, not copied in.
+  std::string_view body_tail = {};
+  std::shared_ptr<const void> body_tail_owner = {};
 };
 
 // Where a request body streamed to disk (POST /datasets) goes, chunk by chunk
