@@ -25,6 +25,7 @@ Result<SealedMemory> SealedMemory::make(size_t bytes, const std::function<Status
   if (fd.get() < 0) return errno_error("memfd_create");
   if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) return errno_error("ftruncate");
   if (bytes > 0) {
+    // Not populated: allocating its pages as the fill writes them is cheaper.
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
     if (p == MAP_FAILED) return errno_error("mmap");
     Status filled = fill(static_cast<char*>(p));

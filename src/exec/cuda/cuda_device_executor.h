@@ -247,6 +247,9 @@ class CudaExecutor final : public Executor {
   Status fail_iteration(CUresult r, const std::string& where);
   static std::string kernels_of(const Run& run);
   Status finish_run(bool want_outputs, const std::vector<char*>& to);
+  // Output field k of the run to `to`.
+  Status download_field(size_t k, char* to);
+  static constexpr size_t kStagedDownloadBytes = size_t{4} << 20;
   void release_run();
   // A run's device buffers (dataset fields, state, aggregate) and its pinned
   // staging buffer, kept when it ends for the next run: freeing device memory

@@ -215,6 +215,19 @@ Status CudaExecutor::allocate_run(Run* run, PartitionData* data,
   return Status::Ok();
 }
 
+// A large field crosses the bus through the pinned staging buffers, at the
+// bus's rate, while the last chunk is copied out; a small one directly.
+Status CudaExecutor::download_field(size_t k, char* to) {
+  const size_t bytes = run_->field_bytes[k];
+  if (bytes >= kStagedDownloadBytes && !staging_) {
+    auto made = PinnedStaging::create(cu_);
+    if (made.ok()) staging_ = std::move(made).value();
+  }
+  if (bytes < kStagedDownloadBytes || !staging_)
+    return check(cu_->cuMemcpyDtoH(to, run_->fields[k], bytes), "cuMemcpyDtoH");
+  return staging_->download(run_->fields[k], reinterpret_cast<uint8_t*>(to), bytes, stream_);
+}
+
 Status CudaExecutor::load_file_rows(const FileRows& rows, CUdeviceptr to, const std::string& name) {
   if (!staging_) {
     auto made = PinnedStaging::create(cu_);
@@ -487,8 +500,8 @@ Status CudaExecutor::finish_run(bool want_outputs, const std::vector<char*>& to)
     const Manifest& man = run_->program.manifest;
     for (size_t k = 0; k < man.dataset.size() && k < to.size() && st.ok(); ++k) {
       if (!man.dataset[k].output || run_->field_bytes[k] == 0 || !to[k]) continue;
-      st = check(cu_->cuMemcpyDtoH(to[k], run_->fields[k], run_->field_bytes[k]),
-                 "downloading output field '" + man.dataset[k].name + "'");
+      st = download_field(k, to[k]).with_context("downloading output field '" +
+                                                 man.dataset[k].name + "'");
     }
   }
   release_run();

@@ -158,6 +158,39 @@ TEST_F(CudaGpu, RunsAProgramAndMatchesTheHost) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i] - 3) << i;
 }
 
+// Output fields larger than the staging chunks come back through the pinned
+// staging buffers, chunk by chunk with an odd tail, into memory the caller
+// chose (end_run_into) as well as into end_run's own vectors.
+TEST_F(CudaGpu, LargeOutputsComeBackWholeThroughTheStagingBuffers) {
+  std::vector<int32_t> x((size_t{70} << 20) / 4 + 5);  // two 32 MiB chunks and a tail
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int32_t>(i * 7 % 1000003);
+  ASSERT_TRUE(gpu_->build(program_).ok());
+  ParamValues p = params(0);
+  for (bool into : {true, false}) {
+    ASSERT_TRUE(gpu_->begin_run(program_, p, partition(x)).ok());
+    SectionBuffer state = section(program_.manifest.state, p);
+    SectionBuffer agg = section(program_.manifest.aggregate, p);
+    const int32_t offset = 11;
+    std::memcpy(state.data(*state.find("offset")), &offset, 4);
+    IterationStats stats;
+    ASSERT_TRUE(gpu_->iterate(state, 0, &agg, &stats).ok());
+    std::vector<int32_t> y(x.size(), -1);
+    if (into) {
+      const std::vector<uint64_t> sizes = gpu_->output_field_sizes();
+      ASSERT_EQ(sizes, (std::vector<uint64_t>{0, x.size() * 4}));
+      Status st = gpu_->end_run_into({nullptr, reinterpret_cast<char*>(y.data())});
+      ASSERT_TRUE(st.ok()) << st.message();
+    } else {
+      auto out = gpu_->end_run(true);
+      ASSERT_TRUE(out.ok()) << out.status().message();
+      ASSERT_EQ((*out)[1].size(), x.size() * 4);
+      std::memcpy(y.data(), (*out)[1].data(), (*out)[1].size());
+    }
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(y[i], x[i] + offset) << i << (into ? " into" : "");
+  }
+}
+
 // A run takes the state, aggregate and staging buffers the last one left:
 // back-to-back runs of other sizes still give each its own answer.
 TEST_F(CudaGpu, BackToBackRunsGiveTheirOwnAnswers) {

@@ -1,5 +1,8 @@
 #include "exec/cuda/pinned_staging.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace lizard {
 namespace cuda {
 
@@ -45,6 +48,31 @@ Status PinnedStaging::load(const FileRows& rows, CUdeviceptr dst, CUstream strea
   };
   Status st = load_in_chunks(file, buffers_, chunk_bytes_, threads, sink, times);
   // Every buffer is free again before the next load reads into it.
+  for (CUevent ev : events_) (void)cu_->cuEventSynchronize(ev);
+  return st;
+}
+
+Status PinnedStaging::download(CUdeviceptr src, uint8_t* dst, size_t bytes, CUstream stream) {
+  if (buffers_.empty()) return internal_error("the staging buffers were freed");
+  const size_t n = buffers_.size();
+  const size_t chunks = (bytes + chunk_bytes_ - 1) / chunk_bytes_;
+  auto chunk_size = [&](size_t i) { return std::min(chunk_bytes_, bytes - i * chunk_bytes_); };
+  auto copy_out = [&](size_t i) -> Status {
+    LIZARD_RETURN_IF_ERROR(
+        cu_->check(cu_->cuEventSynchronize(events_[i % n]), "waiting for a staging buffer"));
+    std::memcpy(dst + i * chunk_bytes_, buffers_[i % n], chunk_size(i));
+    return Status::Ok();
+  };
+  Status st;
+  for (size_t i = 0; i < chunks && st.ok(); ++i) {
+    // Buffer i % n last held chunk i - n, copied out already.
+    st = cu_->check(
+        cu_->cuMemcpyDtoHAsync(buffers_[i % n], src + i * chunk_bytes_, chunk_size(i), stream),
+        "downloading an output field");
+    if (st.ok()) st = cu_->check(cu_->cuEventRecord(events_[i % n], stream), "cuEventRecord");
+    if (st.ok() && i > 0) st = copy_out(i - 1);
+  }
+  if (st.ok() && chunks > 0) st = copy_out(chunks - 1);
   for (CUevent ev : events_) (void)cu_->cuEventSynchronize(ev);
   return st;
 }

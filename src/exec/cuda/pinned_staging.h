@@ -3,6 +3,7 @@
 // load_in_chunks (exec/chunked_load.h) reads chunk i + 1 while chunk i is
 // copied to the device on the run's stream.  Copies from pinned memory run
 // at the bus's rate and leave the host thread free to read the next chunk.
+// A run's output fields come back through them the other way (download).
 //
 // Made once per executor (allocating pinned memory costs milliseconds), with
 // the executor's context current, and used and destroyed with it current.
@@ -44,6 +45,10 @@ class PinnedStaging {
   // the last copies may still be in flight on `stream`.
   Status load(const FileRows& rows, CUdeviceptr dst, CUstream stream, int threads,
               LoadTimes* times);
+  // Copies `bytes` of device memory at `src` to host memory at `dst` (any
+  // memory: a mapped file, say) through the buffers, chunk i + 1 crossing
+  // the bus while chunk i is copied out; done on return.
+  Status download(CUdeviceptr src, uint8_t* dst, size_t bytes, CUstream stream);
   // A context reset freed the buffers and events: forget them.
   void forget();
 
