@@ -143,6 +143,37 @@ Status Host::iterate(ByteReader* r, ByteWriter* out) {
   return st;
 }
 
+// A memory file of the fields' bytes, one after another.
+Result<SealedMemory> seal_copy_of(const std::vector<std::string_view>& fields) {
+  uint64_t total = 0;
+  for (std::string_view f : fields) total += f.size();
+  return SealedMemory::make(total, [&](char* to) {
+    for (std::string_view f : fields) {
+      if (!f.empty()) std::memcpy(to, f.data(), f.size());
+      to += f.size();
+    }
+    return Status::Ok();
+  });
+}
+
+// Ends the run into a memory file of the fields of `sizes`, one after
+// another, written there by the executor itself (a GPU's download, with no
+// copy in between).  *ended says whether the executor was asked to end it.
+Result<SealedMemory> end_run_into_file(Executor* e, const std::vector<uint64_t>& sizes,
+                                       bool* ended) {
+  return SealedMemory::make(total_of(sizes), [&](char* to) {
+    *ended = true;
+    std::vector<char*> places;
+    for (uint64_t n : sizes) {
+      places.push_back(n ? to : nullptr);
+      to += n;
+    }
+    return e->end_run_into(places);
+  });
+}
+
+// Large outputs go in a memory file the worker maps; small ones follow the
+// reply as parts.
 Status Host::end_run(ByteReader* r, ByteWriter* out, OutputFieldBytes* fields) {
   const bool want = r->u8() != 0;
   LIZARD_RETURN_IF_ERROR(r->status("end_run"));
@@ -151,40 +182,24 @@ Status Host::end_run(ByteReader* r, ByteWriter* out, OutputFieldBytes* fields) {
   Status st;
   bool ended = false;
   if (total_of(sizes) >= kSealedOutputBytes) {
-    // Large outputs go in a memory file the worker maps: written there by
-    // the executor itself (a GPU's download), with no copy in between.
-    auto sealed = SealedMemory::make(total_of(sizes), [&](char* to) {
-      ended = true;
-      std::vector<char*> places;
-      for (uint64_t n : sizes) {
-        places.push_back(n ? to : nullptr);
-        to += n;
-      }
-      return executor_->end_run_into(places);
-    });
+    auto sealed = end_run_into_file(executor_.get(), sizes, &ended);
     st = sealed.status();
     if (sealed.ok()) sealed_outputs_ = std::move(sealed).value();
   }
-  if (!ended) {
+  if (!ended) {  // an executor that gives its outputs back, or no memory file
     auto got = executor_->end_run_in_place(want);
     st = got.status();
     if (got.ok()) *fields = std::move(got).value();
     sizes.clear();
     for (std::string_view f : fields->fields) sizes.push_back(f.size());
     if (total_of(sizes) >= kSealedOutputBytes) {
-      auto sealed = SealedMemory::make(total_of(sizes), [&](char* to) {
-        for (std::string_view f : fields->fields) {
-          if (!f.empty()) std::memcpy(to, f.data(), f.size());
-          to += f.size();
-        }
-        return Status::Ok();
-      });
+      auto sealed = seal_copy_of(fields->fields);
       if (sealed.ok()) sealed_outputs_ = std::move(sealed).value();  // else as parts
     }
   }
   if (!st.ok()) sealed_outputs_.reset();
   out->u64(sizes.size());
-  for (uint64_t n : sizes) out->length(n);  // the bytes follow as parts, or are in the file
+  for (uint64_t n : sizes) out->length(n);
   out->u8(sealed_outputs_ ? 1 : 0);
   return st;
 }
