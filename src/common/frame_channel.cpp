@@ -56,6 +56,7 @@ FrameChannel& FrameChannel::operator=(FrameChannel&& o) noexcept {
     socket_frame_unanswered_ = o.socket_frame_unanswered_;
     peer_reads_mailbox_ = o.peer_reads_mailbox_;
     received_fd_ = std::move(o.received_fd_);
+    last_frame_by_socket_ = o.last_frame_by_socket_;
     o.fd_ = -1;
     o.header_got_ = 0;
     o.out_ = o.in_ = nullptr;

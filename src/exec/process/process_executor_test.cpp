@@ -43,6 +43,14 @@ std::unique_ptr<ProcessExecutor> start_cpu() {
   return e.ok() ? std::move(e).value() : nullptr;
 }
 
+// The same backend in this process, for comparisons.
+std::unique_ptr<Executor> local_cpu() {
+  CpuExecutorOptions o;
+  o.threads = 2;
+  o.cache_dir = cache_dir();
+  return make_cpu_executor(o);
+}
+
 ProgramImage faults() {
   auto b = read_program_dir(LIZARD_SOURCE_DIR "/tests/e2e/programs/faults");
   EXPECT_TRUE(b.ok()) << b.status().message();
@@ -133,10 +141,7 @@ TEST(ProcessExecutor, GivesTheResultsOfTheExecutorInThisProcess) {
   EXPECT_EQ(remote->info().kind, "cpu");
   EXPECT_EQ(remote->info().sm_count, 2);
   ASSERT_TRUE(remote->build(p).ok());
-  CpuExecutorOptions o;
-  o.threads = 2;
-  o.cache_dir = cache_dir();
-  auto local = make_cpu_executor(o);
+  auto local = local_cpu();
   Outcome a = run_scale(remote.get(), p), b = run_scale(local.get(), p);
   ASSERT_TRUE(a.status.ok()) << a.status.message();
   ASSERT_TRUE(b.status.ok()) << b.status.message();
@@ -177,10 +182,7 @@ TEST(ProcessExecutor, LargeOutputsComeBackInTheMemoryFileTheProcessWroteThemTo) 
   ProgramImage p = testing::program_image(kScaleYaml, kScaleKernel);
   auto remote = start_cpu();
   ASSERT_TRUE(remote);
-  CpuExecutorOptions o;
-  o.threads = 2;
-  o.cache_dir = cache_dir();
-  auto local = make_cpu_executor(o);
+  auto local = local_cpu();
   auto params = bind_params(p.manifest, {{"scale", 2.0}});
   for (size_t rows : {size_t{1000}, size_t{3} << 20}) {
     std::vector<OutputFieldBytes> outs;
@@ -386,10 +388,7 @@ TEST(ProcessExecutor, LoadsLargePartitions) {
   auto params = bind_params(p.manifest, {{"mode", 0}});
   auto e = start_cpu();
   ASSERT_TRUE(e);
-  CpuExecutorOptions o;
-  o.threads = 2;
-  o.cache_dir = cache_dir();
-  auto local = make_cpu_executor(o);
+  auto local = local_cpu();
   double ms[2];
   for (int k = 0; k < 2; ++k) {
     Executor* x = k == 0 ? static_cast<Executor*>(e.get()) : local.get();
