@@ -19,6 +19,7 @@
 #include <fstream>
 #include <vector>
 
+#include "common/owned_fd.h"
 #include "common/write_fully.h"
 #include "net/maybe_tls_stream.h"
 #include "net/tls_context.h"
@@ -223,14 +224,6 @@ Status send_file_copied(Stream& stream, int fd, uint64_t size, const std::string
   return Status::Ok();
 }
 
-// Closes a file descriptor when it goes.
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // `size` bytes to `fd` (common/write_fully.h: in pieces the page cache takes fast).
 Status write_in_pieces(int fd, const char* data, size_t size, const std::string& path) {
   if (int err = write_fully(fd, data, size))
@@ -266,9 +259,9 @@ Status receive_to_file(Stream& stream, beast::flat_buffer& buffer, uint64_t leng
 }
 
 Status write_whole_file(const std::string& path, const std::string& bytes) {
-  const FdCloser out{::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-  if (out.fd < 0) return internal_error("cannot write " + path + ": " + std::strerror(errno));
-  return write_in_pieces(out.fd, bytes.data(), bytes.size(), path);
+  const OwnedFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (out.get() < 0) return internal_error("cannot write " + path + ": " + std::strerror(errno));
+  return write_in_pieces(out.get(), bytes.data(), bytes.size(), path);
 }
 
 }  // namespace
@@ -300,10 +293,10 @@ Result<HttpReply> http_upload_file(const std::string& method, const std::string&
                                    int timeout_s, const std::string& bearer_token,
                                    const TlsClientOptions& tls) {
   LIZARD_ASSIGN_OR_RETURN(ServerUri u, parse_server_uri(url));
-  const FdCloser in{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  const OwnedFd in(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   std::error_code size_error;
   const uint64_t size = std::filesystem::file_size(path, size_error);
-  if (in.fd < 0 || size_error) return not_found("cannot read " + path);
+  if (in.get() < 0 || size_error) return not_found("cannot read " + path);
   net::io_context ioc;
   try {
     LIZARD_ASSIGN_OR_RETURN(MaybeTlsStream stream, connect(ioc, u, timeout_s, tls));
@@ -316,8 +309,8 @@ Result<HttpReply> http_upload_file(const std::string& method, const std::string&
     bool copy = stream.is_tls();
     if (!copy)
       LIZARD_RETURN_IF_ERROR(
-          send_file_plain(stream.socket().native_handle(), in.fd, size, timeout_s, path, &copy));
-    if (copy) LIZARD_RETURN_IF_ERROR(send_file_copied(stream, in.fd, size, path));
+          send_file_plain(stream.socket().native_handle(), in.get(), size, timeout_s, path, &copy));
+    if (copy) LIZARD_RETURN_IF_ERROR(send_file_copied(stream, in.get(), size, path));
     return read_reply(stream);
   } catch (const std::exception& e) {
     return unreachable(u, e);
