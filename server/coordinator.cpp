@@ -48,6 +48,7 @@ void release_body(std::string* body) {
 // loaded on a pool of its own (host_code_pool), so that static initialisers
 // that never return hold none of the request pool's threads.
 void Coordinator::Impl::register_program(std::string body, Responder respond) {
+  if (stopping) return respond(error_response(unavailable("the server is shutting down")));
   boost::asio::post(pool, [this, body = std::move(body), respond = std::move(respond)]() mutable {
     answer_guarded(respond, [&](const Responder& respond) { register_now(body, respond); });
     release_body(&body);
@@ -150,6 +151,7 @@ void Coordinator::Impl::finish_registration(std::shared_ptr<ProgramEntry> prepar
 
 void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bool wait,
                                    Responder respond) {
+  if (stopping) return respond(error_response(unavailable("the server is shutting down")));
   boost::asio::post(pool, [this, hash, body = std::move(body), wait,
                            respond = std::move(respond)]() mutable {
     answer_guarded(std::move(respond), [&](Responder respond) {

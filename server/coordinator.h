@@ -10,7 +10,8 @@
 //
 //   Coordinator c({.state_dir = dir});
 //   HubServer hub(&c, {...}); hub.start();
-//   ...; hub.stop(); c.shutdown();
+//   ...; hub.stop_accepting(); c.shutdown(); hub.stop();
+//   // destroy c, then the hub: what c still holds may hold a connection's answer
 //
 // Threads: HubServer's io thread calls the ServerHandler methods, which never
 // block; program registration and run validation go to a small pool; each
@@ -75,8 +76,9 @@ class Coordinator : public ServerHandler {
   void on_worker_close(const std::string& worker_id, const std::string& why) override;
 
   // Stops the scheduler, the drivers and the pool, fails queued runs and lets
-  // the worker links go.  Call it after stopping the network layer, before
-  // destroying it.
+  // the worker links go; requests that come later are answered at once.
+  // Call it after the network layer stops accepting, and destroy the
+  // coordinator before the network layer.
   void shutdown();
 
  private:

@@ -60,6 +60,12 @@ struct Coordinator::Impl : RouteActions {
   // The request pool: POST /programs and /runtime/... work off the io
   // thread; nothing on it waits on user code.
   boost::asio::thread_pool pool{4};
+  // Runs `work` on the request pool; once the server is stopping (the pool
+  // joined or about to be), on the caller's thread, so that it still answers.
+  void offload(std::function<void()> work) {
+    if (stopping) return work();
+    boost::asio::post(pool, std::move(work));
+  }
   // Compiles and loads programs' host.cpp (each compile bounded by
   // --compile-timeout, each load by --hook-timeout); a registration that
   // waits longer than the compile time-out for a thread here is answered
@@ -101,7 +107,7 @@ struct Coordinator::Impl : RouteActions {
                build_service_options(opts), build_service_hooks()),
         routes({opts.token, opts.read_token},
                {&programs, &workers, &runs, &datasets, this, &metrics,
-                [this](std::function<void()> f) { boost::asio::post(pool, std::move(f)); }, &stager,
+                [this](std::function<void()> f) { offload(std::move(f)); }, &stager,
                 &opts.data_roots, &visibility, &logs}) {}
 
   static BuildServiceOptions build_service_options(const CoordinatorOptions& o) {

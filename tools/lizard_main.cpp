@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -164,7 +165,10 @@ int run_server(ServerFlags f) {
         "listening on {} without a token: anyone who can reach this port can run code on this "
         "server and its workers; set --token (or LIZARD_TOKEN)",
         host);
-  lizard::Coordinator coordinator(co);
+  // The coordinator is destroyed before the hub: work it still holds may hold
+  // a connection's answer, and a connection's sockets and timers belong to
+  // the hub's io context.
+  auto coordinator = std::make_unique<lizard::Coordinator>(co);
   lizard::HubServerOptions ho;
   ho.host = host;
   ho.port = f.port;
@@ -173,7 +177,7 @@ int run_server(ServerFlags f) {
   ho.max_body = f.max_body;
   ho.tls_cert_file = f.tls_cert;
   ho.tls_key_file = f.tls_key;
-  lizard::HubServer hub(&coordinator, ho);
+  lizard::HubServer hub(coordinator.get(), ho);
   if (auto st = hub.start(); !st.ok()) {
     spdlog::error("{}", st.message());
     return 1;
@@ -187,8 +191,9 @@ int run_server(ServerFlags f) {
   spdlog::info("signal {}: shutting down", sig);
   // Requests still waiting (?wait=1) get their answer before the connections end.
   hub.stop_accepting();
-  coordinator.shutdown();
+  coordinator->shutdown();
   hub.stop();
+  coordinator.reset();
   return 0;
 }
 

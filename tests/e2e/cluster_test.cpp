@@ -366,22 +366,6 @@ TEST(Cluster, ServerRestartKeepsProgramsAndRunRecords) {
 namespace lizard {
 namespace {
 
-int connect_raw(const std::string& uri) {
-  const int port = std::stoi(uri.substr(uri.rfind(':') + 1));
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
-
 std::string read_all(int fd) {
   std::string out;
   char buf[4096];
@@ -393,7 +377,7 @@ TEST(Limits, SlowClientsGet408WithoutDelayingOthers) {
   LocalCluster c;
   ASSERT_TRUE(c.start(0, {}, {"--read-timeout", "2"}).ok());
   // A client that sends half a request and stalls...
-  int slow = connect_raw(c.uri());
+  int slow = connect_loopback(c.port());
   ASSERT_GE(slow, 0);
   const std::string half = "POST /programs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n";
   ASSERT_EQ(write(slow, half.data(), half.size()), static_cast<ssize_t>(half.size()));
@@ -418,7 +402,7 @@ TEST(Limits, OversizedBodiesGet413AndHugeHeaders431) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->status, 413);
   EXPECT_NE(r->body.find("too large"), std::string::npos) << r->body;
-  int fd = connect_raw(c.uri());
+  int fd = connect_loopback(c.port());
   ASSERT_GE(fd, 0);
   const std::string req =
       "GET /ruok HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'y') + "\r\n\r\n";

@@ -32,34 +32,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-int connect_raw(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
-
-// Sends `request` as is and returns everything the server sends back
-// before it closes the connection.
-std::string exchange(uint16_t port, const std::string& request) {
-  int fd = connect_raw(port);
-  if (fd < 0) return "";
-  (void)!write(fd, request.data(), request.size());
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
-
 std::string status_line(const std::string& answer) {
   return answer.substr(0, answer.find("\r\n"));
 }
@@ -128,41 +100,40 @@ TEST_F(Hardening, MalformedRequestsGet400WithAJsonError) {
       "GET /ruok HTTP/1.1\r\nHost: x\r\nBad Header Name: 1\r\n\r\n",
   };
   for (const auto& req : bad) {
-    const std::string answer = exchange(c_->port(), req);
+    const std::string answer = raw_exchange(c_->port(), req);
     EXPECT_EQ(status_line(answer), "HTTP/1.1 400 Bad Request") << answer;
     json body = json::parse(body_of(answer), nullptr, false);
     ASSERT_TRUE(body.is_object()) << answer;
     EXPECT_NE(body.value("error", "").find("malformed HTTP request"), std::string::npos) << answer;
   }
   // An oversized header is refused the same way (431, JSON).
-  const std::string big =
-      exchange(c_->port(),
-               "GET /ruok HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'y') + "\r\n\r\n");
+  const std::string big = raw_exchange(c_->port(), "GET /ruok HTTP/1.1\r\nHost: x\r\nX-Big: " +
+                                                       std::string(20000, 'y') + "\r\n\r\n");
   EXPECT_EQ(status_line(big), "HTTP/1.1 431 Request Header Fields Too Large") << big.substr(0, 200);
   EXPECT_TRUE(json::parse(body_of(big), nullptr, false).contains("error"));
 }
 
 TEST_F(Hardening, UnknownMethodsAreRefusedAndHeadAnswersLikeGet) {
   const std::string trace =
-      exchange(c_->port(), "TRACE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      raw_exchange(c_->port(), "TRACE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status_line(trace), "HTTP/1.1 405 Method Not Allowed") << trace;
   EXPECT_NE(json::parse(body_of(trace)).value("error", "").find("TRACE"), std::string::npos);
   const std::string odd =
-      exchange(c_->port(), "BREW /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      raw_exchange(c_->port(), "BREW /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status_line(odd), "HTTP/1.1 501 Not Implemented") << odd;
   EXPECT_TRUE(json::parse(body_of(odd), nullptr, false).contains("error")) << odd;
 
   for (const std::string path : {"/clients", "/programs", "/runtimes", "/ruok", "/datasets"}) {
     auto get = c_->get(path);
     ASSERT_TRUE(get.ok());
-    const std::string head =
-        exchange(c_->port(), "HEAD " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const std::string head = raw_exchange(
+        c_->port(), "HEAD " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(status_line(head), "HTTP/1.1 200 OK") << head;
     EXPECT_EQ(header_of(head, "Content-Length"), std::to_string(get->body.size())) << head;
     EXPECT_EQ(body_of(head), "") << path;
   }
-  const std::string missing =
-      exchange(c_->port(), "HEAD /runtimes/r999 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string missing = raw_exchange(
+      c_->port(), "HEAD /runtimes/r999 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status_line(missing), "HTTP/1.1 404 Not Found") << missing;
   EXPECT_EQ(body_of(missing), "");
 }

@@ -31,33 +31,6 @@ std::string repeat(const std::string& s, int n) {
   return out;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Sends `request` as is; everything the server sends back before it closes
-// the connection (or 10 s pass).
-std::string exchange(uint16_t port, const std::string& request) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return "";
-  }
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  (void)!write(fd, request.data(), request.size());
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
-
 // examples/sum's config.yaml with `aggregate` lines added.
 std::string sum_config(const std::string& aggregate = "") {
   std::string config = read_file(LIZARD_SOURCE_DIR "/examples/sum/config.yaml");
@@ -201,7 +174,7 @@ TEST_F(InputBounds, ProgramNamesWithNewlinesGet400) {
 TEST_F(InputBounds, JsonBodiesOverTheDefaultLimitGet413AtOnce) {
   // 64 MiB + 1: refused from the header, before the body is sent.
   const auto t0 = Clock::now();
-  const std::string answer = exchange(
+  const std::string answer = raw_exchange(
       c_->port(), "POST /runtime/" + sum_ +
                       " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer w\r\n"
                       "Content-Type: application/json\r\nContent-Length: 67108865\r\n\r\n");
@@ -223,22 +196,23 @@ void InputBounds::check_worker_endpoint(const std::string& path) {
       "GET " + path +
       " HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
       "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
-  const std::string with_read = exchange(c_->port(), upgrade + "Authorization: Bearer r\r\n\r\n");
+  const std::string with_read =
+      raw_exchange(c_->port(), upgrade + "Authorization: Bearer r\r\n\r\n");
   EXPECT_EQ(with_read.substr(0, with_read.find("\r\n")), "HTTP/1.1 403 Forbidden") << with_read;
   EXPECT_NE(with_read.find("needs the server's worker token (--token)"), std::string::npos)
       << with_read;
-  const std::string without = exchange(c_->port(), upgrade + "\r\n");
+  const std::string without = raw_exchange(c_->port(), upgrade + "\r\n");
   EXPECT_EQ(without.substr(0, without.find("\r\n")), "HTTP/1.1 401 Unauthorized") << without;
   // Not a WebSocket upgrade, even with the read token: not a 404.
   const std::string plain =
-      exchange(c_->port(), "GET " + path +
-                               "?x=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer r\r\n"
-                               "Connection: close\r\n\r\n");
+      raw_exchange(c_->port(), "GET " + path +
+                                   "?x=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer r\r\n"
+                                   "Connection: close\r\n\r\n");
   EXPECT_EQ(plain.substr(0, plain.find("\r\n")), "HTTP/1.1 403 Forbidden") << plain;
   const std::string plain_worker =
-      exchange(c_->port(), "GET " + path +
-                               " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer w\r\n"
-                               "Connection: close\r\n\r\n");
+      raw_exchange(c_->port(), "GET " + path +
+                                   " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer w\r\n"
+                                   "Connection: close\r\n\r\n");
   EXPECT_EQ(plain_worker.substr(0, plain_worker.find("\r\n")), "HTTP/1.1 426 Upgrade Required")
       << plain_worker;
 }

@@ -57,6 +57,32 @@ void kill_and_reap(pid_t pid) {
 
 }  // namespace
 
+int connect_loopback(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+std::string raw_exchange(uint16_t port, const std::string& request) {
+  const int fd = connect_loopback(port);
+  if (fd < 0) return "";
+  (void)!write(fd, request.data(), request.size());
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
 std::string lizard_binary() {
   return daemon_binary(LIZARD_BIN, "lizard");
 }
@@ -123,6 +149,24 @@ Status LocalCluster::start_server() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return unavailable("the server did not answer within 10 s (log in " + dir_ + "/server.log)");
+}
+
+int LocalCluster::stop_server(int timeout_s) {
+  const pid_t pid = server_;
+  server_ = -1;
+  if (pid <= 0) return -1;
+  kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 Status LocalCluster::restart_server() {

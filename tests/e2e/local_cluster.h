@@ -44,6 +44,14 @@ struct ClusterTls {
 std::string lizard_binary();
 std::string load_program_binary();
 
+// A TCP connection to 127.0.0.1:`port` whose reads give up after 10 s; -1
+// when it cannot connect.  For tests that speak HTTP byte by byte.
+int connect_loopback(uint16_t port);
+// Sends `request` as is on a new connection and returns everything the
+// server sends back before it closes it (or 10 s pass); "" when it cannot
+// connect.
+std::string raw_exchange(uint16_t port, const std::string& request);
+
 // The whole of a file (a daemon's log, an output), "" when it cannot be read.
 std::string read_file(const std::string& path);
 // Registers a program directory with load_program; its checksum ("" on failure).
@@ -78,6 +86,9 @@ class LocalCluster {
   Status add_worker(const std::vector<std::string>& extra_args = {});
   Status wait_for_workers(size_t n, int timeout_s = 30);
   void stop();
+  // Sends the server SIGTERM and waits up to `timeout_s` for it to exit: its
+  // exit status, or -1 when it had to be killed or was not running.
+  int stop_server(int timeout_s);
   // Kills the server with SIGKILL and starts it again on the same port and
   // state directory; waits until it answers.
   Status restart_server();

@@ -1,19 +1,23 @@
 // What rest-api.md promises in corners, against real processes: a server
 // stopped by SIGTERM answers its waiting `?wait=1` requests with the record
-// ("the server is shutting down"); `?status=` given empty is a 400; a stage
+// ("the server is shutting down"), answers or closes the requests that come
+// while it stops and exits 0; `?status=` given empty is a 400; a stage
 // whose worker never answers fails within the loading deadline, saying so,
 // and frees its executors; and dropping a file's kept rows by any name of
 // the file drops them, whichever name runs reached it by.
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "dataset/npy.h"
 #include "fake_worker.h"
@@ -57,6 +61,88 @@ TEST(Shutdown, AWaitingRequestGetsTheRecordSayingTheServerIsShuttingDown) {
   const json rec = json::parse(reply->body, nullptr, false);
   EXPECT_NE(rec.value("error", "").find("the server is shutting down"), std::string::npos)
       << reply->body;
+}
+
+// One HTTP/1.1 answer read off a keep-alive connection: its status, or 0
+// when the connection closed (or stalled 10 s) before a whole answer came.
+int read_one_answer(int fd, std::string* pending) {
+  char buf[4096];
+  size_t head_end;
+  while ((head_end = pending->find("\r\n\r\n")) == std::string::npos) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return 0;
+    pending->append(buf, static_cast<size_t>(n));
+  }
+  const std::string head = pending->substr(0, head_end);
+  size_t length = 0;
+  if (auto at = head.find("Content-Length: "); at != std::string::npos)
+    length = std::stoul(head.substr(at + 16));
+  while (pending->size() < head_end + 4 + length) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return 0;
+    pending->append(buf, static_cast<size_t>(n));
+  }
+  pending->erase(0, head_end + 4 + length);
+  return head.size() > 12 ? std::stoi(head.substr(9, 3)) : 0;
+}
+
+// Requests that come on open connections while the server stops, ones its
+// pool takes (a run's logs) and ones it checks itself (a run request): each
+// gets a whole answer, 200 or 503, or its connection ends; none hangs, and
+// the server exits with status 0 (a sanitized server exits otherwise when it
+// touches freed memory on its way out).
+TEST(Shutdown, RequestsArrivingWhileTheServerStopsAreAnsweredAndItExitsCleanly) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1, {"--cpu-threads", "1"}).ok());
+  const std::string kmeans = register_program(c, LIZARD_SOURCE_DIR "/examples/kmeans");
+  ASSERT_FALSE(kmeans.empty());
+  const json body = {
+      {"params", {{"k", 2}, {"dims", 2}, {"max_iterations", 3}}},
+      {"dataset", {{"points", {{"generate", "blobs"}, {"seed", 1}, {"rows", 1000}}}}},
+      {"state", {{"centroids", {{0, 0}, {3, 3}}}}}};
+  const std::string id = submit_run(c, kmeans, body);
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(wait_until_finished(c, id, 30).value("status", ""), "done");
+  const std::string logs = "GET /api/v1/runs/" + id + "/logs HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string run = "POST /runtime/" + kmeans + " HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                          std::to_string(body.dump().size()) + "\r\n\r\n" + body.dump();
+  constexpr int kConnections = 8;
+  std::vector<int> fds;
+  for (int i = 0; i < kConnections; ++i) {
+    fds.push_back(connect_loopback(c.port()));
+    ASSERT_GE(fds.back(), 0);
+  }
+  std::atomic<bool> go{false};
+  std::vector<std::future<std::vector<int>>> answers;
+  for (int i = 0; i < kConnections; ++i)
+    answers.push_back(std::async(std::launch::async, [&, fd = fds[i], i] {
+      std::vector<int> statuses;
+      std::string pending;
+      const std::string& request = i % 2 == 0 ? logs : run;
+      while (!go) std::this_thread::yield();
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (std::chrono::steady_clock::now() < until) {
+        if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size()))
+          break;
+        const int status = read_one_answer(fd, &pending);
+        if (status == 0) break;
+        statuses.push_back(status);
+      }
+      return statuses;
+    }));
+  go = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(c.stop_server(30), 0) << read_file(c.dir() + "/server.log").substr(0, 4000);
+  for (int i = 0; i < kConnections; ++i) {
+    ASSERT_EQ(answers[i].wait_for(std::chrono::seconds(30)), std::future_status::ready)
+        << "a connection hung after the server stopped";
+    const std::vector<int> statuses = answers[i].get();
+    EXPECT_FALSE(statuses.empty()) << "connection " << i << " got no answer before the stop";
+    for (int status : statuses)
+      EXPECT_TRUE(status == 200 || status == 201 || status == 202 || status == 503)
+          << "connection " << i << ": " << status;
+    close(fds[i]);
+  }
 }
 
 TEST(RunList, AStatusFilterGivenEmptyIsRefused) {
