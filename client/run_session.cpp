@@ -62,6 +62,7 @@ void RunSession::loop() {
     if (m.ok()) handle(m.value());
     if (ctx_.frames) ctx_.frames->give(std::move(*frame));  // for the next frame received
   }
+  leave_fold_tree();
   release();
   finished_ = true;
 }
@@ -75,6 +76,7 @@ void RunSession::handle(const MessageView& m) {
       Status st = h.status();
       CompileStats compile;
       if (st.ok()) st = start(m, h.value(), &compile);
+      if (st.ok()) st = join_fold_tree(h->fold, &ready.fold_unreachable);
       if (!st.ok()) {
         // Rows gone from the upload cache are no fault: the server sends them.
         if (missing_.empty())
@@ -115,6 +117,7 @@ void RunSession::handle(const MessageView& m) {
       // it began on a quick one) is offered too.
       if (compiled_here_ && ctx_.offer_build && !aborting_) ctx_.offer_build(*compiled_here_);
       compiled_here_.reset();
+      leave_fold_tree();
       finished_ = true;
       return;
     }
@@ -310,16 +313,27 @@ void RunSession::iterate(const MessageView& m) {
   r.iteration = st.ok() ? iterate_msg_.iteration : 0;
   r.kernel_ms = 0;
   r.quick_build = false;
+  r.workers = 1;
+  r.fold_failed = false;
   if (st.ok()) st = iterate_here(m);
+  // In a tree a failure travels up through other workers: it names this one.
+  if (!st.ok() && in_fold_tree())
+    st = Status(st.code(), "worker " + ctx_.worker_id + ": " + st.message());
+  if (st.ok() && in_fold_tree()) st = fold_children(r.iteration);
   r.ok = st.ok();
   r.error.assign(st.message());
   payload_parts_.clear();
-  if (st.ok())
+  if (st.ok() && in_fold_tree()) {
+    r.workers = fold_.workers;
+    payload_parts_.emplace_back(reinterpret_cast<const char*>(folded_.bytes.data()),
+                                folded_.bytes.size());
+  } else if (st.ok()) {
     for (const SectionBuffer* a : engine_.partials())
       payload_parts_.emplace_back(reinterpret_cast<const char*>(a->bytes.data()), a->bytes.size());
+  }
   std::string frame = take_frame();
   r.encode_into(&frame, payload_parts_.data(), payload_parts_.size());
-  reply(std::move(frame));
+  send_result(std::move(frame));
 }
 
 Status RunSession::iterate_here(const MessageView& m) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "client/executor_handle.h"
+#include "client/fold_links.h"
 #include "client/iteration_engine.h"
 #include "client/kept_rows_catalog.h"
 #include "client/loop_hooks.h"
@@ -72,6 +73,10 @@ struct SessionContext {
   std::function<bool(const ProgramVariant&)> fetch_build;
   // Offers the server the variant's build that this run compiled.
   std::function<void(const ProgramVariant&)> offer_build;
+  // The links of runs' fold trees (client/fold_links.h); null: this worker
+  // takes part in none, and a run_start that places it in one fails.
+  FoldLinks* fold_links = nullptr;
+  std::string worker_id;  // the id the server knows this worker by
 };
 
 class RunSession {
@@ -129,6 +134,18 @@ class RunSession {
   Status acquire_executors();
   void release();
   void reply(OutgoingFrame frame);
+  // The run's fold tree (run_session_fold.cpp).  Joins the place run_start
+  // gives this worker: dials the worker above it, and opens the inbox of
+  // those below it; *unreachable when the one above cannot be reached.
+  Status join_fold_tree(const FoldPlace& place, bool* unreachable);
+  // Folds the results of the workers below this one for iteration `it`
+  // into its own (the engine's one partial), into folded_; the reply's
+  // payload then views folded_.
+  Status fold_children(int64_t it);
+  // An iteration's result goes to the worker above this one, or the server.
+  void send_result(std::string frame);
+  void leave_fold_tree();
+  bool in_fold_tree() const { return !fold_.empty(); }
   void reply_outputs(const RunOutputsMsg& out, std::vector<OutputFieldBytes> outs,
                      const std::vector<std::string_view>& payload);
   // A buffer for the next frame to reply with.
@@ -179,6 +196,15 @@ class RunSession {
   IterateMsg iterate_msg_;
   IterationResultMsg result_msg_;
   std::vector<std::string_view> payload_parts_;
+  // The run's fold tree, when it has one: this worker's place, its link up
+  // (null: it sends to the server) and the results from below.
+  FoldPlace fold_;
+  std::shared_ptr<WsChannel> fold_parent_;
+  std::shared_ptr<FoldInbox> fold_inbox_;
+  SectionBuffer folded_;                   // its own partial with its children's folded in
+  SectionBuffer child_partial_;            // a child's, read into the aggregate's layout
+  std::vector<std::string> child_frames_;  // this iteration's, by child
+  IterationResultMsg child_result_;
   Mailbox<std::string> inbox_;
   std::optional<std::string> stopped_by_;  // a frame that ended a loop, handled next
   std::atomic<bool> finished_{false};

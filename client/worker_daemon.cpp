@@ -52,6 +52,7 @@ void WorkerDaemon::Impl::handle(std::string frame) {
       if (Status st = accept_welcome(*w); !st.ok())
         return spdlog::error("{}; trying again", st.message());  // the server closes the connection
       spdlog::info("registered with the server as {}", w->worker_id);
+      worker_id = w->worker_id;
       if (shared_builds) shared_builds->set_connected(w->builds);
       if (!w->builds) spdlog::debug("the server keeps no shared builds");
       return;
@@ -113,6 +114,8 @@ void WorkerDaemon::Impl::to_session(const std::string& run_id, std::string frame
     ctx.kept_catalog = &kept_catalog;
     ctx.send = [this](OutgoingFrame f) { conn->send(std::move(f)); };
     ctx.frames = conn->frames();
+    ctx.fold_links = fold_links.get();
+    ctx.worker_id = worker_id;
     ctx.find_program = [this](const std::string& hash) -> std::shared_ptr<const ProgramImage> {
       std::lock_guard<std::mutex> l(programs_mu);
       auto p = programs.find(hash);
@@ -352,6 +355,17 @@ Status WorkerDaemon::init() {
       impl_->ahead->share({[d](const ProgramVariant& v) { return !d->fetch_build(v); },
                            [d](const ProgramVariant& v) { d->offer_build(v); }});
     }
+  }
+  if (impl_->opts.fold_port >= 0) {
+    // Other workers' results come in over this port only when a token
+    // keeps strangers out, as on the server's.
+    FoldLinks::Options fo;
+    fo.host = impl_->opts.token.empty() ? "127.0.0.1" : "0.0.0.0";
+    fo.port = static_cast<uint16_t>(impl_->opts.fold_port);
+    fo.token = impl_->opts.token;
+    fo.idle_timeout_s = impl_->opts.server_timeout_s;
+    LIZARD_ASSIGN_OR_RETURN(impl_->fold_links, FoldLinks::start(fo));
+    spdlog::info("fold links of other workers on {}:{}", fo.host, impl_->fold_links->port());
   }
   for (const auto& e : impl_->executors) {
     const auto& i = e->executor->info();

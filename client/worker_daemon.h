@@ -44,6 +44,10 @@ struct WorkerOptions {
   // it once compiled (buildstore/build_share.h); a fetch waits this long at most.
   bool share_builds = true;
   int build_fetch_timeout_ms = 3000;
+  // Where the workers below this one in a run's fold tree send it their
+  // results (client/fold_links.h): 0, a free port; -1, nowhere (its runs
+  // then fold at the server).
+  int fold_port = 0;
 };
 
 class WorkerDaemon {

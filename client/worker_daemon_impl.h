@@ -15,6 +15,7 @@
 #include "buildstore/build_share.h"
 #include "client/aborted_runs.h"
 #include "client/ahead_builds.h"
+#include "client/fold_links.h"
 #include "client/row_staging.h"
 #include "client/run_session.h"
 #include "client/session_routes.h"
@@ -46,6 +47,9 @@ struct WorkerDaemon::Impl {
   // Queued runs' variants built ahead of them; null: none (before `sessions`,
   // which ask it whether they compile).
   std::unique_ptr<AheadBuilds> ahead;
+  // Runs' fold trees' links (before `sessions`, which hold some); null: none.
+  std::unique_ptr<FoldLinks> fold_links;
+  std::string worker_id;  // from the server's welcome; on the daemon's thread
   // The runs being served, by wire id; touched on the daemon's thread only.
   std::map<std::string, std::unique_ptr<RunSession>> sessions;
   // Which of them the io thread hands their frames to directly.

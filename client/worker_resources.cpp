@@ -36,6 +36,7 @@ std::string hostname() {
 
 HelloMsg WorkerDaemon::Impl::hello() {
   HelloMsg h;
+  h.fold_port = fold_links ? fold_links->port() : 0;
   measured.resize(executors.size());
   for (size_t i = 0; i < executors.size(); ++i) {
     std::lock_guard<std::mutex> l(executors[i]->mu);

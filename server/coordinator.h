@@ -42,7 +42,8 @@ struct CoordinatorOptions {
   // misses one is dropped from the run (DriverContext says how they scale).
   double load_timeout_s = 60;        // run_start, plus the rows' bytes at 50 MB/s
   double iteration_timeout_s = 300;  // an iteration, plus 10x the run's slowest so far
-  std::string token;                 // required of workers and of POST/DELETE requests, when set
+  int fold_fan_in = 16;     // runs on more workers fold along a tree of this fan-in (< 2: never)
+  std::string token;        // required of workers and of POST/DELETE requests, when set
   std::string read_token;   // required of GET requests too, when set (the token also works)
   int max_bypass = 16;      // later runs that may start ahead of a waiting one
   bool worker_loop = true;  // a run on one worker: that worker drives its iterations

@@ -145,6 +145,7 @@ void Coordinator::Impl::start_driver(const std::shared_ptr<RunRecord>& run) {
   ctx.run_timeout_s = opts.run_timeout_s;
   ctx.load_timeout_s = opts.load_timeout_s;
   ctx.iteration_timeout_s = opts.iteration_timeout_s;
+  ctx.fold_fan_in = opts.fold_fan_in;
   ctx.worker_loop = opts.worker_loop;
   ctx.hooks = hook_options(opts);
   ctx.logs = &logs;

@@ -53,7 +53,9 @@ Result<std::optional<DriverEvent>> RunChannel::next_event_from(const std::vector
   if (!ev) return std::optional<DriverEvent>();
   const bool of_from = index ? index->count(ev->worker_id) > 0
                              : std::find(from.begin(), from.end(), ev->worker_id) != from.end();
-  if (!of_from) return std::optional<DriverEvent>();
+  const bool watched = ev->kind == DriverEvent::Kind::kWorkerLost &&
+                       std::find(watched_.begin(), watched_.end(), ev->worker_id) != watched_.end();
+  if (!of_from && !watched) return std::optional<DriverEvent>();
   if (ev->kind == DriverEvent::Kind::kWorkerLost) {
     drop_executors_of(ev->worker_id);
     const bool heartbeat = ev->reason.rfind("missed heartbeat", 0) == 0;

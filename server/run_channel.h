@@ -86,6 +86,9 @@ struct DriverContext {
   double load_bytes_per_s = 50e6;
   double iteration_timeout_s = 300;
   static constexpr double kIterationSlowdown = 10;
+  // Runs on more workers than this fold their results along a tree of this
+  // fan-in before the server folds them (server/run_fold_tree.h); < 2: never.
+  int fold_fan_in = 16;
 };
 
 class RunChannel {
@@ -125,6 +128,9 @@ class RunChannel {
   // (WorkerRegistry::sent_bad_message) and the error to fail the run with
   // names it.
   Status refuse_message(const std::string& worker_id, const std::string& what);
+  // From now on next_event_from() also fails on the loss of any of
+  // `workers` (a fold tree's, whose results reach the server through others).
+  void watch_losses_of(std::vector<std::string> workers) { watched_ = std::move(workers); }
   // Drops the executors of a lost worker from those the run holds.
   void drop_executors_of(const std::string& worker_id);
   // The workers dropped since the last call, in the order they were lost.
@@ -173,6 +179,7 @@ class RunChannel {
   } deadline_;
   double slowest_iteration_ms_ = 0;
   std::vector<std::string> lost_workers_;  // dropped since take_lost_workers
+  std::vector<std::string> watched_;       // watch_losses_of()
 };
 
 template <typename Answered>

@@ -82,13 +82,14 @@ Status RunDriver::run_attempts(RunSections* s) {
   int64_t it = 0;
   bool done = false;
   recovery_.begin(s, &it, &done);
+  bool fold_tree = true;  // until the tree fails once: then the server folds
   for (int attempt = 0;; ++attempt) {
     const std::string wire_id = run_->id + "." + std::to_string(attempt);
     std::vector<std::string> participants;
     Status st = loader_.wait_for_placement(recovery_.last_loss());
     if (st.ok()) {
       // `compiling` is set while it loads when a worker says it compiles.
-      auto loaded = loader_.load(wire_id);
+      auto loaded = loader_.load(wire_id, fold_tree);
       ctx_.book->update(run_, [](RunRecord& r) {
         r.compiling = nullptr;
         r.compiling_build.clear();
@@ -98,7 +99,7 @@ Status RunDriver::run_attempts(RunSections* s) {
       if (st.ok()) recovery_.note_plan(participants);
       if (st.ok()) ctx_.book->persist(run_);  // its executors: a restart waits for as many
     }
-    if (st.ok()) st = loop_.run(wire_id, participants, s, &it, &done);
+    if (st.ok()) st = loop_.run(wire_id, participants, loader_.fold_tree(), s, &it, &done);
     bool gathering = false;
     if (st.ok()) {
       gathering = true;
@@ -106,6 +107,15 @@ Status RunDriver::run_attempts(RunSections* s) {
       if (st.ok()) return st;
     } else {
       channel_.end_on_workers(wire_id, participants, false);
+    }
+    if (fold_tree && (loader_.fold_tree_failed() || loop_.fold_tree_failed()) &&
+        attempt + 1 < kMaxAttempts) {
+      // Workers that cannot reach one another: the same workers, no tree.
+      fold_tree = false;
+      ctx_.book->update(run_, [](RunRecord& r) { r.phases.fold_tree_failed = true; });
+      recovery_.after_loss(st, gathering, channel_.take_lost_workers(), s, &it, &done,
+                           "fold_tree_failed");
+      continue;
     }
     if (st.code() != Code::kWorkerLost || attempt + 1 >= kMaxAttempts) return st;
     recovery_.after_loss(st, gathering, channel_.take_lost_workers(), s, &it, &done);

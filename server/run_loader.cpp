@@ -66,8 +66,10 @@ Status RunLoader::limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const {
 
 // Plans the rows over the run's executors and loads every worker, each on a
 // thread of its own so that uploaded rows stream to all of them at once.
-Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
+Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id, bool fold_tree) {
   const auto t0 = SteadyClock::now();
+  tree_ = RunFoldTree::plan({}, {}, 0, 0);
+  tree_failed_ = false;
   const std::vector<ExecutorRef> held =
       ctx_.book->update(run_, [](RunRecord& r) { return r.executors; });
   std::vector<ExecutorSlot> slots = ctx_.workers->slots(held);
@@ -90,6 +92,11 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
   const auto t_load = SteadyClock::now();
   std::vector<std::string> participants;
   for (const auto& [id, _] : by_worker) participants.push_back(id);
+  // A custom reducer folds at the server, in its aggregate hook.
+  const bool tree_allowed = fold_tree && !run_->program->image.manifest.has_custom_reducer();
+  tree_ = RunFoldTree::plan(participants, ctx_.workers->fold_addresses(participants),
+                            tree_allowed ? ctx_.fold_fan_in : 0,
+                            ctx_.iteration_timeout_s > 0 ? ctx_.iteration_timeout_s / 2 : 86400);
   // A run cancelled by now sends its workers nothing.
   LIZARD_RETURN_IF_ERROR(channel_->interrupted());
   // Uploaded rows are first offered from the workers' caches; a worker that
@@ -109,8 +116,10 @@ Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id) {
   }
   Status failed = ready.status();
   if (ready.ok())
-    for (const auto& [id, r] : ready.value())
+    for (const auto& [id, r] : ready.value()) {
       if (!r.ok && failed.ok()) failed = runtime_error("worker " + id + ": " + r.error);
+      tree_failed_ = tree_failed_ || (!r.ok && r.fold_unreachable);
+    }
   // Files whose content the run verifies are read again now: a write through
   // a shared mapping while the workers read them moves no identity.
   if (failed.ok()) failed = check_contents_unchanged(run_->request.spec.files);
@@ -219,6 +228,7 @@ Status RunLoader::start_worker(const std::string& wire_id, const std::string& wo
   for (const auto* e : entries) start.parts.push_back({e->executor, e->first_row, e->rows});
   start.first_row = entries.front()->first_row;
   for (const auto* e : entries) start.rows += e->rows;
+  start.fold = tree_.place_of(worker_id);
   std::shared_ptr<WorkerLink> link = ctx_.workers->link(worker_id);
   if (!link) return worker_lost("lost worker " + worker_id);
   std::string payload;

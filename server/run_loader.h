@@ -8,7 +8,7 @@
 //
 //   RunLoader loader(run, ctx, &channel);
 //   LIZARD_RETURN_IF_ERROR(loader.wait_for_placement(recovery.last_loss()));
-//   Result<std::vector<std::string>> participants = loader.load(wire_id);
+//   Result<std::vector<std::string>> participants = loader.load(wire_id, /*fold_tree=*/true);
 #pragma once
 
 #include <map>
@@ -20,6 +20,7 @@
 #include "plan/partition_plan.h"
 #include "protocol/messages.h"
 #include "server/run_channel.h"
+#include "server/run_fold_tree.h"
 #include "server/run_record.h"
 
 namespace lizard {
@@ -35,8 +36,14 @@ class RunLoader {
   // when none come.
   Status wait_for_placement(const std::string& last_loss);
   // Plans the rows over the run's executors and loads every worker of
-  // attempt `wire_id`; the workers that hold rows, in plan order.
-  Result<std::vector<std::string>> load(const std::string& wire_id);
+  // attempt `wire_id`; the workers that hold rows, in plan order.  With
+  // `fold_tree`, they fold their results along a tree when the run is large
+  // enough (server/run_fold_tree.h); fold_tree_failed() says whether its
+  // loading failed because a worker could not reach the one above it.
+  Result<std::vector<std::string>> load(const std::string& wire_id, bool fold_tree);
+  // The attempt's fold tree, as load() planned it.
+  const RunFoldTree& fold_tree() const { return tree_; }
+  bool fold_tree_failed() const { return tree_failed_; }
 
  private:
   Status limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const;
@@ -52,6 +59,8 @@ class RunLoader {
   std::shared_ptr<RunRecord> run_;
   const DriverContext& ctx_;
   RunChannel* channel_;
+  RunFoldTree tree_;
+  bool tree_failed_ = false;
 };
 
 }  // namespace lizard

@@ -12,10 +12,16 @@
 namespace lizard {
 
 Status RunLoop::run(const std::string& wire_id, const std::vector<std::string>& participants,
-                    RunSections* s, int64_t* it, bool* done) {
-  bool loop_there = can_loop_on_worker(participants);
-  allow_partials(participants);
-  ctx_.book->update(run_, [&](RunRecord& r) { r.phases.worker_loop = loop_there; });
+                    const RunFoldTree& tree, RunSections* s, int64_t* it, bool* done) {
+  tree_failed_ = false;
+  bool loop_there = !tree.used() && can_loop_on_worker(participants);
+  allow_partials(tree.senders());
+  ctx_.book->update(run_, [&](RunRecord& r) {
+    r.phases.worker_loop = loop_there;
+    if (tree.used()) r.phases.fold_tree_senders = tree.senders().size();
+  });
+  // Every worker's loss fails an iteration, not only a sender's.
+  channel_->watch_losses_of(tree.used() ? participants : std::vector<std::string>{});
   const auto t_iter = SteadyClock::now();
   Status st;
   while (st.ok() && *it < run_->request.max_iterations && !*done) {
@@ -26,7 +32,7 @@ Status RunLoop::run(const std::string& wire_id, const std::vector<std::string>& 
       if (unsupported) ctx_.book->update(run_, [&](RunRecord& r) { r.phases.worker_loop = false; });
       continue;
     }
-    st = iterate(wire_id, participants, *it, s, done);
+    st = iterate(wire_id, participants, tree, *it, s, done);
     if (st.ok()) ++*it;
   }
   record_finished_iteration(*s);
@@ -36,7 +42,7 @@ Status RunLoop::run(const std::string& wire_id, const std::vector<std::string>& 
 }
 
 Status RunLoop::iterate(const std::string& wire_id, const std::vector<std::string>& participants,
-                        int64_t it, RunSections* s, bool* done) {
+                        const RunFoldTree& tree, int64_t it, RunSections* s, bool* done) {
   const auto t0 = SteadyClock::now();
   // One frame for every worker, sent from where it lies; its buffer is
   // reused once the previous iteration's sends let it go.
@@ -59,9 +65,9 @@ Status RunLoop::iterate(const std::string& wire_id, const std::vector<std::strin
     r.progress_iteration = it;
     r.rows_done.clear();
   });
-  channel_->expect_answers("iteration", it, channel_->iteration_deadline_s(), participants);
+  channel_->expect_answers("iteration", it, channel_->iteration_deadline_s(), tree.senders());
   // Each result is folded as soon as those of the workers before it are.
-  LIZARD_RETURN_IF_ERROR(collect_and_fold(wire_id, participants, it, s));
+  LIZARD_RETURN_IF_ERROR(collect_and_fold(wire_id, tree.senders(), tree, it, s));
   const auto t_update = SteadyClock::now();
   LIZARD_ASSIGN_OR_RETURN(*done, s->step->finish(s->agg, &s->state, it));
   const double fold_ms = results_fold_ms_ + ms_since(t_update);
@@ -72,7 +78,7 @@ Status RunLoop::iterate(const std::string& wire_id, const std::vector<std::strin
 }
 
 Status RunLoop::collect_and_fold(const std::string& wire_id, const std::vector<std::string>& from,
-                                 int64_t it, RunSections* s) {
+                                 const RunFoldTree& tree, int64_t it, RunSections* s) {
   results_.resize(from.size());
   payloads_.resize(from.size());
   if (indexed_ != from) {  // the same participants as a rule: built once
@@ -110,9 +116,18 @@ Status RunLoop::collect_and_fold(const std::string& wire_id, const std::vector<s
     if (result_.iteration != it)
       return at(channel_->refuse_message(
           id, "an iteration_result for iteration " + std::to_string(result_.iteration)));
+    if (!result_.ok && tree.used()) {  // the error names the worker it failed on
+      tree_failed_ = result_.fold_failed;
+      return at(runtime_error(result_.error.empty() ? "worker " + id + ": failed" : result_.error));
+    }
     if (!result_.ok)
       return at(runtime_error("worker " + id + ": " +
                               (result_.error.empty() ? std::string("failed") : result_.error)));
+    if (result_.workers != tree.workers_of(id))
+      return at(channel_->refuse_message(
+          id, "an iteration_result folding " + std::to_string(result_.workers) +
+                  " workers' results; its place in the fold tree folds " +
+                  std::to_string(tree.workers_of(id))));
     results_kernel_ms_ = std::max(results_kernel_ms_, result_.kernel_ms);
     results_quick_build_ = results_quick_build_ || result_.quick_build;
     // The payload stays where it lies: moving the frame keeps its buffer.

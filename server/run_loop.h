@@ -9,7 +9,7 @@
 // progress, metrics) and a checkpoint (RunRecovery).
 //
 //   RunLoop loop(run, ctx, &channel, &recovery);
-//   Status st = loop.run(wire_id, participants, &sections, &it, &done);
+//   Status st = loop.run(wire_id, participants, loader.fold_tree(), &sections, &it, &done);
 #pragma once
 
 #include <memory>
@@ -21,6 +21,7 @@
 #include "protocol/iteration_messages.h"
 #include "server/ordered_fold.h"
 #include "server/run_channel.h"
+#include "server/run_fold_tree.h"
 #include "server/run_record.h"
 #include "server/run_recovery.h"
 #include "server/run_sections.h"
@@ -37,13 +38,17 @@ class RunLoop {
   // Runs iterations from *it until the step stops the run (*done) or one
   // fails; *it counts those completed.  The record's phases get who drove
   // the loop and, when it ends well, how long it took.
+  // With `tree` used, the results come from its senders, each folded with
+  // those of the workers below it; a result that says the tree failed
+  // fails the attempt with fold_tree_failed() set.
   Status run(const std::string& wire_id, const std::vector<std::string>& participants,
-             RunSections* s, int64_t* it, bool* done);
+             const RunFoldTree& tree, RunSections* s, int64_t* it, bool* done);
+  bool fold_tree_failed() const { return tree_failed_; }
 
  private:
   // One iteration driven here.
   Status iterate(const std::string& wire_id, const std::vector<std::string>& participants,
-                 int64_t it, RunSections* s, bool* done);
+                 const RunFoldTree& tree, int64_t it, RunSections* s, bool* done);
   // The run's one worker drives iterations [*it, max) (run_loop_worker.cpp);
   // `unsupported` when it cannot, and nothing ran.
   Status loop_on_worker(const std::string& wire_id, const std::string& worker, int64_t* it,
@@ -56,7 +61,7 @@ class RunLoop {
   // that reports a failure fails the collection.  Allocates nothing once
   // results_ has grown: the frames are kept as they came until folded.
   Status collect_and_fold(const std::string& wire_id, const std::vector<std::string>& from,
-                          int64_t it, RunSections* s);
+                          const RunFoldTree& tree, int64_t it, RunSections* s);
   // How many partial aggregates each participant's iteration_result may
   // carry, from the plan (IterationResultMsg): [least, most] by participant.
   void allow_partials(const std::vector<std::string>& participants);
@@ -98,6 +103,7 @@ class RunLoop {
   double results_kernel_ms_ = 0;
   double results_fold_ms_ = 0;
   bool results_quick_build_ = false;  // some worker ran the iteration on a quick build
+  bool tree_failed_ = false;          // a result said the fold tree failed
   IterationResultMsg result_;
 };
 

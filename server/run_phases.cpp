@@ -17,6 +17,8 @@ void each_field(Phases& p, Visit&& visit) {
   visit("file_bytes_read", p.file_bytes_read);
   visit("file_bytes_kept", p.file_bytes_kept);
   visit("worker_loop", p.worker_loop);
+  visit("fold_tree_senders", p.fold_tree_senders);
+  visit("fold_tree_failed", p.fold_tree_failed);
   visit("iterations_ms", p.iterations_ms);
   visit("outputs_ms", p.outputs_ms);
   visit("output_bytes", p.output_bytes);

@@ -32,7 +32,13 @@ struct RunPhases {
   std::optional<uint64_t> file_bytes_read;  // runs over files: bytes read from them
   std::optional<uint64_t> file_bytes_kept;  // ... and found kept on the executors
   std::optional<bool> worker_loop;          // the run's one worker drove its iterations
-  std::optional<double> iterations_ms;      // the loop, once it is over
+  // Its workers folded their results along a tree (plan/fold_tree.h): how
+  // many of them sent the server theirs (folded with those below them).
+  std::optional<uint64_t> fold_tree_senders;
+  // Its tree failed (a worker could not reach the one above it, or sent
+  // nothing in time): from then on it folded at the server.
+  std::optional<bool> fold_tree_failed;
+  std::optional<double> iterations_ms;  // the loop, once it is over
   // The run ended on its workers and its output fields gathered into the
   // record, and their bytes (runs that asked for output fields).
   std::optional<double> outputs_ms;

@@ -68,7 +68,7 @@ void RunRecovery::save_checkpoint(int64_t iterations, bool done, const RunSectio
 // outputs are what kernels wrote into the rows.
 void RunRecovery::after_loss(const Status& loss, bool gathering,
                              const std::vector<std::string>& lost_workers, RunSections* s,
-                             int64_t* it, bool* done) {
+                             int64_t* it, bool* done, const char* kind) {
   last_loss_ = loss.message();
   const bool start_over = per_row_values_ || gathering;
   const int64_t lost_at = *it;
@@ -79,7 +79,7 @@ void RunRecovery::after_loss(const Status& loss, bool gathering,
   }
   spdlog::warn("{}: interrupted at iteration {} ({}); re-planning and {} at iteration {}", run_->id,
                lost_at, loss.message(), start_over ? "starting over" : "resuming", *it);
-  nlohmann::json entry = {{"kind", "worker_lost"},
+  nlohmann::json entry = {{"kind", kind},
                           {"lost_at_iteration", lost_at},
                           {"workers_lost", lost_workers},
                           {"resumed_at_iteration", *it},

@@ -44,9 +44,10 @@ class RunRecovery {
   // server resumes it there (none for a run that starts over anyway).
   void save_checkpoint(int64_t iterations, bool done, const RunSections& s);
   // An attempt lost `lost_workers` (`loss` says why), `gathering` its outputs
-  // or not: where the next attempt begins, noted in the record.
+  // or not: where the next attempt begins, noted in the record as a
+  // recovery of `kind` ("fold_tree_failed": the same workers, with no tree).
   void after_loss(const Status& loss, bool gathering, const std::vector<std::string>& lost_workers,
-                  RunSections* s, int64_t* it, bool* done);
+                  RunSections* s, int64_t* it, bool* done, const char* kind = "worker_lost");
   // The attempt after a recovery was planned over `participants`: the
   // recovery's entry names them.
   void note_plan(const std::vector<std::string>& participants);

@@ -46,6 +46,7 @@ json WorkerRegistry::Worker::to_json() const {
             {"hardware", hw},
             {"programs", json::object()}};
   if (!hello.slurm_job_id.empty()) j["slurm_job_id"] = hello.slurm_job_id;
+  j["fold_address"] = fold_address().empty() ? json(nullptr) : json(fold_address());
   if (!resources_at.empty()) j["resources_at"] = resources_at;
   if (!unresponsive.empty()) j["unresponsive"] = unresponsive;
   if (!bad_message.empty()) j["bad_message"] = bad_message;
@@ -112,6 +113,24 @@ Status WorkerRegistry::send(const std::string& id, OutgoingFrame frame) const {
   if (!l) return worker_lost("lost worker " + id);
   l->send(std::move(frame));
   return Status::Ok();
+}
+
+std::string WorkerRegistry::Worker::fold_address() const {
+  if (!joined || hello.fold_port <= 0 || !link) return "";
+  const std::string peer = link->peer();
+  const size_t colon = peer.rfind(':');
+  if (colon == std::string::npos || colon == 0) return "";
+  return peer.substr(0, colon) + ":" + std::to_string(hello.fold_port);
+}
+
+std::vector<std::string> WorkerRegistry::fold_addresses(const std::vector<std::string>& ids) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::string> out;
+  for (const auto& id : ids) {
+    auto it = workers_.find(id);
+    out.push_back(it == workers_.end() ? "" : it->second.fold_address());
+  }
+  return out;
 }
 
 std::shared_ptr<WorkerLink> WorkerRegistry::link(const std::string& id) const {

@@ -87,6 +87,9 @@ class WorkerRegistry {
   // Sends to one worker; kWorkerLost when it is not connected.
   Status send(const std::string& id, OutgoingFrame frame) const;
   std::shared_ptr<WorkerLink> link(const std::string& id) const;
+  // Where each of `ids` takes the fold links of a run's tree: the address it
+  // connects from, at the port its hello named; "" for one that takes none.
+  std::vector<std::string> fold_addresses(const std::vector<std::string>& ids) const;
 
   // Sends the program to each joined worker that lacks it (all of them with
   // `only` empty, else that worker alone) and marks it building there.
@@ -146,6 +149,7 @@ class WorkerRegistry {
     std::string unresponsive;  // why it is left out of placement, or empty
     std::string bad_message;   // the latest message of it refused, and why; or empty
     nlohmann::json to_json() const;
+    std::string fold_address() const;  // ip:fold port, or "" when it takes no fold links
   };
 
   mutable std::mutex mu_;

@@ -77,6 +77,14 @@ CLI::App* add_client_command(CLI::App& app, lizard::WorkerOptions* wo, std::stri
                    "worker made, before compiling it here")
       ->type_name("MS")
       ->check(CLI::Range(1, 600000));
+  client
+      ->add_option("--fold-port", wo->fold_port,
+                   "Port on which the workers below this one in a run's fold tree send it their "
+                   "iteration results, to fold before the server does (0: a free one; -1: none, "
+                   "and this worker's runs fold at the server); on every interface when a token "
+                   "is set, else on 127.0.0.1")
+      ->type_name("PORT")
+      ->check(CLI::Range(-1, 65535));
   client->add_flag_callback(
       "--no-shared-builds", [wo] { wo->share_builds = false; },
       "Neither ask the server for builds other workers made nor offer it this worker's");

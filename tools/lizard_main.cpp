@@ -75,6 +75,7 @@ struct ServerFlags {
   double run_timeout = 0;
   double load_timeout = 60;
   double iteration_timeout = 300;
+  int fold_fan_in = 16;
   int heartbeat = 10;
   int read_timeout = 30;
   int hook_timeout = 60;
@@ -139,6 +140,7 @@ int run_server(ServerFlags f) {
   co.run_timeout_s = f.run_timeout;
   co.load_timeout_s = f.load_timeout;
   co.iteration_timeout_s = f.iteration_timeout;
+  co.fold_fan_in = f.fold_fan_in;
   co.worker_loop = !f.no_worker_loop;
   co.hook_timeout_s = f.hook_timeout;
   co.compile_timeout_s = f.compile_timeout;
@@ -335,6 +337,14 @@ int main(int argc, char** argv) {
                    "--iteration-timeout-s is another name for it)")
       ->type_name("SECONDS")
       ->check(CLI::NonNegativeNumber);
+  server
+      ->add_option("--fold-fan-in", sf.fold_fan_in,
+                   "A run on more workers than this has them fold their results along a tree "
+                   "in which no worker takes more than this many others' (those of one host "
+                   "first), so that the server takes at most this many per iteration (0: the "
+                   "server folds every worker's)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 4096));
   server
       ->add_option("--heartbeat-timeout", sf.heartbeat,
                    "Seconds of silence after which a worker is dropped")

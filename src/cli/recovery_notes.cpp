@@ -39,7 +39,8 @@ std::string lost_at_text(const json& entry) {
 // Known where the run goes on: a lost worker's entry once its new plan is
 // made; a restart's and an older server's entry at once.
 bool entry_complete(const json& entry) {
-  return entry.value("kind", "") != "worker_lost" || entry.contains("workers");
+  const std::string kind = entry.value("kind", "");
+  return (kind != "worker_lost" && kind != "fold_tree_failed") || entry.contains("workers");
 }
 
 }  // namespace
@@ -49,6 +50,10 @@ std::string recovery_line(const json& entry) {
   if (kind == "worker_lost")
     return workers_text(entry.value("workers_lost", json::array())) + " lost" +
            lost_at_text(entry) + ": " + plan_text(entry) + resumed_text(entry);
+  if (kind == "fold_tree_failed")
+    return "the fold tree failed" + lost_at_text(entry) + " (" +
+           entry.value("reason", std::string("no reason given")) +
+           "): the server folds the results, " + resumed_text(entry);
   if (kind == "server_restart")
     return "server restarted" + lost_at_text(entry) + ": " + resumed_text(entry);
   return "recovered (" + entry.value("reason", std::string("no reason given")) + "): resuming at " +

@@ -85,6 +85,8 @@ void IterationResultMsg::write(ByteWriter* w) const {
   w->f64(kernel_ms);
   w->bytes(error);
   w->u8(quick_build ? 1 : 0);
+  w->i64(workers);
+  w->u8(fold_failed ? 1 : 0);
 }
 Status IterationResultMsg::read(std::string_view packed) {
   PackedReader r(packed);
@@ -94,6 +96,8 @@ Status IterationResultMsg::read(std::string_view packed) {
   kernel_ms = r.f64();
   r.str(&error);
   quick_build = r.flag();
+  workers = r.i64();
+  fold_failed = r.flag();
   return r.finish("iteration_result");
 }
 

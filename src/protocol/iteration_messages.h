@@ -42,7 +42,8 @@ struct IterateMsg {
   void write(ByteWriter* w) const;       // the packed header's fields
 };
 
-// worker → server: one iteration's result.  Payload: aggregate sections —
+// worker → server (or → the worker above it in the run's fold tree): one
+// iteration's result.  Payload: aggregate sections —
 // one (the worker's executors' partials folded) when the run's reducers are
 // built in; with a custom reducer one per executor of the run on the worker,
 // or per slice of one when the run reports progress (at most
@@ -56,6 +57,12 @@ struct IterationResultMsg {
   std::string error;
   double kernel_ms = 0;
   bool quick_build = false;  // an executor ran it on a quick build (exec/executor.h)
+  // How many workers' aggregates it folds: 1, or, from a worker that folds
+  // for others (a run's fold tree, plan/fold_tree.h), its whole subtree.
+  int64_t workers = 1;
+  // Not ok because a worker below this one in the fold tree sent nothing in
+  // time: the tree, not the run, failed; the server folds the run itself.
+  bool fold_failed = false;
   Message to_message(std::string payload = {}) const;
   void encode_into(std::string* frame, const std::string_view* payload, size_t parts) const;
   static Result<IterationResultMsg> parse(std::string_view packed);
@@ -104,6 +111,12 @@ inline constexpr PackedField kIterationResultLayout[] = {
     {"kernel_ms", PackedType::kDouble, "the slowest executor's kernels"},
     {"error", PackedType::kString, "why not"},
     {"quick_build", PackedType::kFlag, "some executor ran it on a quick build of its kernels"},
+    {"workers", PackedType::kInt64,
+     "how many workers' aggregates it folds: its own, and those of the workers below it in the "
+     "run's fold tree"},
+    {"fold_failed", PackedType::kFlag,
+     "a worker below this one in the fold tree sent nothing in time: the server then folds the "
+     "run itself"},
 };
 inline constexpr PackedField kLoopStepLayout[] = {
     {"run_id", PackedType::kString, "the attempt"},

@@ -45,6 +45,32 @@ struct WireSchema<PartSpec> {
 };
 
 template <>
+struct WireSchema<FoldPlace> {
+  using Type = FoldPlace;
+  static constexpr const char* kName = "fold_place";
+  static auto fields() {
+    return std::make_tuple(
+        omitted_when_empty("parent_id", &FoldPlace::parent_id,
+                           "the worker it sends its iteration results to (absent: the server)"),
+        omitted_when_empty("parent_address", &FoldPlace::parent_address,
+                           "that worker's fold port, host:port"),
+        omitted_when_empty("children", &FoldPlace::children,
+                           "the workers whose iteration results it folds into its own, after its "
+                           "own, in this order"),
+        optional("wait_s", &FoldPlace::wait_s,
+                 "how long it waits for a child's result before it reports the tree failed"),
+        optional("workers", &FoldPlace::workers,
+                 "how many workers' aggregates its results fold: itself and all below it"));
+  }
+  static std::string check(const FoldPlace& f) {
+    if (f.workers < 1) return "a fold place covers no worker";
+    if (f.parent_id.empty() != f.parent_address.empty())
+      return "a fold place names a parent without its address, or an address without a parent";
+    return f.wait_s < 0 ? "a fold place's wait is negative" : "";
+  }
+};
+
+template <>
 struct WireSchema<OutputPart> {
   using Type = OutputPart;
   static constexpr const char* kName = "output";

@@ -57,6 +57,7 @@ template <typename F>
 void for_each_object_schema(F&& f) {
   f(SchemaTag<WireSchema<CpuInfo>>{});
   f(SchemaTag<WireSchema<PartSpec>>{});
+  f(SchemaTag<WireSchema<FoldPlace>>{});
   f(SchemaTag<WireSchema<OutputPart>>{});
   f(SchemaTag<StagePartSchema>{});
   f(SchemaTag<StagedPartSchema>{});

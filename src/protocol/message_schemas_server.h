@@ -57,7 +57,10 @@ struct WireSchema<RunStartMsg> {
         WireSchema<RunSpec>::fields(),
         std::make_tuple(optional("first_row", &RunStartMsg::first_row, "this worker's first row"),
                         optional("rows", &RunStartMsg::rows, "this worker's rows"),
-                        optional("parts", &RunStartMsg::parts, "its rows per executor")));
+                        optional("parts", &RunStartMsg::parts, "its rows per executor"),
+                        omitted_when_empty("fold", &RunStartMsg::fold,
+                                           "its place in the run's fold tree (absent: it sends its "
+                                           "results to the server and folds no other worker's)")));
   }
 };
 

@@ -36,7 +36,10 @@ struct WireSchema<HelloMsg> {
         omitted_when_empty("toolchain", &HelloMsg::toolchain,
                            "what its builds are made with (a digest of the compiler, its version "
                            "and the machine, or of NVRTC's version): builds are shared only "
-                           "between workers that name the same"));
+                           "between workers that name the same"),
+        optional("fold_port", &HelloMsg::fold_port,
+                 "the port on which it takes the links of the workers below it in a run's fold "
+                 "tree, at the address the server sees it connect from (absent or 0: none)"));
   }
 };
 
@@ -75,7 +78,10 @@ struct WireSchema<RunReadyMsg> {
         optional("file_bytes_kept", &RunReadyMsg::file_bytes_kept,
                  "bytes of `path` fields taken from rows kept from earlier runs"),
         optional("quick_build", &RunReadyMsg::quick_build,
-                 "an executor began on a quick build while the optimised one compiles"));
+                 "an executor began on a quick build while the optimised one compiles"),
+        optional("fold_unreachable", &RunReadyMsg::fold_unreachable,
+                 "not ok because the worker above it in the fold tree could not be reached: "
+                 "the server runs the run again with no tree"));
   }
   static std::string check(const RunReadyMsg& m) {
     for (int64_t i : m.missing)

@@ -46,6 +46,9 @@ struct HelloMsg {
   // What its builds are made with (the compiler, its version, the machine
   // or NVRTC's version): builds are shared only between workers that agree.
   std::string toolchain;
+  // The port on which it takes the links of the workers below it in a run's
+  // fold tree (client/fold_links.h); 0: it takes none, and folds nothing.
+  int64_t fold_port = 0;
   nlohmann::json to_json() const;  // as GET /clients shows it
   Message to_message() const;
   static Result<HelloMsg> parse(const nlohmann::json& h);
@@ -89,10 +92,23 @@ struct PartSpec {
 // server → worker: load these rows and get ready to iterate: the run's spec
 // (protocol/run_spec.h; its fields' deliveries are of this worker's rows)
 // and this worker's rows.  Payload: inline rows.
+// Where one worker stands in a run's fold tree (plan/fold_tree.h): whose
+// iteration results it folds into its own before it sends them on, and to
+// whom — the worker above it, or the server when `parent_id` is empty.
+struct FoldPlace {
+  std::string parent_id;              // the worker it sends to; "": the server
+  std::string parent_address;         // that worker's fold links, host:port
+  std::vector<std::string> children;  // whose results it folds, after its own, in this order
+  double wait_s = 0;    // how long it waits for a child's result before its tree has failed
+  int64_t workers = 1;  // the workers whose aggregates it sends: itself and all below it
+  bool empty() const { return parent_id.empty() && children.empty(); }
+};
+
 struct RunStartMsg : RunSpec {
   std::string run_id;
   int64_t first_row = 0, rows = 0;
   std::vector<PartSpec> parts;
+  FoldPlace fold;  // empty: it sends its results to the server, and folds no other's
   Message to_message(std::string payload = {}) const;
   static Result<RunStartMsg> parse(const nlohmann::json& h);
 };
@@ -109,6 +125,9 @@ struct RunReadyMsg {
   // and taken instead from the rows its executors kept from earlier runs.
   uint64_t file_bytes_read = 0, file_bytes_kept = 0;
   bool quick_build = false;  // an executor began on a quick build (exec/executor.h)
+  // Not ok because the worker above it in the fold tree could not be reached:
+  // the server then runs the run with no tree.
+  bool fold_unreachable = false;
   Message to_message() const;
   static Result<RunReadyMsg> parse(const nlohmann::json& h);
 };

@@ -36,7 +36,7 @@
 
 namespace lizard {
 
-inline constexpr uint8_t kWireVersion = 3;
+inline constexpr uint8_t kWireVersion = 4;
 
 // Every message type: its enum name, number on the wire, name, direction
 // and payload.  The fields of each JSON header are listed once, in

@@ -27,6 +27,7 @@ HelloMsg hello() {
   e.sm_count = 4;
   h.executors = {e};
   h.protocol = kWireVersion + 1;
+  h.fold_port = 5001;
   return h;
 }
 
@@ -51,6 +52,7 @@ RunStartMsg run_start() {
               {2049, 77, 4096, 1700000000000000000, 1700000000000000000},
               "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}};
   m.progress = true;
+  m.fold = {"w2", "10.0.0.2:5001", {"w5", "w6"}, 150, 3};
   return m;
 }
 
@@ -76,10 +78,13 @@ std::vector<WireSample> wire_samples() {
   add("program_status", ProgramStatusMsg{"ab12", true, "é"}.to_message());
   add("run_start", run_start().to_message(std::string(16, '\x01')));
   add("run_ready",
-      RunReadyMsg{"r1.0", false, "no file", 1.5, true, {2}, 64, 128, true}.to_message());
+      RunReadyMsg{"r1.0", false, "no file", 1.5, true, {2}, 64, 128, true, true}.to_message());
   add("iterate", IterateMsg{"r1.0", 0}.to_message(kState));
   add("iteration_result", IterationResultMsg{"r1.0", 0, true, "", 0.25}.to_message(kState));
   add("iteration_failed", IterationResultMsg{"r1.0", 3, false, "CUDA error", 0}.to_message());
+  add("iteration_fold_failed",
+      IterationResultMsg{"r1.0", 3, false, "no result from w5 within 150 s", 0, false, 3, true}
+          .to_message());
   add("run_end", RunEndMsg{"r1.0", true, {"labels"}}.to_message());
   add("run_outputs", RunOutputsMsg{"r1.0", false, "lost", {{"out", 8}}}.to_message(kState));
   add("heartbeat", Message{MessageType::kHeartbeat, nlohmann::json::object()});

@@ -1,0 +1,283 @@
+#include "client/fold_links.h"
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+
+#include <future>
+#include <thread>
+
+#include "common/auth.h"
+#include "common/close_on_exec.h"
+#include "net/io_runner.h"
+#include "net/ws_channel_open.h"
+#include "protocol/iteration_messages.h"
+
+namespace lizard {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// ---- FoldInbox ----------------------------------------------------------------
+
+void FoldInbox::put(const std::string& child, std::string frame) {
+  auto view = decode_view(frame);
+  if (!view.ok() || view->type != MessageType::kIterationResult) return;
+  auto r = IterationResultMsg::parse(view->packed);
+  if (!r.ok()) return;
+  std::lock_guard<std::mutex> l(mu_);
+  if (closed_) return;
+  parts_[{child, r->iteration}] = std::move(frame);
+  cv_.notify_all();
+}
+
+void FoldInbox::closed(const std::string& child) {
+  std::lock_guard<std::mutex> l(mu_);
+  ended_.emplace(child, std::chrono::steady_clock::now());
+  cv_.notify_all();
+}
+
+void FoldInbox::close() {
+  std::lock_guard<std::mutex> l(mu_);
+  closed_ = true;
+  parts_.clear();
+  cv_.notify_all();
+}
+
+Status FoldInbox::take(int64_t iteration, const std::vector<std::string>& children,
+                       std::chrono::milliseconds wait, const std::function<bool()>& interrupted,
+                       std::vector<std::string>* frames) {
+  frames->resize(children.size());
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  std::unique_lock<std::mutex> l(mu_);
+  for (size_t k = 0; k < children.size(); ++k) {
+    const auto key = std::make_pair(children[k], iteration);
+    for (;;) {
+      if (closed_) return Status(Code::kCancelled, "the run ended on this worker");
+      if (auto it = parts_.find(key); it != parts_.end()) {
+        (*frames)[k] = std::move(it->second);
+        parts_.erase(it);
+        break;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      auto ended = ended_.find(children[k]);
+      const bool gone =
+          ended != ended_.end() && now - ended->second > std::chrono::milliseconds(kLinkGraceMs);
+      if (gone || now >= deadline)
+        return unavailable("worker " + children[k] + " below this one in the fold tree " +
+                           (gone ? "lost its link to it" : "sent nothing") + " in iteration " +
+                           std::to_string(iteration));
+      l.unlock();
+      const bool stop = interrupted && interrupted();
+      l.lock();
+      if (stop) return Status(Code::kCancelled, "the run was stopped on this worker");
+      cv_.wait_for(l, std::chrono::milliseconds(100));
+    }
+  }
+  // What is left of earlier iterations will never be taken.
+  for (auto it = parts_.begin(); it != parts_.end();)
+    it = it->first.second < iteration ? parts_.erase(it) : std::next(it);
+  return Status::Ok();
+}
+
+// ---- FoldLinks ----------------------------------------------------------------
+
+// Its handlers hold `this`: FoldLinks stops the io thread before the Impl goes.
+struct FoldLinks::Impl {
+  explicit Impl(Options o) : opts(std::move(o)), acceptor(ioc) {}
+
+  Options opts;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  std::thread thread;
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<FoldInbox>> inboxes;  // GUARDED_BY(mu)
+
+  WsChannelOptions channel_options() const {
+    WsChannelOptions c;
+    c.idle_timeout_s = opts.idle_timeout_s;
+    c.handshake_timeout_s = 10;
+    return c;
+  }
+
+  std::shared_ptr<FoldInbox> inbox(const std::string& run_id) {
+    std::lock_guard<std::mutex> l(mu);
+    auto& in = inboxes[run_id];
+    if (!in) in = std::make_shared<FoldInbox>();
+    return in;
+  }
+
+  void do_accept() {
+    acceptor.async_accept([self = this](beast::error_code ec, tcp::socket s) {
+      if (ec == net::error::operation_aborted) return;
+      if (!ec) self->on_accept(std::move(s));
+      self->do_accept();
+    });
+  }
+
+  // Reads the upgrade request, then takes the link or refuses it.
+  void on_accept(tcp::socket socket) {
+    set_close_on_exec(socket.native_handle());
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    struct Reading {
+      explicit Reading(tcp::socket s) : stream(std::move(s)) {}
+      MaybeTlsStream stream;
+      beast::flat_buffer buffer;
+      http::request<http::string_body> request;
+    };
+    auto r = std::make_shared<Reading>(std::move(socket));
+    r->stream.expires_after(std::chrono::seconds(10));
+    http::async_read(r->stream.next_layer(), r->buffer, r->request,
+                     [self = this, r](beast::error_code ec, size_t) {
+                       if (ec) return;
+                       r->stream.expires_never();
+                       self->on_request(std::move(r->stream), std::move(r->request));
+                     });
+  }
+
+  void on_request(MaybeTlsStream stream, http::request<http::string_body> req) {
+    // GET /fold/<attempt>/<worker id>
+    const std::string target(req.target());
+    const std::string prefix = "/fold/";
+    const size_t slash = target.find('/', prefix.size());
+    const bool named = target.rfind(prefix, 0) == 0 && slash != std::string::npos &&
+                       slash > prefix.size() && slash + 1 < target.size();
+    const bool allowed =
+        opts.token.empty() ||
+        constant_time_equals(bearer_token(std::string(req[http::field::authorization])),
+                             opts.token);
+    if (!named || !allowed || !beast::websocket::is_upgrade(req))
+      return refuse(std::move(stream),
+                    !allowed ? http::status::forbidden : http::status::not_found);
+    const std::string run_id = target.substr(prefix.size(), slash - prefix.size());
+    const std::string child = target.substr(slash + 1);
+    std::shared_ptr<FoldInbox> in = inbox(run_id);
+    accept_ws_channel(
+        std::move(stream), std::move(req), channel_options(),
+        [in, child](const std::shared_ptr<WsChannel>&) {
+          return WsChannelCallbacks{
+              [in, child](std::string frame) { in->put(child, std::move(frame)); },
+              [in, child](const std::string&) { in->closed(child); }};
+        },
+        [child](const WsOpenFailure& f) {
+          spdlog::debug("fold link from {} did not open: {}", child, f.message);
+        });
+  }
+
+  void refuse(MaybeTlsStream stream, http::status status) {
+    auto s = std::make_shared<MaybeTlsStream>(std::move(stream));
+    auto res = std::make_shared<http::response<http::string_body>>(status, 11);
+    res->body() = status == http::status::forbidden ? "a wrong or missing worker token\n"
+                                                    : "not a fold link\n";
+    res->prepare_payload();
+    http::async_write(s->next_layer(), *res, [s, res](beast::error_code, size_t) {
+      beast::error_code ignored;
+      s->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    });
+  }
+};
+
+Result<std::unique_ptr<FoldLinks>> FoldLinks::start(Options opts) {
+  auto impl = std::make_unique<Impl>(std::move(opts));
+  beast::error_code ec;
+  auto addr = net::ip::make_address(impl->opts.host, ec);
+  if (ec) return invalid_argument("bad fold address '" + impl->opts.host + "': " + ec.message());
+  const tcp::endpoint ep(addr, impl->opts.port);
+  auto& a = impl->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec) set_close_on_exec(a.native_handle());
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    return unavailable("cannot listen for fold links on " + impl->opts.host + ":" +
+                       std::to_string(impl->opts.port) + ": " + ec.message());
+  impl->do_accept();
+  impl->thread = std::thread([impl = impl.get()] { run_io_polling(impl->ioc); });
+  return std::unique_ptr<FoldLinks>(new FoldLinks(std::move(impl)));
+}
+
+FoldLinks::FoldLinks(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+FoldLinks::~FoldLinks() {
+  impl_->ioc.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+uint16_t FoldLinks::port() const {
+  beast::error_code ec;
+  auto ep = impl_->acceptor.local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
+
+std::shared_ptr<FoldInbox> FoldLinks::inbox(const std::string& run_id) {
+  return impl_->inbox(run_id);
+}
+
+void FoldLinks::forget(const std::string& run_id) {
+  std::shared_ptr<FoldInbox> in;
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    auto it = impl_->inboxes.find(run_id);
+    if (it == impl_->inboxes.end()) return;
+    in = std::move(it->second);
+    impl_->inboxes.erase(it);
+  }
+  in->close();
+}
+
+Result<std::shared_ptr<WsChannel>> FoldLinks::dial(const std::string& address,
+                                                   const std::string& run_id,
+                                                   const std::string& worker_id,
+                                                   std::chrono::milliseconds timeout) {
+  const size_t colon = address.rfind(':');
+  beast::error_code ec;
+  const auto ip =
+      net::ip::make_address(colon == std::string::npos ? address : address.substr(0, colon), ec);
+  if (ec || colon == std::string::npos)
+    return invalid_argument("a fold address that is not ip:port: " + address);
+  const auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
+  using Outcome = Result<std::shared_ptr<WsChannel>>;
+  auto done = std::make_shared<std::promise<Outcome>>();
+  auto once = std::make_shared<std::once_flag>();
+  auto settle = [done, once](Outcome o) {
+    std::call_once(*once, [&] { done->set_value(std::move(o)); });
+  };
+  Impl* impl = impl_.get();
+  const std::string target = "/fold/" + run_id + "/" + worker_id;
+  auto stream = std::make_shared<beast::tcp_stream>(net::make_strand(impl->ioc));
+  stream->expires_after(timeout);
+  stream->async_connect(
+      tcp::endpoint(ip, port), [impl, stream, settle, address, target](beast::error_code ec) {
+        if (ec) return settle(unavailable("cannot reach " + address + ": " + ec.message()));
+        tcp::socket socket = stream->release_socket();
+        set_close_on_exec(socket.native_handle());
+        beast::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        std::map<std::string, std::string> headers;
+        if (!impl->opts.token.empty()) headers["Authorization"] = "Bearer " + impl->opts.token;
+        handshake_ws_channel(
+            MaybeTlsStream(std::move(socket)), address, target, headers, impl->channel_options(),
+            [settle](const std::shared_ptr<WsChannel>& ch) {
+              settle(ch);
+              return WsChannelCallbacks{[](std::string) {}, [](const std::string&) {}};
+            },
+            [settle, address](const WsOpenFailure& f) {
+              settle(unavailable("the fold link to " + address + " did not open: " + f.message));
+            });
+      });
+  auto future = done->get_future();
+  if (future.wait_for(timeout + std::chrono::seconds(1)) != std::future_status::ready)
+    return unavailable("the fold link to " + address + " did not open within " +
+                       std::to_string(timeout.count()) + " ms");
+  return future.get();
+}
+
+}  // namespace lizard
