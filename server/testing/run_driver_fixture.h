@@ -134,7 +134,9 @@ class RunDriverTest : public ::testing::Test {
     w->kernel = [&m](const FakeRun& run, const IterateMsg&) { return sums_kernel(m, run); };
     w->output = doubled;
     EXPECT_EQ(workers_.connect(w->link()), id);
-    EXPECT_TRUE(workers_.hello(id, w->hello(executors, free_bytes), {}));
+    HelloMsg hello = w->hello(executors, free_bytes);
+    hello.fold_port = fold_port_;
+    EXPECT_TRUE(workers_.hello(id, std::move(hello), {}));
     fakes_.push_back(std::move(w));
     return *fakes_.back();
   }
@@ -182,6 +184,7 @@ class RunDriverTest : public ::testing::Test {
     ctx.workers = &workers_;
     ctx.worker_wait_s = worker_wait_s_;
     ctx.worker_loop = worker_loop_;
+    ctx.fold_fan_in = fold_fan_in_;
     ctx.hooks = hook_options_;
     ctx.stopping = [this] { return stopping_.load(); };
     ctx.wake_scheduler = [this] { ++scheduler_wakes_; };
@@ -254,6 +257,8 @@ class RunDriverTest : public ::testing::Test {
   std::atomic<bool> busy_when_answered_{true};
   int worker_wait_s_ = 10;
   bool worker_loop_ = true;
+  int fold_port_ = 0;     // workers added from now on take fold links there (0: none)
+  int fold_fan_in_ = 16;  // DriverContext::fold_fan_in
   HookProcessOptions hook_options_;
 
   void TearDown() override {
