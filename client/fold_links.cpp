@@ -14,6 +14,7 @@
 #include "common/auth.h"
 #include "common/close_on_exec.h"
 #include "net/io_runner.h"
+#include "net/listen_on.h"
 #include "net/ws_channel_open.h"
 #include "protocol/iteration_messages.h"
 
@@ -186,19 +187,9 @@ struct FoldLinks::Impl {
 
 Result<std::unique_ptr<FoldLinks>> FoldLinks::start(Options opts) {
   auto impl = std::make_unique<Impl>(std::move(opts));
-  beast::error_code ec;
-  auto addr = net::ip::make_address(impl->opts.host, ec);
-  if (ec) return invalid_argument("bad fold address '" + impl->opts.host + "': " + ec.message());
-  const tcp::endpoint ep(addr, impl->opts.port);
-  auto& a = impl->acceptor;
-  a.open(ep.protocol(), ec);
-  if (!ec) set_close_on_exec(a.native_handle());
-  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) a.bind(ep, ec);
-  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
-  if (ec)
-    return unavailable("cannot listen for fold links on " + impl->opts.host + ":" +
-                       std::to_string(impl->opts.port) + ": " + ec.message());
+  if (Status st = listen_on(&impl->acceptor, impl->opts.host, impl->opts.port, "fold address");
+      !st.ok())
+    return st.with_context("fold links");
   impl->do_accept();
   impl->thread = std::thread([impl = impl.get()] { run_io_polling(impl->ioc); });
   return std::unique_ptr<FoldLinks>(new FoldLinks(std::move(impl)));

@@ -18,6 +18,7 @@
 
 #include "common/close_on_exec.h"
 #include "net/io_runner.h"
+#include "net/listen_on.h"
 #include "net/maybe_tls_stream.h"
 #include "net/tls_context.h"
 #include "net/ws_channel_open.h"
@@ -538,19 +539,7 @@ Status HubServer::start() {
     if (!tls.ok()) return tls.status();
     impl_->tls = *tls;
   }
-  beast::error_code ec;
-  auto addr = net::ip::make_address(impl_->opts.host, ec);
-  if (ec) return invalid_argument("bad --host '" + impl_->opts.host + "': " + ec.message());
-  tcp::endpoint ep(addr, impl_->opts.port);
-  auto& a = impl_->acceptor;
-  a.open(ep.protocol(), ec);
-  if (!ec) set_close_on_exec(a.native_handle());
-  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) a.bind(ep, ec);
-  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
-  if (ec)
-    return unavailable("cannot listen on " + impl_->opts.host + ":" +
-                       std::to_string(impl_->opts.port) + ": " + ec.message());
+  LIZARD_RETURN_IF_ERROR(listen_on(&impl_->acceptor, impl_->opts.host, impl_->opts.port, "--host"));
   impl_->do_accept();
   impl_->thread = std::thread([this] { run_io_polling(impl_->ioc); });
   return Status::Ok();
