@@ -8,7 +8,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include <charconv>
+#include <deque>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "common/auth.h"
@@ -36,6 +39,11 @@ void FoldInbox::put(const std::string& child, std::string frame) {
   if (closed_) return;
   parts_[{child, r->iteration}] = std::move(frame);
   cv_.notify_all();
+}
+
+void FoldInbox::opened(const std::string& child) {
+  std::lock_guard<std::mutex> l(mu_);
+  ended_.erase(child);
 }
 
 void FoldInbox::closed(const std::string& child) {
@@ -99,6 +107,10 @@ struct FoldLinks::Impl {
   std::thread thread;
   std::mutex mu;
   std::map<std::string, std::shared_ptr<FoldInbox>> inboxes;  // GUARDED_BY(mu)
+  // Runs forgotten lately, whose late frames make no inbox again.
+  static constexpr size_t kForgottenKept = 1024;
+  std::set<std::string> forgotten;          // GUARDED_BY(mu)
+  std::deque<std::string> forgotten_order;  // GUARDED_BY(mu), oldest first
 
   WsChannelOptions channel_options() const {
     WsChannelOptions c;
@@ -107,11 +119,33 @@ struct FoldLinks::Impl {
     return c;
   }
 
-  std::shared_ptr<FoldInbox> inbox(const std::string& run_id) {
+  // The run's inbox; made when it has none, unless `make` is false or the
+  // run was forgotten (and the session does not ask for it anew).
+  std::shared_ptr<FoldInbox> inbox(const std::string& run_id, bool make, bool for_session) {
     std::lock_guard<std::mutex> l(mu);
-    auto& in = inboxes[run_id];
-    if (!in) in = std::make_shared<FoldInbox>();
+    if (auto it = inboxes.find(run_id); it != inboxes.end()) return it->second;
+    if (!make || (!for_session && forgotten.count(run_id) > 0)) return nullptr;
+    forgotten.erase(run_id);  // a session that a repeated run_start started
+    auto in = std::make_shared<FoldInbox>();
+    inboxes.emplace(run_id, in);
     return in;
+  }
+
+  void forget(const std::string& run_id) {
+    std::shared_ptr<FoldInbox> in;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (auto it = inboxes.find(run_id); it != inboxes.end()) {
+        in = std::move(it->second);
+        inboxes.erase(it);
+      }
+      if (forgotten.insert(run_id).second) forgotten_order.push_back(run_id);
+      if (forgotten_order.size() > kForgottenKept) {
+        forgotten.erase(forgotten_order.front());
+        forgotten_order.pop_front();
+      }
+    }
+    if (in) in->close();
   }
 
   void do_accept() {
@@ -159,13 +193,18 @@ struct FoldLinks::Impl {
                     !allowed ? http::status::forbidden : http::status::not_found);
     const std::string run_id = target.substr(prefix.size(), slash - prefix.size());
     const std::string child = target.substr(slash + 1);
-    std::shared_ptr<FoldInbox> in = inbox(run_id);
     accept_ws_channel(
         std::move(stream), std::move(req), channel_options(),
-        [in, child](const std::shared_ptr<WsChannel>&) {
-          return WsChannelCallbacks{
-              [in, child](std::string frame) { in->put(child, std::move(frame)); },
-              [in, child](const std::string&) { in->closed(child); }};
+        [self = this, run_id, child](const std::shared_ptr<WsChannel>&) {
+          if (auto in = self->inbox(run_id, true, false)) in->opened(child);
+          return WsChannelCallbacks{[self, run_id, child](std::string frame) {
+                                      if (auto in = self->inbox(run_id, true, false))
+                                        in->put(child, std::move(frame));
+                                    },
+                                    [self, run_id, child](const std::string&) {
+                                      if (auto in = self->inbox(run_id, false, false))
+                                        in->closed(child);
+                                    }};
         },
         [child](const WsOpenFailure& f) {
           spdlog::debug("fold link from {} did not open: {}", child, f.message);
@@ -209,19 +248,11 @@ uint16_t FoldLinks::port() const {
 }
 
 std::shared_ptr<FoldInbox> FoldLinks::inbox(const std::string& run_id) {
-  return impl_->inbox(run_id);
+  return impl_->inbox(run_id, true, true);
 }
 
 void FoldLinks::forget(const std::string& run_id) {
-  std::shared_ptr<FoldInbox> in;
-  {
-    std::lock_guard<std::mutex> l(impl_->mu);
-    auto it = impl_->inboxes.find(run_id);
-    if (it == impl_->inboxes.end()) return;
-    in = std::move(it->second);
-    impl_->inboxes.erase(it);
-  }
-  in->close();
+  impl_->forget(run_id);
 }
 
 Result<std::shared_ptr<WsChannel>> FoldLinks::dial(const std::string& address,
@@ -232,9 +263,12 @@ Result<std::shared_ptr<WsChannel>> FoldLinks::dial(const std::string& address,
   beast::error_code ec;
   const auto ip =
       net::ip::make_address(colon == std::string::npos ? address : address.substr(0, colon), ec);
-  if (ec || colon == std::string::npos)
+  uint16_t port = 0;
+  const char* digits = address.data() + (colon == std::string::npos ? 0 : colon + 1);
+  const auto [end, parsed] = std::from_chars(digits, address.data() + address.size(), port);
+  if (ec || colon == std::string::npos || parsed != std::errc() ||
+      end != address.data() + address.size() || port == 0)
     return invalid_argument("a fold address that is not ip:port: " + address);
-  const auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
   using Outcome = Result<std::shared_ptr<WsChannel>>;
   auto done = std::make_shared<std::promise<Outcome>>();
   auto once = std::make_shared<std::once_flag>();

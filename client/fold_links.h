@@ -36,7 +36,8 @@ class FoldInbox {
  public:
   // A frame from `child` (an iteration_result; others are dropped).
   void put(const std::string& child, std::string frame);
-  // `child`'s link ended.
+  // `child`'s link opened (again, after a repeated run_start), or ended.
+  void opened(const std::string& child);
   void closed(const std::string& child);
   // The run is over here: a take() under way returns at once.
   void close();
@@ -75,9 +76,12 @@ class FoldLinks {
 
   uint16_t port() const;
   // The inbox of attempt `run_id`, made at its first mention (its children
-  // may dial before its run_start reaches this worker).
+  // may dial before its run_start reaches this worker).  A link's frames go
+  // to the inbox the run has when each arrives: a session that a repeated
+  // run_start replaced hands its children's links on to the next.
   std::shared_ptr<FoldInbox> inbox(const std::string& run_id);
-  // Attempt `run_id` is over here: its inbox closes and goes.
+  // Attempt `run_id` is over here: its inbox closes and goes; frames that
+  // come for it later are dropped rather than kept for no one.
   void forget(const std::string& run_id);
   // A link to the worker at `address` (host:port) above this one, `worker_id`,
   // in attempt `run_id`'s tree; fails when it is not up within `timeout`.

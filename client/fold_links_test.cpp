@@ -99,6 +99,45 @@ TEST(FoldLinks, AChildWithTheTokenDeliversItsResultsAndOneWithoutIsRefused) {
   (*parent)->forget("r1.0");
 }
 
+TEST(FoldInbox, AChildWhoseLinkOpensAgainIsWaitedForAgain) {
+  FoldInbox in;
+  in.closed("w3");
+  in.opened("w3");
+  std::thread sender([&] {
+    std::this_thread::sleep_for(milliseconds(FoldInbox::kLinkGraceMs + 500));
+    in.put("w3", result_frame(0, "late but there"));
+  });
+  std::vector<std::string> frames;
+  Status st = in.take(0, {"w3"}, std::chrono::seconds(60), nullptr, &frames);
+  sender.join();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(payload_of(frames[0]), "late but there");
+}
+
+TEST(FoldLinks, ASessionStartedAgainGetsTheFramesOfLinksOpenedBeforeIt) {
+  auto parent = FoldLinks::start({"127.0.0.1", 0, "", 10});
+  auto child = FoldLinks::start({"127.0.0.1", 0, "", 10});
+  ASSERT_TRUE(parent.ok() && child.ok());
+  const std::string address = "127.0.0.1:" + std::to_string((*parent)->port());
+  auto first = (*parent)->inbox("r1.0");
+  auto up = (*child)->dial(address, "r1.0", "w7", milliseconds(3000));
+  ASSERT_TRUE(up.ok()) << up.status().message();
+  // A repeated run_start: the session goes and a new one takes the run.
+  (*parent)->forget("r1.0");
+  auto second = (*parent)->inbox("r1.0");
+  EXPECT_NE(first, second);
+  (*up)->send(OutgoingFrame(result_frame(0, "to the new session")));
+  std::vector<std::string> frames;
+  Status st = second->take(0, {"w7"}, milliseconds(5000), nullptr, &frames);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(payload_of(frames[0]), "to the new session");
+  // Once the run is over, what still comes for it is kept for no one.
+  (*parent)->forget("r1.0");
+  (*up)->send(OutgoingFrame(result_frame(1, "too late")));
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_FALSE((*parent)->inbox("r1.0")->take(1, {"w7"}, milliseconds(100), nullptr, &frames).ok());
+}
+
 TEST(FoldLinks, ADialToAPortNobodyListensOnFailsWithinItsTimeout) {
   auto links = FoldLinks::start({"127.0.0.1", 0, "", 10});
   ASSERT_TRUE(links.ok());
@@ -111,6 +150,8 @@ TEST(FoldLinks, ADialToAPortNobodyListensOnFailsWithinItsTimeout) {
   EXPECT_FALSE(up.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
   EXPECT_FALSE((*links)->dial("not-an-address", "r1.0", "w2", milliseconds(100)).ok());
+  EXPECT_FALSE((*links)->dial("127.0.0.1:port", "r1.0", "w2", milliseconds(100)).ok());
+  EXPECT_FALSE((*links)->dial("127.0.0.1:99999", "r1.0", "w2", milliseconds(100)).ok());
 }
 
 }  // namespace

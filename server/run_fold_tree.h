@@ -36,6 +36,7 @@ class RunFoldTree {
   int64_t workers_of(const std::string& sender) const;
 
  private:
+  RunFoldTree() = default;  // plan() makes them: a tree always names its senders
   std::map<std::string, FoldPlace> places_;
   std::vector<std::string> senders_;
 };

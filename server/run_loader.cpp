@@ -68,7 +68,6 @@ Status RunLoader::limit_rows_to_memory(std::vector<ExecutorSlot>* slots) const {
 // thread of its own so that uploaded rows stream to all of them at once.
 Result<std::vector<std::string>> RunLoader::load(const std::string& wire_id, bool fold_tree) {
   const auto t0 = SteadyClock::now();
-  tree_ = RunFoldTree::plan({}, {}, 0, 0);
   tree_failed_ = false;
   const std::vector<ExecutorRef> held =
       ctx_.book->update(run_, [](RunRecord& r) { return r.executors; });

@@ -59,7 +59,7 @@ class RunLoader {
   std::shared_ptr<RunRecord> run_;
   const DriverContext& ctx_;
   RunChannel* channel_;
-  RunFoldTree tree_;
+  RunFoldTree tree_ = RunFoldTree::plan({}, {}, 0, 0);
   bool tree_failed_ = false;
 };
 

@@ -38,18 +38,6 @@ json kmeans_body(int iterations) {
           {"state", {{"centroids", {{0, 0}, {3, 3}, {6, 0}}}}}};
 }
 
-// Polls until run `id` has made `n` iterations; false when it ended or the time ran out.
-bool wait_for_iterations(const LocalCluster& c, const std::string& id, int64_t n, int timeout_s) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (std::chrono::steady_clock::now() < until) {
-    const json r = get_json(c, "/runtimes/" + id);
-    if (r.value("iterations", int64_t{0}) >= n) return true;
-    if (r.value("status", "") != "running" && r.value("status", "") != "queued") return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
 json run_to_end(const LocalCluster& c, const std::string& hash, const json& body) {
   const std::string id = submit_run(c, hash, body);
   EXPECT_FALSE(id.empty());

@@ -183,6 +183,18 @@ size_t executor_count(const LocalCluster& c) {
   return n;
 }
 
+bool wait_for_iterations(const LocalCluster& c, const std::string& id, int64_t n, int timeout_s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < until) {
+    const nlohmann::json r = get_json(c, "/runtimes/" + id);
+    if (r.value("iterations", int64_t{0}) >= n) return true;
+    const std::string status = r.value("status", "");
+    if (status != "running" && status != "queued") return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 std::set<std::string> plan_workers(const nlohmann::json& record) {
   std::set<std::string> out;
   if (record.contains("plan") && record["plan"].contains("executors"))

@@ -62,6 +62,9 @@ nlohmann::json get_json(const LocalCluster& c, const std::string& path);
 std::string submit_run(const LocalCluster& c, const std::string& hash, const nlohmann::json& body);
 // Polls GET /runtimes/<id> until the run is done, failed or cancelled (or the time is up).
 nlohmann::json wait_until_finished(const LocalCluster& c, const std::string& id, int timeout_s);
+// Polls until run `id` has made `n` iterations; false when it ended first or
+// the time ran out.
+bool wait_for_iterations(const LocalCluster& c, const std::string& id, int64_t n, int timeout_s);
 
 // The executors of every worker that has joined (GET /clients): a test
 // expects what the machine it runs on gives, whatever its GPUs.
