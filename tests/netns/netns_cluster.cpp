@@ -35,7 +35,11 @@ std::string openssl(std::vector<std::string> args, const std::string& dir) {
 
 }  // namespace
 
-NetnsCluster::NetnsCluster(int max_workers) : max_workers_(max_workers), hosts_(max_workers + 2) {
+NetnsCluster::NetnsCluster(int worker_hosts, int workers_per_host)
+    : worker_hosts_(worker_hosts),
+      workers_per_host_(workers_per_host),
+      max_workers_(worker_hosts * workers_per_host),
+      hosts_(worker_hosts + 2) {
   char tmpl[] = "/tmp/lizard-netns-XXXXXX";
   dir_ = mkdtemp(tmpl);
 }

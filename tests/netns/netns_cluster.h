@@ -1,5 +1,5 @@
 // NetnsCluster: a lizard cluster across NetnsHosts, as on separate machines:
-// `lizard server` on host 0, one CPU worker on each of hosts 1..W, and the
+// `lizard server` on host 0, CPU workers on hosts 1..W (one each, or several), and the
 // user (the test's requests, load_program) on host W+1, all over TLS with a
 // token.  The certificate names the server's bridge address only.
 //
@@ -25,8 +25,9 @@ namespace lizard {
 
 class NetnsCluster {
  public:
-  // Hosts for a server, up to `max_workers` workers and a user.
-  explicit NetnsCluster(int max_workers = 2);
+  // Hosts for a server, `worker_hosts` hosts of `workers_per_host` workers
+  // each, and a user.
+  explicit NetnsCluster(int worker_hosts = 2, int workers_per_host = 1);
   ~NetnsCluster();
 
   bool available() const { return hosts_.status().ok(); }
@@ -46,8 +47,9 @@ class NetnsCluster {
 
   NetnsHosts& hosts() { return hosts_; }
   int server_host() const { return 0; }
-  int worker_host(int i) const { return 1 + i; }
-  int user_host() const { return 1 + max_workers_; }
+  // The host of worker i (in start order): workers fill a host before the next.
+  int worker_host(int i) const { return 1 + i / workers_per_host_; }
+  int user_host() const { return 1 + worker_hosts_; }
   std::string uri() const;
   const std::string& dir() const { return dir_; }
 
@@ -73,7 +75,7 @@ class NetnsCluster {
   Status make_certificates();
   Status start_server();
 
-  int max_workers_;
+  int worker_hosts_, workers_per_host_, max_workers_;
   NetnsHosts hosts_;
   std::string dir_, token_ = "netns-s3cret", cert_, key_, ca_;
   std::vector<std::string> server_argv_;
