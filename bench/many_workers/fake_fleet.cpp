@@ -4,6 +4,8 @@
 
 #include <boost/asio.hpp>
 
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -46,6 +48,7 @@ HelloMsg fake_hello(int index) {
 struct FakeFleet::Impl : std::enable_shared_from_this<FakeFleet::Impl> {
   std::string host;
   uint16_t port = 0;
+  FleetShape shape;
   net::io_context ioc;
   net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
   std::vector<std::thread> threads;
@@ -55,6 +58,14 @@ struct FakeFleet::Impl : std::enable_shared_from_this<FakeFleet::Impl> {
   std::atomic<int> open{0}, next_index{0};
   Counter iterates, iterate_bytes, results, result_bytes, frames_in, bytes_in, frames_out,
       bytes_out, programs, failures;
+  // The fold tree (shape.fold), under `mu`: each worker's channel by the id
+  // its welcome gave, its place in the current run, the iterates each
+  // sender's subtree has received, by (attempt, iteration) and sender, and
+  // the aggregate as a sender covering n workers sends it, by n.
+  std::map<std::string, std::weak_ptr<WsChannel>> by_id;
+  std::map<std::string, FoldPlace> places;
+  std::map<std::pair<std::string, int64_t>, std::map<std::string, int64_t>> arrived;
+  std::map<int64_t, std::shared_ptr<const std::string>> covering;
 
   void send(WsChannel& ch, OutgoingFrame f) {
     frames_out.add(1);
@@ -65,6 +76,18 @@ struct FakeFleet::Impl : std::enable_shared_from_this<FakeFleet::Impl> {
   void dial(int index) {
     auto socket = std::make_shared<tcp::socket>(net::make_strand(ioc));
     const tcp::endpoint at(net::ip::make_address(host), port);
+    if (shape.workers_per_host > 0) {  // a loopback address of its own host
+      const int h = index / shape.workers_per_host;
+      const net::ip::address_v4 from(net::ip::address_v4::bytes_type{
+          127, 1, static_cast<unsigned char>(h / 256), static_cast<unsigned char>(h % 256)});
+      boost::system::error_code ec;
+      socket->open(tcp::v4(), ec);
+      if (!ec) socket->bind(tcp::endpoint(from, 0), ec);
+      if (ec) {
+        failures.add(1);
+        return;
+      }
+    }
     socket->async_connect(at,
                           [self = shared_from_this(), socket, index](boost::system::error_code ec) {
                             if (ec) {
@@ -92,11 +115,14 @@ struct FakeFleet::Impl : std::enable_shared_from_this<FakeFleet::Impl> {
       channels.push_back(ch);
     }
     open.fetch_add(1);
-    send(*ch, encode(fake_hello(index).to_message()));
+    HelloMsg hello = fake_hello(index);
+    if (shape.fold) hello.fold_port = 9;  // said, never dialled: the fold is simulated
+    send(*ch, encode(hello.to_message()));
     std::weak_ptr<WsChannel> weak = ch;
     auto self = shared_from_this();
-    return {[self, weak](std::string frame) {
-              if (auto c = weak.lock()) self->on_frame(*c, frame);
+    auto id = std::make_shared<std::string>();  // from its welcome; on the channel's strand
+    return {[self, weak, id](std::string frame) {
+              if (auto c = weak.lock()) self->on_frame(*c, weak, id.get(), frame);
             },
             [self](const std::string&) {
               self->open.fetch_sub(1);
@@ -104,18 +130,30 @@ struct FakeFleet::Impl : std::enable_shared_from_this<FakeFleet::Impl> {
             }};
   }
 
-  void on_frame(WsChannel& ch, const std::string& frame) {
+  void on_frame(WsChannel& ch, const std::weak_ptr<WsChannel>& weak, std::string* id,
+                const std::string& frame) {
     frames_in.add(1);
     bytes_in.add(frame.size());
     auto view = decode_view(frame);
     if (!view.ok()) return;
     switch (view->type) {
+      case MessageType::kWelcome: {
+        *id = view->header.value("worker_id", "");
+        std::lock_guard<std::mutex> l(mu);
+        by_id[*id] = weak;
+        return;
+      }
       case MessageType::kProgram: {
         programs.add(1);
         ProgramStatusMsg st{view->header.value("hash", ""), true, ""};
         return send(ch, encode(st.to_message()));
       }
       case MessageType::kRunStart: {
+        if (shape.fold) {
+          auto start = RunStartMsg::parse(view->header);
+          std::lock_guard<std::mutex> l(mu);
+          places[*id] = start.ok() ? start->fold : FoldPlace{};
+        }
         RunReadyMsg ready;
         ready.run_id = view->header.value("run_id", "");
         ready.compile_cache_hit = true;
@@ -126,28 +164,68 @@ struct FakeFleet::Impl : std::enable_shared_from_this<FakeFleet::Impl> {
         iterate_bytes.add(frame.size());
         auto it = IterateMsg::parse(view->packed);
         if (!it.ok()) return;
+        std::shared_ptr<WsChannel> to;
+        int64_t workers = 1;
         std::shared_ptr<const std::string> agg;
         {
           std::lock_guard<std::mutex> l(mu);
-          agg = aggregate;
+          if (!tree_sender(*id, *it, &to, &workers)) return;  // its sender answers for it
+          agg = covering_aggregate(workers);
         }
+        IterationResultMsg r{it->run_id, it->iteration, true, "", 0.0};
+        r.workers = workers;
         std::string head;
-        IterationResultMsg{it->run_id, it->iteration, true, "", 0.0}.encode_into(&head, nullptr, 0);
+        r.encode_into(&head, nullptr, 0);
         OutgoingFrame out(std::move(head), *agg, agg);
         results.add(1);
         result_bytes.add(out.size());
-        return send(ch, std::move(out));
+        return send(to ? *to : ch, std::move(out));
       }
       default:
-        return;  // welcome, run_end (no outputs are asked for), run_abort
+        return;  // run_end (no outputs are asked for), run_abort
     }
+  }
+
+  // Under `mu`.  Whether an answer goes out now for worker `id`'s iterate,
+  // and from whom: itself in a star (*to null); in a tree, its sender, once
+  // the last worker of the sender's subtree has the iteration.
+  bool tree_sender(const std::string& id, const IterateMsg& it, std::shared_ptr<WsChannel>* to,
+                   int64_t* workers) {
+    auto place = places.find(id);
+    if (place == places.end() || place->second.empty()) return true;
+    std::string root = id;
+    for (auto p = place; p != places.end() && !p->second.parent_id.empty(); p = places.find(root))
+      root = p->second.parent_id;
+    auto& counts = arrived[{it.run_id, it.iteration}];
+    const int64_t covered = places[root].workers;
+    if (++counts[root] < covered) return false;
+    counts.erase(root);
+    if (counts.empty()) arrived.erase({it.run_id, it.iteration});
+    *to = by_id[root].lock();
+    *workers = covered;
+    return *to != nullptr;
+  }
+
+  // Under `mu`: the aggregate summed over `workers` workers (each sends ones).
+  std::shared_ptr<const std::string> covering_aggregate(int64_t workers) {
+    if (workers == 1) return aggregate;
+    auto& a = covering[workers];
+    if (!a) {
+      std::vector<float> v(aggregate->size() / 4);
+      std::memcpy(v.data(), aggregate->data(), v.size() * 4);
+      for (float& x : v) x *= static_cast<float>(workers);
+      a = std::make_shared<const std::string>(reinterpret_cast<const char*>(v.data()),
+                                              v.size() * 4);
+    }
+    return a;
   }
 };
 
-FakeFleet::FakeFleet(std::string host, uint16_t port, int io_threads)
+FakeFleet::FakeFleet(std::string host, uint16_t port, int io_threads, FleetShape shape)
     : impl_(std::make_shared<Impl>()) {
   impl_->host = std::move(host);
   impl_->port = port;
+  impl_->shape = shape;
   for (int i = 0; i < io_threads; ++i)
     impl_->threads.emplace_back([impl = impl_] { impl->ioc.run(); });
 }
@@ -168,6 +246,7 @@ void FakeFleet::set_aggregate(std::string aggregate) {
   auto a = std::make_shared<const std::string>(std::move(aggregate));
   std::lock_guard<std::mutex> l(impl_->mu);
   impl_->aggregate = std::move(a);
+  impl_->covering.clear();
 }
 
 void FakeFleet::connect(int n) {

@@ -14,6 +14,13 @@
 //
 //   build/bench/many_workers [--workers=2,8,32,128,256,1024] [--agg-kb=4,256]
 //                            [--iters=20] [--io-threads=2] [--max-agg-mb=64] [--out=DIR]
+//                            [--fan-in=0] [--workers-per-host=1]
+//
+// --fan-in is the server's --fold-fan-in: with 2 or more, runs on more
+// workers fold along a tree, which the fake workers simulate (fake_fleet.h),
+// and the server takes only the tree's senders' results; `senders` says how
+// many.  --workers-per-host sets how many fake workers share one loopback
+// address, which the server takes for a host (they fold there first).
 //
 // Runs whose aggregates add up to more than --max-agg-mb per iteration
 // (N x agg) are skipped, so that the default finishes in minutes on 2 cores.
@@ -46,6 +53,8 @@ struct Options {
   int iters = 20;
   int io_threads = 2;
   double max_agg_mb = 64;
+  int fan_in = 0;  // the server's --fold-fan-in (0: every result to the server)
+  int workers_per_host = 1;
   std::string out;
 };
 
@@ -77,6 +86,10 @@ Options parse_flags(int argc, char** argv) {
       o.max_agg_mb = std::atof(v);
     else if (auto v = value("--out"))
       o.out = v;
+    else if (auto v = value("--fan-in"))
+      o.fan_in = std::atoi(v);
+    else if (auto v = value("--workers-per-host"))
+      o.workers_per_host = std::atoi(v);
     else {
       std::fprintf(stderr, "unknown flag %s (see the comment at the top of main.cpp)\n", argv[i]);
       std::exit(2);
@@ -165,6 +178,7 @@ struct Row {
   double iter_ms = 0, fold_ms = 0, wall_iter_ms = 0;
   double server_cpu_ms_per_iter = 0;  // the whole run's server CPU time / iterations
   double bytes_out_per_iter = 0, bytes_in_per_iter = 0;  // as the server sees them
+  int64_t senders = 0;  // workers whose results reached the server (all, without a tree)
 };
 
 // One run over all N workers with `agg_kb` KiB aggregates; false on failure.
@@ -195,6 +209,7 @@ bool measure_run(const LocalCluster& c, lizard::FakeFleet& fleet, const std::str
     std::fprintf(stderr, "run did not finish: %.2000s\n", r->body.c_str());
     return false;
   }
+  row->senders = rec["phases"].value("fold_tree_senders", static_cast<int64_t>(n));
   const float expect = static_cast<float>(n);
   const auto& total = rec["result"]["aggregate"]["total"];
   if (!total.is_array() || total.empty() || total[0].get<float>() != expect)
@@ -223,17 +238,19 @@ int main(int argc, char** argv) {
   const Options opt = parse_flags(argc, argv);
   raise_file_limit();
   nlohmann::json results = nlohmann::json::array();
-  std::printf("%6s %6s %10s %9s %10s %10s %12s %12s %10s %8s %8s\n", "N", "agg_KB", "iter_ms",
-              "fold_ms", "wall_ms/it", "cpu_ms/it", "srv_out_B/it", "srv_in_B/it", "KiB/worker",
-              "join_s", "reg_s");
+  std::printf("fan-in %d, %d worker(s) per host\n", opt.fan_in, opt.workers_per_host);
+  std::printf("%6s %6s %10s %9s %10s %10s %12s %12s %8s %10s %8s %8s\n", "N", "agg_KB", "iter_ms",
+              "fold_ms", "wall_ms/it", "cpu_ms/it", "srv_out_B/it", "srv_in_B/it", "senders",
+              "KiB/worker", "join_s", "reg_s");
   for (int n : opt.workers) {
     LocalCluster cluster;
-    if (auto st = cluster.start(0); !st.ok()) {
+    if (auto st = cluster.start(0, {}, {"--fold-fan-in", std::to_string(opt.fan_in)}); !st.ok()) {
       std::fprintf(stderr, "%s\n", st.message().c_str());
       return 1;
     }
     const uint64_t rss0 = rss_bytes(cluster.server_pid());
-    lizard::FakeFleet fleet("127.0.0.1", cluster.port(), opt.io_threads);
+    lizard::FakeFleet fleet("127.0.0.1", cluster.port(), opt.io_threads,
+                            {opt.fan_in >= 2, opt.workers_per_host});
     const auto t_join = Clock::now();
     fleet.connect(n);
     if (!wait_until(60, [&] { return listed_workers(cluster) >= static_cast<size_t>(n); })) {
@@ -278,9 +295,10 @@ int main(int argc, char** argv) {
       }
       Row row;
       if (!measure_run(cluster, fleet, hash, n, kb, opt.iters, &row)) return 1;
-      std::printf("%6d %6d %10.3f %9.3f %10.3f %10.3f %12.0f %12.0f %10.1f %8.3f %8.3f\n", n, kb,
-                  row.iter_ms, row.fold_ms, row.wall_iter_ms, row.server_cpu_ms_per_iter,
-                  row.bytes_out_per_iter, row.bytes_in_per_iter, kib_per_worker, join_s, reg_s);
+      std::printf("%6d %6d %10.3f %9.3f %10.3f %10.3f %12.0f %12.0f %8lld %10.1f %8.3f %8.3f\n", n,
+                  kb, row.iter_ms, row.fold_ms, row.wall_iter_ms, row.server_cpu_ms_per_iter,
+                  row.bytes_out_per_iter, row.bytes_in_per_iter,
+                  static_cast<long long>(row.senders), kib_per_worker, join_s, reg_s);
       std::fflush(stdout);
       entry["runs"].push_back({{"agg_kb", kb},
                                {"iteration_ms_median", row.iter_ms},
@@ -288,13 +306,16 @@ int main(int argc, char** argv) {
                                {"wall_ms_per_iteration", row.wall_iter_ms},
                                {"server_cpu_ms_per_iteration", row.server_cpu_ms_per_iter},
                                {"server_bytes_out_per_iteration", row.bytes_out_per_iter},
-                               {"server_bytes_in_per_iteration", row.bytes_in_per_iter}});
+                               {"server_bytes_in_per_iteration", row.bytes_in_per_iter},
+                               {"senders", row.senders}});
     }
     results.push_back(entry);
   }
   const nlohmann::json doc = {{"bench", "many_workers"},
                               {"iterations", opt.iters},
                               {"io_threads", opt.io_threads},
+                              {"fold_fan_in", opt.fan_in},
+                              {"workers_per_host", opt.workers_per_host},
                               {"hardware_threads", std::thread::hardware_concurrency()},
                               {"results", results}};
   fs::create_directories(opt.out);
