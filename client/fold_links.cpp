@@ -107,6 +107,9 @@ struct FoldLinks::Impl {
   std::thread thread;
   std::mutex mu;
   std::map<std::string, std::shared_ptr<FoldInbox>> inboxes;  // GUARDED_BY(mu)
+  // The links of the workers below this one, by run and child (send_down).
+  std::map<std::string, std::map<std::string, std::weak_ptr<WsChannel>>> below;  // GUARDED_BY(mu)
+  std::condition_variable link_opened;
   // Runs forgotten lately, whose late frames make no inbox again.
   static constexpr size_t kForgottenKept = 1024;
   std::set<std::string> forgotten;          // GUARDED_BY(mu)
@@ -139,6 +142,7 @@ struct FoldLinks::Impl {
         in = std::move(it->second);
         inboxes.erase(it);
       }
+      below.erase(run_id);
       if (forgotten.insert(run_id).second) forgotten_order.push_back(run_id);
       if (forgotten_order.size() > kForgottenKept) {
         forgotten.erase(forgotten_order.front());
@@ -195,8 +199,13 @@ struct FoldLinks::Impl {
     const std::string child = target.substr(slash + 1);
     accept_ws_channel(
         std::move(stream), std::move(req), channel_options(),
-        [self = this, run_id, child](const std::shared_ptr<WsChannel>&) {
+        [self = this, run_id, child](const std::shared_ptr<WsChannel>& ch) {
           if (auto in = self->inbox(run_id, true, false)) in->opened(child);
+          {
+            std::lock_guard<std::mutex> l(self->mu);
+            if (!self->forgotten.count(run_id)) self->below[run_id][child] = ch;
+          }
+          self->link_opened.notify_all();
           return WsChannelCallbacks{[self, run_id, child](std::string frame) {
                                       if (auto in = self->inbox(run_id, true, false))
                                         in->put(child, std::move(frame));
@@ -255,10 +264,33 @@ void FoldLinks::forget(const std::string& run_id) {
   impl_->forget(run_id);
 }
 
+Status FoldLinks::send_down(const std::string& run_id, const std::vector<std::string>& children,
+                            const std::shared_ptr<const std::string>& frame,
+                            std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (const std::string& child : children) {
+    std::shared_ptr<WsChannel> link;
+    {
+      std::unique_lock<std::mutex> l(impl_->mu);
+      impl_->link_opened.wait_until(l, deadline, [&] {
+        auto run = impl_->below.find(run_id);
+        if (run == impl_->below.end()) return false;
+        auto c = run->second.find(child);
+        return c != run->second.end() && (link = c->second.lock()) != nullptr;
+      });
+    }
+    if (!link)
+      return unavailable("worker " + child + " below this one in the fold tree has no link to it");
+    link->send(OutgoingFrame(std::string(), *frame, frame));  // one buffer for every child
+  }
+  return Status::Ok();
+}
+
 Result<std::shared_ptr<WsChannel>> FoldLinks::dial(const std::string& address,
                                                    const std::string& run_id,
                                                    const std::string& worker_id,
-                                                   std::chrono::milliseconds timeout) {
+                                                   std::chrono::milliseconds timeout,
+                                                   std::function<void(std::string)> on_frame) {
   const size_t colon = address.rfind(':');
   beast::error_code ec;
   const auto ip =
@@ -279,25 +311,28 @@ Result<std::shared_ptr<WsChannel>> FoldLinks::dial(const std::string& address,
   const std::string target = "/fold/" + run_id + "/" + worker_id;
   auto stream = std::make_shared<beast::tcp_stream>(net::make_strand(impl->ioc));
   stream->expires_after(timeout);
-  stream->async_connect(
-      tcp::endpoint(ip, port), [impl, stream, settle, address, target](beast::error_code ec) {
-        if (ec) return settle(unavailable("cannot reach " + address + ": " + ec.message()));
-        tcp::socket socket = stream->release_socket();
-        set_close_on_exec(socket.native_handle());
-        beast::error_code ignored;
-        socket.set_option(tcp::no_delay(true), ignored);
-        std::map<std::string, std::string> headers;
-        if (!impl->opts.token.empty()) headers["Authorization"] = "Bearer " + impl->opts.token;
-        handshake_ws_channel(
-            MaybeTlsStream(std::move(socket)), address, target, headers, impl->channel_options(),
-            [settle](const std::shared_ptr<WsChannel>& ch) {
-              settle(ch);
-              return WsChannelCallbacks{[](std::string) {}, [](const std::string&) {}};
-            },
-            [settle, address](const WsOpenFailure& f) {
-              settle(unavailable("the fold link to " + address + " did not open: " + f.message));
-            });
-      });
+  stream->async_connect(tcp::endpoint(ip, port), [impl, stream, settle, address, target,
+                                                  on_frame](beast::error_code ec) {
+    if (ec) return settle(unavailable("cannot reach " + address + ": " + ec.message()));
+    tcp::socket socket = stream->release_socket();
+    set_close_on_exec(socket.native_handle());
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    std::map<std::string, std::string> headers;
+    if (!impl->opts.token.empty()) headers["Authorization"] = "Bearer " + impl->opts.token;
+    handshake_ws_channel(
+        MaybeTlsStream(std::move(socket)), address, target, headers, impl->channel_options(),
+        [settle, on_frame](const std::shared_ptr<WsChannel>& ch) {
+          settle(ch);
+          return WsChannelCallbacks{[on_frame](std::string frame) {
+                                      if (on_frame) on_frame(std::move(frame));
+                                    },
+                                    [](const std::string&) {}};
+        },
+        [settle, address](const WsOpenFailure& f) {
+          settle(unavailable("the fold link to " + address + " did not open: " + f.message));
+        });
+  });
   auto future = done->get_future();
   if (future.wait_for(timeout + std::chrono::seconds(1)) != std::future_status::ready)
     return unavailable("the fold link to " + address + " did not open within " +

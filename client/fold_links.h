@@ -4,8 +4,10 @@
 // the worker token — and files the iteration_result frames they send by run
 // in a FoldInbox, from which the run's session takes them to fold into its
 // own result.  It also dials the worker above this one for a run, whose
-// channel the session then sends its folded results on.  One io thread
-// serves every link.
+// channel the session then sends its folded results on.  The state goes the
+// other way: each worker that the server (or the worker above it) sends an
+// iterate passes the same frame down to the workers below it (send_down).
+// One io thread serves every link.
 //
 //   auto links = FoldLinks::start({"0.0.0.0", 0, token});   // (*links)->port(): say it in hello
 //   std::shared_ptr<FoldInbox> in = (*links)->inbox("r3.0");
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "net/outgoing_frame.h"
 #include "net/ws_channel.h"
 
 namespace lizard {
@@ -85,9 +88,18 @@ class FoldLinks {
   void forget(const std::string& run_id);
   // A link to the worker at `address` (host:port) above this one, `worker_id`,
   // in attempt `run_id`'s tree; fails when it is not up within `timeout`.
+  // What that worker sends down it (each iteration's iterate frame) goes
+  // to `on_frame`, on the links' io thread.
   Result<std::shared_ptr<WsChannel>> dial(const std::string& address, const std::string& run_id,
                                           const std::string& worker_id,
-                                          std::chrono::milliseconds timeout);
+                                          std::chrono::milliseconds timeout,
+                                          std::function<void(std::string)> on_frame = {});
+  // Sends `frame` down the links of `children` in attempt `run_id` (waiting
+  // up to `timeout` for one whose link is still opening); fails naming a
+  // child that has none.
+  Status send_down(const std::string& run_id, const std::vector<std::string>& children,
+                   const std::shared_ptr<const std::string>& frame,
+                   std::chrono::milliseconds timeout);
 
   struct Impl;
 

@@ -59,6 +59,7 @@ void RunSession::loop() {
     }
     if (!frame) break;  // aborted
     auto m = decode_view(*frame);
+    if (m.ok() && m->type == MessageType::kIterate && !fold_.children.empty()) send_down(*frame);
     if (m.ok()) handle(m.value());
     if (ctx_.frames) ctx_.frames->give(std::move(*frame));  // for the next frame received
   }
@@ -319,6 +320,10 @@ void RunSession::iterate(const MessageView& m) {
   // In a tree a failure travels up through other workers: it names this one.
   if (!st.ok() && in_fold_tree())
     st = Status(st.code(), "worker " + ctx_.worker_id + ": " + st.message());
+  if (st.ok() && !sent_down_.ok()) {
+    r.fold_failed = true;
+    st = Status(sent_down_.code(), "worker " + ctx_.worker_id + ": " + sent_down_.message());
+  }
   if (st.ok() && in_fold_tree()) st = fold_children(r.iteration);
   r.ok = st.ok();
   r.error.assign(st.message());

@@ -144,6 +144,9 @@ class RunSession {
   Status fold_children(int64_t it);
   // An iteration's result goes to the worker above this one, or the server.
   void send_result(std::string frame);
+  // An iterate frame goes on to the workers below this one before this one
+  // runs it; sent_down_ says whether it reached them.
+  void send_down(const std::string& frame);
   void leave_fold_tree();
   bool in_fold_tree() const { return !fold_.empty(); }
   void reply_outputs(const RunOutputsMsg& out, std::vector<OutputFieldBytes> outs,
@@ -200,6 +203,15 @@ class RunSession {
   // (null: it sends to the server) and the results from below.
   FoldPlace fold_;
   std::shared_ptr<WsChannel> fold_parent_;
+  // What the worker above sends down (the iterate frames) reaches this
+  // session's inbox while `session` is set: the link's io thread may still
+  // deliver one as the session goes.
+  struct FromAbove {
+    std::mutex mu;
+    RunSession* session = nullptr;  // GUARDED_BY(mu)
+  };
+  std::shared_ptr<FromAbove> from_above_;
+  Status sent_down_;
   std::shared_ptr<FoldInbox> fold_inbox_;
   SectionBuffer folded_;                   // its own partial with its children's folded in
   SectionBuffer child_partial_;            // a child's, read into the aggregate's layout

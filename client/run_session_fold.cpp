@@ -1,7 +1,9 @@
-// RunSession's part in a run's fold tree (plan/fold_tree.h): the worker
-// above this one gets its iteration results instead of the server, and the
-// results of the workers below it are folded into its own first, in the
-// order the server planned, so that the answer is the same run to run.
+// RunSession's part in a run's fold tree (plan/fold_tree.h): each iterate
+// comes from the worker above this one (or the server) and goes on down to
+// the workers below it; the worker above gets this one's iteration results
+// instead of the server, and the results of the workers below it are
+// folded into its own first, in the order the server planned, so that the
+// answer is the same run to run.
 #include <spdlog/spdlog.h>
 
 #include <cstring>
@@ -23,8 +25,13 @@ Status RunSession::join_fold_tree(const FoldPlace& place, bool* unreachable) {
   child_partial_ = folded_;
   if (!place.children.empty()) fold_inbox_ = ctx_.fold_links->inbox(run_id_);
   if (place.parent_id.empty()) return Status::Ok();
-  auto up =
-      ctx_.fold_links->dial(place.parent_address, run_id_, ctx_.worker_id, std::chrono::seconds(5));
+  from_above_ = std::make_shared<FromAbove>();
+  from_above_->session = this;
+  auto up = ctx_.fold_links->dial(place.parent_address, run_id_, ctx_.worker_id,
+                                  std::chrono::seconds(5), [from = from_above_](std::string f) {
+                                    std::lock_guard<std::mutex> l(from->mu);
+                                    if (from->session) from->session->post(std::move(f));
+                                  });
   if (!up.ok()) {
     *unreachable = true;
     return up.status().with_context("the fold tree's worker " + place.parent_id +
@@ -73,7 +80,18 @@ void RunSession::send_result(std::string frame) {
   if (!aborting_) fold_parent_->send(OutgoingFrame(std::move(frame)));
 }
 
+void RunSession::send_down(const std::string& frame) {
+  auto shared = std::make_shared<const std::string>(frame);  // one copy for every child
+  sent_down_ = ctx_.fold_links->send_down(run_id_, fold_.children, shared, std::chrono::seconds(2));
+}
+
 void RunSession::leave_fold_tree() {
+  if (from_above_) {
+    std::lock_guard<std::mutex> l(from_above_->mu);
+    from_above_->session = nullptr;
+  }
+  from_above_.reset();
+  sent_down_ = Status::Ok();
   if (fold_parent_) fold_parent_->close();
   fold_parent_.reset();
   if (fold_inbox_ && ctx_.fold_links) ctx_.fold_links->forget(run_id_);

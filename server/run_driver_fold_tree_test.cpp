@@ -1,6 +1,6 @@
 // RunDriver with a fold tree (server/run_fold_tree.h): 256 fake workers on
-// one host at fan-in 16, each answering as a worker of the tree does — a
-// worker below another sends the server nothing, a sender sends its
+// one host at fan-in 16, each answering as a worker of the tree does — the
+// server sends each iteration to the tree's sender, which sends back its
 // subtree's sum — so that what reaches the server is counted.
 #include <atomic>
 #include <map>
@@ -111,6 +111,10 @@ TEST_F(FoldTreeDriver, TwoHundredFiftySixWorkersSendTheServerAtMostTheirNumberOv
     }
   }
   EXPECT_EQ(to_server, 1);
+  // The iterates went to the sender alone: it passes them down the tree.
+  size_t iterates = 0;
+  for (auto& w : fakes_) iterates += w->link()->sent_of(MessageType::kIterate).size();
+  EXPECT_EQ(iterates, 3u);
 }
 
 TEST_F(FoldTreeDriver, AResultFoldingTheWrongNumberOfWorkersFailsTheRunNamingIt) {

@@ -51,8 +51,9 @@ Status RunLoop::iterate(const std::string& wire_id, const std::vector<std::strin
   const std::string_view state = {reinterpret_cast<const char*>(s->state.bytes.data()),
                                   s->state.bytes.size()};
   IterateMsg{wire_id, it}.encode_into(iterate_frame_.get(), &state, 1);
+  // In a tree the senders pass it down to the workers below them.
   Status sent;
-  for (const auto& id : participants) {
+  for (const auto& id : tree.used() ? tree.senders() : participants) {
     sent = ctx_.workers->send(id, OutgoingFrame(std::string(), *iterate_frame_, iterate_frame_));
     if (!sent.ok()) {
       channel_->drop_executors_of(id);

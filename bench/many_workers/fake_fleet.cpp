@@ -59,12 +59,10 @@ struct FakeFleet::Impl : std::enable_shared_from_this<FakeFleet::Impl> {
   Counter iterates, iterate_bytes, results, result_bytes, frames_in, bytes_in, frames_out,
       bytes_out, programs, failures;
   // The fold tree (shape.fold), under `mu`: each worker's channel by the id
-  // its welcome gave, its place in the current run, the iterates each
-  // sender's subtree has received, by (attempt, iteration) and sender, and
-  // the aggregate as a sender covering n workers sends it, by n.
+  // its welcome gave, its place in the current run, and the aggregate as a
+  // sender covering n workers sends it, by n.
   std::map<std::string, std::weak_ptr<WsChannel>> by_id;
   std::map<std::string, FoldPlace> places;
-  std::map<std::pair<std::string, int64_t>, std::map<std::string, int64_t>> arrived;
   std::map<int64_t, std::shared_ptr<const std::string>> covering;
 
   void send(WsChannel& ch, OutgoingFrame f) {
@@ -169,7 +167,7 @@ struct FakeFleet::Impl : std::enable_shared_from_this<FakeFleet::Impl> {
         std::shared_ptr<const std::string> agg;
         {
           std::lock_guard<std::mutex> l(mu);
-          if (!tree_sender(*id, *it, &to, &workers)) return;  // its sender answers for it
+          if (!tree_sender(*id, &to, &workers)) return;  // its sender answers for it
           agg = covering_aggregate(workers);
         }
         IterationResultMsg r{it->run_id, it->iteration, true, "", 0.0};
@@ -186,23 +184,16 @@ struct FakeFleet::Impl : std::enable_shared_from_this<FakeFleet::Impl> {
     }
   }
 
-  // Under `mu`.  Whether an answer goes out now for worker `id`'s iterate,
-  // and from whom: itself in a star (*to null); in a tree, its sender, once
-  // the last worker of the sender's subtree has the iteration.
-  bool tree_sender(const std::string& id, const IterateMsg& it, std::shared_ptr<WsChannel>* to,
-                   int64_t* workers) {
+  // Under `mu`.  Whether worker `id` answers its iterate, and for how many
+  // workers: itself in a star; in a tree, a sender for its subtree (the
+  // server sends the iterate to the senders only, and they would pass it
+  // down), while a worker below another answers nothing.
+  bool tree_sender(const std::string& id, std::shared_ptr<WsChannel>* to, int64_t* workers) {
     auto place = places.find(id);
     if (place == places.end() || place->second.empty()) return true;
-    std::string root = id;
-    for (auto p = place; p != places.end() && !p->second.parent_id.empty(); p = places.find(root))
-      root = p->second.parent_id;
-    auto& counts = arrived[{it.run_id, it.iteration}];
-    const int64_t covered = places[root].workers;
-    if (++counts[root] < covered) return false;
-    counts.erase(root);
-    if (counts.empty()) arrived.erase({it.run_id, it.iteration});
-    *to = by_id[root].lock();
-    *workers = covered;
+    if (!place->second.parent_id.empty()) return false;
+    *to = by_id[id].lock();
+    *workers = place->second.workers;
     return *to != nullptr;
   }
 

@@ -9,9 +9,9 @@
 // With a fold tree (FleetShape::fold), the workers say they take fold links
 // and follow the place each run_start gives them (server/run_fold_tree.h),
 // but the fold among them is simulated here rather than sent over links
-// between them: a worker below another answers nothing, and a worker that
-// sends the server answers, covering its subtree, once every worker of its
-// subtree has received the iteration.  So the server sees what a tree gives
+// between them: the server sends its iterates to the tree's senders only,
+// and each answers at once, covering its subtree, as if it had passed the
+// iterate down and folded the answers.  So the server sees what a tree gives
 // it, and the links between workers cost nothing here (the netns tests run
 // them for real).  Workers connect from 127.0.0.1 as one host, or from
 // 127.1.x.y loopback addresses `workers_per_host` at a time, as hosts of
