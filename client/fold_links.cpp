@@ -107,7 +107,9 @@ struct FoldLinks::Impl {
   std::thread thread;
   std::mutex mu;
   std::map<std::string, std::shared_ptr<FoldInbox>> inboxes;  // GUARDED_BY(mu)
-  // The links of the workers below this one, by run and child (send_down).
+  // The links of the workers below this one, by run and child (send_down),
+  // from each link's opening to its end: a session that a repeated
+  // run_start replaced finds its children's links still there.
   std::map<std::string, std::map<std::string, std::weak_ptr<WsChannel>>> below;  // GUARDED_BY(mu)
   std::condition_variable link_opened;
   // Runs forgotten lately, whose late frames make no inbox again.
@@ -142,7 +144,6 @@ struct FoldLinks::Impl {
         in = std::move(it->second);
         inboxes.erase(it);
       }
-      below.erase(run_id);
       if (forgotten.insert(run_id).second) forgotten_order.push_back(run_id);
       if (forgotten_order.size() > kForgottenKept) {
         forgotten.erase(forgotten_order.front());
@@ -203,21 +204,35 @@ struct FoldLinks::Impl {
           if (auto in = self->inbox(run_id, true, false)) in->opened(child);
           {
             std::lock_guard<std::mutex> l(self->mu);
-            if (!self->forgotten.count(run_id)) self->below[run_id][child] = ch;
+            self->below[run_id][child] = ch;
           }
           self->link_opened.notify_all();
+          std::weak_ptr<WsChannel> weak = ch;
           return WsChannelCallbacks{[self, run_id, child](std::string frame) {
                                       if (auto in = self->inbox(run_id, true, false))
                                         in->put(child, std::move(frame));
                                     },
-                                    [self, run_id, child](const std::string&) {
-                                      if (auto in = self->inbox(run_id, false, false))
-                                        in->closed(child);
+                                    [self, run_id, child, weak](const std::string&) {
+                                      self->link_closed(run_id, child, weak);
                                     }};
         },
         [child](const WsOpenFailure& f) {
           spdlog::debug("fold link from {} did not open: {}", child, f.message);
         });
+  }
+
+  // A child's link ended: its run's inbox hears of it, and the link goes
+  // from those send_down() uses (unless the child has dialled again since).
+  void link_closed(const std::string& run_id, const std::string& child,
+                   const std::weak_ptr<WsChannel>& link) {
+    if (auto in = inbox(run_id, false, false)) in->closed(child);
+    std::lock_guard<std::mutex> l(mu);
+    auto run = below.find(run_id);
+    if (run == below.end()) return;
+    auto c = run->second.find(child);
+    if (c != run->second.end() && !c->second.owner_before(link) && !link.owner_before(c->second))
+      run->second.erase(c);
+    if (run->second.empty()) below.erase(run);
   }
 
   void refuse(MaybeTlsStream stream, http::status status) {

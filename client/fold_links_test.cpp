@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include "protocol/iteration_messages.h"
@@ -115,17 +117,30 @@ TEST(FoldInbox, AChildWhoseLinkOpensAgainIsWaitedForAgain) {
 }
 
 TEST(FoldLinks, ASessionStartedAgainGetsTheFramesOfLinksOpenedBeforeIt) {
+  std::promise<std::string> down;  // before the links, whose io threads set it
+  std::once_flag first_down;
   auto parent = FoldLinks::start({"127.0.0.1", 0, "", 10});
   auto child = FoldLinks::start({"127.0.0.1", 0, "", 10});
   ASSERT_TRUE(parent.ok() && child.ok());
   const std::string address = "127.0.0.1:" + std::to_string((*parent)->port());
   auto first = (*parent)->inbox("r1.0");
-  auto up = (*child)->dial(address, "r1.0", "w7", milliseconds(3000));
+  auto up = (*child)->dial(address, "r1.0", "w7", milliseconds(3000), [&](std::string f) {
+    std::call_once(first_down, [&] { down.set_value(std::move(f)); });
+  });
   ASSERT_TRUE(up.ok()) << up.status().message();
   // A repeated run_start: the session goes and a new one takes the run.
   (*parent)->forget("r1.0");
   auto second = (*parent)->inbox("r1.0");
   EXPECT_NE(first, second);
+  // The state still goes down the link the child opened before.
+  auto state = std::make_shared<const std::string>("iterate frame");
+  ASSERT_TRUE((*parent)->send_down("r1.0", {"w7"}, state, milliseconds(2000)).ok());
+  auto got = down.get_future();
+  ASSERT_EQ(got.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(got.get(), "iterate frame");
+  Status none = (*parent)->send_down("r1.0", {"w7", "w8"}, state, milliseconds(200));
+  EXPECT_EQ(none.code(), Code::kUnavailable);
+  EXPECT_NE(none.message().find("worker w8"), std::string::npos) << none.message();
   (*up)->send(OutgoingFrame(result_frame(0, "to the new session")));
   std::vector<std::string> frames;
   Status st = second->take(0, {"w7"}, milliseconds(5000), nullptr, &frames);
