@@ -227,6 +227,12 @@ std::string workers_view(const json& clients, const json& programs) {
     for (const json& e : hw.value("executors", json::array()))
       out += "    " + executor_line(e) + "\n";
     out += "    programs: " + programs_line(w.value("programs", json::object()), names) + "\n";
+    if (w.contains("fold_address"))  // servers that fold along trees say it
+      out +=
+          "    fold links: " +
+          (w["fold_address"].is_string() ? w["fold_address"].get<std::string>()
+                                         : "none (--fold-port -1): its runs fold at the server") +
+          "\n";
   }
   return out;
 }

@@ -97,9 +97,9 @@ TEST(ClusterViews, LongValuesAreGivenByTheirShape) {
   EXPECT_EQ(result_lines(json::object()), "");
 }
 
-TEST(ClusterViews, WorkersShowExecutorsMemoryRunsAndProgramsByName) {
+TEST(ClusterViews, WorkersShowExecutorsMemoryRunsProgramsByNameAndFoldLinks) {
   json clients = json::parse(R"([{
-    "id": "w1", "address": "10.0.0.5:4431", "connected_at": "T0",
+    "id": "w1", "address": "10.0.0.5:4431", "connected_at": "T0", "fold_address": "10.0.0.5:40123",
     "hardware": {"hostname": "gpu7", "backend": "cuda", "backend_note": "",
       "executors": [
         {"ordinal": 0, "kind": "cuda", "name": "NVIDIA H100", "arch": "sm_90", "sm_count": 132,
@@ -108,7 +108,7 @@ TEST(ClusterViews, WorkersShowExecutorsMemoryRunsAndProgramsByName) {
          "free_memory": 85520809984, "total_memory": 85520809984, "run": null}]},
     "programs": {"ca65272aed9c97c458574bded0bc10a5": "ready", "f3fa903d8bc373c6": {"error": "log"}}
   }, {
-    "id": "w2", "address": "10.0.0.6:4431", "connected_at": "T1",
+    "id": "w2", "address": "10.0.0.6:4431", "connected_at": "T1", "fold_address": null,
     "hardware": {"hostname": "cpu1", "backend": "cpu", "backend_note": "--gpus none: using the CPU backend",
       "executors": [{"ordinal": 0, "kind": "cpu", "name": "AMD EPYC", "sm_count": 2,
                      "free_memory": 1073741824, "total_memory": 2147483648, "run": null}]},
@@ -122,10 +122,12 @@ TEST(ClusterViews, WorkersShowExecutorsMemoryRunsAndProgramsByName) {
       "    executor 0  cuda  NVIDIA H100  sm_90  132 SMs  75.0 GiB of 79.6 GiB free  running r3\n"
       "    executor 2  cuda  NVIDIA H100  sm_90  132 SMs  79.6 GiB of 79.6 GiB free  idle\n"
       "    programs: K-Means (ca65272aed9c) ready, ? (f3fa903d8bc3) did not build\n"
+      "    fold links: 10.0.0.5:40123\n"
       "w2  cpu1  10.0.0.6:4431  cpu backend, joined T1\n"
       "    note: --gpus none: using the CPU backend\n"
       "    executor 0  cpu  AMD EPYC  2 threads  1.0 GiB of 2.0 GiB free  idle\n"
-      "    programs: none built\n");
+      "    programs: none built\n"
+      "    fold links: none (--fold-port -1): its runs fold at the server\n");
   EXPECT_EQ(workers_view(json::array(), json::array()),
             "no worker is connected (start one with `lizard client -a SERVER`)\n");
 }
