@@ -18,6 +18,7 @@
 #include "common/close_on_exec.h"
 #include "net/io_runner.h"
 #include "net/listen_on.h"
+#include "net/tls_context.h"
 #include "net/ws_channel_open.h"
 #include "protocol/iteration_messages.h"
 
@@ -102,6 +103,7 @@ struct FoldLinks::Impl {
   explicit Impl(Options o) : opts(std::move(o)), acceptor(ioc) {}
 
   Options opts;
+  std::shared_ptr<TlsContext> serving, dialling;  // with TLS: the two sides' contexts
   net::io_context ioc;
   tcp::acceptor acceptor;
   std::thread thread;
@@ -167,19 +169,27 @@ struct FoldLinks::Impl {
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     struct Reading {
-      explicit Reading(tcp::socket s) : stream(std::move(s)) {}
+      Reading(tcp::socket s, TlsContext* tls)
+          : stream(tls ? MaybeTlsStream(std::move(s), *tls) : MaybeTlsStream(std::move(s))) {}
       MaybeTlsStream stream;
       beast::flat_buffer buffer;
       http::request<http::string_body> request;
     };
-    auto r = std::make_shared<Reading>(std::move(socket));
+    auto r = std::make_shared<Reading>(std::move(socket), serving.get());
     r->stream.expires_after(std::chrono::seconds(10));
-    http::async_read(r->stream.next_layer(), r->buffer, r->request,
-                     [self = this, r](beast::error_code ec, size_t) {
-                       if (ec) return;
-                       r->stream.expires_never();
-                       self->on_request(std::move(r->stream), std::move(r->request));
-                     });
+    auto read_request = [self = this, r] {
+      http::async_read(r->stream, r->buffer, r->request, [self, r](beast::error_code ec, size_t) {
+        if (ec) return;
+        r->stream.expires_never();
+        self->on_request(std::move(r->stream), std::move(r->request));
+      });
+    };
+    if (!r->stream.is_tls()) return read_request();
+    r->stream.tls().async_handshake(
+        net::ssl::stream_base::server, [r, read_request](beast::error_code ec) {
+          if (ec) return spdlog::debug("a fold link's TLS handshake: {}", ec.message());
+          read_request();
+        });
   }
 
   void on_request(MaybeTlsStream stream, http::request<http::string_body> req) {
@@ -221,6 +231,26 @@ struct FoldLinks::Impl {
         });
   }
 
+  using Settle = std::function<void(Result<std::shared_ptr<WsChannel>>)>;
+  // The WebSocket upgrade of a dialled link, connected and, with TLS, secured.
+  void upgrade(MaybeTlsStream stream, const std::string& address, const std::string& target,
+               const Settle& settle, const std::function<void(std::string)>& on_frame) {
+    std::map<std::string, std::string> headers;
+    if (!opts.token.empty()) headers["Authorization"] = "Bearer " + opts.token;
+    handshake_ws_channel(
+        std::move(stream), address, target, headers, channel_options(),
+        [settle, on_frame](const std::shared_ptr<WsChannel>& ch) {
+          settle(ch);
+          return WsChannelCallbacks{[on_frame](std::string frame) {
+                                      if (on_frame) on_frame(std::move(frame));
+                                    },
+                                    [](const std::string&) {}};
+        },
+        [settle, address](const WsOpenFailure& f) {
+          settle(unavailable("the fold link to " + address + " did not open: " + f.message));
+        });
+  }
+
   // A child's link ended: its run's inbox hears of it, and the link goes
   // from those send_down() uses (unless the child has dialled again since).
   void link_closed(const std::string& run_id, const std::string& child,
@@ -250,6 +280,16 @@ struct FoldLinks::Impl {
 
 Result<std::unique_ptr<FoldLinks>> FoldLinks::start(Options opts) {
   auto impl = std::make_unique<Impl>(std::move(opts));
+  if (impl->opts.tls_cert_file.empty() != impl->opts.tls_key_file.empty() ||
+      impl->opts.tls_cert_file.empty() == impl->opts.tls.enabled)
+    return invalid_argument(
+        "fold links over TLS need a certificate, its key and TLS to the other workers; "
+        "plain links need none of them");
+  if (impl->opts.tls.enabled) {
+    LIZARD_ASSIGN_OR_RETURN(
+        impl->serving, make_server_tls_context(impl->opts.tls_cert_file, impl->opts.tls_key_file));
+    LIZARD_ASSIGN_OR_RETURN(impl->dialling, make_client_tls_context(impl->opts.tls.ca_file));
+  }
   if (Status st = listen_on(&impl->acceptor, impl->opts.host, impl->opts.port, "fold address");
       !st.ok())
     return st.with_context("fold links");
@@ -333,19 +373,19 @@ Result<std::shared_ptr<WsChannel>> FoldLinks::dial(const std::string& address,
     set_close_on_exec(socket.native_handle());
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    std::map<std::string, std::string> headers;
-    if (!impl->opts.token.empty()) headers["Authorization"] = "Bearer " + impl->opts.token;
-    handshake_ws_channel(
-        MaybeTlsStream(std::move(socket)), address, target, headers, impl->channel_options(),
-        [settle, on_frame](const std::shared_ptr<WsChannel>& ch) {
-          settle(ch);
-          return WsChannelCallbacks{[on_frame](std::string frame) {
-                                      if (on_frame) on_frame(std::move(frame));
-                                    },
-                                    [](const std::string&) {}};
-        },
-        [settle, address](const WsOpenFailure& f) {
-          settle(unavailable("the fold link to " + address + " did not open: " + f.message));
+    if (!impl->dialling)
+      return impl->upgrade(MaybeTlsStream(std::move(socket)), address, target, settle, on_frame);
+    auto secured = std::make_shared<MaybeTlsStream>(std::move(socket), *impl->dialling);
+    if (Status st = expect_server_name(&secured->tls(), address.substr(0, address.rfind(':')));
+        !st.ok())
+      return settle(st);
+    secured->tls().async_handshake(
+        net::ssl::stream_base::client,
+        [impl, secured, address, target, settle, on_frame](beast::error_code ec) {
+          if (ec)
+            return settle(
+                unavailable(client_handshake_failure(secured->tls(), ec, "fold link " + address)));
+          impl->upgrade(std::move(*secured), address, target, settle, on_frame);
         });
   });
   auto future = done->get_future();

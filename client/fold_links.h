@@ -29,6 +29,7 @@
 
 #include "common/status.h"
 #include "net/outgoing_frame.h"
+#include "net/tls_options.h"
 #include "net/ws_channel.h"
 
 namespace lizard {
@@ -71,6 +72,13 @@ class FoldLinks {
     uint16_t port = 0;             // 0: a free port
     std::string token;             // the worker token, asked of and shown to other workers
     int idle_timeout_s = 10;       // a link silent this long is gone (pings at half)
+    // TLS, as between a worker and the server: links it takes are served
+    // with this certificate and key (PEM files), and links it dials verify
+    // the other worker's certificate, for its address, against `tls.ca_file`.
+    // Both or neither: a worker that reaches its server over TLS folds over
+    // TLS, or not at all.
+    std::string tls_cert_file, tls_key_file;
+    TlsClientOptions tls;
   };
   static Result<std::unique_ptr<FoldLinks>> start(Options opts);
   ~FoldLinks();

@@ -21,6 +21,13 @@ std::string result_frame(int64_t iteration, const std::string& payload) {
   return encode(r.to_message(payload));
 }
 
+FoldLinks::Options plain(const std::string& token) {
+  FoldLinks::Options o;
+  o.host = "127.0.0.1";
+  o.token = token;
+  return o;
+}
+
 std::string payload_of(const std::string& frame) {
   auto view = decode_view(frame);
   return view.ok() ? std::string(view->payload) : "";
@@ -80,14 +87,14 @@ TEST(FoldInbox, AnInterruptOrACloseEndsATakeAtOnce) {
 }
 
 TEST(FoldLinks, AChildWithTheTokenDeliversItsResultsAndOneWithoutIsRefused) {
-  auto parent = FoldLinks::start({"127.0.0.1", 0, "s3cret", 10});
+  auto parent = FoldLinks::start(plain("s3cret"));
   ASSERT_TRUE(parent.ok()) << parent.status().message();
   const std::string address = "127.0.0.1:" + std::to_string((*parent)->port());
-  auto stranger = FoldLinks::start({"127.0.0.1", 0, "wrong", 10});
+  auto stranger = FoldLinks::start(plain("wrong"));
   ASSERT_TRUE(stranger.ok());
   auto refused = (*stranger)->dial(address, "r1.0", "w9", milliseconds(3000));
   EXPECT_FALSE(refused.ok());
-  auto child = FoldLinks::start({"127.0.0.1", 0, "s3cret", 10});
+  auto child = FoldLinks::start(plain("s3cret"));
   ASSERT_TRUE(child.ok());
   auto up = (*child)->dial(address, "r1.0", "w7", milliseconds(3000));
   ASSERT_TRUE(up.ok()) << up.status().message();
@@ -119,8 +126,8 @@ TEST(FoldInbox, AChildWhoseLinkOpensAgainIsWaitedForAgain) {
 TEST(FoldLinks, ASessionStartedAgainGetsTheFramesOfLinksOpenedBeforeIt) {
   std::promise<std::string> down;  // before the links, whose io threads set it
   std::once_flag first_down;
-  auto parent = FoldLinks::start({"127.0.0.1", 0, "", 10});
-  auto child = FoldLinks::start({"127.0.0.1", 0, "", 10});
+  auto parent = FoldLinks::start(plain(""));
+  auto child = FoldLinks::start(plain(""));
   ASSERT_TRUE(parent.ok() && child.ok());
   const std::string address = "127.0.0.1:" + std::to_string((*parent)->port());
   auto first = (*parent)->inbox("r1.0");
@@ -153,10 +160,24 @@ TEST(FoldLinks, ASessionStartedAgainGetsTheFramesOfLinksOpenedBeforeIt) {
   EXPECT_FALSE((*parent)->inbox("r1.0")->take(1, {"w7"}, milliseconds(100), nullptr, &frames).ok());
 }
 
+TEST(FoldLinks, TlsNeedsTheCertificateItsKeyAndTlsTogether) {
+  FoldLinks::Options half = plain("");
+  half.tls_cert_file = "cert.pem";  // no key, no TLS to the others
+  EXPECT_EQ(FoldLinks::start(half).status().code(), Code::kInvalidArgument);
+  FoldLinks::Options no_cert = plain("");
+  no_cert.tls.enabled = true;
+  EXPECT_EQ(FoldLinks::start(no_cert).status().code(), Code::kInvalidArgument);
+  FoldLinks::Options unreadable = no_cert;
+  unreadable.tls_cert_file = "/no/such/cert.pem";
+  unreadable.tls_key_file = "/no/such/key.pem";
+  auto st = FoldLinks::start(unreadable).status();
+  EXPECT_NE(st.message().find("/no/such/cert.pem"), std::string::npos) << st.message();
+}
+
 TEST(FoldLinks, ADialToAPortNobodyListensOnFailsWithinItsTimeout) {
-  auto links = FoldLinks::start({"127.0.0.1", 0, "", 10});
+  auto links = FoldLinks::start(plain(""));
   ASSERT_TRUE(links.ok());
-  auto other = FoldLinks::start({"127.0.0.1", 0, "", 10});
+  auto other = FoldLinks::start(plain(""));
   ASSERT_TRUE(other.ok());
   const std::string address = "127.0.0.1:" + std::to_string((*other)->port());
   other->reset();  // its port closes

@@ -356,16 +356,28 @@ Status WorkerDaemon::init() {
                            [d](const ProgramVariant& v) { d->offer_build(v); }});
     }
   }
-  if (impl_->opts.fold_port >= 0) {
+  const WorkerOptions& o = impl_->opts;
+  const bool fold_tls = o.tls.enabled;
+  if (o.fold_port >= 0 && fold_tls && o.fold_tls_cert.empty()) {
+    spdlog::info(
+        "no fold links: this worker reaches its server over TLS, and its links to other "
+        "workers would too (give --fold-tls-cert and --fold-tls-key); its runs fold at the server");
+  } else if (o.fold_port >= 0) {
     // Other workers' results come in over this port only when a token
     // keeps strangers out, as on the server's.
     FoldLinks::Options fo;
-    fo.host = impl_->opts.token.empty() ? "127.0.0.1" : "0.0.0.0";
-    fo.port = static_cast<uint16_t>(impl_->opts.fold_port);
-    fo.token = impl_->opts.token;
-    fo.idle_timeout_s = impl_->opts.server_timeout_s;
+    fo.host = o.token.empty() ? "127.0.0.1" : "0.0.0.0";
+    fo.port = static_cast<uint16_t>(o.fold_port);
+    fo.token = o.token;
+    fo.idle_timeout_s = o.server_timeout_s;
+    if (fold_tls) {
+      fo.tls_cert_file = o.fold_tls_cert;
+      fo.tls_key_file = o.fold_tls_key;
+      fo.tls = o.tls;
+    }
     LIZARD_ASSIGN_OR_RETURN(impl_->fold_links, FoldLinks::start(fo));
-    spdlog::info("fold links of other workers on {}:{}", fo.host, impl_->fold_links->port());
+    spdlog::info("fold links of other workers on {}:{}{}", fo.host, impl_->fold_links->port(),
+                 fold_tls ? " (TLS)" : "");
   }
   for (const auto& e : impl_->executors) {
     const auto& i = e->executor->info();

@@ -48,6 +48,10 @@ struct WorkerOptions {
   // results (client/fold_links.h): 0, a free port; -1, nowhere (its runs
   // then fold at the server).
   int fold_port = 0;
+  // A worker that reaches its server over TLS serves its fold port over TLS
+  // too, with this certificate and key, and verifies the other workers'
+  // certificates against tls.ca_file; without them it takes no fold links.
+  std::string fold_tls_cert, fold_tls_key;
 };
 
 class WorkerDaemon {

@@ -85,6 +85,14 @@ CLI::App* add_client_command(CLI::App& app, lizard::WorkerOptions* wo, std::stri
                    "is set, else on 127.0.0.1")
       ->type_name("PORT")
       ->check(CLI::Range(-1, 65535));
+  client
+      ->add_option("--fold-tls-cert", wo->fold_tls_cert,
+                   "With TLS to the server: the certificate (PEM) this worker's fold port "
+                   "serves, for the address the server sees it connect from; the other workers "
+                   "check it against --tls-ca. Without it such a worker takes no fold links")
+      ->type_name("FILE");
+  client->add_option("--fold-tls-key", wo->fold_tls_key, "The private key of --fold-tls-cert (PEM)")
+      ->type_name("FILE");
   client->add_flag_callback(
       "--no-shared-builds", [wo] { wo->share_builds = false; },
       "Neither ask the server for builds other workers made nor offer it this worker's");

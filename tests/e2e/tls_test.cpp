@@ -128,6 +128,67 @@ TEST_F(Tls, AWorkerOverWssRunsAProgramRegisteredOverHttps) {
   EXPECT_NE(plain->body.find("use https://"), std::string::npos) << plain->body;
 }
 
+// Workers that reach the server over TLS fold over TLS: with a certificate
+// for their address they take fold links (the run folds along the tree);
+// one signed by another CA is refused by the worker that dials it, and the
+// run folds at the server; without one a worker takes no fold links.
+TEST_F(Tls, WorkersFoldOverTlsWithTheirCertificatesAndAtTheServerWithout) {
+  ASSERT_TRUE(cluster_
+                  .start(3, {"--fold-tls-cert", tls_.cert, "--fold-tls-key", tls_.key},
+                         {"--fold-fan-in", "2"})
+                  .ok());
+  const std::string hash = register_program(cluster_, LIZARD_SOURCE_DIR "/examples/sum");
+  const json body = {{"params", {{"dims", 2}}},
+                     {"dataset", {{"values", {{"values", {{1, 2}, {3, 4}, {5, 7}, {8, 9}}}}}}},
+                     {"executors", 3}};
+  json rec = wait_until_finished(cluster_, submit_run(cluster_, hash, body), 120);
+  ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
+  EXPECT_EQ(rec["result"]["aggregate"]["sums"], json({17.0, 22.0}));
+  EXPECT_EQ(rec["phases"].value("fold_tree_senders", 0), 1) << rec["phases"].dump();
+  for (const json& w : get_json(cluster_, "/clients")) EXPECT_TRUE(w["fold_address"].is_string());
+
+  // One more with no certificate takes no fold links: runs on it fold at the server.
+  ASSERT_TRUE(cluster_.add_worker().ok());
+  ASSERT_TRUE(cluster_.wait_for_workers(4).ok());
+  int without = 0;
+  for (const json& w : get_json(cluster_, "/clients")) without += w["fold_address"].is_null();
+  EXPECT_EQ(without, 1);
+  json four = body;
+  four["executors"] = 4;
+  rec = wait_until_finished(cluster_, submit_run(cluster_, hash, four), 120);
+  ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
+  EXPECT_EQ(rec["result"]["aggregate"]["sums"], json({17.0, 22.0}));
+  EXPECT_FALSE(rec["phases"].contains("fold_tree_senders")) << rec["phases"].dump();
+}
+
+// The worker that others send to (w1, the first to join) serves a
+// certificate another CA signed: the workers that dial it refuse it, and the
+// run goes on folded at the server, saying so.
+TEST_F(Tls, AFoldLinkToACertificateOfAnotherCaIsRefusedAndTheServerFolds) {
+  ClusterTls stranger;
+  ASSERT_EQ(make_pki(cluster_.dir(), "stranger", &stranger), "");
+  ASSERT_TRUE(cluster_.start(0, {}, {"--fold-fan-in", "2"}).ok());
+  ASSERT_TRUE(
+      cluster_.add_worker({"--fold-tls-cert", stranger.cert, "--fold-tls-key", stranger.key}).ok());
+  ASSERT_TRUE(cluster_.wait_for_workers(1).ok());
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(
+        cluster_.add_worker({"--fold-tls-cert", tls_.cert, "--fold-tls-key", tls_.key}).ok());
+  ASSERT_TRUE(cluster_.wait_for_workers(3).ok());
+  const std::string hash = register_program(cluster_, LIZARD_SOURCE_DIR "/examples/sum");
+  const json body = {{"params", {{"dims", 2}}},
+                     {"dataset", {{"values", {{"values", {{1, 2}, {3, 4}, {5, 7}, {8, 9}}}}}}},
+                     {"executors", 3}};
+  const json rec = wait_until_finished(cluster_, submit_run(cluster_, hash, body), 120);
+  ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
+  EXPECT_EQ(rec["result"]["aggregate"]["sums"], json({17.0, 22.0}));
+  EXPECT_EQ(rec["phases"].value("fold_tree_failed", false), true) << rec["phases"].dump();
+  ASSERT_TRUE(rec.contains("recoveries"));
+  EXPECT_EQ(rec["recoveries"][0]["kind"], "fold_tree_failed");
+  EXPECT_NE(rec["recoveries"][0].value("reason", "").find("fold link"), std::string::npos)
+      << rec["recoveries"].dump(2);
+}
+
 TEST_F(Tls, AServerCertificateThatDoesNotVerifyIsRefusedClearly) {
   ASSERT_TRUE(cluster_.start(0).ok());
   // A CA that did not sign the server's certificate.

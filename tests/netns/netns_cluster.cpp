@@ -61,8 +61,14 @@ Status NetnsCluster::make_certificates() {
       << "[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = netns test CA\n"
          "[ca]\nbasicConstraints = critical,CA:TRUE\nkeyUsage = critical,keyCertSign,cRLSign\n"
          "[server]\nbasicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature\n"
-         "extendedKeyUsage = serverAuth\nsubjectAltName = IP:"
-      << NetnsHosts::address(server_host()) << "\n";
+         "extendedKeyUsage = serverAuth\nsubjectAltName = "
+      << [&] {  // the server's address, and the workers' (their fold ports serve it too)
+           std::string names = "IP:" + NetnsHosts::address(server_host());
+           for (int h = 0; h < worker_hosts_; ++h)
+             names += ",IP:" + NetnsHosts::address(worker_host(h * workers_per_host_));
+           return names;
+         }()
+      << "\n";
   std::ofstream(dir_ + "/server.cnf")
       << "[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = lizard server\n";
   const std::vector<std::string> key = {"-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
@@ -135,7 +141,11 @@ Status NetnsCluster::add_worker(const std::vector<std::string>& extra, const Spa
                                    "--backend",
                                    "cpu",
                                    "--cpu-threads",
-                                   "1"};
+                                   "1",
+                                   "--fold-tls-cert",
+                                   cert_,
+                                   "--fold-tls-key",
+                                   key_};
   // As on a host of its own, the worker reads no file of the server's state
   // directory (an upload's copy): its data lie beneath data/.
   if (std::find(extra.begin(), extra.end(), "--data-root") == extra.end()) {

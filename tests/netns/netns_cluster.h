@@ -1,7 +1,8 @@
 // NetnsCluster: a lizard cluster across NetnsHosts, as on separate machines:
 // `lizard server` on host 0, CPU workers on hosts 1..W (one each, or several), and the
 // user (the test's requests, load_program) on host W+1, all over TLS with a
-// token.  The certificate names the server's bridge address only.
+// token.  The one certificate names the server's and the workers' bridge
+// addresses: the workers serve it on their fold ports too.
 //
 //   NetnsCluster c;
 //   if (!c.available()) GTEST_SKIP() << c.why_unavailable();
