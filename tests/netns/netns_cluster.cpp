@@ -62,12 +62,13 @@ Status NetnsCluster::make_certificates() {
          "[ca]\nbasicConstraints = critical,CA:TRUE\nkeyUsage = critical,keyCertSign,cRLSign\n"
          "[server]\nbasicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature\n"
          "extendedKeyUsage = serverAuth\nsubjectAltName = "
-      << [&] {  // the server's address, and the workers' (their fold ports serve it too)
-           std::string names = "IP:" + NetnsHosts::address(server_host());
-           for (int h = 0; h < worker_hosts_; ++h)
-             names += ",IP:" + NetnsHosts::address(worker_host(h * workers_per_host_));
-           return names;
-         }()
+      <<
+      [&] {  // the server's address, and the workers' (their fold ports serve it too)
+        std::string names = "IP:" + NetnsHosts::address(server_host());
+        for (int h = 0; h < worker_hosts_; ++h)
+          names += ",IP:" + NetnsHosts::address(worker_host(h * workers_per_host_));
+        return names;
+      }()
       << "\n";
   std::ofstream(dir_ + "/server.cnf")
       << "[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = lizard server\n";
