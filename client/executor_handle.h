@@ -23,7 +23,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "exec/executor.h"
-#include "exec/process/process_executor.h"
+#include "exec/process/owner_process_executor.h"
 
 namespace lizard {
 
@@ -31,7 +31,7 @@ struct ExecutorHandle {
   std::unique_ptr<Executor> executor;
   // `executor` itself when it runs in a process of its own: a run's session
   // kills that process to stop a kernel, from any thread, without the lock.
-  ProcessExecutor* process = nullptr;
+  OwnerProcessExecutor* process = nullptr;
   std::mutex mu;
   std::condition_variable freed;
   // GUARDED_BY(mu): who holds it (a run's wire id, or a stage), or empty.

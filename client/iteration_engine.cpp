@@ -134,7 +134,7 @@ Status IterationEngine::run_in_processes(int64_t iteration, const SectionBuffer&
     }
   } held{this, 0};
   for (; held.n < n; ++held.n) lock_of(held.n).lock();
-  auto process = [&](size_t i) -> ProcessExecutor& {
+  auto process = [&](size_t i) -> OwnerProcessExecutor& {
     return *(*run_.all)[(*run_.executors)[i]]->process;
   };
   int64_t most = 1;

@@ -115,13 +115,21 @@ Status RowStaging::stage_part(const StageRowsMsg& m, const DataRoots& server_roo
   if (!claim)
     return unavailable(what + " is still busy with a run after " + std::to_string(kExecutorWaitS) +
                        " s");
-  Executor& ex = *(*executors_)[i]->executor;
+  ExecutorHandle& h = *(*executors_)[i];
+  // Executor processes keep rows per program, for its runs alone.
+  const std::string& owner = OwnerProcessExecutor::owner_of(m.program);
   Status result = Status::Ok();
-  const std::vector<std::string> kept = ex.kept_rows();
+  const std::vector<std::string> kept =
+      h.process ? h.process->kept_rows_for(owner) : h.executor->kept_rows();
   part->was_kept = std::find(kept.begin(), kept.end(), part->key) != kept.end();
   if (!part->was_kept) {
     auto located = locate_keyed_rows(key, "stage again");
-    result = located.ok() ? ex.keep_file_rows(part->key, *located) : located.status();
+    if (!located.ok())
+      result = located.status();
+    else if (h.process)
+      result = h.process->keep_file_rows_for(owner, part->key, *located);
+    else
+      result = h.executor->keep_file_rows(part->key, *located);
   }
   if (result.ok()) catalog_->note(key);
   return result.with_context(what);

@@ -22,7 +22,7 @@ void RunOutput::bind(std::string run_id, std::function<void(std::string frame)> 
   pending_bytes_ = 0;
 }
 
-void RunOutput::collect(ProcessExecutor* process, int64_t executor, int64_t iteration) {
+void RunOutput::collect(OwnerProcessExecutor* process, int64_t executor, int64_t iteration) {
   if (process != nullptr) add(executor, iteration, process->take_output());
 }
 
@@ -62,7 +62,7 @@ void RunOutput::send_pending() {
   pending_bytes_ = 0;
 }
 
-void log_output_outside_runs(ProcessExecutor* process, int64_t executor) {
+void log_output_outside_runs(OwnerProcessExecutor* process, int64_t executor) {
   if (process == nullptr) return;
   OutputPipe::Taken taken = process->take_output();
   log_lines_of(taken.bytes,

@@ -22,7 +22,7 @@
 #include <mutex>
 #include <string>
 
-#include "exec/process/process_executor.h"
+#include "exec/process/owner_process_executor.h"
 #include "protocol/messages.h"
 #include "runlog/output_bound.h"
 
@@ -34,7 +34,7 @@ class RunOutput {
   void bind(std::string run_id, std::function<void(std::string frame)> send);
   // What `process` (the worker's executor `executor`) printed since the last
   // take, as printed during `iteration` (-1: outside one).
-  void collect(ProcessExecutor* process, int64_t executor, int64_t iteration);
+  void collect(OwnerProcessExecutor* process, int64_t executor, int64_t iteration);
   // What executor `executor` (-1: the run's host hooks) printed during `iteration`.
   void add(int64_t executor, int64_t iteration, const OutputPipe::Taken& printed);
   // Sends the lines collected since the last flush.
@@ -55,6 +55,6 @@ class RunOutput {
 
 // Logs what `process` (the worker's executor `executor`) printed outside any
 // run (while it built a program, say) to the worker's own log.
-void log_output_outside_runs(ProcessExecutor* process, int64_t executor);
+void log_output_outside_runs(OwnerProcessExecutor* process, int64_t executor);
 
 }  // namespace lizard

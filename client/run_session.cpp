@@ -30,7 +30,7 @@ void RunSession::abort() {
   {  // a call blocked in a killed process returns at once; release() restarts it
     std::lock_guard<std::mutex> l(held_mu_);
     for (const ExecutorClaim& c : claims_)
-      if (ProcessExecutor* p = c.handle()->process) p->kill_process();
+      if (OwnerProcessExecutor* p = c.handle()->process) p->kill_process();
   }
   for (auto& h : *ctx_.executors) h->wake();  // a session waiting for an executor
 }

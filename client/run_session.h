@@ -156,7 +156,7 @@ class RunSession {
   Executor& executor(size_t i) { return *(*ctx_.executors)[executors_[i]]->executor; }
   std::mutex& lock_of(size_t i) { return (*ctx_.executors)[executors_[i]]->mu; }
   // The process of the run's executor i; null where it runs in the worker.
-  ProcessExecutor* process_of(size_t i) { return (*ctx_.executors)[executors_[i]]->process; }
+  OwnerProcessExecutor* process_of(size_t i) { return (*ctx_.executors)[executors_[i]]->process; }
 
   SessionContext ctx_;
   std::map<size_t, std::shared_ptr<UploadRows>> uploaded_;

@@ -78,11 +78,10 @@ void RunSession::note_kept(const FileField& ff, const FileRowsKey& key) {
 
 Status RunSession::load_file_rows(size_t i, PartitionData* d) {
   if (file_fields_.empty()) return Status::Ok();
-  ProcessExecutor* process = (*ctx_.executors)[executors_[i]]->process;
+  OwnerProcessExecutor* process = (*ctx_.executors)[executors_[i]]->process;
   std::vector<std::string> kept;
-  if (process) {  // only executor processes keep rows between runs
-    LIZARD_RETURN_IF_ERROR(process->restart_if_ended());  // a new process keeps none
-    kept = process->kept_rows();
+  if (process) {  // only executor processes keep rows between runs, each for its program's
+    kept = process->kept_rows_for(OwnerProcessExecutor::owner_of(program_->hash));
     if (d->shared.size() < d->fields.size()) d->shared.resize(d->fields.size());
   }
   for (const FileField& ff : file_fields_) {

@@ -206,6 +206,12 @@ void WorkerDaemon::Impl::on_program_frame(const std::string& frame) {
   if (!removed.ok())
     return spdlog::warn("bad program_removed from the server: {}", removed.status().message());
   hooks->forget(removed->hash);
+  // Its executor processes end with it (and the rows they kept for it).
+  for (auto& h : executors) {
+    if (!h->process) continue;
+    std::lock_guard<std::mutex> l(h->mu);
+    h->process->forget_owner(OwnerProcessExecutor::owner_of(removed->hash));
+  }
   std::lock_guard<std::mutex> l(programs_mu);
   if (programs.erase(removed->hash) > 0)
     spdlog::info("program {} was deleted on the server: forgotten", removed->hash.substr(0, 12));
@@ -312,9 +318,11 @@ Status WorkerDaemon::init() {
     LIZARD_ASSIGN_OR_RETURN(auto made,
                             start_executor_processes(impl_->opts.backend, &impl_->backend_note));
     for (auto& e : made) {
+      auto owned =
+          std::make_unique<OwnerProcessExecutor>(std::move(e), impl_->opts.owner_processes);
       impl_->executors.push_back(std::make_unique<ExecutorHandle>());
-      impl_->executors.back()->process = e.get();
-      impl_->executors.back()->executor = std::move(e);
+      impl_->executors.back()->process = owned.get();
+      impl_->executors.back()->executor = std::move(owned);
     }
   } else {
     // Executors in the worker are sent every run's rows: they keep none.

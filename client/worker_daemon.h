@@ -37,6 +37,9 @@ struct WorkerOptions {
   // Each executor in a process of its own (exec/process/), so that a kernel
   // that crashes or never ends costs that process, not the worker.
   bool executor_processes = true;
+  // Executor processes each executor keeps, one per program whose kernels
+  // it runs (exec/process/owner_process_executor.h), beside one spare.
+  size_t owner_processes = 8;
   // Variants of queued runs' programs built ahead of their start at once
   // (client/ahead_builds.h); 0: none, each run compiles when it begins.
   int ahead_builds = AheadBuilds::default_threads();

@@ -13,6 +13,7 @@
 #include "server/dataset_views.h"
 #include "server/file_visibility.h"
 #include "server/http_routes.h"
+#include "server/program_registry.h"
 #include "server/row_stager.h"
 #include "server/stage_request.h"
 
@@ -42,6 +43,10 @@ void HttpRoutes::post_stage(Call& c, Responder& r) {
       static const DataRoots kAnywhere;
       auto req = parse_stage_request(*body, s_.data_roots ? *s_.data_roots : kAnywhere);
       if (!req.ok()) return answer(error_response(req.status()));
+      if (!s_.programs || !s_.programs->find(req->program))
+        return answer(json_response(404, {{"error", "no program " + req->program +
+                                                        " is registered: register it "
+                                                        "before staging rows for its runs"}}));
       auto staged = s_.stager->stage(*req);
       if (!staged.ok()) {
         spdlog::warn("staging {} failed: {}", req->path, staged.status().message());

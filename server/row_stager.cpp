@@ -63,9 +63,14 @@ Result<json> RowStager::stage(const StageRequest& req) {
       most_rows = std::max(most_rows, rows_of[e.worker_id] += e.rows);
       auto [it, fresh] = by_worker.try_emplace(e.worker_id);
       if (fresh)
-        it->second = {
-            id,          req.path, file_format_name(req.format), dtype_name(req.dtype), req.width,
-            data_roots_, {}};
+        it->second = {id,
+                      req.path,
+                      file_format_name(req.format),
+                      dtype_name(req.dtype),
+                      req.width,
+                      data_roots_,
+                      {},
+                      req.program};
       it->second.parts.push_back({e.executor, e.first_row, e.rows});
     }
     std::vector<std::string> waiting;

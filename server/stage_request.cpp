@@ -17,13 +17,13 @@ using nlohmann::json;
 namespace {
 
 Status check_keys(const json& body) {
-  static const std::set<std::string> known = {"path",  "format",    "dtype",
+  static const std::set<std::string> known = {"path",  "program",   "format", "dtype",
                                               "width", "executors", "upload"};
   for (const auto& [k, _] : body.items())
     if (!known.count(k))
       return invalid_argument("unknown key '" + k +
-                              "' in the stage request (expected path, format, dtype, width or "
-                              "executors)");
+                              "' in the stage request (expected path, program, format, dtype, "
+                              "width or executors)");
   return Status::Ok();
 }
 
@@ -64,6 +64,7 @@ Status shape_from_npy(const InputFile& f, bool dtype_given, bool width_given, St
 
 json StageRequest::to_json() const {
   return {{"path", path},
+          {"program", program},
           {"format", file_format_name(format)},
           {"dtype", dtype_name(dtype)},
           {"width", width},
@@ -84,8 +85,15 @@ Result<StageRequest> parse_stage_request(const std::string& body_text, const Dat
   if (!body.contains("path") || !body["path"].is_string() ||
       body["path"].get<std::string>().empty())
     return invalid_argument("give the file to stage as `path`");
+  if (!body.contains("program") || !body["program"].is_string() ||
+      body["program"].get<std::string>().empty())
+    return invalid_argument(
+        "name the program whose runs will read the rows as `program` (its hash): each "
+        "program's kernels run in executor processes of their own, which keep rows for its "
+        "runs alone");
   StageRequest r;
   r.path = body["path"].get<std::string>();
+  r.program = body["program"].get<std::string>();
   if (body.contains("executors")) {
     if (!body["executors"].is_number_integer() || body["executors"].get<int64_t>() < 1)
       return invalid_argument("`executors` must be a positive integer");

@@ -34,7 +34,11 @@ class StageRequestTest : public ::testing::Test {
     ASSERT_TRUE(roots.ok()) << roots.status().message();
     roots_ = *roots;
   }
-  Result<StageRequest> parse(const json& body) { return parse_stage_request(body.dump(), roots_); }
+  // `body` for the runs of program "p1" (unless it names one).
+  Result<StageRequest> parse(json body) {
+    if (body.is_object() && !body.contains("program")) body["program"] = "p1";
+    return parse_stage_request(body.dump(), roots_);
+  }
   TempDir tmp_;
   std::string dir_;
   DataRoots roots_;
@@ -74,8 +78,17 @@ TEST_F(StageRequestTest, WhatCannotBeStagedIsRefused) {
   EXPECT_EQ(parse({{"path", dir_ + "/root/x.npy"}, {"executors", 0}}).status().code(),
             Code::kInvalidArgument);
   EXPECT_EQ(parse({{"path", dir_ + "/root/x.npy"}, {"rows", 3}}).status().message(),
-            "unknown key 'rows' in the stage request (expected path, format, dtype, width or "
-            "executors)");
+            "unknown key 'rows' in the stage request (expected path, program, format, dtype, "
+            "width or executors)");
+  // The program whose runs read the rows: their executor processes keep them.
+  EXPECT_EQ(parse({{"path", dir_ + "/root/x.npy"}, {"program", ""}}).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(parse({{"path", dir_ + "/root/x.npy"}, {"program", 3}}).status().code(),
+            Code::kInvalidArgument);
+  auto named = parse({{"path", dir_ + "/root/x.npy"}, {"program", "abc"}});
+  ASSERT_TRUE(named.ok()) << named.status().message();
+  EXPECT_EQ(named->program, "abc");
+  EXPECT_EQ(named->to_json()["program"], "abc");
   EXPECT_FALSE(parse_stage_request("not json", roots_).ok());
   EXPECT_FALSE(parse(json::array()).ok());
 }

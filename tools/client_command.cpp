@@ -154,5 +154,13 @@ CLI::App* add_client_command(CLI::App& app, lizard::WorkerOptions* wo, std::stri
              "on: each executor (GPU, or the CPU backend) runs in a process of its own, so "
              "that a kernel that crashes or never ends costs that process, not the worker; "
              "off: in the worker itself (debugging)");
+  client
+      ->add_option("--owner-processes", wo->owner_processes,
+                   "Executor processes each executor (GPU, or the CPU backend) keeps, one per "
+                   "program: a program's kernels share a process, and a GPU context, only with "
+                   "its own builds and kept rows; one more ends the one used longest ago that "
+                   "serves no run, with its kept rows")
+      ->type_name("N")
+      ->check(CLI::Range(1, 256));
   return client;
 }

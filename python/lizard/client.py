@@ -174,11 +174,13 @@ class Client:
         {"uploads": [...], "kept": [{"worker", "executor", "source", "rows", "bytes", ...}]}."""
         return self._conn.json("GET", "/datasets")
 
-    def stage(self, path, executors=None, **spec):
-        """Loads a dataset file's rows onto executors before any run, split as
-        a run over `executors` executors splits them, so that its first run
-        finds them kept.  Raw files need dtype= and width=; returns what was staged."""
-        body = dict(spec, path=os.fspath(path))
+    def stage(self, path, program, executors=None, **spec):
+        """Loads a dataset file's rows onto executors before any run of
+        `program` (a directory, registered first, or a checksum), split as a
+        run over `executors` executors splits them, so that its first run
+        finds them kept; the program's executor processes keep them, for its
+        runs alone.  Raw files need dtype= and width=; returns what was staged."""
+        body = dict(spec, path=os.fspath(path), program=self._checksum_of(program))
         if executors is not None:
             body["executors"] = executors
         return self._conn.json("POST", "/datasets/stage", body)

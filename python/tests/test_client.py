@@ -109,7 +109,7 @@ def test_a_staged_file_is_kept_listed_and_dropped(cluster, tmp_path):
     values = np.arange(2000, dtype=np.float64).reshape(1000, 2)
     path = tmp_path / "values.npy"
     np.save(path, values)
-    staged = c.stage(path, executors=1)
+    staged = c.stage(path, SUM, executors=1)
     assert staged["rows"] == 1000 and staged["dtype"] == "float64"
     run = c.run(SUM, params={"dims": 2}, dataset={"values": {"path": str(path)}}, executors=1)
     np.testing.assert_allclose(run.aggregate["sums"], values.sum(axis=0))

@@ -8,6 +8,7 @@
 
 #include "cli/cluster_views.h"
 #include "cli/dataset_views.h"
+#include "cli/program_loader.h"
 #include "cli/run_command.h"
 #include "cli/run_logs_command.h"
 #include "common/auth.h"
@@ -95,7 +96,7 @@ struct UserCommands::Impl {
   std::string target;                // stage's file
   std::vector<std::string> targets;  // datasets rm's upload ids or paths
   int64_t stage_executors = 0, stage_width = 0;
-  std::string stage_format, stage_dtype;
+  std::string stage_format, stage_dtype, stage_program;
   // lizard upload
   std::string upload_file, upload_format;
 
@@ -299,6 +300,11 @@ void UserCommands::Impl::add_datasets(CLI::App* app) {
 
   stage = app->add_subcommand("stage", "Load a file's rows onto executors before any run");
   stage->add_option("file", target, "An .npy or raw file, as the server sees it")->required();
+  stage
+      ->add_option("--program", stage_program,
+                   "The program whose runs will read the rows: a directory (registered now) or "
+                   "a registered program's checksum; its executor processes keep them")
+      ->required();
   stage->add_option("--executors", stage_executors, "How many executors (default: every free one)")
       ->check(CLI::PositiveNumber);
   stage->add_option("--format", stage_format, "npy or raw (default: from the extension)")
@@ -360,6 +366,9 @@ int UserCommands::Impl::do_stage() const {
   auto a = api();
   if (!a.ok()) return usage_error("stage", a.status());
   json body = looks_like_upload_id(target) ? json{{"upload", target}} : json{{"path", target}};
+  auto program = resolve_program(*a, stage_program, 900);
+  if (!program.ok()) return server_error(program.status());
+  body["program"] = program->hash;
   if (stage_executors > 0) body["executors"] = stage_executors;
   if (!stage_format.empty()) body["format"] = stage_format;
   if (!stage_dtype.empty()) body["dtype"] = stage_dtype;

@@ -150,7 +150,9 @@ struct WireSchema<StageRowsMsg> {
         optional("data_roots", &StageRowsMsg::data_roots,
                  "the server's `--data-root` directories: the file lies in them"),
         required<wire_schema::ListCodec<wire_schema::ObjectOf<StagePartSchema>>>(
-            "parts", &StageRowsMsg::parts, "which rows go to which executor"));
+            "parts", &StageRowsMsg::parts, "which rows go to which executor"),
+        optional("program", &StageRowsMsg::program,
+                 "the program whose runs read the rows: its executor processes keep them"));
   }
   static std::string check(const StageRowsMsg& m) {
     return m.width < 1 ? "`width` must be at least 1" : "";

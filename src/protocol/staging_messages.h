@@ -35,12 +35,16 @@ struct StagedPart {
 
 // server → worker: load these rows of `path` (a binary file, `format` "npy"
 // or "raw", of `width` values of `dtype` per row) onto each part's executor
-// and keep them, opening the file within `data_roots` (the server's).
+// and keep them for the runs of `program`, opening the file within
+// `data_roots` (the server's).
 struct StageRowsMsg {
   std::string stage_id, path, format, dtype;
   int64_t width = 1;
   std::vector<std::string> data_roots;
   std::vector<StagedPart> parts;
+  // The program whose runs read the rows (its checksum): the executor
+  // processes of that program keep them (exec/process/owner_process_executor.h).
+  std::string program{};
   Message to_message() const;
   static Result<StageRowsMsg> parse(const nlohmann::json& h);
 };

@@ -13,8 +13,8 @@ namespace {
 using nlohmann::json;
 
 TEST(StagingMessages, StageRowsRoundTrips) {
-  StageRowsMsg m{"stage-1", "/data/x.npy",           "npy", "float64", 8,
-                 {"/data"}, {{0, 0, 10}, {1, 10, 5}}};
+  StageRowsMsg m{"stage-1", "/data/x.npy", "npy", "float64", 8, {"/data"}, {{0, 0, 10}, {1, 10, 5}},
+                 "9f2c41d0"};
   Message wire = m.to_message();
   EXPECT_EQ(wire.type, MessageType::kStageRows);
   auto back = StageRowsMsg::parse(wire.header);
@@ -23,6 +23,7 @@ TEST(StagingMessages, StageRowsRoundTrips) {
   EXPECT_EQ(back->path, "/data/x.npy");
   EXPECT_EQ(back->dtype, "float64");
   EXPECT_EQ(back->width, 8);
+  EXPECT_EQ(back->program, "9f2c41d0");
   EXPECT_EQ(back->data_roots, std::vector<std::string>{"/data"});
   ASSERT_EQ(back->parts.size(), 2u);
   EXPECT_EQ(back->parts[1].executor, 1);

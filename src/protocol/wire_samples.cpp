@@ -96,7 +96,8 @@ std::vector<WireSample> wire_samples() {
   add("loop_step",
       LoopStepMsg{"r1.0", 4, true, false, "", 0.5, 0.75, 0.1, true}.to_message(kState + kState));
   add("stage_rows",
-      StageRowsMsg{"s1", "/data/x.npy", "npy", "float64", 8, {"/data"}, {{0, 0, 10}, {1, 10, 5}}}
+      StageRowsMsg{
+          "s1", "/data/x.npy", "npy", "float64", 8, {"/data"}, {{0, 0, 10}, {1, 10, 5}}, "9f2c41d0"}
           .to_message());
   add("rows_staged",
       RowsStagedMsg{"s1", true, "one part was kept already", {{0, 0, 4, 128, "file:1", true}}}

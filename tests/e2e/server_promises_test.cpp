@@ -175,8 +175,11 @@ TEST(StageDeadline, AWorkerThatNeverAnswersFailsTheStageWithinTheDeadline) {
   ASSERT_TRUE(c.wait_for_workers(1).ok());
   const std::string path = c.dir() + "/values.npy";
   write_values(path, 1000, 1.0);
+  const std::string sum = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  ASSERT_FALSE(sum.empty());
   auto staging = std::async(std::launch::async, [&] {
-    return http_request("POST", c.uri() + "/datasets/stage", json{{"path", path}}.dump());
+    return http_request("POST", c.uri() + "/datasets/stage",
+                        json{{"path", path}, {"program", sum}}.dump());
   });
   if (staging.wait_for(std::chrono::seconds(15)) != std::future_status::ready) {
     c.stop();  // ends the request

@@ -44,11 +44,11 @@ class Staging : public ::testing::Test {
     if (!r.ok()) return {0, json()};
     return {r->status, json::parse(r->body, nullptr, false)};
   }
-  json run(int executors = 1) {
+  json run(int executors = 1, const std::string& program = "") {
     json body = {{"params", {{"dims", kDims}}},
                  {"dataset", {{"values", {{"path", path_}}}}},
                  {"executors", executors}};
-    return post("/runtime/" + hash_ + "?wait=1", body).second;
+    return post("/runtime/" + (program.empty() ? hash_ : program) + "?wait=1", body).second;
   }
   static void expect_sums(const json& rec) {
     ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
@@ -72,7 +72,8 @@ class Staging : public ::testing::Test {
 TEST_F(Staging, AStagedFileIsNotReadByTheFirstRun) {
   start();
   // One executor, as the run below asks: a worker may have more (its GPUs).
-  auto [status, staged] = post("/datasets/stage", {{"path", path_}, {"executors", 1}});
+  auto [status, staged] =
+      post("/datasets/stage", {{"path", path_}, {"program", hash_}, {"executors", 1}});
   ASSERT_EQ(status, 200) << staged.dump();
   EXPECT_EQ(staged["rows"], kRows);
   EXPECT_EQ(staged["dtype"], "float64");
@@ -86,14 +87,52 @@ TEST_F(Staging, AStagedFileIsNotReadByTheFirstRun) {
   EXPECT_EQ(rec["phases"]["file_bytes_read"], 0u) << rec["phases"].dump();
   EXPECT_EQ(rec["phases"]["file_bytes_kept"], kBytes);
   // Staging again finds them kept.
-  auto again = post("/datasets/stage", {{"path", path_}, {"executors", 1}});
+  auto again = post("/datasets/stage", {{"path", path_}, {"program", hash_}, {"executors", 1}});
   ASSERT_EQ(again.first, 200) << again.second.dump();
   EXPECT_EQ(again.second["executors"][0]["was_kept"], true);
 }
 
+// Rows are kept per program: those staged for one program's runs are not
+// seen by another program's run, which reads the file, in its own process.
+TEST_F(Staging, RowsStagedForOneProgramAreNotKeptForAnother) {
+  start();
+  const std::string copy = c_.dir() + "/sum-copy";  // the same kernels, another checksum
+  std::filesystem::copy(LIZARD_SOURCE_DIR "/examples/sum", copy,
+                        std::filesystem::copy_options::recursive);
+  std::ofstream(copy + "/config.yaml", std::ios::app) << "\n# a copy\n";
+  const std::string other = register_program(c_, copy);
+  ASSERT_FALSE(other.empty());
+  ASSERT_NE(other, hash_);
+  auto [status, staged] = post("/datasets/stage", {{"path", path_}, {"program", hash_}});
+  ASSERT_EQ(status, 200) << staged.dump();
+  json rec = run(1, other);
+  expect_sums(rec);
+  EXPECT_EQ(rec["phases"]["file_bytes_read"], kBytes) << rec["phases"].dump();
+  EXPECT_EQ(rec["phases"]["file_bytes_kept"], 0u);
+  rec = run(1, hash_);
+  expect_sums(rec);
+  EXPECT_EQ(rec["phases"]["file_bytes_kept"], kBytes) << rec["phases"].dump();
+}
+
+TEST_F(Staging, AStageNamesARegisteredProgram) {
+  start();
+  auto none = post("/datasets/stage", {{"path", path_}});
+  EXPECT_EQ(none.first, 400) << none.second.dump();
+  EXPECT_NE(none.second.value("error", "").find("name the program whose runs will read the rows"),
+            std::string::npos)
+      << none.second.dump();
+  const std::string unknown(64, 'a');
+  auto missing = post("/datasets/stage", {{"path", path_}, {"program", unknown}});
+  EXPECT_EQ(missing.first, 404) << missing.second.dump();
+  EXPECT_EQ(
+      missing.second.value("error", ""),
+      "no program " + unknown + " is registered: register it before staging rows for its runs");
+}
+
 TEST_F(Staging, RowsStagedOverTwoExecutorsAreSplitAsARunSplitsThem) {
   start(2);
-  auto [status, staged] = post("/datasets/stage", {{"path", path_}, {"executors", 2}});
+  auto [status, staged] =
+      post("/datasets/stage", {{"path", path_}, {"program", hash_}, {"executors", 2}});
   ASSERT_EQ(status, 200) << staged.dump();
   ASSERT_EQ(staged["executors"].size(), 2u) << staged.dump();
   json rec = run(2);
@@ -147,10 +186,12 @@ TEST_F(Staging, StagingOutsideTheDataRootsIsRefused) {
   const std::string root = c_.dir() + "/data";
   std::filesystem::create_directories(root);
   start(1, {"--data-root", root});
-  auto [status, body] = post("/datasets/stage", {{"path", path_}});  // in the cluster's dir
+  auto [status, body] =
+      post("/datasets/stage", {{"path", path_}, {"program", hash_}});  // in the cluster's dir
   EXPECT_EQ(status, 403) << body.dump();
   EXPECT_EQ(body["error"], "dataset path is outside the server's data roots (--data-root)");
-  auto bad = post("/datasets/stage", {{"path", root + "/x.raw"}, {"dtype", "float32"}});
+  auto bad = post("/datasets/stage",
+                  {{"path", root + "/x.raw"}, {"program", hash_}, {"dtype", "float32"}});
   EXPECT_EQ(bad.first, 400) << bad.second.dump();
   EXPECT_EQ(bad.second["error"], "a raw file needs `dtype` and `width` (values per row)");
   auto upload = post("/datasets/stage", {{"upload", "u0123456789ab"}});
@@ -160,7 +201,7 @@ TEST_F(Staging, StagingOutsideTheDataRootsIsRefused) {
 
 TEST_F(Staging, TheCommandLineStagesListsAndRemoves) {
   start();
-  CliResult staged = run_cli(c_, {"stage", path_}, {}, 60);
+  CliResult staged = run_cli(c_, {"stage", path_, "--program", hash_}, {}, 60);
   ASSERT_EQ(staged.exit_code, 0) << staged.err;
   EXPECT_NE(staged.out.find("staged " + path_ + " (npy, 4000 rows of 2 float64), 62.5 KiB"),
             std::string::npos)

@@ -89,6 +89,9 @@ class ProcessExecutor : public Executor {
   // Whether the process still runs (one that ended is reaped here).
   bool process_running();
   pid_t pid() const;
+  // Whether a run is begun on the current process and not yet ended.
+  bool in_run() const { return in_run_; }
+  const ExecutorProcessSpec& spec() const { return spec_; }
 
  private:
   explicit ProcessExecutor(ExecutorProcessSpec spec) : spec_(std::move(spec)) {}

@@ -1,0 +1,154 @@
+// Each program's kernels in executor processes of their own
+// (exec/process/owner_process_executor.h), with real daemons: a hostile CPU
+// kernel of one program searches every byte its process can read — its
+// memory through /proc/self/mem and every memory file among its
+// descriptors — for another program's kept rows, and finds none, while it
+// does find its own run's rows (the search is a real one); the other
+// program's next run still takes its kept rows, unchanged.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "dataset/npy.h"
+#include "local_cluster.h"
+
+namespace lizard {
+namespace {
+
+using nlohmann::json;
+
+const char* kSeekerConfig = R"(info: {name: Row seeker, version: "1.0"}
+sources: {cuda: kernel.cu}
+params:
+  theirs: {type: float64}
+  mine: {type: float64}
+dataset:
+  values: {type: float64, shape: [rows]}
+aggregate:
+  found_theirs: {type: int64, reduce: sum}
+  found_mine: {type: int64, reduce: sum}
+iterate:
+  - kernel: seek
+)";
+
+// Counts the 8-byte words equal to `a` and to `b` in whatever this process
+// can read.
+const char* kSeekerKernel = R"(#include "lizard_program.h"
+#ifdef LIZARD_CPU_BACKEND
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void count_in(int fd, long long from, long long to, double a, double b, long long* na,
+                     long long* nb) {
+  static double buf[1 << 16];
+  for (long long at = from; at < to;) {
+    long long want = to - at < (long long)sizeof buf ? to - at : (long long)sizeof buf;
+    const ssize_t got = pread(fd, buf, (size_t)want, at);
+    if (got <= 0) return;
+    for (ssize_t i = 0; i < got / 8; ++i) {
+      *na += buf[i] == a;
+      *nb += buf[i] == b;
+    }
+    at += got;
+  }
+}
+static void seek(double a, double b, long long* na, long long* nb) {
+  const int mem = open("/proc/self/mem", O_RDONLY);
+  FILE* maps = fopen("/proc/self/maps", "r");
+  char line[512];
+  while (mem >= 0 && maps && fgets(line, sizeof line, maps)) {
+    unsigned long long lo = 0, hi = 0;
+    char perms[8] = {0};
+    if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r') continue;
+    if (strstr(line, "[vvar") || hi - lo > (1ULL << 30)) continue;
+    count_in(mem, (long long)lo, (long long)hi, a, b, na, nb);
+  }
+  if (maps) fclose(maps);
+  if (mem >= 0) close(mem);
+  DIR* fds = opendir("/proc/self/fd");
+  struct dirent* e;
+  while (fds && (e = readdir(fds))) {
+    char path[300], target[300];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    const ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = 0;
+    if (!strstr(target, "memfd:") && !strstr(target, "/dev/shm/")) continue;
+    const int fd = open(path, O_RDONLY);
+    if (fd < 0) continue;
+    count_in(fd, 0, lseek(fd, 0, SEEK_END), a, b, na, nb);
+    close(fd);
+  }
+  if (fds) closedir(fds);
+}
+#endif
+extern "C" __global__ void seek(global_params_t params, dataset_t data, global_state_t state,
+                                agg_res_t result) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i != 0) return;
+#ifdef LIZARD_CPU_BACKEND
+  long long theirs = 0, mine = 0;
+  seek(params.theirs, params.mine, &theirs, &mine);
+  *result.found_theirs = theirs;
+  *result.found_mine = mine;
+#endif
+}
+)";
+
+constexpr double kTheirs = 7777.25, kMine = 3333.5;
+constexpr int64_t kTheirRows = 1000, kMyRows = 500;
+
+void write_rows(const std::string& path, int64_t rows, double value) {
+  std::vector<double> v(static_cast<size_t>(rows), value);
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << npy_bytes(DType::kFloat64, {rows, 1}, v.data());
+}
+
+TEST(OwnerProcesses, AKernelFindsNoneOfAnotherProgramsKeptRowsWhichStayAsTheyWere) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1, {"--backend", "cpu", "--cpu-threads", "1"}).ok());
+  const std::string sum = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  ASSERT_FALSE(sum.empty());
+  const std::string dir = c.dir() + "/seeker";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/config.yaml") << kSeekerConfig;
+  std::ofstream(dir + "/kernel.cu") << kSeekerKernel;
+  const std::string seeker = register_program(c, dir);
+  ASSERT_FALSE(seeker.empty()) << read_file(c.dir() + "/server.log");
+
+  const std::string victim = c.dir() + "/victim.npy", own = c.dir() + "/own.npy";
+  write_rows(victim, kTheirRows, kTheirs);
+  write_rows(own, kMyRows, kMine);
+  const json sum_body = {
+      {"params", {{"dims", 1}}}, {"dataset", {{"values", {{"path", victim}}}}}, {"executors", 1}};
+  json r = wait_until_finished(c, submit_run(c, sum, sum_body), 60);
+  ASSERT_EQ(r.value("status", ""), "done") << r.dump(2);
+  EXPECT_EQ(r["result"]["aggregate"]["sums"][0], kTheirRows * kTheirs);
+
+  const json seek_body = {{"params", {{"theirs", kTheirs}, {"mine", kMine}}},
+                          {"dataset", {{"values", {{"path", own}}}}},
+                          {"max_iterations", 1},
+                          {"executors", 1}};
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the second over its own kept rows
+    r = wait_until_finished(c, submit_run(c, seeker, seek_body), 60);
+    ASSERT_EQ(r.value("status", ""), "done") << r.dump(2);
+    EXPECT_LT(r["result"]["aggregate"]["found_theirs"].get<int64_t>(), 10) << r.dump(2);
+    EXPECT_GE(r["result"]["aggregate"]["found_mine"].get<int64_t>(), kMyRows) << r.dump(2);
+  }
+  EXPECT_GT(r["phases"]["file_bytes_kept"].get<uint64_t>(), 0u) << r["phases"].dump();
+
+  r = wait_until_finished(c, submit_run(c, sum, sum_body), 60);
+  ASSERT_EQ(r.value("status", ""), "done") << r.dump(2);
+  EXPECT_EQ(r["result"]["aggregate"]["sums"][0], kTheirRows * kTheirs);
+  EXPECT_EQ(r["phases"]["file_bytes_kept"], kTheirRows * sizeof(double)) << r["phases"].dump();
+  EXPECT_EQ(r["phases"]["file_bytes_read"], 0u);
+}
+
+}  // namespace
+}  // namespace lizard
