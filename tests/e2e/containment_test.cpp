@@ -151,18 +151,6 @@ ProcStat proc_stat(pid_t pid) {
   return out;
 }
 
-// The children of `pid` (every thread's).
-std::vector<pid_t> children_of(pid_t pid) {
-  std::vector<pid_t> out;
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  std::error_code ec;
-  for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
-    std::istringstream in(read_text(t.path().string() + "/children"));
-    for (pid_t c; in >> c;) out.push_back(c);
-  }
-  return out;
-}
-
 // The inodes of this network namespace's TCP sockets (listening and connected).
 std::set<std::string> tcp_socket_inodes() {
   std::set<std::string> out;

@@ -45,16 +45,7 @@ std::string write_program(const TempDir& dir, const std::string& name) {
 
 // The hook processes among `daemon`'s children.
 size_t hook_processes(pid_t daemon) {
-  size_t n = 0;
-  std::error_code ec;
-  const std::string tasks = "/proc/" + std::to_string(daemon) + "/task";
-  for (const auto& t : fs::directory_iterator(tasks, ec)) {
-    std::istringstream children(read_file(t.path().string() + "/children"));
-    for (pid_t child; children >> child;)
-      n += read_file("/proc/" + std::to_string(child) + "/cmdline").find("hook-host") !=
-           std::string::npos;
-  }
-  return n;
+  return children_of(daemon, "hook-host").size();
 }
 
 // Waits up to 10 s for `daemon` to have `n` hook processes; how many it has.

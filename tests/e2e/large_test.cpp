@@ -51,24 +51,6 @@ int64_t resident(pid_t pid) {
   return status_bytes(pid, "VmRSS:");
 }
 
-// The processes whose parent is `pid` (a worker's executor and hook processes).
-std::vector<pid_t> children_of(pid_t pid) {
-  std::vector<pid_t> out;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const size_t close = stat.rfind(')');  // the command may hold spaces and parentheses
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 1));
-    std::string state;
-    pid_t ppid = 0;
-    if (rest >> state >> ppid && ppid == pid) out.push_back(std::stoi(name));
-  }
-  return out;
-}
-
 json run_generated_kmeans(LocalCluster& c, int64_t rows, int k, int dims, uint64_t seed,
                           int iterations, json outputs = nullptr) {
   CommandResult r = c.load_program(LIZARD_SOURCE_DIR "/examples/kmeans");

@@ -293,6 +293,23 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+std::vector<pid_t> children_of(pid_t daemon, const std::string& command) {
+  std::vector<pid_t> out;
+  const std::string tasks = "/proc/" + std::to_string(daemon) + "/task";
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+    std::istringstream children(read_file(t.path().string() + "/children"));
+    for (pid_t child; children >> child;) {
+      if (!command.empty() &&
+          read_file("/proc/" + std::to_string(child) + "/cmdline").find(command) ==
+              std::string::npos)
+        continue;
+      out.push_back(child);
+    }
+  }
+  return out;
+}
+
 std::string register_program(const LocalCluster& c, const std::string& dir) {
   CommandResult r = c.load_program(dir);
   if (r.exit_code != 0)

@@ -54,6 +54,9 @@ std::string raw_exchange(uint16_t port, const std::string& request);
 
 // The whole of a file (a daemon's log, an output), "" when it cannot be read.
 std::string read_file(const std::string& path);
+// The processes `daemon` started (every thread's children), or those of them
+// whose command line holds `command` ("executor-host", "hook-host").
+std::vector<pid_t> children_of(pid_t daemon, const std::string& command = "");
 // Registers a program directory with load_program; its checksum ("" on failure).
 std::string register_program(const LocalCluster& c, const std::string& dir);
 // GET `path` parsed as JSON (null when the request failed).

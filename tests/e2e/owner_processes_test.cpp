@@ -7,9 +7,11 @@
 // program's next run still takes its kept rows, unchanged.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dataset/npy.h"
@@ -148,6 +150,47 @@ TEST(OwnerProcesses, AKernelFindsNoneOfAnotherProgramsKeptRowsWhichStayAsTheyWer
   EXPECT_EQ(r["result"]["aggregate"]["sums"][0], kTheirRows * kTheirs);
   EXPECT_EQ(r["phases"]["file_bytes_kept"], kTheirRows * sizeof(double)) << r["phases"].dump();
   EXPECT_EQ(r["phases"]["file_bytes_read"], 0u);
+}
+
+// On the workers' own backend (the GPUs, where the machine has them): two
+// programs run on every executor, each in a process (and on a GPU a
+// context) of its own beside the executor's spare, and a deleted program's
+// processes end.
+TEST(OwnerProcesses, EachProgramHasAProcessOnEveryExecutorUntilItIsDeleted) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1).ok());
+  const json workers = get_json(c, "/clients");
+  ASSERT_EQ(workers.size(), 1u) << workers.dump();
+  const size_t executors = workers[0]["executors"].size();
+  ASSERT_GE(executors, 1u);
+  const std::string sum = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  const std::string copy = c.dir() + "/sum-copy";
+  std::filesystem::copy(LIZARD_SOURCE_DIR "/examples/sum", copy,
+                        std::filesystem::copy_options::recursive);
+  std::ofstream(copy + "/config.yaml", std::ios::app) << "\n# a copy\n";
+  const std::string other = register_program(c, copy);
+  ASSERT_FALSE(sum.empty());
+  ASSERT_FALSE(other.empty());
+  const json body = {{"params", {{"dims", 1}}},
+                     {"dataset", {{"values", {{"values", {{1.0}, {2.0}, {3.0}, {4.0}}}}}}},
+                     {"executors", static_cast<int64_t>(executors)}};
+  for (const std::string& program : {sum, other}) {
+    json r = wait_until_finished(c, submit_run(c, program, body), 120);
+    ASSERT_EQ(r.value("status", ""), "done") << r.dump(2);
+    EXPECT_EQ(r["result"]["aggregate"]["sums"][0], 10.0);
+  }
+  const pid_t worker = c.worker_pids().front();
+  auto settled = [&](size_t want) {
+    size_t n = 0;
+    for (int i = 0; i < 200 && (n = children_of(worker, "executor-host").size()) != want; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return n;
+  };
+  EXPECT_EQ(settled(3 * executors), 3 * executors) << "two programs and a spare per executor";
+  auto del = http_request("DELETE", c.uri() + "/programs/" + other, "", "", 30);
+  ASSERT_TRUE(del.ok());
+  EXPECT_EQ(del->status, 200) << del->body;
+  EXPECT_EQ(settled(2 * executors), 2 * executors) << "the deleted program's processes end";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "exec/process/owner_process_executor.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace lizard {
@@ -94,11 +95,40 @@ Status OwnerProcessExecutor::build(const ProgramImage& program) {
 Status OwnerProcessExecutor::begin_run(const ProgramImage& program, const ParamValues& params,
                                        PartitionData data) {
   LIZARD_ASSIGN_OR_RETURN(ProcessExecutor * process, process_for(owner_of(program.hash)));
+  bool others = false;
   {
     std::lock_guard<std::mutex> l(mu_);
     current_ = process;
+    others = owned_.size() > 1 || spare_ != nullptr;
   }
-  return process->begin_run(program, params, std::move(data));
+  // A run that does not fit beside the other programs' processes (their
+  // contexts and kept rows) is tried once more without those that serve no run.
+  std::optional<PartitionData> again;
+  if (others) again = data;
+  Status st = process->begin_run(program, params, std::move(data));
+  if (st.code() != Code::kTooLarge || !again || end_idle_others(process) == 0) return st;
+  return process->begin_run(program, params, std::move(*again));
+}
+
+size_t OwnerProcessExecutor::end_idle_others(const ProcessExecutor* keep) {
+  std::vector<std::unique_ptr<ProcessExecutor>> ended;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto it = owned_.begin(); it != owned_.end();) {
+      if (it->process.get() == keep || it->process->in_run()) {
+        ++it;
+        continue;
+      }
+      ended.push_back(std::move(it->process));
+      it = owned_.erase(it);
+    }
+    if (spare_) ended.push_back(std::move(spare_));
+  }
+  if (spare_starting_.valid()) {
+    auto started = spare_starting_.get();
+    if (started.ok()) ended.push_back(std::move(started).value());
+  }
+  return ended.size();
 }
 
 Status OwnerProcessExecutor::iterate(const SectionBuffer& state, int64_t iteration,

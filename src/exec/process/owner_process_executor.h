@@ -9,8 +9,11 @@
 // started ahead, so that it pays no process or GPU context start), and a
 // new spare starts in the background.  At most `max_owners` processes are
 // kept; one more ends the one used longest ago that serves no run, with the
-// rows it kept.  Every call of a run goes to the process its begin_run
-// chose; kill_process(), take_output() and pid() name that process too.
+// rows it kept.  A run that does not fit its device (kTooLarge) beside
+// the other processes' contexts and kept rows is begun once more after those
+// that serve no run end.  Every call of a run goes to the process its
+// begin_run chose; kill_process(), take_output() and pid() name that
+// process too.
 //
 //   OwnerProcessExecutor e(std::move(started), 8);
 //   e.build(program);                          // in the program's own process
@@ -101,6 +104,8 @@ class OwnerProcessExecutor : public Executor {
   // Processes beyond max_owners_ that serve no run, the oldest first; the
   // caller ends them outside mu_.
   std::vector<std::unique_ptr<ProcessExecutor>> over_capacity();
+  // Ends every process but `keep` that serves no run, and the spare; how many.
+  size_t end_idle_others(const ProcessExecutor* keep);
   // Any process to ask about the device (the current one, else any).
   ProcessExecutor* any_process() const;
   Status no_run() const;
