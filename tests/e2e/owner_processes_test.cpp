@@ -161,7 +161,7 @@ TEST(OwnerProcesses, EachProgramHasAProcessOnEveryExecutorUntilItIsDeleted) {
   ASSERT_TRUE(c.start(1).ok());
   const json workers = get_json(c, "/clients");
   ASSERT_EQ(workers.size(), 1u) << workers.dump();
-  const size_t executors = workers[0]["executors"].size();
+  const size_t executors = workers.begin().value()["hardware"]["executors"].size();
   ASSERT_GE(executors, 1u);
   const std::string sum = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
   const std::string copy = c.dir() + "/sum-copy";
