@@ -23,6 +23,7 @@
 #include "net/tls_context.h"
 #include "net/ws_channel_open.h"
 #include "server/accept_backoff.h"
+#include "server/large_body_gate.h"
 #include "server/shared_tail_body.h"
 #include "server/upload_body.h"
 #include "server/upload_reader.h"
@@ -109,10 +110,11 @@ void open_worker_channel(MaybeTlsStream stream, http::request<http::string_body>
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(MaybeTlsStream&& stream, ServerHandler* handler, const HubServerOptions& opts,
-              std::shared_ptr<std::atomic<int>> answers)
+              std::shared_ptr<std::atomic<int>> answers, std::shared_ptr<LargeBodyGate> gate)
       : stream_(std::move(stream)),
         handler_(handler),
         answers_(std::move(answers)),
+        gate_(std::move(gate)),
         max_body_(opts.max_body),
         heartbeat_s_(opts.heartbeat_timeout_s),
         read_timeout_(opts.read_timeout_s),
@@ -231,6 +233,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         *header_parser_->content_length() > max_body_) {
       read_timer_.cancel();
       return send_error(413, body_too_large(max_body_));
+    }
+    large_pass_ = gate_->enter(header_parser_->content_length().value_or(0), !h.chunked());
+    if (!large_pass_) {
+      read_timer_.cancel();
+      return send_error(503, gate_->refusal());
     }
     parser_.emplace(std::move(*header_parser_));
     parser_->body_limit(max_body_);
@@ -423,6 +430,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     http::async_write(stream_, *res,
                       [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
                         if (std::exchange(self->counted_answer_, false)) --*self->answers_;
+                        self->large_pass_.release();  // the request's memory is gone
                         self->on_write(ec, res->need_eof());
                       });
   }
@@ -463,6 +471,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // the answer being written is one of them.
   std::shared_ptr<std::atomic<int>> answers_;
   bool counted_answer_ = false;
+  std::shared_ptr<LargeBodyGate> gate_;
+  LargeBodyGate::Pass large_pass_;  // the request being read or answered, if its body is large
   uint64_t max_body_;
   int heartbeat_s_;
   int read_timeout_;
@@ -494,6 +504,7 @@ struct HubServer::Impl {
   net::steady_timer accept_timer{ioc};
   AcceptBackoff accept_backoff;
   std::shared_ptr<std::atomic<int>> answers = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<LargeBodyGate> large_bodies;
 
   void do_accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
@@ -505,7 +516,7 @@ struct HubServer::Impl {
       socket.set_option(tcp::no_delay(true), ec);
       auto stream =
           tls ? MaybeTlsStream(std::move(socket), *tls) : MaybeTlsStream(std::move(socket));
-      std::make_shared<HttpSession>(std::move(stream), handler, opts, answers)->run();
+      std::make_shared<HttpSession>(std::move(stream), handler, opts, answers, large_bodies)->run();
       do_accept();
     });
   }
@@ -527,6 +538,8 @@ struct HubServer::Impl {
 HubServer::HubServer(ServerHandler* handler, HubServerOptions opts) : impl_(new Impl) {
   impl_->handler = handler;
   impl_->opts = std::move(opts);
+  impl_->large_bodies =
+      std::make_shared<LargeBodyGate>(impl_->opts.large_body_bytes, impl_->opts.large_bodies);
 }
 
 HubServer::~HubServer() {

@@ -27,6 +27,9 @@ struct HubServerOptions {
   // Bytes per HTTP request body (uploads to /datasets excepted): bodies are
   // JSON, held in memory and parsed into documents many times their size.
   uint64_t max_body = uint64_t{64} << 20;
+  // At most this many bodies over large_body_bytes at once (server/large_body_gate.h; 0: any).
+  int large_bodies = 2;
+  uint64_t large_body_bytes = uint64_t{8} << 20;
   int heartbeat_timeout_s = 10;  // a worker silent this long is dropped
   int read_timeout_s = 30;       // a request must arrive whole within this
   std::string tls_cert_file;     // PEM chain and key: serve TLS (both or neither)

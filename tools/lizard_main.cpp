@@ -82,6 +82,7 @@ struct ServerFlags {
   int compile_timeout = 120;
   size_t idle_hook_processes = 16;
   uint64_t max_body = uint64_t{64} << 20;
+  int large_bodies = 2;
   std::string token, read_token;
   std::string token_file, read_token_file;  // --token-file, --read-token-file
   std::vector<std::string> data_roots;
@@ -177,6 +178,7 @@ int run_server(ServerFlags f) {
   ho.heartbeat_timeout_s = f.heartbeat;
   ho.read_timeout_s = f.read_timeout;
   ho.max_body = f.max_body;
+  ho.large_bodies = f.large_bodies;
   ho.tls_cert_file = f.tls_cert;
   ho.tls_key_file = f.tls_key;
   lizard::HubServer hub(coordinator.get(), ho);
@@ -380,6 +382,12 @@ int main(int argc, char** argv) {
       ->add_option("--max-body", sf.max_body,
                    "Largest JSON request body in bytes (413; uploads to /datasets are not capped)")
       ->type_name("BYTES");
+  server
+      ->add_option("--large-bodies", sf.large_bodies,
+                   "JSON request bodies over 8 MiB held at once (each parses into many times its "
+                   "size); one more is answered 503 before its body is read (0: no bound)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1024));
   server->add_flag("--no-worker-loop", sf.no_worker_loop,
                    "Drive every iteration from the server, also for runs on one worker");
   server

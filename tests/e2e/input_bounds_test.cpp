@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "local_cluster.h"
 
@@ -215,6 +216,53 @@ void InputBounds::check_worker_endpoint(const std::string& path) {
                                    "Connection: close\r\n\r\n");
   EXPECT_EQ(plain_worker.substr(0, plain_worker.find("\r\n")), "HTTP/1.1 426 Upgrade Required")
       << plain_worker;
+}
+
+// Large JSON bodies are held a bounded number at a time: with one slot, a
+// request whose 20 MiB body is still arriving holds it, another large body
+// is refused at its headers with 503 (its body never read), small requests
+// are answered meanwhile, and once the first connection goes the slot is
+// free again.
+TEST(LargeBodies, OneMoreThanTheServerHoldsIsRefusedBeforeItsBodyIsRead) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(0, {}, {"--large-bodies", "1"}).ok());
+  // A request to an unknown program with a body of `length` bytes, of
+  // which `sent` are sent.
+  auto request = [](size_t length, const std::string& sent) {
+    return "POST /runtime/" + std::string(64, 'a') +
+           " HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: "
+           "application/json\r\nContent-Length: " +
+           std::to_string(length) + "\r\n\r\n" + sent;
+  };
+  const int holder = connect_loopback(c.port());
+  ASSERT_GE(holder, 0);
+  const std::string part = request(20 << 20, "{\"dataset\": {\"x\": {\"values\": [1,");
+  ASSERT_EQ(::send(holder, part.data(), part.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(part.size()));
+  std::string refused;
+  for (int i = 0; i < 50 && refused.find(" 503 ") == std::string::npos; ++i) {
+    refused = raw_exchange(c.port(), request(10 << 20, ""));  // a refusal needs no body
+    if (refused.find(" 503 ") == std::string::npos)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(refused.find("HTTP/1.1 503"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("request bodies over 8 MiB already (--large-bodies)"), std::string::npos)
+      << refused;
+  auto small = c.get("/clients");
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->status, 200);
+  ::close(holder);
+  // The slot is free again: a whole large body is read and answered (the
+  // program is unknown).
+  const std::string body = "{\"pad\": \"" + std::string(9 << 20, 'x') + "\"}";
+  std::string after;
+  for (int i = 0; i < 50; ++i) {
+    after = raw_exchange(c.port(), request(body.size(), body));
+    if (after.find(" 503 ") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(after.find("HTTP/1.1 4"), std::string::npos) << after.substr(0, 300);
+  EXPECT_TRUE(c.server_alive());
 }
 
 }  // namespace
