@@ -80,6 +80,19 @@ void AheadBuilds::request(std::shared_ptr<const ProgramImage> program, const Par
   wake_.notify_all();
 }
 
+bool AheadBuilds::withdraw(const ProgramImage& program, const ParamValues& params) {
+  const std::string key = variant_for_run(program, params).key;
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = variants_.find(key);
+  if (it == variants_.end() || it->second != State::kQueued) return false;
+  variants_.erase(it);
+  for (std::deque<Job>* queue : {&queue_, &quick_}) {
+    for (auto job = queue->begin(); job != queue->end();)
+      job = job->variant.key == key ? queue->erase(job) : std::next(job);
+  }
+  return true;
+}
+
 bool AheadBuilds::needs_compile(const ProgramVariant& variant) const {
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -53,6 +53,10 @@ class AheadBuilds {
   // Queues the build of `program` for the specialised values of `params`,
   // unless that variant is queued, building or built already.
   void request(std::shared_ptr<const ProgramImage> program, const ParamValues& params);
+  // Drops the queued build of `program` for `params` (no waiting run needs
+  // it any more); false when it is not queued (unknown, building or built),
+  // which is then left as it is.  A later request queues it again.
+  bool withdraw(const ProgramImage& program, const ParamValues& params);
   // Whether a run of `variant` has its kernels compiled (or waits for them
   // to be) when it begins: neither built here nor in the host's cache (nor,
   // with quick builds, its quick build in the cache).

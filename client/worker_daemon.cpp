@@ -271,7 +271,14 @@ void WorkerDaemon::Impl::build_ahead(const MessageView& m) {
   }
   if (!program) return;
   auto params = bind_params(program->manifest, msg->params);
-  if (params.ok()) ahead->request(std::move(program), *params);
+  if (!params.ok()) return;
+  if (msg->withdrawn) {
+    if (ahead->withdraw(*program, *params))
+      spdlog::debug("withdrew the ahead build of {} {}", program->manifest.name,
+                    msg->params.dump());
+    return;
+  }
+  ahead->request(std::move(program), *params);
 }
 
 void WorkerDaemon::Impl::on_build_fetched(const MessageView& m) {

@@ -64,7 +64,11 @@ void Coordinator::Impl::close_silent_connections() {
 
 void Coordinator::Impl::schedule_once() {
   const std::vector<PendingRun> pending = runs.pending();
-  if (pending.empty()) return;
+  if (pending.empty()) {
+    // The last waiting runs were cancelled: their builds ahead are withdrawn.
+    if (ahead.asking()) request_builds_ahead({}, {}, workers.view());
+    return;
+  }
   const std::vector<WorkerView> cluster = workers.view();
   SchedulePass pass = scheduler.schedule(pending, cluster);
   runs.note_bypassed(pass.bypassed);
@@ -97,8 +101,10 @@ void Coordinator::Impl::schedule_once() {
 }
 
 // The runs left waiting have their kernels built ahead on the workers that
-// built their program, each distinct set of specialised values once, so that
-// a run finds them built when its turn comes (a map over new values of k).
+// built their program, each distinct set of specialised values once (at
+// most BuildAheadRequests::kPerProgram of a program at a time), so that a
+// run finds them built when its turn comes (a map over new values of k);
+// builds no waiting run needs any more are withdrawn.
 void Coordinator::Impl::request_builds_ahead(const std::vector<PendingRun>& pending,
                                              const SchedulePass& pass,
                                              const std::vector<WorkerView>& cluster) {
@@ -106,13 +112,12 @@ void Coordinator::Impl::request_builds_ahead(const std::vector<PendingRun>& pend
   for (const PendingRun& p : pending) left.insert(p.id);
   for (const Placement& p : pass.placements) left.erase(p.run_id);
   for (const Refusal& r : pass.refusals) left.erase(r.run_id);
-  for (const PendingRun& p : pending) {
-    if (!left.count(p.id)) continue;
-    auto run = runs.find(p.id);
-    if (!run) continue;
-    for (auto& [worker_id, msg] : ahead.due(*run, cluster))
-      if (auto link = workers.link(worker_id)) link->send(encode(msg));
-  }
+  std::vector<std::shared_ptr<const RunRecord>> waiting;
+  for (const PendingRun& p : pending)
+    if (left.count(p.id))
+      if (auto run = runs.find(p.id)) waiting.push_back(std::move(run));
+  for (auto& [worker_id, msg] : ahead.update(waiting, cluster))
+    if (auto link = workers.link(worker_id)) link->send(encode(msg));
 }
 
 // A queued run that no connected worker can serve says why in its record at

@@ -203,11 +203,15 @@ struct WireSchema<BuildAheadMsg> {
   static constexpr MessageType kType = MessageType::kBuildAhead;
   static constexpr const char* kDoc =
       "While runs of a program wait in the queue: build it for these specialised values into "
-      "the host's compile cache, in the background, so that the runs find it built. No answer.";
+      "the host's compile cache, in the background, so that the runs find it built; at most 8 "
+      "sets of values of one program at a time. No answer.";
   static auto fields() {
     return std::make_tuple(
         required("hash", &BuildAheadMsg::hash, "the program"),
-        optional("params", &BuildAheadMsg::params, "the specialised values, as a run names them"));
+        optional("params", &BuildAheadMsg::params, "the specialised values, as a run names them"),
+        optional("withdrawn", &BuildAheadMsg::withdrawn,
+                 "no waiting run needs these values any more: drop their build unless it has "
+                 "begun"));
   }
   static std::string check(const BuildAheadMsg& m) {
     return m.hash.empty() ? "`hash` is empty" : "";

@@ -239,6 +239,9 @@ struct RunAbortMsg {
 struct BuildAheadMsg {
   std::string hash;
   nlohmann::json params = nlohmann::json::object();
+  // No queued run needs this variant any more (cancelled, or started): drop
+  // its build if it has not begun.
+  bool withdrawn = false;
   Message to_message() const;
   static Result<BuildAheadMsg> parse(const nlohmann::json& h);
 };

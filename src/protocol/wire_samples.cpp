@@ -103,7 +103,7 @@ std::vector<WireSample> wire_samples() {
       RowsStagedMsg{"s1", true, "one part was kept already", {{0, 0, 4, 128, "file:1", true}}}
           .to_message());
   add("drop_rows", DropRowsMsg{"/data/x.npy"}.to_message());
-  add("build_ahead", BuildAheadMsg{"5c37", {{"k", 6}}}.to_message());
+  add("build_ahead", BuildAheadMsg{"5c37", {{"k", 6}}, true}.to_message());
   add("log_chunk",
       LogChunkMsg{"r1.0", {{0, 3, "hello from block 0"}, {1, 3, "hello from block 0"}}, 2, 96}
           .to_message());

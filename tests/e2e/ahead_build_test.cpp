@@ -38,8 +38,8 @@ json kmeans_body(int k, int64_t rows, int iterations) {
 
 class AheadBuilds : public ::testing::Test {
  protected:
-  void start(int workers) {
-    ASSERT_TRUE(c_.start(workers).ok());
+  void start(int workers, const std::vector<std::string>& worker_args = {}) {
+    ASSERT_TRUE(c_.start(workers, worker_args).ok());
     kmeans_ = register_program(c_, LIZARD_SOURCE_DIR "/examples/kmeans");
     ASSERT_FALSE(kmeans_.empty());
   }
@@ -65,6 +65,23 @@ class AheadBuilds : public ::testing::Test {
     return {};
   }
 
+  // Submits a run that never ends on the worker's one executor, and waits
+  // until it runs: runs submitted after it wait in the queue.
+  std::string hold_the_executor() {
+    const std::string faults = register_program(
+        c_, LIZARD_SOURCE_DIR "/tests/e2e/programs/faults");  // mode 1: never returns
+    EXPECT_FALSE(faults.empty());
+    const std::string holder =
+        submit_run(c_, faults,
+                   {{"params", {{"mode", 1}}},
+                    {"dataset", {{"x", {{"values", std::vector<float>(64, 1.f)}}}}},
+                    {"max_iterations", 1}});
+    EXPECT_FALSE(holder.empty());
+    for (int i = 0; i < 1500 && get_json(c_, "/runtimes/" + holder)["status"] != "running"; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return holder;
+  }
+
   LocalCluster c_;
   std::string kmeans_;
 };
@@ -87,17 +104,8 @@ bool built_ahead(const std::string& log, int k) {
 // same values gives the same answers.
 TEST_F(AheadBuilds, QueuedRunsOverNewValuesFindTheirKernelsBuilt) {
   start(1);
-  const std::string faults = register_program(
-      c_, LIZARD_SOURCE_DIR "/tests/e2e/programs/faults");  // mode 1: never returns
-  ASSERT_FALSE(faults.empty());
-  const std::string holder =
-      submit_run(c_, faults,
-                 {{"params", {{"mode", 1}}},
-                  {"dataset", {{"x", {{"values", std::vector<float>(64, 1.f)}}}}},
-                  {"max_iterations", 1}});
+  const std::string holder = hold_the_executor();
   ASSERT_FALSE(holder.empty());
-  for (int i = 0; i < 1500 && get_json(c_, "/runtimes/" + holder)["status"] != "running"; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const std::vector<int> ks = {3, 4, 5, 6, 7, 8};
   std::vector<std::string> ids;
   for (int k : ks) {
@@ -155,6 +163,64 @@ TEST_F(AheadBuilds, TheRecordSaysCompilingOnlyWhileACompileRuns) {
   ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
   EXPECT_TRUE(rec["phases"].value("compile_cache_hit", false));
   EXPECT_FALSE(compiling) << "a run whose build was in the cache said it compiled";
+}
+
+// How many of `ks` the worker's log says were built ahead.
+int built_ahead_of(const std::string& log, const std::vector<int>& ks) {
+  int n = 0;
+  for (int k : ks) n += built_ahead(log, k);
+  return n;
+}
+
+// Twelve runs over new values of k wait behind a run that holds the
+// executor: the first eight values (BuildAheadRequests::kPerProgram) are
+// built ahead, and the other four are not while those runs wait.
+TEST_F(AheadBuilds, AtMostEightValuesOfAProgramAreBuiltAheadAtATime) {
+  start(1);
+  const std::string holder = hold_the_executor();
+  ASSERT_FALSE(holder.empty());
+  std::vector<int> first, rest;
+  for (int k = 10; k < 22; ++k) {
+    ASSERT_FALSE(submit_run(c_, kmeans_, kmeans_body(k, 1000, 2)).empty());
+    (k < 18 ? first : rest).push_back(k);
+  }
+  const std::string log = c_.dir() + "/worker0.log";
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (built_ahead_of(read_file(log), first) < 8 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(built_ahead_of(read_file(log), first), 8) << read_file(log);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // time to start more, were any asked
+  EXPECT_EQ(built_ahead_of(read_file(log), rest), 0) << read_file(log);
+  ASSERT_TRUE(http_request("DELETE", c_.uri() + "/runtimes/" + holder, "", "", 30).ok());
+}
+
+// Cancelled runs take their builds ahead with them: with one build at a
+// time, seven queued values whose runs are cancelled at once are dropped
+// before they begin (one or two may have begun meanwhile), while the run
+// that still waits has its value built.
+TEST_F(AheadBuilds, ABuildAheadGoesWithItsCancelledRuns) {
+  start(1, {"--ahead-builds", "1"});
+  const std::string holder = hold_the_executor();
+  ASSERT_FALSE(holder.empty());
+  std::vector<std::string> ids;
+  std::vector<int> cancelled;
+  for (int k = 30; k < 38; ++k) {
+    ids.push_back(submit_run(c_, kmeans_, kmeans_body(k, 1000, 2)));
+    ASSERT_FALSE(ids.back().empty());
+    if (k > 30) cancelled.push_back(k);
+  }
+  for (size_t i = 1; i < ids.size(); ++i)
+    ASSERT_TRUE(http_request("DELETE", c_.uri() + "/runtimes/" + ids[i], "", "", 30).ok());
+  const std::string log = c_.dir() + "/worker0.log";
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (!built_ahead(read_file(log), 30) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(built_ahead(read_file(log), 30)) << read_file(log);
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // time for the dropped ones, were they not
+  EXPECT_LE(built_ahead_of(read_file(log), cancelled), 2) << read_file(log);
+  ASSERT_TRUE(http_request("DELETE", c_.uri() + "/runtimes/" + holder, "", "", 30).ok());
+  json rec = wait_until_finished(c_, ids[0], 120);
+  EXPECT_EQ(rec.value("status", ""), "done") << rec.dump(2);
 }
 
 // A worker that joins builds the registered programs in the background: a
