@@ -180,11 +180,26 @@ Result<int64_t> eval_expr(const Expr& e, const Manifest& m, const ParamValues& p
   });
 }
 
+std::string field_key(const Manifest& m, const FieldSpec& f) {
+  for (const auto& [section, fields] :
+       {std::pair<const char*, const std::vector<FieldSpec>*>{"dataset", &m.dataset},
+        {"state", &m.state},
+        {"aggregate", &m.aggregate}}) {
+    for (const FieldSpec& g : *fields)
+      if (&g == &f) return std::string(section) + "." + f.name;
+  }
+  return f.name;
+}
+
 Result<std::vector<int64_t>> field_dims(const FieldSpec& f, const Manifest& m, const ParamValues& p,
                                         int64_t rows) {
   std::vector<int64_t> dims;
-  for (const auto& e : f.shape) {
-    LIZARD_ASSIGN_OR_RETURN(int64_t d, eval_expr(e, m, p, rows));
+  for (size_t i = 0; i < f.shape.size(); ++i) {
+    const Expr& e = f.shape[i];
+    Result<int64_t> evaluated = eval_expr(e, m, p, rows);
+    if (!evaluated.ok())  // the key of the manifest it came from
+      return evaluated.status().with_context(field_key(m, f) + ".shape[" + std::to_string(i) + "]");
+    const int64_t d = *evaluated;
     if (d < 0)
       return invalid_argument("field '" + f.name + "': dimension \"" + e.text() + "\" is " +
                               std::to_string(d) + " (negative)");

@@ -50,7 +50,11 @@ Result<int64_t> eval_expr(const Expr& e, const Manifest& m, const ParamValues& p
 Result<int64_t> row_width(const FieldSpec& f, const Manifest& m, const ParamValues& p);
 // Number of elements of a state/aggregate field (1 for scalars).
 Result<int64_t> field_elements(const FieldSpec& f, const Manifest& m, const ParamValues& p);
-// Resolved dimensions of a field (rows substituted when >= 0).
+// Where `f` lies in `m`, as its manifest names it ("state.centroids"); a
+// field of no section of `m`: its name.
+std::string field_key(const Manifest& m, const FieldSpec& f);
+// Resolved dimensions of a field (rows substituted when >= 0); an error
+// names the field's key and dimension ("state.c.shape[1]: division by zero ...").
 Result<std::vector<int64_t>> field_dims(const FieldSpec& f, const Manifest& m, const ParamValues& p,
                                         int64_t rows = -1);
 

@@ -91,6 +91,31 @@ iterate: [run]
   EXPECT_EQ(edge->values[1].f, 1e300);
 }
 
+// A shape that cannot be evaluated for a run's params names the field and
+// the dimension, as the manifest spells them.
+TEST(Layout, AShapeThatCannotBeEvaluatedNamesItsFieldAndDimension) {
+  auto m = parse_manifest(R"(
+sources: {cuda: k.cu}
+params:
+  n: {type: int64}
+  d: {type: int64}
+state:
+  buckets: {type: float32, shape: [4, n / d]}
+  wide: {type: float32, shape: [n * n]}
+iterate: [run]
+)",
+                          "config.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto p = bind_params(*m, json{{"n", 8}, {"d", 0}});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(field_dims(m->state[0], *m, *p).status().message(),
+            "state.buckets.shape[1]: division by zero in \"n / d\"");
+  auto big = bind_params(*m, json{{"n", int64_t{1} << 40}, {"d", 1}});
+  ASSERT_TRUE(big.ok()) << big.status().message();
+  EXPECT_EQ(field_dims(m->state[1], *m, *big).status().message(),
+            "state.wide.shape[0]: overflow in \"n * n\"");
+}
+
 TEST(Layout, StructLayoutFollowsCAlignment) {
   Manifest m = manifest();
   StructLayout p = params_layout(m);

@@ -161,6 +161,30 @@ TEST_F(InputBounds, RunRequestsThatWouldLoseInformationGet400) {
   EXPECT_NE(e4.find("unknown key 'fromat'"), std::string::npos) << e4;
 }
 
+// A shape a run's params cannot size is refused naming the manifest's key:
+// a division by zero at run time, an overflow at registration.
+TEST_F(InputBounds, ShapesThatCannotBeSizedNameTheirKey) {
+  auto [status, body] =
+      post("/programs",
+           sum_bundle("  buckets: {type: float64, shape: [\"dims / (dims - 1)\"], reduce: sum}\n")
+               .dump());
+  ASSERT_EQ(status, 201) << body;
+  const std::string hash = json::parse(body)["hash"];
+  auto [run_status, error] =
+      post("/runtime/" + hash,
+           json{{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"values", {1, 2}}}}}}}.dump());
+  EXPECT_EQ(run_status, 400) << error;
+  EXPECT_NE(error.find("aggregate.buckets.shape[0]: division by zero in \"dims / (dims - 1)\""),
+            std::string::npos)
+      << error;
+  auto [big_status, big_error] = post(
+      "/programs",
+      sum_bundle("  huge: {type: float64, shape: [\"4611686018427387904 * 4\"], reduce: sum}\n")
+          .dump());
+  EXPECT_EQ(big_status, 400) << big_error;
+  EXPECT_NE(big_error.find("aggregate.huge"), std::string::npos) << big_error;
+}
+
 TEST_F(InputBounds, ProgramNamesWithNewlinesGet400) {
   json bundle = sum_bundle();
   std::string config = bundle["config"];
