@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -72,15 +73,27 @@ std::string machine() {
   return out;
 }
 
+// A build that ran out of room where it writes: kStorageFull (507 on the
+// server), so that the answer says what to free rather than blaming the code.
+Status disk_full(const std::string& where) {
+  return storage_full("the disk is full: the build could not write " + where +
+                      " (free space there and try again)");
+}
+
 // Writes `files` (name -> text) into `dir`, subdirectories included.
 Status write_files(const fs::path& dir, const std::map<std::string, std::string>& files) {
   std::error_code ec;
   for (const auto& [name, text] : files) {
     const fs::path p = dir / name;
     fs::create_directories(p.parent_path(), ec);
+    errno = 0;
     std::ofstream out(p, std::ios::binary);
-    out << text;
-    if (!out) return internal_error("cannot write " + p.string());
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.flush();
+    if (!out) {
+      if (errno == ENOSPC || errno == EDQUOT || ec.value() == ENOSPC) return disk_full(p.string());
+      return internal_error("cannot write " + p.string());
+    }
   }
   return Status::Ok();
 }
@@ -276,6 +289,8 @@ Result<std::string> HostCompiler::compile(const std::map<std::string, std::strin
   if (r->timed_out)
     return compile_error("compile timed out after " + std::to_string(compile_timeout_s_) + " s");
   if (r->exit_code != 0) {
+    if (r->output.find("No space left on device") != std::string::npos)
+      return disk_full(tmp.string());
     return compile_error(r->output.empty()
                              ? "compiler exited with code " + std::to_string(r->exit_code)
                              : r->output);

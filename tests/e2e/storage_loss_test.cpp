@@ -116,6 +116,25 @@ TEST(StorageLoss, AFullDiskDuringARunIsNeverReportedDoneAndNeverRunsAgain) {
   EXPECT_EQ(count(log, "queued " + id), 1u) << log;
 }
 
+// A program with host.cpp registered while the server's disk is full is
+// refused with 507 and the reason, as any request that cannot be stored
+// is; with room again, it registers.
+TEST(StorageLoss, AHostProgramRegisteredOnAFullDiskGets507) {
+  LocalCluster c;
+  SmallTmpfs disk(c.dir() + "/server", 16);
+  if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << disk.why();
+  ASSERT_TRUE(c.start(1).ok());
+  disk.fill();
+  const CommandResult refused = c.load_program(LIZARD_SOURCE_DIR "/examples/logreg");
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_NE(refused.output.find("(HTTP 507)"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("the disk is full: the build could not write "), std::string::npos)
+      << refused.output;
+  EXPECT_TRUE(c.server_alive());
+  fs::remove(c.dir() + "/server/filler");
+  EXPECT_FALSE(register_program(c, LIZARD_SOURCE_DIR "/examples/logreg").empty());
+}
+
 TEST(StorageLoss, ARemovedStateDirectoryFailsRequestsAndSaysWhy) {
   LocalCluster c;
   ASSERT_TRUE(c.start(1).ok());
