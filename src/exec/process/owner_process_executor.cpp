@@ -94,6 +94,11 @@ Status OwnerProcessExecutor::build(const ProgramImage& program) {
 
 Status OwnerProcessExecutor::begin_run(const ProgramImage& program, const ParamValues& params,
                                        PartitionData data) {
+  {
+    // A kill while the run's process is found or started is no other program's.
+    std::lock_guard<std::mutex> l(mu_);
+    current_ = nullptr;
+  }
   LIZARD_ASSIGN_OR_RETURN(ProcessExecutor * process, process_for(owner_of(program.hash)));
   bool others = false;
   {
