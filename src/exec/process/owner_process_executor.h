@@ -81,8 +81,9 @@ class OwnerProcessExecutor : public Executor {
   // The owners with a process now, the one used most recently first.
   std::vector<std::string> owners() const;
 
-  // ProcessExecutor's calls, on the process of the latest begin_run (or
-  // build, before any run).
+  // ProcessExecutor's calls, on the process of the latest begin_run; before
+  // the first (or once that process ended for the cap or its owner), the
+  // iterations fail with "no run", pid() is -1 and the rest do nothing.
   Status send_iterate(const SectionBuffer& state, int64_t iteration, int64_t first, int64_t count);
   Status receive_iterate(SectionBuffer* aggregate, IterationStats* stats);
   OutputPipe::Taken take_output();
