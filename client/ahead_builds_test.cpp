@@ -64,6 +64,42 @@ TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
   fs::remove_all(dir);
 }
 
+// A withdrawn variant still queued is dropped, and not built; one that is
+// building or built is left; a later request queues it again.
+TEST(AheadBuilds, AWithdrawnVariantStillQueuedIsNotBuilt) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-withdraw-test";
+  fs::remove_all(dir);
+  BackendOptions o;
+  o.cache_dir = dir.string();
+  ExecutorInfo cpu;
+  cpu.kind = "cpu";
+  auto compiler = VariantCompiler::make(o, {cpu});
+  ASSERT_TRUE(compiler.ok()) << compiler.status().message();
+  AheadBuilds ahead(std::move(compiler).value(), 1);  // one build at a time
+  auto program = std::make_shared<const ProgramImage>(testing::column_sums_image());
+  std::vector<ParamValues> params;
+  for (int dims : {3, 4, 5})
+    params.push_back(bind_params(program->manifest, {{"dims", dims}}).value());
+  for (const ParamValues& p : params) ahead.request(program, p);
+  EXPECT_TRUE(ahead.withdraw(*program, params[2]));   // queued behind the other two
+  EXPECT_FALSE(ahead.withdraw(*program, params[2]));  // gone already
+  auto built = [&](const ParamValues& p) {
+    return !ahead.needs_compile(variant_for_run(*program, p));
+  };
+  for (int i = 0; i < 600 && !(built(params[0]) && built(params[1])); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(built(params[0]) && built(params[1]));
+  EXPECT_FALSE(built(params[2]));
+  EXPECT_EQ(ahead.compiled(), 2);
+  EXPECT_FALSE(ahead.withdraw(*program, params[0]));  // built: left
+  ahead.request(program, params[2]);
+  for (int i = 0; i < 600 && !built(params[2]); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(built(params[2]));
+  fs::remove_all(dir);
+}
+
 // A VariantCompiler for GPU executors of sm_90 (NVRTC compiles without a
 // GPU), caching in `dir` (emptied first).
 Result<std::unique_ptr<VariantCompiler>> sm90_compiler(const fs::path& dir, bool quick_builds) {
