@@ -32,14 +32,20 @@ int nice_of(const std::string& which) {
   return std::stoi(f);
 }
 
-TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-builds-test";
-  fs::remove_all(dir);
+// A VariantCompiler for the CPU backend, caching in `dir` (emptied first
+// unless `fresh` is false).
+Result<std::unique_ptr<VariantCompiler>> cpu_compiler(const fs::path& dir, bool fresh = true) {
+  if (fresh) fs::remove_all(dir);
   BackendOptions o;
   o.cache_dir = dir.string();
   ExecutorInfo cpu;
   cpu.kind = "cpu";
-  auto compiler = VariantCompiler::make(o, {cpu});
+  return VariantCompiler::make(o, {cpu});
+}
+
+TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-builds-test";
+  auto compiler = cpu_compiler(dir);
   ASSERT_TRUE(compiler.ok()) << compiler.status().message();
   AheadBuilds ahead(std::move(compiler).value(), 2);
   auto program = std::make_shared<const ProgramImage>(testing::column_sums_image());
@@ -56,7 +62,7 @@ TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(ahead.compiled(), 1);
   // Another AheadBuilds of the host (another worker) finds it in the cache.
-  AheadBuilds other(VariantCompiler::make(o, {cpu}).value(), 1);
+  AheadBuilds other(cpu_compiler(dir, false).value(), 1);
   EXPECT_FALSE(other.needs_compile(variant));
   auto two = bind_params(program->manifest, {{"dims", 4}});
   ASSERT_TRUE(two.ok());
@@ -68,12 +74,7 @@ TEST(AheadBuilds, BuildsEachRequestedVariantOnceIntoTheCache) {
 // building or built is left; a later request queues it again.
 TEST(AheadBuilds, AWithdrawnVariantStillQueuedIsNotBuilt) {
   const fs::path dir = fs::path(::testing::TempDir()) / "lizard-ahead-withdraw-test";
-  fs::remove_all(dir);
-  BackendOptions o;
-  o.cache_dir = dir.string();
-  ExecutorInfo cpu;
-  cpu.kind = "cpu";
-  auto compiler = VariantCompiler::make(o, {cpu});
+  auto compiler = cpu_compiler(dir);
   ASSERT_TRUE(compiler.ok()) << compiler.status().message();
   AheadBuilds ahead(std::move(compiler).value(), 1);  // one build at a time
   auto program = std::make_shared<const ProgramImage>(testing::column_sums_image());

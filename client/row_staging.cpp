@@ -116,6 +116,10 @@ Status RowStaging::stage_part(const StageRowsMsg& m, const DataRoots& server_roo
     return unavailable(what + " is still busy with a run after " + std::to_string(kExecutorWaitS) +
                        " s");
   ExecutorHandle& h = *(*executors_)[i];
+  if (h.process && m.program.empty())  // a server that names none
+    return invalid_argument(what +
+                            ": name the program whose runs read the rows: each program's "
+                            "executor processes keep rows for its runs alone");
   // Executor processes keep rows per program, for its runs alone.
   const std::string& owner = OwnerProcessExecutor::owner_of(m.program);
   Status result = Status::Ok();

@@ -106,10 +106,11 @@ Status OwnerProcessExecutor::begin_run(const ProgramImage& program, const ParamV
     current_ = process;
     others = owned_.size() > 1 || spare_ != nullptr;
   }
-  // A run that does not fit beside the other programs' processes (their
-  // contexts and kept rows) is tried once more without those that serve no run.
+  // A GPU run that does not fit beside the other programs' processes (their
+  // contexts and kept rows) is tried once more without those that serve no
+  // run; the rows are copied for that only where it can happen.
   std::optional<PartitionData> again;
-  if (others) again = data;
+  if (others && info_.kind == "cuda") again = data;
   Status st = process->begin_run(program, params, std::move(data));
   if (st.code() != Code::kTooLarge || !again || end_idle_others(process) == 0) return st;
   return process->begin_run(program, params, std::move(*again));

@@ -9,7 +9,7 @@
 // started ahead, so that it pays no process or GPU context start), and a
 // new spare starts in the background.  At most `max_owners` processes are
 // kept; one more ends the one used longest ago that serves no run, with the
-// rows it kept.  A run that does not fit its device (kTooLarge) beside
+// rows it kept.  A GPU run that does not fit its device (kTooLarge) beside
 // the other processes' contexts and kept rows is begun once more after those
 // that serve no run end.  Every call of a run goes to the process its
 // begin_run chose; kill_process(), take_output() and pid() name that

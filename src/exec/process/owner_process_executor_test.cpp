@@ -17,29 +17,9 @@
 namespace lizard {
 namespace {
 
-const char* kSumYaml = R"(
-sources: {cuda: kernel.cu}
-dataset:
-  x: {type: float32, shape: [rows]}
-aggregate:
-  total: {type: float64, reduce: sum}
-iterate:
-  - {kernel: sum, block: 64}
-)";
-
-const char* kSumKernel = R"(
-extern "C" __global__ void sum(global_params_t params, dataset_t data, global_state_t state,
-                               agg_res_t result) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i >= data.rows) return;
-  atomicAdd(result.total, (double)data.x[i]);
-}
-)";
-
-// Programs of the same kernels that differ by their checksum (a comment).
+// Programs of the same kernels that differ by their checksum.
 ProgramImage program(int n) {
-  return testing::program_image(std::string(kSumYaml) + "# program " + std::to_string(n) + "\n",
-                                kSumKernel);
+  return testing::row_sum_image("program " + std::to_string(n));
 }
 
 constexpr int64_t kRows = 4096;

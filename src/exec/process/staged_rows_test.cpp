@@ -14,25 +14,6 @@
 namespace lizard {
 namespace {
 
-const char* kSumYaml = R"(
-sources: {cuda: kernel.cu}
-dataset:
-  x: {type: float32, shape: [rows]}
-aggregate:
-  total: {type: float64, reduce: sum}
-iterate:
-  - {kernel: add, block: 64}
-)";
-
-const char* kSumKernel = R"(
-extern "C" __global__ void add(global_params_t params, dataset_t data, global_state_t state,
-                               agg_res_t result) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i >= data.rows) return;
-  atomicAdd(result.total, (double)data.x[i]);
-}
-)";
-
 constexpr int64_t kRows = 1 << 16;
 
 // A raw file of float32 rows 0, 1, 2, ...; where its rows lie.
@@ -58,7 +39,7 @@ std::unique_ptr<ProcessExecutor> start_cpu(int kept_mb) {
 
 // One iteration over the rows kept under `key`, named by key alone.
 Result<double> sum_kept(Executor* e, const std::string& key) {
-  ProgramImage p = testing::program_image(kSumYaml, kSumKernel);
+  ProgramImage p = testing::row_sum_image();
   PartitionData d;
   d.rows = kRows;
   d.fields.resize(1);

@@ -5,6 +5,7 @@
 //
 //   ProgramImage p = testing::program_image(kYaml, kKernel);
 //   ProgramImage q = testing::column_sums_image();  // `dims` specialised
+//   ProgramImage r = testing::row_sum_image("b");   // sums x; "b": another checksum
 #pragma once
 
 #include <gtest/gtest.h>
@@ -39,6 +40,25 @@ extern "C" __global__ void column_sums(global_params_t p, dataset_t d, global_st
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= d.rows) return;
   for (int j = 0; j < p.dims; ++j) atomicAdd(&r.sums[j], d.x[i * p.dims + j]);
+}
+)");
+}
+
+// A program that sums its float32 rows `x` into `total` (float64); `tag`,
+// when given, goes into a comment of its config, which makes it another
+// program (another checksum) of the same kernels.
+inline ProgramImage row_sum_image(const std::string& tag = "") {
+  return program_image(
+      "sources: {cuda: kernel.cu}\n"
+      "dataset: {x: {type: float32, shape: [rows]}}\n"
+      "aggregate: {total: {type: float64, reduce: sum}}\n"
+      "iterate: [{kernel: add, block: 64}]\n" +
+          (tag.empty() ? "" : "# " + tag + "\n"),
+      R"(extern "C" __global__ void add(global_params_t params, dataset_t data, global_state_t state,
+                               agg_res_t result) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= data.rows) return;
+  atomicAdd(result.total, (double)data.x[i]);
 }
 )");
 }
