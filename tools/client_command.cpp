@@ -52,6 +52,13 @@ CLI::App* add_client_command(CLI::App& app, lizard::WorkerOptions* wo, std::stri
                    "$XDG_CACHE_HOME/lizard or ~/.cache/lizard)")
       ->type_name("DIR");
   client
+      ->add_option("--cpu-memory-mb", wo->backend.cpu_memory_mb,
+                   "Memory (heap and private mappings) each CPU executor process may take; a "
+                   "kernel that allocates past it gets none and its run fails (MiB; default: "
+                   "the machine's memory)")
+      ->type_name("MIB")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  client
       ->add_option("--compile-cache-mb", wo->backend.compile_cache_mb,
                    "Bound of the compiled kernels' cache; least recently used ones are removed "
                    "beyond it (MiB)")

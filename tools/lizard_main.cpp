@@ -445,6 +445,7 @@ int main(int argc, char** argv) {
   host->add_option("--cpu-first-ordinal", ho.cpu_first_ordinal);
   host->add_option("--cache-dir", ho.cache_dir);
   host->add_option("--kept-rows-mb", ho.kept_rows_mb);
+  host->add_option("--cpu-memory-mb", ho.cpu_memory_mb);
   host->add_option("--compile-cache-mb", ho.compile_cache_mb);
   host->add_option("--compile-timeout", ho.compile_timeout_s);
   add_on_off(host, "--quick-builds", ho.quick_builds, "");

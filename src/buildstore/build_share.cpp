@@ -37,7 +37,7 @@ BuildShare::Got BuildShare::fetch_missing(const ProgramVariant& variant, BuildTi
   bool fetched_any = false;
   for (const VariantCompiler::Entry& e : entries) {
     BuildFacts facts;
-    facts.cached = compiler_->read(e.name).ok();
+    facts.cached = compiler_->read(variant.image.hash, e.name).ok();
     {
       std::lock_guard<std::mutex> l(mu_);
       facts.can_ask = connected_;
@@ -49,7 +49,7 @@ BuildShare::Got BuildShare::fetch_missing(const ProgramVariant& variant, BuildTi
     const BuildStep step = next_build_step(facts);
     if (step == BuildStep::kUseCached) continue;
     if (step == BuildStep::kCompile) return Got::kCompile;
-    if (Status st = compiler_->store(e.name, payload); !st.ok()) {
+    if (Status st = compiler_->store(variant.image.hash, e.name, payload); !st.ok()) {
       spdlog::warn("cannot keep the build fetched from the server: {}", st.message());
       return Got::kCompile;
     }
@@ -107,7 +107,7 @@ void BuildShare::offer(const ProgramVariant& variant, BuildTier tier) {
       std::lock_guard<std::mutex> l(mu_);
       if (!connected_ || !offered_.insert(e.name).second) continue;
     }
-    auto payload = compiler_->read(e.name);
+    auto payload = compiler_->read(variant.image.hash, e.name);
     if (!payload.ok()) continue;
     BuildOfferMsg msg;
     static_cast<BuildRef&>(msg) = ref_of(variant, tier, e.arch);

@@ -77,7 +77,7 @@ class BuildShareTest : public ::testing::Test {
   // Puts stand-in bytes in `id`'s cache as the build of `v` (nothing compiles).
   void built(const std::string& id, const ProgramVariant& v, const std::string& bytes) {
     for (const auto& e : compilers_[id]->entries(v, BuildTier::kOptimised))
-      ASSERT_TRUE(compilers_[id]->store(e.name, bytes).ok());
+      ASSERT_TRUE(compilers_[id]->store(v.image.hash, e.name, bytes).ok());
   }
   bool cached(const std::string& id, const ProgramVariant& v) { return compilers_[id]->cached(v); }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "common/spin_wait.h"
@@ -55,7 +56,7 @@ FrameChannel& FrameChannel::operator=(FrameChannel&& o) noexcept {
     in_ = o.in_;
     socket_frame_unanswered_ = o.socket_frame_unanswered_;
     peer_reads_mailbox_ = o.peer_reads_mailbox_;
-    received_fd_ = std::move(o.received_fd_);
+    received_fds_ = std::move(o.received_fds_);
     last_frame_by_socket_ = o.last_frame_by_socket_;
     o.fd_ = -1;
     o.header_got_ = 0;
@@ -68,7 +69,7 @@ void FrameChannel::close() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   header_got_ = 0;
-  received_fd_.reset();
+  received_fds_.clear();
   mailboxes_.reset();
   out_ = in_ = nullptr;
 }
@@ -112,19 +113,23 @@ Status FrameChannel::send_parts(const std::string_view* parts, size_t count) {
       return mailbox_send(parts, count, total);
     socket_frame_unanswered_ = true;
   }
-  return socket_send(parts, count, total, -1);
+  return socket_send(parts, count, total, nullptr, 0);
 }
 
-Status FrameChannel::send_with_descriptor(const std::string_view* parts, size_t count, int fd) {
+Status FrameChannel::send_with_descriptors(const std::string_view* parts, size_t count,
+                                           const int* fds, size_t n) {
   if (fd_ < 0) return unavailable("the channel is closed");
+  if (n > kMaxDescriptors)
+    return invalid_argument(std::to_string(n) + " descriptors with one frame; at most " +
+                            std::to_string(kMaxDescriptors));
   uint64_t total = 0;
   for (size_t i = 0; i < count; ++i) total += parts[i].size();
   if (out_) socket_frame_unanswered_ = true;
-  return socket_send(parts, count, total, fd);
+  return socket_send(parts, count, total, fds, n);
 }
 
 Status FrameChannel::socket_send(const std::string_view* parts, size_t count, uint64_t total,
-                                 int fd) {
+                                 const int* fds, size_t n_fds) {
   char header[8];
   put_le64(total, header);
   // On the stack for the few parts of the frames of every iteration.
@@ -141,28 +146,28 @@ Status FrameChannel::socket_send(const std::string_view* parts, size_t count, ui
   for (size_t i = 0; i < count; ++i) {
     if (!parts[i].empty()) iov[n_iov++] = {const_cast<char*>(parts[i].data()), parts[i].size()};
   }
-  // The descriptor rides with the frame's first byte (its length's).
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  // The descriptors ride with the frame's first byte (its length's).
+  alignas(cmsghdr) char control[CMSG_SPACE(kMaxDescriptors * sizeof(int))] = {};
   size_t first = 0;
   while (first < n_iov) {
     msghdr msg{};
     msg.msg_iov = iov + first;
     msg.msg_iovlen = std::min<size_t>(n_iov - first, IOV_MAX);
-    if (fd >= 0) {
+    if (n_fds > 0) {
       msg.msg_control = control;
-      msg.msg_controllen = sizeof control;
+      msg.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
       cmsghdr* c = CMSG_FIRSTHDR(&msg);
       c->cmsg_level = SOL_SOCKET;
       c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+      c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+      std::memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
     }
     ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       return unavailable(std::string("the peer closed the channel: ") + std::strerror(errno));
     }
-    fd = -1;  // sent with the bytes just written
+    n_fds = 0;  // sent with the bytes just written
     size_t left = static_cast<size_t>(n);
     while (first < n_iov && left >= iov[first].iov_len) left -= iov[first++].iov_len;
     if (first < n_iov) {
@@ -256,8 +261,8 @@ bool FrameChannel::socket_length_ready(Status* failed) {
 
 ssize_t FrameChannel::receive_length_bytes() {
   iovec iov{header_ + header_got_, sizeof header_ - header_got_};
-  // Room for a few: a peer that sends more than one has them closed.
-  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+  // Room for as many as a frame may carry; more are cut off by the kernel.
+  alignas(cmsghdr) char control[CMSG_SPACE(kMaxDescriptors * sizeof(int))];
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -271,10 +276,7 @@ ssize_t FrameChannel::receive_length_bytes() {
     for (size_t i = 0; i < n; ++i) {
       int fd = -1;
       std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      if (i == 0 && received_fd_.get() < 0)
-        received_fd_ = OwnedFd(fd);
-      else
-        ::close(fd);
+      received_fds_.emplace_back(fd);
     }
   }
   return got;
@@ -328,7 +330,7 @@ Result<bool> FrameChannel::await_frame(int64_t deadline_ms, bool* boxed) {
 Result<bool> FrameChannel::next_frame(int timeout_ms, uint64_t* size) {
   if (fd_ < 0) return unavailable("the channel is closed");
   // No byte of the next frame came yet, so neither did its descriptor.
-  if (header_got_ == 0) received_fd_.reset();
+  if (header_got_ == 0) received_fds_.clear();
   const auto t0 = std::chrono::steady_clock::now();
   bool boxed = false;
   auto came = await_frame(timeout_ms < 0 ? -1 : now_ms() + timeout_ms, &boxed);
@@ -349,8 +351,13 @@ Result<bool> FrameChannel::next_frame(int timeout_ms, uint64_t* size) {
 }
 
 OwnedFd FrameChannel::take_descriptor() {
-  if (!last_frame_by_socket_) return OwnedFd();
-  return std::move(received_fd_);
+  std::vector<OwnedFd> all = take_descriptors();
+  return all.empty() ? OwnedFd() : std::move(all.front());
+}
+
+std::vector<OwnedFd> FrameChannel::take_descriptors() {
+  if (!last_frame_by_socket_) return {};
+  return std::exchange(received_fds_, {});
 }
 
 Result<std::string_view> FrameChannel::boxed_frame() const {

@@ -70,10 +70,20 @@ class FrameChannel {
   // As send_parts(), with a copy of descriptor `fd` passed along (a sealed
   // memory file holding a large reply's bytes, common/sealed_memory.h).
   // Such a frame always goes by the socket.
-  Status send_with_descriptor(const std::string_view* parts, size_t count, int fd);
-  // The descriptor that came with the frame received last, if any (else
-  // -1).  One not taken is closed once the next frame is awaited.
+  Status send_with_descriptor(const std::string_view* parts, size_t count, int fd) {
+    return send_with_descriptors(parts, count, &fd, 1);
+  }
+  // As send_parts(), with copies of up to kMaxDescriptors descriptors (the
+  // files a run reads, opened by the worker for an executor that may not
+  // open them itself).
+  Status send_with_descriptors(const std::string_view* parts, size_t count, const int* fds,
+                               size_t n);
+  static constexpr size_t kMaxDescriptors = 64;
+  // The descriptor(s) that came with the frame received last, if any (else
+  // -1, or none), in the order they were sent.  Those not taken are closed
+  // once the next frame is awaited.
   OwnedFd take_descriptor();
+  std::vector<OwnedFd> take_descriptors();
   // Waits up to `timeout_ms` (< 0: for ever) for the next frame.  kUnavailable
   // when the peer closed its end; kCancelled when the time ran out (the part
   // of a length already read is kept for the next call, so that a caller may
@@ -108,7 +118,8 @@ class FrameChannel {
   // Reads the socket's next length, dropping doorbells; true once it is whole.
   bool socket_length_ready(Status* failed);
   Status mailbox_send(const std::string_view* parts, size_t count, uint64_t total);
-  Status socket_send(const std::string_view* parts, size_t count, uint64_t total, int fd);
+  Status socket_send(const std::string_view* parts, size_t count, uint64_t total, const int* fds,
+                     size_t n_fds);
   // recv() of the next bytes of a frame's length, keeping a descriptor
   // that comes with them.
   ssize_t receive_length_bytes();
@@ -127,7 +138,7 @@ class FrameChannel {
   bool peer_reads_mailbox_ = false;  // the peer looks in its mailbox
   char header_[8] = {};
   size_t header_got_ = 0;              // bytes of the next frame's length read so far
-  OwnedFd received_fd_;                // came with the frame being received, or the last one
+  std::vector<OwnedFd> received_fds_;  // came with the frame being received, or the last one
   bool last_frame_by_socket_ = false;  // ... which came by the socket, not a mailbox
   // How long to poll for the next frame: the waits for a peer's frames tend
   // to repeat (one per iteration), see common/spin_wait.h.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/allocations.h"
 
@@ -90,6 +91,38 @@ TEST(FrameChannel, ADescriptorArrivesWithItsFrameAlone) {
   EXPECT_EQ(open_after, open_before - 1);
   ::close(p[0]);
   ::close(p[1]);
+}
+
+// Several descriptors cross with one frame, in the order sent; more than a
+// frame may carry are refused before anything is sent.
+TEST(FrameChannel, SeveralDescriptorsArriveInTheirOrder) {
+  auto ends = FrameChannel::pair();
+  ASSERT_TRUE(ends.ok());
+  int pipes[3][2];
+  for (auto& p : pipes) ASSERT_EQ(::pipe(p), 0);
+  const int fds[] = {pipes[0][1], pipes[1][1], pipes[2][1]};
+  std::string_view part = "three";
+  ASSERT_TRUE(ends->second.send_with_descriptors(&part, 1, fds, 3).ok());
+  ASSERT_EQ(ends->first.receive(5000).value(), "three");
+  std::vector<OwnedFd> got = ends->first.take_descriptors();
+  ASSERT_EQ(got.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const char c = static_cast<char>('0' + i);
+    ASSERT_EQ(::write(got[i].get(), &c, 1), 1);
+    char back = 0;
+    ASSERT_EQ(::read(pipes[i][0], &back, 1), 1);
+    EXPECT_EQ(back, c);
+  }
+  std::vector<int> too_many(FrameChannel::kMaxDescriptors + 1, pipes[0][1]);
+  EXPECT_EQ(ends->second.send_with_descriptors(&part, 1, too_many.data(), too_many.size()).code(),
+            Code::kInvalidArgument);
+  ASSERT_TRUE(ends->second.send("next").ok());
+  EXPECT_EQ(ends->first.receive(5000).value(), "next");
+  EXPECT_TRUE(ends->first.take_descriptors().empty());
+  for (auto& p : pipes) {
+    ::close(p[0]);
+    ::close(p[1]);
+  }
 }
 
 // Whether `fd` has bytes waiting (without taking them).

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -122,7 +123,13 @@ std::string CompileKey::digest() {
 }
 
 CompileCache::CompileCache(std::string dir, uint64_t max_bytes)
-    : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+    : dir_(std::move(dir)), root_(dir_), max_bytes_(max_bytes) {}
+
+CompileCache CompileCache::owned_by(const std::string& owner) const {
+  CompileCache view(*this);
+  if (!root_.empty()) view.dir_ = (fs::path(root_) / owner).string();
+  return view;
+}
 
 Result<CacheEntry> CompileCache::get_or_compile(
     const std::string& key, const std::string& suffix,
@@ -146,7 +153,7 @@ Result<CacheEntry> CompileCache::get_or_compile(
   }
   LIZARD_ASSIGN_OR_RETURN(std::string payload, compile());
   LIZARD_RETURN_IF_ERROR(write_entry(path, payload));
-  evict(path.filename().string());
+  evict(path.string());
   return CacheEntry{path.string(), std::move(payload), false};
 }
 
@@ -174,17 +181,26 @@ bool CompileCache::contains(const std::string& key, const std::string& suffix) c
          fs::is_regular_file(fs::symlink_status(fs::path(dir_) / (key + suffix), ec));
 }
 
-void CompileCache::evict(const std::string& keep) const {
-  struct Entry {
-    fs::path path;
-    fs::file_time_type used;
-    uint64_t bytes;
-  };
-  std::vector<Entry> entries;
-  uint64_t total = 0;
+namespace {
+
+struct EntryFile {
+  fs::path path;
+  fs::file_time_type used;
+  uint64_t bytes;
+};
+
+bool owner_name(const std::string& name) {
+  return name.size() == 64 &&
+         std::all_of(name.begin(), name.end(), [](char c) { return std::isxdigit(c) != 0; });
+}
+
+// The entries directly in `dir` (temporaries older than kStaleTemporary
+// removed on the way), and in each owner's directory beneath it when
+// `owners`; a directory this process may not read is skipped.
+void list_entries(const fs::path& dir, bool owners, std::vector<EntryFile>* out) {
   const auto stale = fs::file_time_type::clock::now() - kStaleTemporary;
   std::error_code ec;
-  for (const auto& de : fs::directory_iterator(dir_, ec)) {
+  for (const auto& de : fs::directory_iterator(dir, ec)) {
     std::error_code e;
     const std::string name = de.path().filename().string();
     const fs::file_time_type used = de.last_write_time(e);
@@ -193,19 +209,30 @@ void CompileCache::evict(const std::string& keep) const {
       if (used < stale) fs::remove_all(de.path(), e);
       continue;
     }
+    if (owners && owner_name(name) && de.is_directory(e)) {
+      list_entries(de.path(), false, out);
+      continue;
+    }
     if (!de.is_regular_file(e)) continue;
     const uint64_t bytes = de.file_size(e);
-    if (e) continue;
-    total += bytes;
-    if (name != keep) entries.push_back({de.path(), used, bytes});
+    if (!e) out->push_back({de.path(), used, bytes});
   }
+}
+
+}  // namespace
+
+void CompileCache::evict(const std::string& keep) const {
+  std::vector<EntryFile> entries;
+  list_entries(root_, true, &entries);
+  uint64_t total = 0;
+  for (const EntryFile& e : entries) total += e.bytes;
   if (total <= max_bytes_) return;
   std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.used < b.used; });
-  for (const Entry& e : entries) {
+            [](const EntryFile& a, const EntryFile& b) { return a.used < b.used; });
+  for (const EntryFile& e : entries) {
     if (total <= max_bytes_) break;
     std::error_code rm;
-    if (fs::remove(e.path, rm)) total -= e.bytes;
+    if (e.path != fs::path(keep) && fs::remove(e.path, rm)) total -= e.bytes;
   }
 }
 

@@ -14,6 +14,14 @@
 // are removed until the directory is within `max_bytes`.  ELF loaders ignore
 // bytes after the image, so an entry's path can be given to dlopen() as is.
 //
+// Entries belong to an owner (a program's checksum, exec/process/
+// owner_process_executor.h): owned_by(owner) is the cache of that owner's
+// entries, <dir>/<owner>/, bounded together with every other owner's, so
+// that a process confined to one owner's directory (sandbox/sandbox.h)
+// reads and writes its own entries and no one else's.  Eviction counts and
+// removes what the process can see: a confined process trims its own
+// owner's entries only, the worker every owner's.
+//
 //   CompileCache cache(dir, CompileCache::kDefaultMaxBytes);
 //   CompileKey key;
 //   key.add("compiler", version).add("arch", "sm_90").add("source", text);
@@ -54,6 +62,10 @@ class CompileCache {
   // `dir` is created when missing; empty: no cache (every call compiles).
   CompileCache(std::string dir, uint64_t max_bytes);
 
+  // The entries of `owner` (64 hex digits), beneath dir()/<owner>/, within
+  // the same bound as the whole directory.  A view: nothing is created yet.
+  CompileCache owned_by(const std::string& owner) const;
+
   // The entry named `key` (a CompileKey digest) and `suffix` (".cubin",
   // ".so"), or `compile`'s output stored under it, with compile running at
   // most once at a time for a key across the host's processes.  A failed
@@ -74,13 +86,18 @@ class CompileCache {
   // checks are made when it is read).  Always false without a directory.
   bool contains(const std::string& key, const std::string& suffix) const;
 
+  // Where entries lie, and the directory the bound covers (the same one,
+  // unless this is an owner's view).
   const std::string& dir() const { return dir_; }
+  const std::string& root() const { return root_; }
 
  private:
-  // Removes least recently used entries, never `keep`, until within the bound.
+  // Removes least recently used entries beneath root(), never the entry at
+  // path `keep`, until within the bound.
   void evict(const std::string& keep) const;
 
   std::string dir_;
+  std::string root_;
   uint64_t max_bytes_;
 };
 

@@ -148,6 +148,30 @@ TEST_F(CompileCacheTest, BeyondItsBoundTheLeastRecentlyUsedEntryGoes) {
   EXPECT_EQ(compiles_, 1);
 }
 
+// Each owner's entries lie in a directory of their own, apart from another
+// owner's entry of the same key, and one bound covers every owner: an
+// owner's new entry evicts another owner's entry used longer ago.
+TEST_F(CompileCacheTest, OwnersKeepTheirEntriesApartWithinOneBound) {
+  const std::string a(64, 'a'), b(64, 'b');
+  const std::string payload(1000, 'x');
+  const uint64_t entry_bytes = 1000 + 48;
+  CompileCache whole = cache(entry_bytes * 2 + entry_bytes / 2);
+  CompileCache of_a = whole.owned_by(a), of_b = whole.owned_by(b);
+  EXPECT_EQ(of_a.root(), whole.dir());
+  ASSERT_TRUE(of_a.get_or_compile("k", ".bin", counted(payload)).ok());
+  EXPECT_TRUE(fs::is_regular_file(dir_ / a / "k.bin"));
+  EXPECT_FALSE(of_b.contains("k", ".bin"));
+  EXPECT_FALSE(whole.contains("k", ".bin"));
+  compiles_ = 0;
+  ASSERT_FALSE(of_b.get_or_compile("k", ".bin", counted(payload))->hit);
+  EXPECT_EQ(compiles_, 1);
+  fs::last_write_time(dir_ / a / "k.bin", fs::file_time_type::clock::now() - 30s);
+  ASSERT_TRUE(of_b.get_or_compile("j", ".bin", counted(payload)).ok());
+  EXPECT_FALSE(fs::exists(dir_ / a / "k.bin"));  // the other owner's, used longest ago
+  EXPECT_TRUE(fs::exists(dir_ / b / "k.bin"));
+  EXPECT_TRUE(fs::exists(dir_ / b / "j.bin"));
+}
+
 TEST_F(CompileCacheTest, ACorruptOrPartialEntryIsCompiledAgainAndReplaced) {
   auto first = cache().get_or_compile("k1", ".bin", counted("the image"));
   ASSERT_TRUE(first.ok());

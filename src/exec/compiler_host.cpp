@@ -79,6 +79,44 @@ std::string encode_request(const std::vector<std::string>& argv, const std::stri
   return std::move(w.out());
 }
 
+// A request of no arguments narrows the host: `dir` (beneath its root) is
+// its root from then on, and `shared` (a directory of precompiled headers)
+// stays readable.
+std::string encode_narrowing(const std::string& dir, const std::string& shared) {
+  ByteWriter w;
+  w.u64(0);
+  w.bytes(dir);
+  w.bytes(shared);
+  return std::move(w.out());
+}
+
+std::vector<std::string>& compile_reads();
+
+// The host's own layer once narrowed: it and its compiles read the system,
+// the compiler, `dir` and `shared`, and write beneath `dir` and its TMPDIR.
+Status narrow_host(std::string* root, const std::string& dir, const std::string& shared) {
+  std::error_code e1, e2;
+  const fs::path to = fs::weakly_canonical(dir, e1);
+  const fs::path top = fs::canonical(*root, e2);
+  if (e1 || e2 || !beneath(to, top))
+    return permission_denied("a compiler host narrows only to a directory beneath " + *root);
+  fs::create_directories(to / "tmp", e1);
+  ::setenv("TMPDIR", (to / "tmp").c_str(), 1);
+  *root = to.string();
+  if (sandbox_disabled()) return Status::Ok();
+  SandboxSpec spec;
+  spec.restrict_reads = true;
+  spec.read_beneath = compile_reads();
+  spec.read_beneath.push_back(to.string());
+  if (!shared.empty()) spec.read_beneath.push_back(shared);
+  compile_reads() = spec.read_beneath;
+  spec.write_beneath = {to.string(), "/dev/null"};
+  for (const std::string& d : sanitizer_log_dirs()) spec.write_beneath.push_back(d);
+  auto applied = restrict_with_landlock(spec);
+  if (!applied.ok() && applied.status().code() != Code::kUnavailable) return applied.status();
+  return Status::Ok();
+}
+
 std::string encode_answer(const Result<CommandOutput>& r) {
   ByteWriter w;
   w.u8(r.ok() ? 1 : 0);
@@ -119,9 +157,10 @@ std::vector<std::string>& compile_reads() {
 
 // In each compile's own process, before the compiler starts: a Landlock
 // layer of its own, under which it reads only the system, the compiler and
-// its build directory (with the precompiled headers beside it: ../pch),
-// and writes only there and in its TMPDIR.  So a source cannot embed
-// another program's build or anything else beneath the root.
+// its build directory (with the precompiled headers beside it, ../pch, or
+// beside its owner's directory, ../../pch), and writes only there and in its
+// TMPDIR.  So a source cannot embed another program's build or anything
+// else beneath the root.
 void confine_to_build(const std::string& build) {
   if (sandbox_disabled()) return;
   SandboxSpec spec;
@@ -131,7 +170,9 @@ void confine_to_build(const std::string& build) {
   if (const char* tmp = std::getenv("TMPDIR")) spec.write_beneath.push_back(tmp);
   if (!build.empty()) {
     spec.write_beneath.push_back(build);
-    spec.read_beneath.push_back((fs::path(build).parent_path() / "pch").string());
+    const fs::path parent = fs::path(build).parent_path();
+    spec.read_beneath.push_back((parent / "pch").string());
+    spec.read_beneath.push_back((parent.parent_path() / "pch").string());
   }
   (void)restrict_with_landlock(spec);
 }
@@ -159,7 +200,7 @@ void enter_compiler_sandbox(const std::string& root, const std::string& compiler
   (void)enter_sandbox(spec);  // the daemon says at its start what this machine lacks
 }
 
-int serve(const std::string& root) {
+int serve(std::string root) {
   auto channel = ChildProcess::parent_channel();
   if (!channel.ok()) {
     std::fprintf(stderr, "lizard %s: %s (it is started by the lizard daemons)\n",
@@ -177,6 +218,18 @@ int serve(const std::string& root) {
     ByteReader r(frame);
     std::vector<std::string> argv;
     const uint64_t count = r.u64();
+    if (count == 0) {
+      const std::string dir = r.str();
+      const std::string shared = r.str();
+      Status st = r.ok() ? narrow_host(&root, dir, shared)
+                         : internal_error("a compiler host's request is cut short");
+      if (!channel
+               ->send(encode_answer(st.ok() ? Result<CommandOutput>(CommandOutput{})
+                                            : Result<CommandOutput>(st)))
+               .ok())
+        return 0;
+      continue;
+    }
     for (uint64_t i = 0; i < count && r.ok(); ++i) argv.push_back(r.str());
     std::string cwd = r.str();  // relative to the daemon's directory, which is this one's
     if (!cwd.empty()) cwd = fs::absolute(cwd).lexically_normal().string();
@@ -282,6 +335,37 @@ Result<CommandOutput> CompilerHosts::run_on(Host* host, const std::vector<std::s
     return unavailable("the compiler host " + how);
   }
   return decode_answer(host->frame);
+}
+
+Status CompilerHosts::narrow(const std::string& dir, const std::string& shared) {
+  std::vector<Host*> all;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    freed_.wait(lock, [&] {
+      for (auto& h : hosts_)
+        if (h->busy) return false;
+      return true;
+    });
+    for (auto& h : hosts_) {
+      h->busy = true;
+      all.push_back(h.get());
+    }
+    options_.root = dir;  // a host started later starts there
+  }
+  Status out;
+  for (Host* h : all) {
+    if (!h->child) continue;
+    Status st = h->child->channel().send(encode_narrowing(dir, shared));
+    if (st.ok()) st = h->child->receive_into(&h->frame, kAnswerGraceMs);
+    if (st.ok()) st = decode_answer(h->frame).status();
+    if (!st.ok()) {  // a host that is not narrowed builds nothing more
+      h->child->kill();
+      h->child.reset();
+      out = st;
+    }
+  }
+  for (Host* h : all) give_back(h);
+  return out;
 }
 
 std::function<Result<CommandOutput>(const std::vector<std::string>&, const std::string&, int)>

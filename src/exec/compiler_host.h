@@ -62,6 +62,14 @@ class CompilerHosts {
   Result<CommandOutput> run(const std::vector<std::string>& argv, const std::string& cwd,
                             int timeout_ms);
 
+  // Narrows every host to `dir` (beneath the root): from now on they build
+  // only beneath it, and they and their compiles read only the system, the
+  // compiler, `dir` and `shared` (precompiled headers), for good.  An
+  // executor process calls it once it serves one owner, before that owner's
+  // code loads; narrowing again can only narrow further.  Waits for the
+  // commands under way.  A host that fails to narrow is ended.
+  Status narrow(const std::string& dir, const std::string& shared);
+
   // A HostCompiler::Runner that runs commands here; this object must
   // outlive its use.
   std::function<Result<CommandOutput>(const std::vector<std::string>&, const std::string&, int)>

@@ -174,5 +174,45 @@ TEST_F(CompilerHostTest, ACompileReadsNothingOfTheRootButItsBuild) {
   EXPECT_EQ(hosted.status().message().find("fedcba9876543210"), std::string::npos);
 }
 
+// Narrowed to one owner's directory, the hosts build there and no longer
+// beneath the rest of their root, and a compile there reads the shared
+// precompiled headers but not another owner's builds.
+TEST_F(CompilerHostTest, NarrowedToAnOwnerTheHostsBuildOnlyThere) {
+  const std::string kernels = root() + "/kernels";
+  const std::string mine = kernels + "/" + std::string(64, 'a');
+  const std::string theirs = kernels + "/" + std::string(64, 'b');
+  fs::create_directories(theirs);
+  fs::create_directories(kernels + "/pch");
+  std::ofstream(theirs + "/their-program.so") << "their library: 0123abcd0123abcd\n";
+  std::ofstream(kernels + "/pch/shared.h") << "#define SHARED 5\n";
+  hosts_ = start_hosts();
+  ASSERT_TRUE(hosts_);
+  HostCompiler::run_compiler_through(hosts_->runner());
+  ASSERT_TRUE(hosts_->narrow(mine, kernels + "/pch").ok());
+  HostCompiler owned = HostCompiler(kernels).for_owner(std::string(64, 'a'));
+  auto so =
+      owned.build_shared({{"a.cpp", "extern \"C\" int f() { return 1; }\n"}}, {"a.cpp"}, {"-O2"});
+  ASSERT_TRUE(so.ok()) << so.status().message();
+  EXPECT_EQ(fs::path(so.value()).parent_path(), fs::path(mine));
+  // Elsewhere beneath the old root: refused.
+  auto elsewhere = build(kernels, "extern \"C\" int g() { return 2; }\n");
+  ASSERT_FALSE(elsewhere.ok());
+  EXPECT_NE(elsewhere.status().message().find("beneath"), std::string::npos)
+      << elsewhere.status().message();
+  if (sandbox_disabled() || landlock_abi() == 0) return;
+  auto shared = owned.build_shared(
+      {{"b.cpp",
+        "#include \"" + kernels + "/pch/shared.h\"\nextern \"C\" int h() { return SHARED; }\n"}},
+      {"b.cpp"}, {"-O2"});
+  EXPECT_TRUE(shared.ok()) << shared.status().message();
+  auto stolen = owned.build_shared(
+      {{"c.cpp",
+        "asm(\".section .rodata\\n.incbin \\\"" + theirs +
+            "/their-program.so\\\"\\n.previous\");\nextern \"C\" int i() { return 1; }\n"}},
+      {"c.cpp"}, {"-O2"});
+  ASSERT_FALSE(stolen.ok());
+  EXPECT_EQ(stolen.status().message().find("0123abcd0123abcd"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lizard

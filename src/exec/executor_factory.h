@@ -33,6 +33,10 @@ struct BackendOptions {
   // in the CPU executor's memory; exec/kept_rows.h), in MiB; 0: none;
   // kKeptRowsAuto: a share of its memory (exec/kept_rows_budget.h).
   int64_t kept_rows_mb = 0;
+  // The heap and private mappings (RLIMIT_DATA) of each CPU executor
+  // process, in MiB; 0: the machine's memory.  A kernel that allocates past
+  // it gets no memory (its run fails), not the machine's.
+  int64_t cpu_memory_mb = 0;
   // A GPU run whose optimised build is not ready begins on a quick build
   // and switches between iterations (exec/cuda/nvrtc_compiler.h, BuildTier).
   bool quick_builds = true;

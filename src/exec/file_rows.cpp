@@ -59,11 +59,24 @@ Result<FileRows> locate_file_rows(const std::string& path, FileFormat format, DT
   return out;
 }
 
-Result<OpenRows> OpenRows::open(const FileRows& rows) {
+Result<OwnedFd> open_for_reading(const FileRows& rows) {
   int fd;
   do {
-    fd = ::open(rows.path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(rows.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return invalid_argument("cannot open " + rows.path + ": " + std::strerror(errno));
+  return OwnedFd(fd);
+}
+
+Result<OpenRows> OpenRows::open(const FileRows& rows) {
+  int fd;
+  if (rows.descriptor) {
+    fd = ::fcntl(rows.descriptor->get(), F_DUPFD_CLOEXEC, 0);
+  } else {
+    do {
+      fd = ::open(rows.path.c_str(), O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+  }
   if (fd < 0) return invalid_argument("cannot open " + rows.path + ": " + std::strerror(errno));
   OpenRows out(rows, fd);
   LIZARD_ASSIGN_OR_RETURN(FileIdentity now, file_identity(fd));

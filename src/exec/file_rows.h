@@ -15,9 +15,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/dtype.h"
+#include "common/owned_fd.h"
 #include "common/status.h"
 #include "dataset/file_format.h"
 #include "dataset/file_rows_key.h"
@@ -34,13 +36,21 @@ Result<FileIdentity> file_identity(const std::string& path);
 
 // Bytes [offset, offset + size) of the file at `path`, as it was when its
 // identity was taken.  Empty (no path): the rows come another way.
+// `descriptor`, when set, is the file already open (by the worker, for an
+// executor process whose sandbox may not open `path`): it is read instead
+// of opening the path, with the same identity check.
 struct FileRows {
   std::string path;
   FileIdentity identity;
   uint64_t offset = 0;
   uint64_t size = 0;
+  std::shared_ptr<const OwnedFd> descriptor;
   bool empty() const { return path.empty(); }
 };
+
+// `rows.path` opened to be read (without blocking on a FIFO, never a
+// controlling terminal), for handing to another process.
+Result<OwnedFd> open_for_reading(const FileRows& rows);
 
 // Where rows [first_row, first_row + rows) of a binary (npy, raw) file lie,
 // after the checks of count_rows() (dataset_file.h); an error when the file

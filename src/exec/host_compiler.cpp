@@ -183,6 +183,12 @@ HostCompiler::HostCompiler(std::string cache_dir, uint64_t max_cache_bytes, int 
       compiler_(default_compiler()),
       compile_timeout_s_(compile_timeout_s) {}
 
+HostCompiler HostCompiler::for_owner(const std::string& owner) const {
+  HostCompiler owned(*this);
+  owned.cache_ = cache_.owned_by(owner);
+  return owned;
+}
+
 std::string HostCompiler::key_of(const std::map<std::string, std::string>& files,
                                  const std::vector<std::string>& units,
                                  const std::vector<std::string>& flags) const {
@@ -229,13 +235,13 @@ Result<std::string> HostCompiler::build_shared(const std::map<std::string, std::
 std::string HostCompiler::precompiled_path(const std::map<std::string, std::string>& files,
                                            const std::vector<std::string>& flags,
                                            const PrecompiledHeader& pch) const {
-  return pch_path(compiler_, cache_.dir(), files, flags, pch);
+  return pch_path(compiler_, cache_.root(), files, flags, pch);
 }
 
 bool HostCompiler::make_precompiled(const std::map<std::string, std::string>& files,
                                     const std::vector<std::string>& flags,
                                     const PrecompiledHeader& pch) const {
-  return make_pch(compiler_, cache_.dir(), compile_timeout_s_, files, flags, pch);
+  return make_pch(compiler_, cache_.root(), compile_timeout_s_, files, flags, pch);
 }
 
 std::string HostCompiler::precompiled(const std::map<std::string, std::string>& files,
@@ -249,7 +255,7 @@ std::string HostCompiler::precompiled(const std::map<std::string, std::string>& 
   for (const std::string& name : pch.inputs) inputs[name] = files.at(name);
   background_->making =
       std::async(std::launch::async,
-                 [compiler = compiler_, dir = cache_.dir(), timeout = compile_timeout_s_, inputs,
+                 [compiler = compiler_, dir = cache_.root(), timeout = compile_timeout_s_, inputs,
                   flags, pch] { return make_pch(compiler, dir, timeout, inputs, flags, pch); });
   return "";
 }

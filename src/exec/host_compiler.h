@@ -75,6 +75,11 @@ class HostCompiler {
                         uint64_t max_cache_bytes = CompileCache::kDefaultMaxBytes,
                         int compile_timeout_s = kDefaultCompileTimeoutS);
 
+  // This compiler, keeping its builds among `owner`'s entries of the cache
+  // (CompileCache::owned_by) and building in directories beneath them.  The
+  // precompiled headers stay shared, in the whole cache's pch/.
+  HostCompiler for_owner(const std::string& owner) const;
+
   // Writes `files` into a fresh directory, compiles `units` (names among
   // `files`) into one shared library and returns its path.  A failure is a
   // kCompileError whose message holds the compiler's output.  `cached`, when

@@ -39,7 +39,7 @@ bool VariantCompiler::cached(const ProgramVariant& variant, BuildTier tier) cons
   const std::vector<std::string> names = entry_names(variant, tier);
   if (names.empty()) return false;
   for (const std::string& name : names)
-    if (host_ ? !host_->contains(name) : !nvrtc_->contains(name)) return false;
+    if (!cache_->owned_by(variant.image.hash).contains(name, suffix_)) return false;
   return true;
 }
 
@@ -76,8 +76,9 @@ Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled,
   if (host_) {
     LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(variant.image));
     bool hit = false;
-    LIZARD_RETURN_IF_ERROR(
-        host_->build_shared(plan.files, plan.units, plan.flags, &hit, &plan.pch).status());
+    LIZARD_RETURN_IF_ERROR(host_->for_owner(variant.image.hash)
+                               .build_shared(plan.files, plan.units, plan.flags, &hit, &plan.pch)
+                               .status());
     *compiled = !hit;
     return Status::Ok();
   }
@@ -87,9 +88,10 @@ Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled,
   std::vector<ProgramVariant> sets{kernel_set(variant, KernelSet::kIterate)};
   if (tier == BuildTier::kOptimised && !variant.image.manifest.generate.empty())
     sets.push_back(kernel_set(variant, KernelSet::kGenerate));
+  const auto nvrtc = nvrtc_->for_owner(variant.image.hash);
   for (const ProgramVariant& set : sets)
     for (const std::string& arch : archs_) {
-      LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc_->compile(set.image, arch, tier));
+      LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc->compile(set.image, arch, tier));
       *compiled = *compiled || !out.from_cache;
     }
   return Status::Ok();
@@ -104,12 +106,13 @@ std::vector<VariantCompiler::Entry> VariantCompiler::entries(const ProgramVarian
   return out;
 }
 
-Result<std::string> VariantCompiler::read(const std::string& name) const {
-  return cache_->read(name, suffix_);
+Result<std::string> VariantCompiler::read(const std::string& owner, const std::string& name) const {
+  return cache_->owned_by(owner).read(name, suffix_);
 }
 
-Status VariantCompiler::store(const std::string& name, const std::string& payload) const {
-  return cache_->put(name, suffix_, payload);
+Status VariantCompiler::store(const std::string& owner, const std::string& name,
+                              const std::string& payload) const {
+  return cache_->owned_by(owner).put(name, suffix_, payload);
 }
 
 std::string VariantCompiler::toolchain() const {

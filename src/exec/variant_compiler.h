@@ -63,10 +63,11 @@ class VariantCompiler {
   // The entries a build of `variant` at `tier` makes (empty when it cannot
   // be planned), so that they can be taken from or given to another host.
   std::vector<Entry> entries(const ProgramVariant& variant, BuildTier tier) const;
-  // The payload of entry `name` (checked), or kNotFound.
-  Result<std::string> read(const std::string& name) const;
-  // Stores `payload` as entry `name` unless it is there already.
-  Status store(const std::string& name, const std::string& payload) const;
+  // The payload of entry `name` of `owner` (a program's checksum;
+  // CompileCache::owned_by), checked, or kNotFound.
+  Result<std::string> read(const std::string& owner, const std::string& name) const;
+  // Stores `payload` as entry `name` of `owner` unless it is there already.
+  Status store(const std::string& owner, const std::string& name, const std::string& payload) const;
   // What the builds are made with: a digest of the compiler, its version
   // and the machine (CPU backend), or of NVRTC's version, and lizard's.
   // Two hosts that name the same make the same build of a variant.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -108,6 +109,12 @@ SandboxReport enter_sandbox(const SandboxSpec& spec) {
     r.applied.push_back("no capabilities");
   else
     r.missing.push_back(std::string("capabilities: ") + std::strerror(errno));
+  // When the machine runs out of memory, user code's processes go first,
+  // before any daemon.
+  if (FILE* f = std::fopen("/proc/self/oom_score_adj", "w")) {
+    const bool set = std::fputs("1000", f) >= 0;
+    if (std::fclose(f) == 0 && set) r.applied.push_back("killed first when out of memory");
+  }
   if (spec.data_limit_bytes > 0) {
     const rlimit data{spec.data_limit_bytes, spec.data_limit_bytes};
     if (::setrlimit(RLIMIT_DATA, &data) == 0)
@@ -136,6 +143,7 @@ SandboxReport probe_sandbox() {
   }
   r.applied.push_back("no_new_privs");
   r.applied.push_back("no capabilities");
+  r.applied.push_back("killed first when out of memory");
   if (hook_data_limit_bytes() > 0)
     r.applied.push_back("hooks' memory " + std::to_string(hook_data_limit_bytes() >> 20) + " MiB");
   if (const int abi = landlock_abi(); abi > 0)

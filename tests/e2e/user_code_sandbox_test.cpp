@@ -46,6 +46,12 @@ aggregate:
   k_ptrace: {type: int64, reduce: sum}
   k_pidfd_getfd: {type: int64, reduce: sum}
   k_environ: {type: int64, reduce: sum}
+  k_cmdline: {type: int64, reduce: sum}
+  k_state_dir: {type: int64, reduce: sum}
+  k_log_file: {type: int64, reduce: sum}
+  k_cache_read: {type: int64, reduce: sum}
+  k_cache_write: {type: int64, reduce: sum}
+  k_memory: {type: int64, reduce: sum}
   k_write_outside: {type: int64, reduce: sum}
   k_fork: {type: int64, reduce: sum}
   k_tcp: {type: int64, reduce: sum}
@@ -98,6 +104,14 @@ static long long try_tcp() {
   return rc == 0;
 }
 static long long try_signal() { return kill(getppid(), 0) == 0; }
+static long long try_each(const char* const* paths, int flags) {
+  long long got = 0;
+  for (; *paths; ++paths) {
+    const int fd = open(*paths, flags);
+    if (fd >= 0) { got = 1; close(fd); }
+  }
+  return got;
+}
 static long long try_fork() {
   const int child = fork();
   if (child == 0) _exit(0);
@@ -115,6 +129,17 @@ extern "C" __global__ void probe(global_params_t params, dataset_t data, global_
   *result.k_ptrace = try_ptrace();
   *result.k_pidfd_getfd = try_pidfd_getfd();
   *result.k_environ = try_open("/proc/%d/environ", O_RDONLY);
+  *result.k_cmdline = try_open("/proc/%d/cmdline", O_RDONLY);
+  DIR* cluster = opendir(CLUSTER_DIR);
+  *result.k_state_dir = cluster != 0;
+  if (cluster) closedir(cluster);
+  *result.k_log_file = try_open(CLUSTER_DIR "/server.log", O_RDONLY);
+  static const char* const victim[] = {VICTIM_ENTRIES 0};
+  *result.k_cache_read = try_each(victim, O_RDONLY);
+  *result.k_cache_write = try_each(victim, O_WRONLY);
+  void* big = malloc(6ULL << 30);
+  *result.k_memory = big != 0;
+  free(big);
   *result.k_write_outside = try_open(OUTSIDE "/from-kernel", O_CREAT | O_WRONLY);
   *result.k_fork = try_fork();
   *result.k_tcp = try_tcp();
@@ -146,19 +171,31 @@ extern "C" int update_global_state(const global_params_t* p, const agg_res_t* r,
 
 class UserCodeSandbox : public ::testing::Test {
  protected:
-  // A cluster of two CPU workers, with the sandbox on or off.
+  // A cluster of two CPU workers, with the sandbox on or off, and another
+  // program (examples/sum) built on both, whose cache entries the probe
+  // tries to open.
   void start(bool sandbox) {
     if (!sandbox) ::setenv("LIZARD_SANDBOX", "off", 1);
     // The CPU backend on any machine: the kernel's tries are host code.
-    Status st = c_.start(2, {"--backend", "cpu", "--cpu-threads", "1"});
+    Status st = c_.start(2, {"--backend", "cpu", "--cpu-threads", "1", "--cpu-memory-mb", "2048"});
     ::unsetenv("LIZARD_SANDBOX");
     ASSERT_TRUE(st.ok()) << st.message();
+    const std::string sum = register_program(c_, LIZARD_SOURCE_DIR "/examples/sum");
+    ASSERT_FALSE(sum.empty()) << read_file(c_.dir() + "/server.log");
+    std::string victims;
+    for (const auto& cache : std::filesystem::directory_iterator(c_.dir())) {
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(cache.path() / "kernels" / sum, ec))
+        if (e.path().extension() == ".so") victims += "\"" + e.path().string() + "\", ";
+    }
+    ASSERT_FALSE(victims.empty()) << "examples/sum has no build in a worker's cache";
     outside_ = c_.dir() + "/outside";
     std::filesystem::create_directories(outside_);
     const std::string dir = c_.dir() + "/probe";
     std::filesystem::create_directories(dir);
     const std::string defines = "#define CLUSTER_DIR \"" + c_.dir() + "\"\n#define OUTSIDE \"" +
-                                outside_ + "\"\n#define PORT " + std::to_string(c_.port()) + "\n";
+                                outside_ + "\"\n#define PORT " + std::to_string(c_.port()) +
+                                "\n#define VICTIM_ENTRIES " + victims + "\n";
     std::ofstream(dir + "/config.yaml") << kConfig;
     std::ofstream(dir + "/kernel.cu")
         << "#include \"lizard_program.h\"\n#ifdef LIZARD_CPU_BACKEND\n"
@@ -184,8 +221,10 @@ class UserCodeSandbox : public ::testing::Test {
 const char* kHookTries[] = {"ptrace",    "pidfd_getfd", "environ",       "cmdline",
                             "state_dir", "log_file",    "write_outside", "fork",
                             "memory",    "tcp",         "signal"};
-const char* kKernelTries[] = {"k_ptrace", "k_pidfd_getfd", "k_environ", "k_write_outside",
-                              "k_fork",   "k_tcp",         "k_signal"};
+const char* kKernelTries[] = {"k_ptrace",    "k_pidfd_getfd",   "k_environ",    "k_cmdline",
+                              "k_state_dir", "k_log_file",      "k_cache_read", "k_cache_write",
+                              "k_memory",    "k_write_outside", "k_fork",       "k_tcp",
+                              "k_signal"};
 
 // What this machine's kernel and build let the sandbox refuse.
 bool refused_here(const std::string& what) {
@@ -197,7 +236,7 @@ bool refused_here(const std::string& what) {
   if (what == "signal") return filter || abi >= 6;
   if (what == "k_signal") return abi >= 6;
   if (what == "tcp" || what == "k_tcp") return abi >= 4;
-  if (what == "k_environ") return true;
+  if (what == "k_environ" || what == "memory" || what == "k_memory") return true;
   return abi > 0;  // the files
 }
 
@@ -215,7 +254,7 @@ TEST_F(UserCodeSandbox, AHostileHookAndKernelReachNothingOutside) {
       EXPECT_EQ(r["result"]["state"][what], 0) << what;
     }
     for (const char* what : kKernelTries) {
-      if (!refused_here(what)) continue;
+      if (!refused_here(what) || (std::string(what) == "k_memory" && !memory_limited)) continue;
       EXPECT_EQ(r["result"]["aggregate"][what], 0) << what;
     }
   }
@@ -236,7 +275,8 @@ TEST_F(UserCodeSandbox, WithTheSandboxOffTheSameProbesReachTheirTargets) {
     EXPECT_EQ(s[what], 1) << what;
   const json& a = r["result"]["aggregate"];
   // Summed over the run's two executors.
-  for (const char* what : {"k_write_outside", "k_fork", "k_tcp", "k_signal"})
+  for (const char* what : {"k_cmdline", "k_state_dir", "k_log_file", "k_cache_read",
+                           "k_cache_write", "k_write_outside", "k_fork", "k_tcp", "k_signal"})
     EXPECT_GE(a[what], 1) << what;
   EXPECT_TRUE(std::filesystem::exists(outside_ + "/from-hook"));
   EXPECT_NE(read_file(c_.dir() + "/server.log").find("LIZARD_SANDBOX=off"), std::string::npos);

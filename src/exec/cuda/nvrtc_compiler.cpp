@@ -54,6 +54,12 @@ Result<std::shared_ptr<const NvrtcCompiler>> NvrtcCompiler::open(const std::stri
       std::make_shared<NvrtcCompiler>(std::move(nv), cuda_path, cache_dir, max_cache_bytes));
 }
 
+std::shared_ptr<const NvrtcCompiler> NvrtcCompiler::for_owner(const std::string& owner) const {
+  auto owned = std::make_shared<NvrtcCompiler>(*this);
+  owned->cache_ = cache_.owned_by(owner);
+  return owned;
+}
+
 std::vector<std::string> NvrtcCompiler::options(const std::string& arch, BuildTier tier) const {
   // Not -Xptxas=--split-compile: in NVRTC 13.0 it crashes the compiling
   // process now and then (a segfault in 2 of 8 runs of a unit test).

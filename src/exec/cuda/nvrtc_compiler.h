@@ -46,6 +46,9 @@ class NvrtcCompiler {
       const std::string& cuda_path, const std::string& cache_dir,
       uint64_t max_cache_bytes = CompileCache::kDefaultMaxBytes);
 
+  // This compiler, caching among `owner`'s entries (CompileCache::owned_by).
+  std::shared_ptr<const NvrtcCompiler> for_owner(const std::string& owner) const;
+
   // Compiles `program` for `arch` ("sm_XY").  A kCompileError carries the
   // NVRTC log; kInvalidArgument when the program lacks its CUDA source.
   Result<CompiledProgram> compile(const ProgramImage& program, const std::string& arch,

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +20,9 @@
 #include "exec/compiler_host.h"
 #include "exec/host_compiler.h"
 #include "exec/process/executor_protocol.h"
+#include "sandbox/landlock.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/sanitized_build.h"
 
 namespace lizard {
 namespace {
@@ -34,8 +37,10 @@ uint64_t total_of(const std::vector<uint64_t>& sizes) {
 // and the run in progress with its state and aggregate buffers.
 class Host {
  public:
-  Host(std::unique_ptr<Executor> executor, Status unusable)
-      : executor_(std::move(executor)), unusable_(std::move(unusable)) {}
+  Host(std::unique_ptr<Executor> executor, Status unusable, BackendOptions options)
+      : executor_(std::move(executor)),
+        unusable_(std::move(unusable)),
+        options_(std::move(options)) {}
 
   // Answers one request; false when the device is lost and the host must end.
   bool serve(std::string_view frame, FrameChannel* channel);
@@ -46,9 +51,12 @@ class Host {
   Status iterate(ByteReader* r, ByteWriter* out);
   Status end_run(ByteReader* r, ByteWriter* out, OutputFieldBytes* fields);
   Result<std::shared_ptr<const ProgramImage>> program(ByteReader* r, bool sent);
+  Status take_owner(ByteReader* r);
 
   std::unique_ptr<Executor> executor_;
   Status unusable_;
+  BackendOptions options_;
+  std::string owner_;  // the one it serves, once told
   std::map<std::string, std::shared_ptr<const ProgramImage>> programs_;  // by hash
   std::shared_ptr<const ProgramImage> run_program_;
   ParamValues run_params_;
@@ -73,12 +81,38 @@ Result<std::shared_ptr<const ProgramImage>> Host::program(ByteReader* r, bool se
   return p;
 }
 
+Status serve_owner(Executor* executor, const BackendOptions& options, const std::string& owner);
+
+Status Host::take_owner(ByteReader* r) {
+  const std::string owner = r->str();
+  LIZARD_RETURN_IF_ERROR(r->status("serve_owner"));
+  if (owner == owner_) return Status::Ok();
+  if (!owner_.empty() || !programs_.empty())
+    return Status(Code::kConflict,
+                  "the executor process serves " +
+                      (owner_.empty() ? std::string("programs already") : "owner " + owner_));
+  LIZARD_RETURN_IF_ERROR(serve_owner(executor_.get(), options_, owner));
+  owner_ = owner;
+  return Status::Ok();
+}
+
 Status Host::build(ByteReader* r) {
   LIZARD_ASSIGN_OR_RETURN(auto p, program(r, true));
   return executor_->build(*p);
 }
 
+// The descriptors that came with a request, as the files of its FileRows in
+// the order the worker opened them.
+Status attach_descriptors(std::vector<OwnedFd>* fds, size_t* next, FileRows* rows) {
+  if (*next >= fds->size())
+    return invalid_argument("the worker sent no open file for " + rows->path);
+  rows->descriptor = std::make_shared<const OwnedFd>(std::move((*fds)[(*next)++]));
+  return Status::Ok();
+}
+
 Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
+  std::vector<OwnedFd> files = channel->take_descriptors();  // before the field frames
+  size_t next_file = 0;
   const bool sent = r->u8() != 0;
   auto found = program(r, sent);  // checked once the field frames are read
   ParamValues params = read_params(r);
@@ -91,6 +125,7 @@ Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
   d.fields.resize(heads.size());
   d.shared.resize(heads.size());
   bool missing = false;
+  Status opened;  // checked once every field frame is read
   const std::vector<std::string> kept = executor_->kept_rows();
   for (size_t k = 0; k < heads.size(); ++k) {
     d.shared[k].key = heads[k].key;
@@ -100,10 +135,12 @@ Status Host::begin_run(ByteReader* r, ByteWriter* out, FrameChannel* channel) {
     } else if (heads[k].how == FieldRows::kFile) {
       if (d.file_rows.empty()) d.file_rows.resize(heads.size());
       d.file_rows[k] = std::move(heads[k].file);
+      if (opened.ok()) opened = attach_descriptors(&files, &next_file, &d.file_rows[k]);
     } else if (Status st = channel->receive_into(&d.fields[k], -1); !st.ok()) {
       return st;
     }
   }
+  LIZARD_RETURN_IF_ERROR(opened);
   // Rows this process no longer keeps: the worker sends them again.
   if (missing) {
     write_begin_run_reply(out, CompileStats{}, true, kept);
@@ -234,8 +271,11 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
         break;
       case ExecutorOp::kKeepFileRows: {
         const std::string key = r.str();
-        const FileRows where = read_file_rows_head(&r);
+        FileRows where = read_file_rows_head(&r);
         st = r.status("keep_file_rows");
+        std::vector<OwnedFd> file = channel->take_descriptors();
+        size_t next = 0;
+        if (st.ok()) st = attach_descriptors(&file, &next, &where);
         if (st.ok()) st = executor_->keep_file_rows(key, where);
         write_keys(&body, executor_->kept_rows());
         break;
@@ -247,6 +287,9 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
         write_keys(&body, executor_->kept_rows());
         break;
       }
+      case ExecutorOp::kServeOwner:
+        st = take_owner(&r);
+        break;
       case ExecutorOp::kRefreshLoad:
         executor_->refresh_load();
         body.f64(executor_->info().utilization);
@@ -288,6 +331,17 @@ int probe(FrameChannel* channel, const BackendOptions& options) {
   return 0;
 }
 
+// The compiler hosts of a CPU executor's process, started before its
+// sandbox; they live as long as the process.
+std::unique_ptr<CompilerHosts>& compiler_hosts() {
+  static std::unique_ptr<CompilerHosts> hosts;
+  return hosts;
+}
+
+std::string cache_root_of(const BackendOptions& options) {
+  return options.cache_dir.empty() ? default_cache_root() : options.cache_dir;
+}
+
 // Once its device is open, before any kernel loads: the executor writes
 // only beneath its caches and the device nodes, starts no process (a CPU
 // executor's host compiler runs in compiler hosts started here first,
@@ -295,21 +349,25 @@ int probe(FrameChannel* channel, const BackendOptions& options) {
 // signals) and no TCP port (sandbox/sandbox.h).  Reads stay open: a run's
 // files may be anywhere.  The compiler hosts live as long as the process.
 void enter_executor_sandbox(const BackendOptions& options, const Executor* executor) {
-  const std::string root = options.cache_dir.empty() ? default_cache_root() : options.cache_dir;
   if (executor && executor->info().kind == "cpu") {
     CompilerHostOptions ho;
-    ho.root = root;
+    ho.root = cache_root_of(options);
     ho.processes = 2;  // an ahead build and the pch beside a run's build
     auto hosts = CompilerHosts::start(ho);
     if (hosts.ok()) {
-      static std::unique_ptr<CompilerHosts> kept = std::move(hosts).value();
-      HostCompiler::run_compiler_through(kept->runner());
+      compiler_hosts() = std::move(hosts).value();
+      HostCompiler::run_compiler_through(compiler_hosts()->runner());
     } else {
       std::fprintf(stderr, "lizard executor-host: %s\n", hosts.status().message().c_str());
     }
   }
   SandboxSpec spec;
   spec.write_beneath = {"/dev"};
+  if (executor && executor->info().kind == "cpu")
+    spec.data_limit_bytes = options.cpu_memory_mb > 0
+                                ? static_cast<unsigned long long>(options.cpu_memory_mb) << 20
+                                : executor->info().total_memory;
+  if (kAddressSanitized) spec.data_limit_bytes = 0;  // its shadow memory would count
   if (!options.cache_dir.empty()) {
     const std::string scratch = options.cache_dir + "/tmp";
     std::error_code ec;
@@ -318,6 +376,72 @@ void enter_executor_sandbox(const BackendOptions& options, const Executor* execu
     spec.write_beneath.push_back(options.cache_dir);
   }
   (void)enter_sandbox(spec);  // the worker says at its start what this machine lacks
+}
+
+// What an executor process of one owner reads besides its own cache
+// entries: the system, the libraries it may still load (LD_LIBRARY_PATH, the
+// CUDA toolkit's), the driver's files and device nodes, and the facts about
+// the machine it reports.
+std::vector<std::string> executor_reads(const BackendOptions& options) {
+  std::vector<std::string> reads = system_read_paths();
+  if (const char* path = std::getenv("LD_LIBRARY_PATH")) {
+    std::string dirs(path);
+    for (size_t at = 0; at <= dirs.size();) {
+      const size_t end = std::min(dirs.find(':', at), dirs.size());
+      if (end > at) reads.push_back(dirs.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  if (!options.cuda_path.empty()) reads.push_back(options.cuda_path);
+  for (const char* p : {"/sys", "/proc/driver/nvidia", "/proc/meminfo", "/proc/cpuinfo",
+                        "/proc/stat", "/proc/devices", "/dev/shm"})
+    reads.push_back(p);
+  reads.push_back("/proc/" + std::to_string(::getpid()));
+  std::error_code ec;
+  for (const auto& de : std::filesystem::directory_iterator("/dev", ec))
+    if (de.path().filename().string().rfind("nvidia", 0) == 0) reads.push_back(de.path().string());
+  return reads;
+}
+
+bool owner_name(const std::string& owner) {
+  return !owner.empty() && owner.size() <= 128 &&
+         std::all_of(owner.begin(), owner.end(), [](char c) { return std::isalnum(c) != 0; });
+}
+
+// Once the process serves one owner, before that owner's code loads: its
+// builds go among the owner's entries of the compile cache
+// (CompileCache::owned_by), its compiler hosts build only there, and a
+// Landlock layer of its own narrows it to reading executor_reads(), those
+// entries and the shared precompiled headers, and to writing those entries,
+// a scratch directory among them (its TMPDIR) and the device nodes.  A run's
+// files come as descriptors the worker opened (executor_protocol.h), so no
+// path of theirs need be readable.
+Status serve_owner(Executor* executor, const BackendOptions& options, const std::string& owner) {
+  if (!owner_name(owner)) return invalid_argument("an owner is letters and digits: " + owner);
+  namespace fs = std::filesystem;
+  const fs::path kernels = fs::path(cache_root_of(options)) / "kernels";
+  const fs::path mine = kernels / owner;
+  const fs::path scratch = mine / "tmp";
+  std::error_code ec;
+  fs::create_directories(scratch, ec);
+  if (ec) return internal_error("cannot create " + scratch.string() + ": " + ec.message());
+  executor->use_owner_cache(owner);
+  if (compiler_hosts())
+    LIZARD_RETURN_IF_ERROR(compiler_hosts()->narrow(mine.string(), (kernels / "pch").string()));
+  ::setenv("TMPDIR", scratch.c_str(), 1);
+  if (sandbox_disabled()) return Status::Ok();
+  SandboxSpec spec;
+  spec.restrict_reads = true;
+  spec.read_beneath = executor_reads(options);
+  spec.read_beneath.push_back(mine.string());
+  spec.read_beneath.push_back((kernels / "pch").string());
+  spec.write_beneath = {mine.string(), "/dev/shm", "/dev/null"};
+  for (const std::string& p : executor_reads(options))
+    if (p.rfind("/dev/nvidia", 0) == 0) spec.write_beneath.push_back(p);
+  for (const std::string& d : sanitizer_log_dirs()) spec.write_beneath.push_back(d);
+  auto applied = restrict_with_landlock(spec);
+  if (!applied.ok() && applied.status().code() != Code::kUnavailable) return applied.status();
+  return Status::Ok();
 }
 
 }  // namespace
@@ -345,7 +469,7 @@ int run_executor_host(const BackendOptions& options, bool probe_only) {
   else if (made.ok())
     executor = std::move(made->front());
   enter_executor_sandbox(options, executor.get());
-  Host host(std::move(executor), unusable);
+  Host host(std::move(executor), unusable, serving);
   std::string frame;  // every request's, its capacity reused
   for (;;) {
     if (!ChildProcess::receive_request(&channel.value(), &frame).ok())

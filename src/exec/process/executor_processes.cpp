@@ -30,6 +30,8 @@ std::vector<std::string> executor_host_args(const BackendOptions& o) {
                                 std::to_string(o.cpu_first_ordinal),
                                 "--kept-rows-mb",
                                 std::to_string(o.kept_rows_mb),
+                                "--cpu-memory-mb",
+                                std::to_string(o.cpu_memory_mb),
                                 "--compile-cache-mb",
                                 std::to_string(o.compile_cache_mb),
                                 "--compile-timeout",

@@ -26,6 +26,8 @@ const char* executor_op_name(ExecutorOp op) {
       return "keep_file_rows";
     case ExecutorOp::kForgetKeptRows:
       return "forget_kept_rows";
+    case ExecutorOp::kServeOwner:
+      return "serve_owner";
   }
   return "unknown";
 }

@@ -44,6 +44,7 @@ enum class ExecutorOp : uint8_t {
   kProbe = 8,            // → the executors the backend options select (JSON), then the host exits
   kKeepFileRows = 9,     // key, file rows → kept keys (Executor::keep_file_rows)
   kForgetKeptRows = 10,  // keys → kept keys (Executor::forget_kept_rows)
+  kServeOwner = 11,      // owner → - : the process serves that owner only from now on
 };
 
 const char* executor_op_name(ExecutorOp op);

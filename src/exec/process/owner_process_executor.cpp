@@ -64,6 +64,10 @@ Result<ProcessExecutor*> OwnerProcessExecutor::process_for(const std::string& ow
   if (!process) {
     LIZARD_ASSIGN_OR_RETURN(process, ProcessExecutor::start(spec_));
   }
+  if (Status st = process->serve_owner(owner); !st.ok()) {
+    start_spare();
+    return st;
+  }
   ProcessExecutor* taken = process.get();
   std::vector<std::unique_ptr<ProcessExecutor>> ended;
   {

@@ -77,6 +77,30 @@ Status ProcessExecutor::spawn() {
     child_->kill();
     child_.reset();
     last_end_ = "it could not create its executor";
+    return st;
+  }
+  return owner_.empty() ? st : send_owner();
+}
+
+Status ProcessExecutor::serve_owner(const std::string& owner) {
+  owner_ = owner;
+  if (!child_) return Status::Ok();  // told when the next process starts
+  return send_owner();
+}
+
+Status ProcessExecutor::send_owner() {
+  ByteWriter w;
+  w.bytes(owner_);
+  std::string_view part = w.out();
+  std::string frame;
+  LIZARD_RETURN_IF_ERROR(call(ExecutorOp::kServeOwner, &part, 1, &frame));
+  ByteReader r(frame);
+  bool lost = false;
+  Status st = read_reply_head(&r, &lost);
+  if (!st.ok()) {  // a process that serves anyone else runs none of this owner's code
+    kill_process();
+    reap();
+    last_end_ = "it could not serve one owner: " + st.message();
   }
   return st;
 }
@@ -144,7 +168,8 @@ Status ProcessExecutor::no_process(ExecutorOp op) const {
                        (last_end_.empty() ? std::string() : " (" + last_end_ + ")"));
 }
 
-Status ProcessExecutor::send_request(ExecutorOp op, const std::string_view* parts, size_t count) {
+Status ProcessExecutor::send_request(ExecutorOp op, const std::string_view* parts, size_t count,
+                                     const std::vector<OwnedFd>& files) {
   if (!child_) return no_process(op);
   const char code = static_cast<char>(op);
   // The op's byte before the parts: on the stack for the calls of every
@@ -159,7 +184,15 @@ Status ProcessExecutor::send_request(ExecutorOp op, const std::string_view* part
   }
   all[0] = std::string_view(&code, 1);
   std::copy(parts, parts + count, all + 1);
-  if (!child_->channel().send_parts(all, count + 1).ok()) return ended_during(op);
+  if (files.empty()) {
+    if (!child_->channel().send_parts(all, count + 1).ok()) return ended_during(op);
+    return Status::Ok();
+  }
+  std::vector<int> fds;
+  for (const OwnedFd& f : files) fds.push_back(f.get());
+  Status st = child_->channel().send_with_descriptors(all, count + 1, fds.data(), fds.size());
+  if (st.code() == Code::kInvalidArgument) return st;  // too many: nothing was sent
+  if (!st.ok()) return ended_during(op);
   return Status::Ok();
 }
 
@@ -226,6 +259,7 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
     w.bytes(program.hash);
   write_params(&w, params);
   std::vector<FieldRowsHead> heads(data.fields.size());
+  std::vector<OwnedFd> files;  // opened here: the process's sandbox may not open them
   for (size_t k = 0; k < heads.size(); ++k) {
     heads[k].key = data.row_key(k);
     const size_t size = data.field_size(k);
@@ -235,6 +269,8 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
     } else if (data.from_file(k)) {  // the process reads them itself
       heads[k].how = FieldRows::kFile;
       heads[k].file = data.file_rows[k];
+      LIZARD_ASSIGN_OR_RETURN(OwnedFd f, open_for_reading(data.file_rows[k]));
+      files.push_back(std::move(f));
     } else if (data.named_only(k)) {  // rows named by key alone that it no longer keeps
       return Status(Code::kNotFound,
                     "executor " + spec_.label + " no longer keeps the rows " + heads[k].key);
@@ -242,7 +278,7 @@ Status ProcessExecutor::send_begin_run(const ProgramImage& program, const ParamV
   }
   write_partition_head(&w, data, heads);
   std::string_view head = w.out();
-  LIZARD_RETURN_IF_ERROR(send_request(ExecutorOp::kBeginRun, &head, 1));
+  LIZARD_RETURN_IF_ERROR(send_request(ExecutorOp::kBeginRun, &head, 1, files));
   // Each field's rows not named by key as a frame of their own, sent from
   // where they lie and read straight into the host's buffer.
   for (size_t k = 0; k < data.fields.size(); ++k) {
@@ -398,12 +434,14 @@ void ProcessExecutor::refresh_load() {
   if (reply.lost) end_lost_process();
 }
 
-Status ProcessExecutor::call_for_kept_rows(ExecutorOp op, std::string_view request) {
+Status ProcessExecutor::call_for_kept_rows(ExecutorOp op, std::string_view request,
+                                           const std::vector<OwnedFd>& files) {
   LIZARD_RETURN_IF_ERROR(restart_if_ended());
   if (in_run_)
     return Status(Code::kConflict, spec_.label + " serves a run; rows are kept between runs");
   std::string frame;
-  LIZARD_RETURN_IF_ERROR(call(op, &request, 1, &frame));
+  LIZARD_RETURN_IF_ERROR(send_request(op, &request, 1, files));
+  LIZARD_RETURN_IF_ERROR(receive_reply(op, &frame));
   Reply reply(frame);
   Status st = reply.head();
   std::vector<std::string> kept = read_keys(&reply.reader);
@@ -416,7 +454,10 @@ Status ProcessExecutor::keep_file_rows(const std::string& key, const FileRows& w
   ByteWriter w;
   w.bytes(key);
   write_file_rows(&w, where);
-  return call_for_kept_rows(ExecutorOp::kKeepFileRows, w.out());
+  std::vector<OwnedFd> file;
+  LIZARD_ASSIGN_OR_RETURN(OwnedFd f, open_for_reading(where));
+  file.push_back(std::move(f));
+  return call_for_kept_rows(ExecutorOp::kKeepFileRows, w.out(), file);
 }
 
 void ProcessExecutor::forget_kept_rows(const std::set<std::string>& keys) {

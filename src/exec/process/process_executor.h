@@ -82,6 +82,12 @@ class ProcessExecutor : public Executor {
   // ended since: what it printed before it ended).
   OutputPipe::Taken take_output();
 
+  // The process serves `owner` only (an OwnerProcessExecutor's owner) from
+  // now on, and so does every process started after it: its builds go among
+  // that owner's cache entries and its sandbox narrows to them
+  // (executor_host.h).  Before any build or run.
+  Status serve_owner(const std::string& owner);
+
   // SIGKILL to the process, from any thread; a call blocked on it returns.
   void kill_process();
   // Starts a new process when the current one has ended (a no-op otherwise).
@@ -96,10 +102,14 @@ class ProcessExecutor : public Executor {
  private:
   explicit ProcessExecutor(ExecutorProcessSpec spec) : spec_(std::move(spec)) {}
   Status spawn();
+  Status send_owner();
   // Sends a request and waits for its reply; `reply` is left past the reply's
   // head.  A process that ended makes this the error that says how.
   Status call(ExecutorOp op, const std::string_view* parts, size_t count, std::string* frame);
-  Status send_request(ExecutorOp op, const std::string_view* parts, size_t count);
+  // With `files`, their descriptors go with the request (at most
+  // FrameChannel::kMaxDescriptors).
+  Status send_request(ExecutorOp op, const std::string_view* parts, size_t count,
+                      const std::vector<OwnedFd>& files = {});
   // One begin_run request; with `name_kept`, rows the process keeps are
   // named by key instead of sent.  `rows_missing`: it no longer kept some.
   Status send_begin_run(const ProgramImage& program, const ParamValues& params,
@@ -111,7 +121,8 @@ class ProcessExecutor : public Executor {
   void end_lost_process();
   Status no_process(ExecutorOp op) const;
   // A call whose reply ends with the keys the process keeps now.
-  Status call_for_kept_rows(ExecutorOp op, std::string_view request);
+  Status call_for_kept_rows(ExecutorOp op, std::string_view request,
+                            const std::vector<OwnedFd>& files = {});
 
   ExecutorProcessSpec spec_;
   std::unique_ptr<ChildProcess> child_;  // null once the process has ended
@@ -121,6 +132,7 @@ class ProcessExecutor : public Executor {
   mutable std::mutex pid_mu_;
   pid_t pid_ = -1;  // GUARDED_BY(pid_mu_): the live process, -1 once it is being reaped
   ExecutorInfo info_;
+  std::string owner_;                    // serve_owner's, told to each process
   std::set<std::string> programs_sent_;  // hashes the current process holds
   std::set<std::string> kept_rows_;      // keys of the rows it keeps (Executor::kept_rows)
   bool in_run_ = false;                  // the current process holds a run's rows
