@@ -127,7 +127,7 @@ CompileCache::CompileCache(std::string dir, uint64_t max_bytes)
 
 CompileCache CompileCache::owned_by(const std::string& owner) const {
   CompileCache view(*this);
-  if (!root_.empty()) view.dir_ = (fs::path(root_) / owner).string();
+  if (!root_.empty() && !owner.empty()) view.dir_ = (fs::path(root_) / owner).string();
   return view;
 }
 

@@ -62,8 +62,9 @@ class CompileCache {
   // `dir` is created when missing; empty: no cache (every call compiles).
   CompileCache(std::string dir, uint64_t max_bytes);
 
-  // The entries of `owner` (64 hex digits), beneath dir()/<owner>/, within
-  // the same bound as the whole directory.  A view: nothing is created yet.
+  // The entries of `owner` (a program's checksum), beneath dir()/<owner>/,
+  // within the same bound as the whole directory; "" names dir() itself.
+  // A view: nothing is created yet.
   CompileCache owned_by(const std::string& owner) const;
 
   // The entry named `key` (a CompileKey digest) and `suffix` (".cubin",

@@ -188,11 +188,6 @@ class Executor {
   // info().launch_delay_us; executors without such telemetry (the CPU
   // backend) leave them unknown.
   virtual void refresh_load() {}
-  // Keeps its builds among `owner`'s entries of the compile cache from now
-  // on (CompileCache::owned_by), before any build: an executor process that
-  // serves one owner (exec/process/owner_process_executor.h).  Executors
-  // that compile nothing ignore it.
-  virtual void use_owner_cache(const std::string& owner) { (void)owner; }
 };
 
 }  // namespace lizard

@@ -88,10 +88,9 @@ Status VariantCompiler::compile(const ProgramVariant& variant, bool* compiled,
   std::vector<ProgramVariant> sets{kernel_set(variant, KernelSet::kIterate)};
   if (tier == BuildTier::kOptimised && !variant.image.manifest.generate.empty())
     sets.push_back(kernel_set(variant, KernelSet::kGenerate));
-  const auto nvrtc = nvrtc_->for_owner(variant.image.hash);
   for (const ProgramVariant& set : sets)
     for (const std::string& arch : archs_) {
-      LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc->compile(set.image, arch, tier));
+      LIZARD_ASSIGN_OR_RETURN(cuda::CompiledProgram out, nvrtc_->compile(set.image, arch, tier));
       *compiled = *compiled || !out.from_cache;
     }
   return Status::Ok();

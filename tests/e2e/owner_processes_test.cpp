@@ -16,6 +16,7 @@
 
 #include "dataset/npy.h"
 #include "local_cluster.h"
+#include "sandbox/syscall_filter.h"
 
 namespace lizard {
 namespace {
@@ -191,6 +192,54 @@ TEST(OwnerProcesses, EachProgramHasAProcessOnEveryExecutorUntilItIsDeleted) {
   ASSERT_TRUE(del.ok());
   EXPECT_EQ(del->status, 200) << del->body;
   EXPECT_EQ(settled(2 * executors), 2 * executors) << "the deleted program's processes end";
+}
+
+// The line of /proc/PID/status that starts with `key`, past the key.
+std::string status_field(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key, 0) == 0) {
+      const size_t at = line.find_first_not_of(" \t", key.size());
+      return at == std::string::npos ? "" : line.substr(at);
+    }
+  return "";
+}
+
+// On the backend the machine gives (a GPU's too): a program's builds lie
+// among its own entries of the worker's cache, where its executor
+// processes, confined to them, still build and run it; every executor
+// process runs without privileges, under the system-call filter, and is the
+// first the kernel ends when memory runs out.
+TEST(OwnerProcesses, EachProgramsBuildsLieApartAndItsProcessesRunUnprivileged) {
+  LocalCluster c;
+  ASSERT_TRUE(c.start(1).ok());
+  const std::string sum = register_program(c, LIZARD_SOURCE_DIR "/examples/sum");
+  ASSERT_FALSE(sum.empty()) << read_file(c.dir() + "/server.log");
+  const json body = {{"params", {{"dims", 1}}},
+                     {"dataset", {{"values", {{"values", {{1.0}, {2.0}, {3.0}, {4.0}}}}}}}};
+  json r = wait_until_finished(c, submit_run(c, sum, body), 120);
+  ASSERT_EQ(r.value("status", ""), "done") << r.dump(2) << read_file(c.dir() + "/client-0.log");
+  EXPECT_EQ(r["result"]["aggregate"]["sums"][0], 10.0);
+
+  const std::filesystem::path kernels = c.dir() + "/cache0/kernels";
+  size_t own = 0, loose = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(kernels / sum, ec))
+    own += e.is_regular_file() && e.path().extension() != ".lock";
+  for (const auto& e : std::filesystem::directory_iterator(kernels, ec))
+    loose += e.is_regular_file();
+  EXPECT_GE(own, 1u) << "the program's builds lie in its own directory";
+  EXPECT_EQ(loose, 0u) << "no build lies outside an owner's directory";
+
+  const std::vector<pid_t> executors = children_of(c.worker_pids().front(), "executor-host");
+  ASSERT_FALSE(executors.empty());
+  for (pid_t pid : executors) {
+    SCOPED_TRACE("executor process " + std::to_string(pid));
+    EXPECT_EQ(status_field(pid, "NoNewPrivs:"), "1");
+    EXPECT_EQ(status_field(pid, "CapEff:"), "0000000000000000");
+    if (syscall_filter_built()) EXPECT_EQ(status_field(pid, "Seccomp:"), "2");
+    EXPECT_EQ(read_file("/proc/" + std::to_string(pid) + "/oom_score_adj"), "1000\n");
+  }
 }
 
 }  // namespace

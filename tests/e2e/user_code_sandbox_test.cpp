@@ -37,6 +37,7 @@ state:
   cmdline: {type: int64}
   state_dir: {type: int64}
   log_file: {type: int64}
+  cache_read: {type: int64}
   write_outside: {type: int64}
   fork: {type: int64}
   memory: {type: int64}
@@ -158,6 +159,8 @@ extern "C" int update_global_state(const global_params_t* p, const agg_res_t* r,
   s->cmdline = try_open("/proc/%d/cmdline", O_RDONLY);
   s->state_dir = opendir(CLUSTER_DIR) != 0;
   s->log_file = try_open(CLUSTER_DIR "/server.log", O_RDONLY);
+  static const char* const victim[] = {VICTIM_ENTRIES 0};
+  s->cache_read = try_each(victim, O_RDONLY);
   s->write_outside = try_open(OUTSIDE "/from-hook", O_CREAT | O_WRONLY);
   s->fork = try_fork();
   void* big = malloc(6ULL << 30);
@@ -218,9 +221,9 @@ class UserCodeSandbox : public ::testing::Test {
   std::string outside_, hash_;
 };
 
-const char* kHookTries[] = {"ptrace",    "pidfd_getfd", "environ",       "cmdline",
-                            "state_dir", "log_file",    "write_outside", "fork",
-                            "memory",    "tcp",         "signal"};
+const char* kHookTries[] = {"ptrace",    "pidfd_getfd", "environ",    "cmdline",
+                            "state_dir", "log_file",    "cache_read", "fork",
+                            "memory",    "tcp",         "signal",     "write_outside"};
 const char* kKernelTries[] = {"k_ptrace",    "k_pidfd_getfd",   "k_environ",    "k_cmdline",
                               "k_state_dir", "k_log_file",      "k_cache_read", "k_cache_write",
                               "k_memory",    "k_write_outside", "k_fork",       "k_tcp",
@@ -271,7 +274,7 @@ TEST_F(UserCodeSandbox, WithTheSandboxOffTheSameProbesReachTheirTargets) {
   ASSERT_EQ(r.value("status", ""), "done") << r.dump(2);
   const json& s = r["result"]["state"];
   for (const char* what :
-       {"cmdline", "state_dir", "log_file", "write_outside", "fork", "tcp", "signal"})
+       {"cmdline", "state_dir", "log_file", "cache_read", "write_outside", "fork", "tcp", "signal"})
     EXPECT_EQ(s[what], 1) << what;
   const json& a = r["result"]["aggregate"];
   // Summed over the run's two executors.

@@ -115,8 +115,10 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
   LIZARD_ASSIGN_OR_RETURN(CpuBuildPlan plan, plan_cpu_build(program));
   const Clock::time_point start = Clock::now();
   bool cached = false;
+  // Among its program's own entries of the cache (CompileCache::owned_by).
+  const HostCompiler compiler = compiler_.for_owner(program.hash);
   Result<std::string> library =
-      compiler_.build_shared(plan.files, plan.units, plan.flags, &cached, &plan.pch);
+      compiler.build_shared(plan.files, plan.units, plan.flags, &cached, &plan.pch);
   if (!library.ok()) {
     if (library.status().code() != Code::kCompileError) return library.status();
     // A kernel the manifest names but the source lacks fails in the
@@ -133,7 +135,7 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::module_for(const Progr
   if (!loaded.ok() && !stuck_loading_ && !std::filesystem::exists(*library)) {
     // Evicted from the host's cache by another process between the lookup
     // and the load: built (or found) once more.
-    library = compiler_.build_shared(plan.files, plan.units, plan.flags, &cached, &plan.pch);
+    library = compiler.build_shared(plan.files, plan.units, plan.flags, &cached, &plan.pch);
     if (!library.ok()) return library.status();
     loaded = load(program, *library);
   }

@@ -57,9 +57,6 @@ class CpuExecutor : public Executor {
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override;
-  void use_owner_cache(const std::string& owner) override {
-    compiler_ = compiler_.for_owner(owner);
-  }
   std::vector<std::string> kept_rows() const override { return kept_.keys(); }
   Status keep_file_rows(const std::string& key, const FileRows& where) override;
   void forget_kept_rows(const std::set<std::string>& keys) override;

@@ -132,7 +132,6 @@ class CudaExecutor final : public Executor {
 
   const ExecutorInfo& info() const override { return info_; }
   bool lost() const override { return !lost_.ok(); }
-  void use_owner_cache(const std::string& owner) override { cc_ = cc_->for_owner(owner); }
   Status build(const ProgramImage& program) override;
   Status begin_run(const ProgramImage& program, const ParamValues& params,
                    PartitionData data) override;

@@ -114,7 +114,7 @@ CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant,
     // Still compiling here, but another process of the host (an ahead
     // build) may have put it in the cache: then it is read from there.
     if (!is_ready(optimising->second.compiling)) {
-      if (cc_->contains(optimising->second.cache_entry))
+      if (cc_->contains(variant.image.hash, optimising->second.cache_entry))
         return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised), true};
       const BuildTier tier = first_tier(variant, partition_bytes);
       return {tier, compile_ahead(variant, tier)};
@@ -130,7 +130,7 @@ CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant,
   // Named once: naming hashes the program with the device library, and the
   // cache is looked at again between iterations until the build is there.
   std::string entry = cc_->cache_key(variant.image, info_.arch, BuildTier::kOptimised);
-  if (cc_->contains(entry))
+  if (cc_->contains(variant.image.hash, entry))
     return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised)};
   auto owned = std::make_shared<const ProgramVariant>(variant);
   optimising_[variant.key] =
@@ -155,7 +155,7 @@ bool CudaExecutor::adopt_optimised_build(int64_t iteration) {
   const auto now = std::chrono::steady_clock::now();
   if (!ready && now >= run->next_cache_look) {
     run->next_cache_look = now + std::chrono::milliseconds(50);
-    ready = cc_->contains(it->second.cache_entry);
+    ready = cc_->contains(it->second.variant->image.hash, it->second.cache_entry);
   }
   if (!ready) return false;
   const std::shared_ptr<const ProgramVariant> variant = it->second.variant;

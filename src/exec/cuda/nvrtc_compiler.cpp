@@ -54,12 +54,6 @@ Result<std::shared_ptr<const NvrtcCompiler>> NvrtcCompiler::open(const std::stri
       std::make_shared<NvrtcCompiler>(std::move(nv), cuda_path, cache_dir, max_cache_bytes));
 }
 
-std::shared_ptr<const NvrtcCompiler> NvrtcCompiler::for_owner(const std::string& owner) const {
-  auto owned = std::make_shared<NvrtcCompiler>(*this);
-  owned->cache_ = cache_.owned_by(owner);
-  return owned;
-}
-
 std::vector<std::string> NvrtcCompiler::options(const std::string& arch, BuildTier tier) const {
   // Not -Xptxas=--split-compile: in NVRTC 13.0 it crashes the compiling
   // process now and then (a segfault in 2 of 8 runs of a unit test).
@@ -96,11 +90,11 @@ std::string NvrtcCompiler::cache_key(const ProgramImage& p, const std::string& a
 
 bool NvrtcCompiler::cached(const ProgramImage& program, const std::string& arch,
                            BuildTier tier) const {
-  return contains(cache_key(program, arch, tier));
+  return contains(program.hash, cache_key(program, arch, tier));
 }
 
-bool NvrtcCompiler::contains(const std::string& key) const {
-  return cache_.contains(key, ".cubin");
+bool NvrtcCompiler::contains(const std::string& owner, const std::string& key) const {
+  return cache_.owned_by(owner).contains(key, ".cubin");
 }
 
 Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program, const std::string& arch,
@@ -112,11 +106,12 @@ Result<CompiledProgram> NvrtcCompiler::compile(const ProgramImage& program, cons
   std::string log;
   LIZARD_ASSIGN_OR_RETURN(
       CacheEntry entry,
-      cache_.get_or_compile(cache_key(program, arch, tier), ".cubin", [&]() -> Result<std::string> {
-        LIZARD_ASSIGN_OR_RETURN(CompiledProgram out, run_nvrtc(program, arch, tier));
-        log = std::move(out.log);
-        return std::move(out.cubin);
-      }));
+      cache_.owned_by(program.hash)
+          .get_or_compile(cache_key(program, arch, tier), ".cubin", [&]() -> Result<std::string> {
+            LIZARD_ASSIGN_OR_RETURN(CompiledProgram out, run_nvrtc(program, arch, tier));
+            log = std::move(out.log);
+            return std::move(out.cubin);
+          }));
   return CompiledProgram{arch, std::move(entry.payload), std::move(log), entry.hit};
 }
 

@@ -46,9 +46,6 @@ class NvrtcCompiler {
       const std::string& cuda_path, const std::string& cache_dir,
       uint64_t max_cache_bytes = CompileCache::kDefaultMaxBytes);
 
-  // This compiler, caching among `owner`'s entries (CompileCache::owned_by).
-  std::shared_ptr<const NvrtcCompiler> for_owner(const std::string& owner) const;
-
   // Compiles `program` for `arch` ("sm_XY").  A kCompileError carries the
   // NVRTC log; kInvalidArgument when the program lacks its CUDA source.
   Result<CompiledProgram> compile(const ProgramImage& program, const std::string& arch,
@@ -63,9 +60,11 @@ class NvrtcCompiler {
   bool cached(const ProgramImage& program, const std::string& arch,
               BuildTier tier = BuildTier::kOptimised) const;
   // The cache entry's name for that build, and whether the cache holds that
-  // entry (cached() is the two together).
+  // entry among its program's (`owner`: the program's checksum; cached() is
+  // the two together).  Each program's cubins lie among its own entries
+  // (CompileCache::owned_by).
   std::string cache_key(const ProgramImage& program, const std::string& arch, BuildTier tier) const;
-  bool contains(const std::string& key) const;
+  bool contains(const std::string& owner, const std::string& key) const;
 
   const NvrtcLibrary& library() const { return *nvrtc_; }
   // The NVRTC options used for `arch` at `tier`.

@@ -81,7 +81,7 @@ Result<std::shared_ptr<const ProgramImage>> Host::program(ByteReader* r, bool se
   return p;
 }
 
-Status serve_owner(Executor* executor, const BackendOptions& options, const std::string& owner);
+Status serve_owner(const BackendOptions& options, const std::string& owner);
 
 Status Host::take_owner(ByteReader* r) {
   const std::string owner = r->str();
@@ -91,7 +91,7 @@ Status Host::take_owner(ByteReader* r) {
     return Status(Code::kConflict,
                   "the executor process serves " +
                       (owner_.empty() ? std::string("programs already") : "owner " + owner_));
-  LIZARD_RETURN_IF_ERROR(serve_owner(executor_.get(), options_, owner));
+  LIZARD_RETURN_IF_ERROR(serve_owner(options_, owner));
   owner_ = owner;
   return Status::Ok();
 }
@@ -408,15 +408,15 @@ bool owner_name(const std::string& owner) {
          std::all_of(owner.begin(), owner.end(), [](char c) { return std::isalnum(c) != 0; });
 }
 
-// Once the process serves one owner, before that owner's code loads: its
-// builds go among the owner's entries of the compile cache
-// (CompileCache::owned_by), its compiler hosts build only there, and a
+// Once the process serves one owner, before that owner's code loads (a
+// program's builds lie among its own entries of the compile cache,
+// CompileCache::owned_by): its compiler hosts build only there, and a
 // Landlock layer of its own narrows it to reading executor_reads(), those
 // entries and the shared precompiled headers, and to writing those entries,
 // a scratch directory among them (its TMPDIR) and the device nodes.  A run's
 // files come as descriptors the worker opened (executor_protocol.h), so no
 // path of theirs need be readable.
-Status serve_owner(Executor* executor, const BackendOptions& options, const std::string& owner) {
+Status serve_owner(const BackendOptions& options, const std::string& owner) {
   if (!owner_name(owner)) return invalid_argument("an owner is letters and digits: " + owner);
   namespace fs = std::filesystem;
   const fs::path kernels = fs::path(cache_root_of(options)) / "kernels";
@@ -425,7 +425,6 @@ Status serve_owner(Executor* executor, const BackendOptions& options, const std:
   std::error_code ec;
   fs::create_directories(scratch, ec);
   if (ec) return internal_error("cannot create " + scratch.string() + ": " + ec.message());
-  executor->use_owner_cache(owner);
   if (compiler_hosts())
     LIZARD_RETURN_IF_ERROR(compiler_hosts()->narrow(mine.string(), (kernels / "pch").string()));
   ::setenv("TMPDIR", scratch.c_str(), 1);
