@@ -243,6 +243,7 @@ void WorkerDaemon::Impl::build_program(const MessageView& m) {
       return executor(i).build(*image);
     }));
     if (st.ok() && compiles) offer_build(registered);
+    if (st.ok() && compiles) precompile_runtime_once_needed();
     // Its host hooks too, for the loops this worker drives; without them
     // the server drives this program's runs.
     if (st.ok()) hooks->build(*image);
@@ -256,6 +257,16 @@ void WorkerDaemon::Impl::build_program(const MessageView& m) {
   }
   if (!st.ok()) spdlog::warn("program {} did not build: {}", hash.substr(0, 12), st.message());
   send(ProgramStatusMsg{hash, st.ok(), st.message()}.to_message());
+}
+
+// The CPU backend's precompiled runtime headers, once this worker has
+// compiled its second program: made here, in the background, because the
+// executor processes, confined to their programs' builds, may read them but
+// not write them.
+void WorkerDaemon::Impl::precompile_runtime_once_needed() {
+  if (!runtime_compiler || ++programs_compiled != 2) return;
+  precompiling =
+      std::async(std::launch::async, [c = runtime_compiler] { c->make_precompiled_headers(); });
 }
 
 // Queues a build of a queued run's variant; a program not built here yet,
@@ -358,6 +369,8 @@ Status WorkerDaemon::init() {
     else
       spdlog::info("builds are not shared with the server: {}", share.status().message());
   }
+  if (auto compiler = VariantCompiler::make(impl_->opts.backend, infos); compiler.ok())
+    impl_->runtime_compiler = std::move(compiler).value();
   if (impl_->opts.ahead_builds > 0) {
     auto compiler = VariantCompiler::make(impl_->opts.backend, infos);
     if (compiler.ok())

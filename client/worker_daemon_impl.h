@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,11 @@ struct WorkerDaemon::Impl {
   // Queued runs' variants built ahead of them; null: none (before `sessions`,
   // which ask it whether they compile).
   std::unique_ptr<AheadBuilds> ahead;
+  // The CPU backend's precompiled runtime headers
+  // (precompile_runtime_once_needed), waited for at the end.
+  std::shared_ptr<const VariantCompiler> runtime_compiler;
+  int programs_compiled = 0;  // on the build thread
+  std::future<void> precompiling;
   // Runs' fold trees' links (before `sessions`, which hold some); null: none.
   std::unique_ptr<FoldLinks> fold_links;
   std::string worker_id;  // from the server's welcome; on the daemon's thread
@@ -93,6 +99,7 @@ struct WorkerDaemon::Impl {
   // they came.
   void on_program_frame(const std::string& frame);
   void build_program(const MessageView& m);
+  void precompile_runtime_once_needed();
   void build_ahead(const MessageView& m);
   void on_build_fetched(const MessageView& m);
   // Takes what `variant`'s build lacks from the server; whether it must

@@ -114,6 +114,14 @@ Status VariantCompiler::store(const std::string& owner, const std::string& name,
   return cache_->owned_by(owner).put(name, suffix_, payload);
 }
 
+void VariantCompiler::make_precompiled_headers() const {
+  if (!host_) return;
+  for (bool fibers : {false, true}) {
+    auto plan = runtime_build_plan(fibers);
+    if (plan.ok()) (void)host_->make_precompiled(plan->files, plan->flags, plan->pch);
+  }
+}
+
 std::string VariantCompiler::toolchain() const {
   CompileKey key;
   key.add("lizard", LIZARD_VERSION);

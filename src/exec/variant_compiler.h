@@ -68,6 +68,11 @@ class VariantCompiler {
   Result<std::string> read(const std::string& owner, const std::string& name) const;
   // Stores `payload` as entry `name` of `owner` unless it is there already.
   Status store(const std::string& owner, const std::string& name, const std::string& payload) const;
+  // Makes the CPU backend's precompiled runtime headers (both kinds of
+  // build, with fibers and without) unless the cache has them: in the
+  // worker, since its executor processes, each confined to its program's
+  // builds, read them but cannot write them.  Nothing for GPUs.
+  void make_precompiled_headers() const;
   // What the builds are made with: a digest of the compiler, its version
   // and the machine (CPU backend), or of NVRTC's version, and lizard's.
   // Two hosts that name the same make the same build of a variant.

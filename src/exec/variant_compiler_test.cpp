@@ -8,6 +8,8 @@
 
 #include <filesystem>
 
+#include "exec/cpu/kernel_source.h"
+#include "exec/host_compiler.h"
 #include "exec/testing/program_variants.h"
 #include "program/testing/program_images.h"
 
@@ -46,6 +48,24 @@ TEST(VariantCompiler, AnEntryGoneFromTheCacheIsSeenAsMissing) {
   ASSERT_TRUE(vc.compile(three, &compiled).ok());
   EXPECT_TRUE(compiled);
   EXPECT_TRUE(vc.cached(three));
+  fs::remove_all(dir);
+}
+
+// The runtime headers the worker precompiles are the ones a program's CPU
+// build then reads precompiled: same compiler, flags and inputs, so the
+// same place in the cache (executor processes cannot make them).
+TEST(VariantCompiler, PrecompiledHeadersLieWhereAProgramsBuildLooksForThem) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "lizard-variant-compiler-pch-test";
+  auto made = compiler_for(dir, "cpu");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  auto plan = plan_cpu_build(testing::column_sums_image());
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const HostCompiler host((dir / "kernels").string());  // as the executors build
+  const std::string gch = host.precompiled_path(plan->files, plan->flags, plan->pch);
+  ASSERT_FALSE(gch.empty());
+  EXPECT_FALSE(fs::exists(gch));
+  (*made)->make_precompiled_headers();
+  EXPECT_TRUE(fs::is_regular_file(gch)) << gch;
   fs::remove_all(dir);
 }
 

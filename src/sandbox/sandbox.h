@@ -4,6 +4,8 @@
 //   - new privileges (PR_SET_NO_NEW_PRIVS) and every capability, so that a
 //     daemon run as root starts its user code with none of root's powers
 //     over other processes (CAP_SYS_PTRACE, CAP_KILL, CAP_DAC_OVERRIDE...);
+//   - its standing when memory runs out: the kernel ends it first
+//     (oom_score_adj 1000), before any daemon;
 //   - with Landlock (sandbox/landlock.h): writing anywhere but beneath
 //     `write_beneath`, reading anywhere but beneath `read_beneath` (where
 //     `restrict_reads`), TCP bind and connect, and signals and abstract

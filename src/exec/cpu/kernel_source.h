@@ -29,6 +29,11 @@ struct CpuBuildPlan {
 
 Result<CpuBuildPlan> plan_cpu_build(const ProgramImage& program);
 
+// What every build with (or without) fibers shares: the runtime's headers,
+// the prelude each entry includes first, the flags and that prelude's
+// precompiled header.  No units: for making the precompiled header ahead.
+Result<CpuBuildPlan> runtime_build_plan(bool fibers);
+
 // The exported symbol of kernel `name`.
 std::string cpu_kernel_symbol(const std::string& name);
 

@@ -15,6 +15,10 @@
 // and end_run's output fields are parts of its reply (send_parts) or, when
 // they come to kSealedOutputBytes or more, one sealed memory file passed
 // with it (common/sealed_memory.h), which the worker maps where it is.
+// Rows a process reads from a file itself (FileRows) come with the request
+// that names them as a descriptor the worker opened, one per file in the
+// order they are named: a process that serves one owner (kServeOwner) may
+// not open the file's path.
 //
 //   ByteWriter w;  w.u8(op);  w.bytes(state);  channel.send(w.out());
 //   ByteReader r(frame);  uint8_t op = r.u8();  ...;  if (!r.ok()) error;
