@@ -47,20 +47,23 @@ void release_body(std::string* body) {
 // The bundle is checked on the request pool; its host.cpp is compiled and
 // loaded on a pool of its own (host_code_pool), so that static initialisers
 // that never return hold none of the request pool's threads.
-void Coordinator::Impl::register_program(std::string body, Responder respond) {
+void Coordinator::Impl::register_program(std::string body, const User& caller, Responder respond) {
   if (stopping) return respond(error_response(unavailable("the server is shutting down")));
-  boost::asio::post(pool, [this, body = std::move(body), respond = std::move(respond)]() mutable {
-    answer_guarded(respond, [&](const Responder& respond) { register_now(body, respond); });
+  boost::asio::post(pool, [this, body = std::move(body), owner = caller.name,
+                           respond = std::move(respond)]() mutable {
+    answer_guarded(respond, [&](const Responder& respond) { register_now(body, owner, respond); });
     release_body(&body);
   });
 }
 
-void Coordinator::Impl::register_now(const std::string& body, const Responder& respond) {
+void Coordinator::Impl::register_now(const std::string& body, const std::string& owner,
+                                     const Responder& respond) {
   auto j = parse_json_bounded(body);
   if (!j.ok()) return respond(error_response(j.status()));
   auto checked = programs.check(*j);
   if (!checked.ok()) return respond(error_response(checked.status()));
   std::shared_ptr<ProgramEntry> entry = std::move(checked).value();
+  entry->registered_by = owner;
   if (!ProgramRegistry::has_host_code(*entry)) {
     Status st = programs.build_hooks(entry.get());
     if (!st.ok()) return respond(error_response(st));
@@ -150,19 +153,24 @@ void Coordinator::Impl::finish_registration(std::shared_ptr<ProgramEntry> prepar
 // ---- runs -------------------------------------------------------------------
 
 void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bool wait,
-                                   Responder respond) {
+                                   const User& caller, Responder respond) {
   if (stopping) return respond(error_response(unavailable("the server is shutting down")));
-  boost::asio::post(pool, [this, hash, body = std::move(body), wait,
+  boost::asio::post(pool, [this, hash, body = std::move(body), wait, caller,
                            respond = std::move(respond)]() mutable {
     answer_guarded(std::move(respond), [&](Responder respond) {
       auto program = programs.find(hash);
       if (!program) return respond(json_response(404, {{"error", "no such program: " + hash}}));
+      const int64_t limit = caller.quota.waiting;
+      if (limit > 0 && runs.queued_of(caller.name) >= static_cast<size_t>(limit))
+        return respond(json_response(
+            429, {{"error", "user quota of " + std::to_string(limit) + " waiting runs reached: " +
+                                caller.name + " has " + std::to_string(limit) +
+                                " runs queued; submit again once some have started"}}));
       auto j = body.empty() ? Result<json>(json::object()) : parse_json_bounded(body);
       if (!j.ok()) return respond(error_response(j.status()));
+      if (j->is_object()) (*j)["owner"] = caller.name;  // whatever the body said
       RunRequestLimits limits{opts.max_state_bytes, &opts.data_roots};
-      auto request = parse_run_request(
-          program->image, *j, [this](const std::string& id) { return datasets.lookup(id); },
-          limits);
+      auto request = parse_run_request(program->image, *j, upload_lookup_for(caller), limits);
       if (!request.ok()) return respond(error_response(request.status()));
       (*j)["seed"] = request->spec.run_seed;  // one drawn at random holds after a restart
       std::unique_lock<std::mutex> l(programs_mu);
@@ -181,6 +189,16 @@ void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bo
     });
     release_body(&body);
   });
+}
+
+UploadLookup Coordinator::Impl::upload_lookup_for(const User& caller) {
+  return [this, caller](const std::string& id) -> Result<std::pair<std::string, FileFormat>> {
+    auto owner = datasets.owner_of(id);
+    if (owner.ok() && *owner != caller.name && !caller.steers_everyones())
+      return permission_denied("upload " + id + " is " + (owner->empty() ? "nobody" : *owner) +
+                               "'s: a run reads only its owner's uploads");
+    return datasets.lookup(id);
+  };
 }
 
 // A program no queued or running run uses is forgotten, here and on the workers.

@@ -27,6 +27,7 @@
 
 #include "dataset/data_roots.h"
 #include "server/transport.h"
+#include "users/users_file.h"
 
 namespace lizard {
 
@@ -42,9 +43,12 @@ struct CoordinatorOptions {
   // misses one is dropped from the run (DriverContext says how they scale).
   double load_timeout_s = 60;        // run_start, plus the rows' bytes at 50 MB/s
   double iteration_timeout_s = 300;  // an iteration, plus 10x the run's slowest so far
-  int fold_fan_in = 16;     // runs on more workers fold along a tree of this fan-in (< 2: never)
-  std::string token;        // required of workers and of POST/DELETE requests, when set
-  std::string read_token;   // required of GET requests too, when set (the token also works)
+  int fold_fan_in = 16;    // runs on more workers fold along a tree of this fan-in (< 2: never)
+  std::string token;       // required of workers and of POST/DELETE requests, when set
+  std::string read_token;  // required of GET requests too, when set (the token also works)
+  // The users file (--users): each request's token names its user there,
+  // and `token` admits workers only; null: the single tokens above.
+  std::shared_ptr<UsersFile> users;
   int max_bypass = 16;      // later runs that may start ahead of a waiting one
   bool worker_loop = true;  // a run on one worker: that worker drives its iterations
   uint64_t max_state_bytes = uint64_t{1} << 30;  // state + aggregate of one run (413 beyond)

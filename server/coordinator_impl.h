@@ -30,6 +30,7 @@
 #include "server/run_logs.h"
 #include "server/scheduler.h"
 #include "server/server_metrics.h"
+#include "server/usage_ledger.h"
 #include "server/worker_registry.h"
 
 namespace lizard {
@@ -51,6 +52,7 @@ struct Coordinator::Impl : RouteActions {
   RunBook runs;
   DatasetStore datasets;
   Scheduler scheduler;
+  UsageLedger usage;  // each user's recent executor-seconds; the scheduling thread's
   ServerMetrics metrics{&workers, &runs};
   RowStager stager;           // POST /datasets/stage and /datasets/drop
   FileVisibility visibility;  // POST /datasets/probe
@@ -105,7 +107,7 @@ struct Coordinator::Impl : RouteActions {
         visibility(&workers, &opts.data_roots),
         builds((std::filesystem::path(opts.state_dir) / "builds").string(),
                build_service_options(opts), build_service_hooks()),
-        routes({opts.token, opts.read_token},
+        routes({opts.token, opts.read_token, opts.users.get()},
                {&programs, &workers, &runs, &datasets, this, &metrics,
                 [this](std::function<void()> f) { offload(std::move(f)); }, &stager,
                 &opts.data_roots, &visibility, &logs}) {}
@@ -129,13 +131,16 @@ struct Coordinator::Impl : RouteActions {
   }
 
   // ---- RouteActions --------------------------------------------------------
-  void register_program(std::string body, Responder respond) override;
-  void register_now(const std::string& body, const Responder& respond);
+  void register_program(std::string body, const User& caller, Responder respond) override;
+  void register_now(const std::string& body, const std::string& owner, const Responder& respond);
   // Builds the host.cpp of `entry` on host_code_pool, or answers 503 when
   // no thread there takes it within the compile time-out.
   void build_host_code(std::shared_ptr<ProgramEntry> entry, const Responder& respond);
   void finish_registration(std::shared_ptr<ProgramEntry> prepared, const Responder& respond);
-  void submit_run(const std::string& hash, std::string body, bool wait, Responder respond) override;
+  void submit_run(const std::string& hash, std::string body, bool wait, const User& caller,
+                  Responder respond) override;
+  // The uploads a run of `caller` may read: their own, or anyone's for an admin.
+  UploadLookup upload_lookup_for(const User& caller);
   void cancel_run(const std::string& id, Responder respond) override;
   void watch_run(const std::string& id, int wait_ms, Responder respond) override;
   void delete_program(const std::string& hash, Responder respond) override;
@@ -156,6 +161,11 @@ struct Coordinator::Impl : RouteActions {
 
   // ---- scheduling ----------------------------------------------------------
   void wake_scheduler();
+  // The users whose runs wait or run, as the scheduler weighs them: recent
+  // usage, executors held, quota.
+  std::map<std::string, UserShare> user_shares(const std::vector<PendingRun>& pending);
+  // Each waiting run's record says why, where it is its user's quota or share.
+  void note_waiting(const std::map<std::string, std::string>& reasons);
   void schedule_loop();
   void schedule_once();
   void start_driver(const std::shared_ptr<RunRecord>& run);

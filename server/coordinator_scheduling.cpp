@@ -45,6 +45,8 @@ void Coordinator::Impl::schedule_loop() {
     if (stopping) return;
     reap_drivers();
     close_silent_connections();
+    usage.advance(runs.held_by_owner(), SteadyClock::now());
+    metrics.set_user_executor_seconds(usage.totals());
     schedule_once();
   }
 }
@@ -70,7 +72,7 @@ void Coordinator::Impl::schedule_once() {
     return;
   }
   const std::vector<WorkerView> cluster = workers.view();
-  SchedulePass pass = scheduler.schedule(pending, cluster);
+  SchedulePass pass = scheduler.schedule(pending, cluster, user_shares(pending));
   runs.note_bypassed(pass.bypassed);
   // Just after a restart with runs to resume, the workers are still coming
   // back: nothing is refused yet.
@@ -98,6 +100,32 @@ void Coordinator::Impl::schedule_once() {
   }
   request_builds_ahead(pending, pass, cluster);
   fail_unservable_waits(pending, cluster);
+  note_waiting(pass.waiting);
+}
+
+std::map<std::string, UserShare> Coordinator::Impl::user_shares(
+    const std::vector<PendingRun>& pending) {
+  std::map<std::string, UserShare> shares;
+  std::shared_ptr<const UserDirectory> users = opts.users ? opts.users->current() : nullptr;
+  auto add = [&](const std::string& owner) {
+    UserShare& s = shares[owner];
+    s.recent_usage = usage.recent(owner);
+    if (users)
+      if (auto u = users->named(owner)) s.max_executors = u->quota.executors;
+  };
+  for (const auto& [owner, held] : runs.held_by_owner()) add(owner), shares[owner].held = held;
+  for (const PendingRun& p : pending)
+    if (!shares.count(p.owner)) add(p.owner);
+  return shares;
+}
+
+void Coordinator::Impl::note_waiting(const std::map<std::string, std::string>& reasons) {
+  for (const auto& [id, why] : reasons)
+    if (auto run = runs.find(id))
+      runs.update(run, [&](RunRecord& r) {
+        if (r.waiting_for.empty()) r.waiting_for = why;
+        return false;
+      });
 }
 
 // The runs left waiting have their kernels built ahead on the workers that

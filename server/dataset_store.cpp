@@ -173,7 +173,8 @@ Result<std::unique_ptr<UploadSink>> DatasetStore::open_upload(std::string* id) {
 }
 
 Result<json> DatasetStore::commit(const std::string& id, const std::string& part,
-                                  const std::string& format, const std::string& digest) {
+                                  const std::string& format, const std::string& digest,
+                                  const std::string& owner) {
   std::error_code ec;
   auto fail = [&](const Status& s) {
     fs::remove(part, ec);
@@ -201,6 +202,7 @@ Result<json> DatasetStore::commit(const std::string& id, const std::string& part
   meta["bytes"] = fs::file_size(final_path, ec);
   meta["file"] = final_path.string();
   if (!digest.empty()) meta["digest"] = digest;
+  if (!owner.empty()) meta["owner"] = owner;
   // The description makes the upload exist after a restart: written whole or
   // not at all, and without it the data goes too.  Bytes that can be
   // checked again (a digest) go to disk after the answer, marked until then;
@@ -238,6 +240,12 @@ Result<json> DatasetStore::get(const std::string& id) const {
   auto it = datasets_.find(id);
   if (it == datasets_.end()) return not_found("no such dataset: " + id);
   return it->second;
+}
+
+Result<std::string> DatasetStore::owner_of(const std::string& id) const {
+  LIZARD_ASSIGN_OR_RETURN(json meta, get(id));
+  const auto it = meta.find("owner");
+  return it != meta.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 Status DatasetStore::remove(const std::string& id) {

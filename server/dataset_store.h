@@ -44,12 +44,15 @@ class DatasetStore {
   // Checks the written file (`format` "npy", "raw" or empty to detect .npy)
   // and makes it available, described with `digest` (the PieceDigest of the
   // body, as its reader computed it) unless that is empty; on error the
-  // file is removed.
+  // file is removed.  `owner`: the user who sent it, kept in its description.
   Result<nlohmann::json> commit(const std::string& id, const std::string& part,
-                                const std::string& format, const std::string& digest = "");
+                                const std::string& format, const std::string& digest = "",
+                                const std::string& owner = "");
   // The descriptions, in id order; with a `digest`, only the uploads of those bytes.
   nlohmann::json list(const std::string& digest = "") const;
   Result<nlohmann::json> get(const std::string& id) const;
+  // Who sent upload `id` ("" for one from before owners were kept).
+  Result<std::string> owner_of(const std::string& id) const;
   Status remove(const std::string& id);
   Result<std::pair<std::string, FileFormat>> lookup(const std::string& id) const;
   // Waits until every upload committed so far is on disk.

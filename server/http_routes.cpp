@@ -160,7 +160,8 @@ std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
   using R = Responder;
   auto submit = [](HttpRoutes* h, C& c, R& r) {
     const std::string hash = c.path.count("hash") ? c.path["hash"] : c.path["id"];
-    h->s_.actions->submit_run(hash, std::move(c.req.body), truthy(c.query, "wait"), std::move(r));
+    h->s_.actions->submit_run(hash, std::move(c.req.body), truthy(c.query, "wait"), c.caller,
+                              std::move(r));
   };
   return {
       {{"GET", "/"}, [](HttpRoutes* h, C& c, R& r) { h->get_root(c, r); }},
@@ -181,23 +182,28 @@ std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
       {{"GET", "/api/v1/programs/{hash}"}, [](HttpRoutes* h, C& c, R& r) { h->get_program(c, r); }},
       {{"DELETE", "/api/v1/programs/{hash}"},
        [](HttpRoutes* h, C& c, R& r) {
-         h->s_.actions->delete_program(c.path["hash"], std::move(r));
+         const std::string& hash = c.path["hash"];
+         if (auto p = h->s_.programs->find(hash))
+           if (auto no = steer_refusal(c.caller, p->registered_by, "program " + hash.substr(0, 12),
+                                       "delete"))
+             return r(std::move(*no));
+         h->s_.actions->delete_program(hash, std::move(r));
        }},
       {{"POST", "/api/v1/programs"},
        [](HttpRoutes* h, C& c, R& r) {
-         h->s_.actions->register_program(std::move(c.req.body), std::move(r));
+         h->s_.actions->register_program(std::move(c.req.body), c.caller, std::move(r));
        }},
       {{"POST", "/api/v1/programs/{hash}/runs"}, submit},
-      {{"GET", "/api/v1/runs"},
-       [](HttpRoutes* h, C& c, R& r) {
-         const auto status = c.query.find("status");  // given empty, it names no status
-         reply(r, h->s_.runs->list_json(status == c.query.end()
-                                            ? std::nullopt
-                                            : std::optional<std::string>(status->second)));
-       }},
+      {{"GET", "/api/v1/runs"}, [](HttpRoutes* h, C& c, R& r) { h->get_runs(c, r); }},
       {{"GET", "/api/v1/runs/{id}"}, [](HttpRoutes* h, C& c, R& r) { h->get_run(c, r); }},
       {{"DELETE", "/api/v1/runs/{id}"},
-       [](HttpRoutes* h, C& c, R& r) { h->s_.actions->cancel_run(c.path["id"], std::move(r)); }},
+       [](HttpRoutes* h, C& c, R& r) {
+         const std::string& id = c.path["id"];
+         if (auto owner = h->s_.runs->owner_of(id); owner.ok())
+           if (auto no = steer_refusal(c.caller, *owner, "run " + id, "cancel"))
+             return r(std::move(*no));
+         h->s_.actions->cancel_run(id, std::move(r));
+       }},
       {{"GET", "/api/v1/runs/{id}/fields/{name}"},
        [](HttpRoutes* h, C& c, R& r) { h->get_field(c, r); }},
       {{"GET", "/api/v1/runs/{id}/logs"}, [](HttpRoutes* h, C& c, R& r) { h->get_logs(c, r); }},
@@ -207,7 +213,12 @@ std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
       {{"POST", "/api/v1/datasets/drop"}, [](HttpRoutes* h, C& c, R& r) { h->post_drop(c, r); }},
       {{"POST", "/api/v1/datasets/probe"}, [](HttpRoutes* h, C& c, R& r) { h->post_probe(c, r); }},
       {{"GET", "/api/v1/datasets/{id}"},
-       [](HttpRoutes* h, C& c, R& r) { reply(r, h->s_.datasets->get(c.path["id"])); }},
+       [](HttpRoutes* h, C& c, R& r) {
+         const std::string& id = c.path["id"];
+         if (auto owner = h->s_.datasets->owner_of(id); owner.ok())
+           if (auto no = read_refusal(c.caller, *owner, "upload " + id)) return r(std::move(*no));
+         reply(r, h->s_.datasets->get(id));
+       }},
       {{"DELETE", "/api/v1/datasets/{id}"},
        [](HttpRoutes* h, C& c, R& r) { h->delete_dataset(c, r); }},
   };
@@ -283,8 +294,13 @@ void HttpRoutes::handle(HttpRequest req, Responder respond) {
   }
   if (s_.metrics)
     respond = counted(s_.metrics, req.method, route ? route->spec.path : "", std::move(respond));
-  if (!open_to_all(route ? &route->spec : nullptr, req))
-    if (auto refusal = check_token(req)) return respond(std::move(*refusal));
+  call.caller.name = "anonymous";
+  call.caller.role = Role::kAdmin;
+  if (!open_to_all(route ? &route->spec : nullptr, req)) {
+    auto who = caller_of(req);
+    if (auto* refusal = std::get_if<HttpResponse>(&who)) return respond(std::move(*refusal));
+    call.caller = std::get<User>(std::move(who));
+  }
   if (route) {
     call.req = std::move(req);
     return answer_guarded(std::move(respond), [&](Responder r) { route->handler(this, call, r); });
@@ -307,42 +323,29 @@ bool HttpRoutes::open_to_all(const RouteSpec* route, const HttpRequest& req) {
   return route->path == "/" && prefers_html(header(req, "accept"));
 }
 
-std::optional<HttpResponse> HttpRoutes::check_token(const HttpRequest& req) const {
-  auto it = req.headers.find("authorization");
-  const std::string given = it == req.headers.end() ? "" : bearer_token(it->second);
-  const bool writes = req.method != "GET" && req.method != "HEAD";
-  const std::string& need = writes ? opts_.token : opts_.read_token;
-  const bool matches =
-      constant_time_equals(given, opts_.token) || constant_time_equals(given, opts_.read_token);
-  bool ok = need.empty() || constant_time_equals(given, need) ||
-            (!writes && !opts_.token.empty() && constant_time_equals(given, opts_.token));
-  // A token the server does not know is refused even where none is needed:
-  // the client would otherwise learn of its wrong token only at its first
-  // write.
-  const bool guarded = !opts_.token.empty() || !opts_.read_token.empty();
-  if (ok && guarded && !given.empty() && !matches) ok = false;
-  if (ok) return std::nullopt;
-  return json_response(401, {{"error", std::string(given.empty() ? "missing" : "wrong") +
-                                           " token: send Authorization: Bearer <token>"}});
-}
-
 // Browsers get the dashboard; API clients the service's name, version, and
 // what the token they sent allows ("write": every route, "read": GET only).
 // The page embeds the overview's data when the request may read it.
 void HttpRoutes::get_root(Call& c, Responder& r) {
   HttpRequest probe;
-  probe.method = "POST";
-  probe.headers = c.req.headers;
-  const char* access = check_token(probe) ? "read" : "write";
-  const json root = {{"service", "lizard"}, {"version", LIZARD_VERSION}, {"access", access}};
-  if (!prefers_html(header(c.req, "accept"))) return r(json_response(200, root));
   probe.method = "GET";
+  probe.headers = c.req.headers;
+  auto who = caller_of(probe);
+  const User* viewer = std::get_if<User>(&who);
+  probe.method = "POST";
+  const char* access = check_token(probe) ? "read" : "write";
+  json root = {{"service", "lizard"}, {"version", LIZARD_VERSION}, {"access", access}};
+  if (viewer) root["user"] = viewer->name, root["role"] = role_name(viewer->role);
+  if (!prefers_html(header(c.req, "accept"))) return r(json_response(200, root));
   json snapshot;
-  if (!check_token(probe)) {
+  if (viewer) {
     Result<json> runs = s_.runs ? s_.runs->list_json() : Result<json>(json::array());
+    json seen = json::array();
+    for (json& run : runs.ok() ? *runs : json::array())
+      seen.push_back(record_for(*viewer, std::move(run)));
     snapshot = {{"root", root},
                 {"clients", s_.workers ? s_.workers->to_json() : json::array()},
-                {"runtimes", runs.ok() ? *runs : json::array()}};
+                {"runtimes", std::move(seen)}};
   }
   r({200, dashboard_file_named("index.html")->content_type, dashboard_page(snapshot)});
 }
@@ -373,9 +376,35 @@ void HttpRoutes::get_programs(Call&, Responder& r) {
 
 // GET /runtimes/{id}; with ?wait_ms=N the answer waits up to N ms for the
 // run to finish, so a follower learns of its end at once.
+// GET /runtimes: every run (or those of one status, or of one ?user=),
+// each as the caller may see it.
+void HttpRoutes::get_runs(Call& c, Responder& r) {
+  const auto status = c.query.find("status");  // given empty, it names no status
+  auto runs = s_.runs->list_json(
+      status == c.query.end() ? std::nullopt : std::optional<std::string>(status->second));
+  if (!runs.ok()) return reply(r, runs);
+  const auto user = c.query.find("user");
+  json out = json::array();
+  for (json& run : *runs)
+    if (user == c.query.end() || run.value("owner", "") == user->second)
+      out.push_back(record_for(c.caller, std::move(run)));
+  r(json_response(200, out));
+}
+
 void HttpRoutes::get_run(Call& c, Responder& r) {
+  const std::string& id = c.path["id"];
+  auto owner = s_.runs->owner_of(id);  // none: the answer below says so
+  if (owner.ok() &&
+      !sees_data_of(c.caller, *owner)) {  // its answer, whenever it comes, without the result
+    r = [caller = c.caller, respond = std::move(r)](HttpResponse answer) {
+      json record = json::parse(answer.body, nullptr, false);
+      if (answer.status == 200 && record.is_object())
+        answer.body = record_for(caller, std::move(record)).dump(2) + "\n";
+      respond(std::move(answer));
+    };
+  }
   const auto wait = c.query.find("wait_ms");
-  if (wait == c.query.end()) return reply(r, s_.runs->get_json(c.path["id"]));
+  if (wait == c.query.end()) return reply(r, s_.runs->get_json(id));
   constexpr int kMaxWaitMs = 60000;
   const std::string& v = wait->second;
   int ms = -1;
@@ -410,6 +439,8 @@ void HttpRoutes::get_program(Call& c, Responder& r) {
 // Fields can be large: the file is assembled (or read back from the run
 // store) off the io thread.
 void HttpRoutes::get_field(Call& c, Responder& r) {
+  if (auto owner = s_.runs->owner_of(c.path["id"]); owner.ok())
+    if (auto no = read_refusal(c.caller, *owner, "run " + c.path["id"])) return r(std::move(*no));
   std::string name = c.path["name"];
   if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
     name.resize(name.size() - 4);
@@ -431,21 +462,21 @@ void HttpRoutes::post_dataset(Call& c, Responder& r) {
   if (c.req.body_file.empty())
     return r(json_response(400, {{"error", "POST /datasets takes the file as the request body"}}));
   // Reads the file's header and writes its description durably: off the io thread.
-  s_.offload(
-      [this, req = std::move(c.req), format = c.query["format"], respond = std::move(r)]() mutable {
-        answer_guarded(std::move(respond), [&](Responder answer) {
-          const std::string id = std::filesystem::path(req.body_file).stem().string();
-          auto meta = s_.datasets->commit(id, req.body_file, format, req.body_digest);
-          if (!meta.ok()) return answer(error_response(meta.status()));
-          json out = std::move(meta).value();
-          const double bytes = static_cast<double>(out.value("bytes", uint64_t{0}));
-          const double seconds = req.body_seconds;
-          out["receive_ms"] = seconds * 1000;
-          out["receive_bytes_per_s"] = seconds > 0 ? bytes / seconds : 0.0;
-          spdlog::info("stored dataset {} ({} bytes in {:.2f} s)", id, bytes, seconds);
-          answer(json_response(201, out));
-        });
-      });
+  s_.offload([this, req = std::move(c.req), format = c.query["format"], caller = c.caller.name,
+              respond = std::move(r)]() mutable {
+    answer_guarded(std::move(respond), [&](Responder answer) {
+      const std::string id = std::filesystem::path(req.body_file).stem().string();
+      auto meta = s_.datasets->commit(id, req.body_file, format, req.body_digest, caller);
+      if (!meta.ok()) return answer(error_response(meta.status()));
+      json out = std::move(meta).value();
+      const double bytes = static_cast<double>(out.value("bytes", uint64_t{0}));
+      const double seconds = req.body_seconds;
+      out["receive_ms"] = seconds * 1000;
+      out["receive_bytes_per_s"] = seconds > 0 ? bytes / seconds : 0.0;
+      spdlog::info("stored dataset {} ({} bytes in {:.2f} s)", id, bytes, seconds);
+      answer(json_response(201, out));
+    });
+  });
 }
 
 }  // namespace lizard

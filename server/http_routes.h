@@ -23,10 +23,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/status.h"
 #include "server/transport.h"
+#include "users/user_directory.h"
 
 namespace lizard {
 
@@ -38,6 +40,7 @@ class RowStager;
 class RunBook;
 class RunLogs;
 class ServerMetrics;
+class UsersFile;
 class WorkerRegistry;
 
 // One route: method and path, with OpenAPI templating ("/runtimes/{id}").
@@ -54,8 +57,10 @@ std::vector<std::string> legacy_paths(const std::string& path);
 class RouteActions {
  public:
   virtual ~RouteActions() = default;
-  virtual void register_program(std::string body, Responder respond) = 0;
-  virtual void submit_run(const std::string& hash, std::string body, bool wait,
+  // `caller`: who asks; kept as the program's first registrant and as the
+  // run's owner, whose own uploads (anyone's, for an admin) the run may read.
+  virtual void register_program(std::string body, const User& caller, Responder respond) = 0;
+  virtual void submit_run(const std::string& hash, std::string body, bool wait, const User& caller,
                           Responder respond) = 0;
   virtual void cancel_run(const std::string& id, Responder respond) = 0;
   // GET /runtimes/<id>?wait_ms=N: the record once the run finishes, or
@@ -65,9 +70,13 @@ class RouteActions {
   virtual void delete_program(const std::string& hash, Responder respond) = 0;
 };
 
+// Without a users file, the server's single tokens: --token is the admin,
+// --read-token the reader.  With one (`users`), each request's token names
+// its user there, and `token` admits workers only.
 struct RoutesOptions {
   std::string token;       // required of POST/DELETE (and the workers), when set
   std::string read_token;  // required of GET too, when set (the token also works)
+  UsersFile* users = nullptr;
 };
 
 struct RouteServices {
@@ -97,6 +106,9 @@ class HttpRoutes {
  public:
   HttpRoutes(RoutesOptions opts, RouteServices services);
   void handle(HttpRequest req, Responder respond);
+  // http_routes_access.cpp: who sends `req` (by its bearer token), or the
+  // refusal (401 for a missing or unknown token, 403 for a reader's write).
+  std::variant<User, HttpResponse> caller_of(const HttpRequest& req) const;
   // The refusal for a request without the token it needs; nullopt when allowed.
   std::optional<HttpResponse> check_token(const HttpRequest& req) const;
 
@@ -106,6 +118,7 @@ class HttpRoutes {
     HttpRequest req;
     Params path;   // from the route's {templates}
     Params query;  // from ?a=b&c
+    User caller;   // who sent it (anonymous, as an admin, on the open routes)
   };
   using Handler = std::function<void(HttpRoutes*, Call&, Responder&)>;
   struct Route {
@@ -120,11 +133,25 @@ class HttpRoutes {
   // Whether the request may go without a token: the health check and the
   // dashboard's files, which hold no data.
   static bool open_to_all(const RouteSpec* route, const HttpRequest& req);
+  // Whether `caller` may read the results, fields, logs and uploads of `owner`.
+  static bool sees_data_of(const User& caller, const std::string& owner);
+  // 403 unless `caller` may `action` ("cancel") `what` ("run r3"), which
+  // `owner` owns; either way an audit line in the log.
+  static std::optional<HttpResponse> steer_refusal(const User& caller, const std::string& owner,
+                                                   const std::string& what,
+                                                   const std::string& action);
+  // 403 unless `caller` may read the data of `what`, which `owner` owns.
+  static std::optional<HttpResponse> read_refusal(const User& caller, const std::string& owner,
+                                                  const std::string& what);
+  // A run's record as `caller` sees it: without its result unless it is
+  // theirs to read.
+  static nlohmann::json record_for(const User& caller, nlohmann::json record);
   void get_root(Call& c, Responder& r);
   void get_metrics(Call& c, Responder& r);
   void get_dashboard_file(Call& c, Responder& r);
   void get_programs(Call& c, Responder& r);
   void get_program(Call& c, Responder& r);
+  void get_runs(Call& c, Responder& r);
   void get_run(Call& c, Responder& r);
   void get_field(Call& c, Responder& r);
   void get_logs(Call& c, Responder& r);

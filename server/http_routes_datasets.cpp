@@ -21,12 +21,23 @@ namespace lizard {
 
 using nlohmann::json;
 
+// A user sees their own uploads; admins and readers everyone's.
 void HttpRoutes::get_datasets(Call& c, Responder& r) {
-  r(json_response(200, datasets_view(*s_.datasets, *s_.workers, c.query["digest"])));
+  json view = datasets_view(*s_.datasets, *s_.workers, c.query["digest"]);
+  if (!c.caller.sees_everyones_data()) {
+    json own = json::array();
+    for (json& u : view["uploads"])
+      if (u.value("owner", "") == c.caller.name) own.push_back(std::move(u));
+    view["uploads"] = std::move(own);
+  }
+  r(json_response(200, view));
 }
 
 void HttpRoutes::delete_dataset(Call& c, Responder& r) {
   const std::string& id = c.path["id"];
+  if (auto owner = s_.datasets->owner_of(id); owner.ok())
+    if (auto no = steer_refusal(c.caller, *owner, "upload " + id, "delete"))
+      return r(std::move(*no));
   Status st = s_.datasets->remove(id);
   if (!st.ok()) return r(error_response(st));
   json out = {{"deleted", id}};
@@ -70,7 +81,8 @@ void HttpRoutes::post_drop(Call& c, Responder& r) {
                                   "the path as runs named it, or an upload's id"}}));
   const std::string source = (*body)["source"].get<std::string>();
   const size_t told = s_.stager->drop(source);
-  spdlog::info("told {} worker(s) to drop the kept rows of {}", told, source);
+  spdlog::info("audit: {} dropped the kept rows of {} ({} worker(s) told)", c.caller.name, source,
+               told);
   r(json_response(200, {{"source", source}, {"workers_told", told}}));
 }
 

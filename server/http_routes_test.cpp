@@ -21,13 +21,14 @@ using testing::FakeWorkerLink;
 // Records what the routes ask the coordinator to do, and answers 202.
 struct RecordingActions : RouteActions {
   std::vector<std::string> calls;
-  void register_program(std::string body, Responder respond) override {
-    calls.push_back("register " + body);
+  void register_program(std::string body, const User& caller, Responder respond) override {
+    calls.push_back("register " + body + (caller.name == "anonymous" ? "" : " by " + caller.name));
     respond(json_response(202, json::object()));
   }
-  void submit_run(const std::string& hash, std::string body, bool wait,
+  void submit_run(const std::string& hash, std::string body, bool wait, const User& caller,
                   Responder respond) override {
-    calls.push_back("submit " + hash + " " + body + (wait ? " wait" : ""));
+    calls.push_back("submit " + hash + " " + body + (wait ? " wait" : "") +
+                    (caller.name == "anonymous" ? "" : " by " + caller.name));
     respond(json_response(202, json::object()));
   }
   void cancel_run(const std::string& id, Responder respond) override {

@@ -121,7 +121,9 @@ Status ProgramRegistry::store(const ProgramEntry& p) const {
   fs::create_directories(dir(), ec);
   const auto path = fs::path(dir()) / (p.image.hash + ".json");
   const std::string what = "program " + p.image.hash.substr(0, 12);
-  Status st = write_file_durably(path, p.bundle.to_json().dump(), what);
+  json stored = p.bundle.to_json();
+  if (!p.registered_by.empty()) stored["registered_by"] = p.registered_by;
+  Status st = write_file_durably(path, stored.dump(), what);
   if (!st.ok()) spdlog::error("cannot save {} in {}: {}", what, dir(), st.message());
   return st;
 }
@@ -131,11 +133,15 @@ void ProgramRegistry::load_stored() {
   for (const auto& f : fs::directory_iterator(dir(), ec)) {
     if (f.path().extension() != ".json") continue;
     std::ifstream in(f.path(), std::ios::binary);
-    auto entry = prepare(json::parse(in, nullptr, false));
+    const json stored = json::parse(in, nullptr, false);
+    auto entry = prepare(stored);
     if (!entry.ok()) {
       spdlog::warn("skipping stored program {}: {}", f.path().string(), entry.status().message());
       continue;
     }
+    if (stored.is_object() && stored.contains("registered_by") &&
+        stored["registered_by"].is_string())
+      (*entry)->registered_by = stored["registered_by"].get<std::string>();
     std::lock_guard<std::mutex> l(mu_);
     spdlog::info("restored program {} ({})", (*entry)->image.hash.substr(0, 12),
                  (*entry)->image.manifest.name);

@@ -37,6 +37,9 @@ struct ProgramEntry {
   ProgramBundle bundle;
   std::shared_ptr<HostHooks> hooks;
   std::string registered_at;
+  // Who registered it first ("" for one from before owners were kept): they
+  // or an admin may delete it.  Kept with its stored bundle.
+  std::string registered_by;
 };
 
 class ProgramRegistry {

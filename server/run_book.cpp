@@ -139,14 +139,23 @@ std::vector<PendingRun> RunBook::pending() const {
     // while they may still come back.
     const int64_t min =
         r->restarted && now < r->resume_deadline ? std::max<int64_t>(1, r->resume_executors) : 1;
-    out.push_back({r->id, r->hash, min, d.max, r->bypassed, d.gpus_only, d.min_free_memory});
+    out.push_back({r->id,
+                   r->hash,
+                   min,
+                   d.max,
+                   r->bypassed,
+                   d.gpus_only,
+                   d.min_free_memory,
+                   {},
+                   r->request.owner,
+                   true});
     // Nothing passes it meanwhile: a run taking its executors would change its plan.
     if (min > 1) return out;
   }
   for (const auto& r : queue_) {
     const ExecutorDemand& d = r->request.executors;
     out.push_back({r->id, r->hash, d.min, d.max, r->bypassed, d.gpus_only, d.min_free_memory,
-                   row_sources(r->request)});
+                   row_sources(r->request), r->request.owner});
   }
   return out;
 }
@@ -400,6 +409,31 @@ Result<json> RunBook::get_json(const std::string& id) const {
   auto it = runs_.find(id);
   if (it == runs_.end()) return not_found("no such run: " + id);
   return it->second->to_json();
+}
+
+std::map<std::string, int64_t> RunBook::held_by_owner() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::map<std::string, int64_t> out;
+  for (const auto& [_, r] : runs_)
+    if (r->status == RunStatus::kRunning)
+      out[r->request.owner] += static_cast<int64_t>(r->executors.size());
+  return out;
+}
+
+size_t RunBook::queued_of(const std::string& owner) const {
+  std::lock_guard<std::mutex> l(mu_);
+  size_t n = 0;
+  for (const auto& r : queue_) n += r->request.owner == owner;
+  return n;
+}
+
+Result<std::string> RunBook::owner_of(const std::string& id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = runs_.find(id);
+  if (it == runs_.end()) return not_found("no such run: " + id);
+  const RunRecord& r = *it->second;
+  if (r.restored.is_object()) return r.restored.value("owner", "");
+  return r.request.owner;
 }
 
 void RunBook::hold_stored_outputs_locked(const std::shared_ptr<RunRecord>& run) {

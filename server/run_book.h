@@ -149,6 +149,11 @@ class RunBook {
   // names none, and is refused) and GET /runtimes/<id>.
   Result<nlohmann::json> list_json(const std::optional<std::string>& status = std::nullopt) const;
   Result<nlohmann::json> get_json(const std::string& id) const;
+  // Who submitted run `id` ("" for a run from before owners were kept).
+  Result<std::string> owner_of(const std::string& id) const;
+  // The executors each user's running runs hold now; the runs `owner` has queued.
+  std::map<std::string, int64_t> held_by_owner() const;
+  size_t queued_of(const std::string& owner) const;
   // A finished run's field as .npy bytes: its header, and its bytes where
   // the record holds them (kept alive by `owner`), or the whole file read
   // back from the run store in `head`.

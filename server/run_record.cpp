@@ -72,6 +72,7 @@ json RunRecord::to_json() const {
             {"program", hash},
             {"program_name", program ? program->image.manifest.name : ""},
             {"status", run_status_name(status)},
+            {"owner", request.owner},
             {"params", params_json},
             {"rows", request.rows},
             {"max_iterations", iteration_cap()},

@@ -17,7 +17,7 @@ constexpr int64_t kDefaultIterationCap = 1000;
 Status check_keys(const json& body) {
   static const char* kKeys[] = {"params",    "dataset",   "state", "max_iterations",
                                 "outputs",   "executors", "gpus",  "min_free_memory",
-                                "timeout_s", "seed"};
+                                "timeout_s", "seed",      "owner"};
   for (const auto& [k, _] : body.items()) {
     bool known = false;
     for (const char* n : kKeys) known = known || k == n;
@@ -270,6 +270,10 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
     if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > 1e9)
       return invalid_argument("`timeout_s` must be a positive number of seconds");
     out.timeout_s = v.get<double>();
+  }
+  if (body.contains("owner")) {
+    if (!body["owner"].is_string()) return invalid_argument("`owner` must be a user's name");
+    out.owner = body["owner"].get<std::string>();
   }
   return out;
 }

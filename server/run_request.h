@@ -52,6 +52,10 @@ struct RunRequest {
   // (0: the server's --run-timeout-s); past it the run fails and its
   // kernels are stopped.
   double timeout_s = 0;
+  // Who submitted it: the server sets "owner" to the caller's name, in place
+  // of any the body gave (users/user_directory.h); "" for runs from before
+  // owners were kept.
+  std::string owner;
 };
 
 // What one run request may ask of the server.

@@ -73,13 +73,56 @@ std::string refusal_reason(const PendingRun& run, const std::vector<WorkerView>&
          " between them";
 }
 
+double recent_usage(const std::map<std::string, UserShare>& users, const std::string& user) {
+  auto it = users.find(user);
+  return it == users.end() ? 0.0 : it->second.recent_usage;
+}
+
+// The queue as a pass takes it: running runs that lost executors first, then
+// the queued runs of the user with the least recent usage first, each user's
+// in submission order (a stable sort).
+std::vector<PendingRun> fair_order(std::vector<PendingRun> queue,
+                                   const std::map<std::string, UserShare>& users) {
+  std::stable_sort(queue.begin(), queue.end(), [&](const PendingRun& a, const PendingRun& b) {
+    if (a.running != b.running) return a.running;
+    return recent_usage(users, a.owner) < recent_usage(users, b.owner);
+  });
+  return queue;
+}
+
+// Why `run` waits where another user's run went first for having used less:
+// "alice has used more than her share (...)"; empty when it merely waits its
+// turn.
+std::string share_reason(const PendingRun& run, const std::vector<PendingRun>& queue,
+                         const std::map<std::string, UserShare>& users) {
+  const double mine = recent_usage(users, run.owner);
+  for (const PendingRun& other : queue) {
+    if (other.id == run.id) break;  // only those taken before it
+    if (other.owner == run.owner || other.running) continue;
+    const double theirs = recent_usage(users, other.owner);
+    if (theirs < mine) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    " has used more than their share (%.0f executor-seconds lately, against "
+                    "%.0f for %s)",
+                    mine, theirs, other.owner.c_str());
+      return run.owner + buf;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
-SchedulePass Scheduler::schedule(const std::vector<PendingRun>& queue,
-                                 const std::vector<WorkerView>& cluster) const {
+SchedulePass Scheduler::schedule(const std::vector<PendingRun>& submitted,
+                                 const std::vector<WorkerView>& cluster,
+                                 const std::map<std::string, UserShare>& users) const {
   SchedulePass pass;
   std::set<ExecutorRef> taken;  // placed in this pass, or held for a starving run
   std::vector<std::string> waiting;
+  const std::vector<PendingRun> queue = fair_order(submitted, users);
+  std::map<std::string, int64_t> held;  // by user, placements of this pass included
+  for (const auto& [user, share] : users) held[user] = share.held;
   for (const PendingRun& run : queue) {
     if (std::string why = refusal_reason(run, cluster); !why.empty()) {
       pass.refusals.push_back({run.id, std::move(why)});
@@ -105,10 +148,24 @@ SchedulePass Scheduler::schedule(const std::vector<PendingRun>& queue,
       if (run.bypassed >= opts_.max_bypass)
         for (const auto& c : free) taken.insert(c.ref);  // held until it can start
       waiting.push_back(run.id);
+      if (std::string why = share_reason(run, queue, users); !why.empty())
+        pass.waiting[run.id] = why;
       continue;
     }
     size_t n = free.size();
     if (run.max > 0) n = std::min<size_t>(n, static_cast<size_t>(run.max));
+    const auto share = users.find(run.owner);
+    if (share != users.end() && share->second.max_executors > 0) {
+      const int64_t left = std::max<int64_t>(0, share->second.max_executors - held[run.owner]);
+      if (left < run.min) {
+        pass.waiting[run.id] = "user quota of " + std::to_string(share->second.max_executors) +
+                               " executors reached (" + run.owner + "'s runs hold " +
+                               std::to_string(held[run.owner]) + ")";
+        continue;
+      }
+      n = std::min<size_t>(n, static_cast<size_t>(left));
+    }
+    held[run.owner] += static_cast<int64_t>(n);
     // Those that keep the run's rows first, then the least loaded; then
     // grouped by worker for the plan.
     std::stable_sort(free.begin(), free.end(), [](const Candidate& a, const Candidate& b) {

@@ -14,6 +14,13 @@
 // few executors with its program, or a program no worker could build, or no GPU or no executor with
 // enough memory among them) is refused with the reason.
 //
+// With several users (`users`), a pass takes the queued runs of the user
+// who has used the cluster least lately first (their recent executor-seconds,
+// server/usage_ledger.h), each user's in submission order: a second user's
+// run starts before the first user's queue drains.  A user's quota caps the
+// executors their runs hold at once.  A run left waiting for either reason
+// says so (SchedulePass::waiting).
+//
 //   Scheduler s({.max_bypass = 16});
 //   SchedulePass p = s.schedule(queue, cluster);
 //   for (const Placement& pl : p.placements) start(pl.run_id, pl.executors);
@@ -77,6 +84,15 @@ struct PendingRun {
   // under (an upload's id and ":", a file's identity): executors that keep
   // some of them are preferred.
   std::vector<std::string> row_sources{};
+  std::string owner{};   // who submitted it (users/user_directory.h)
+  bool running = false;  // a running run that lost executors: first, whoever's it is
+};
+
+// A user as the scheduler weighs them.
+struct UserShare {
+  double recent_usage = 0;    // executor-seconds lately (usage_ledger.h)
+  int64_t held = 0;           // executors their runs hold now
+  int64_t max_executors = 0;  // their quota; 0: none
 };
 
 struct Placement {
@@ -93,6 +109,9 @@ struct SchedulePass {
   std::vector<Placement> placements;
   std::vector<Refusal> refusals;
   std::vector<std::string> bypassed;  // waiting runs a later run was placed ahead of
+  // Why a run waits, where it is its user's quota or share rather than its
+  // turn: "user quota of 4 executors reached", "alice has used more than her share".
+  std::map<std::string, std::string> waiting;
 };
 
 struct SchedulerOptions {
@@ -103,7 +122,8 @@ class Scheduler {
  public:
   explicit Scheduler(SchedulerOptions opts = {}) : opts_(opts) {}
   SchedulePass schedule(const std::vector<PendingRun>& queue,
-                        const std::vector<WorkerView>& cluster) const;
+                        const std::vector<WorkerView>& cluster,
+                        const std::map<std::string, UserShare>& users = {}) const;
 
  private:
   SchedulerOptions opts_;

@@ -149,6 +149,11 @@ std::shared_ptr<WorkerLink> ServerMetrics::metered(std::shared_ptr<WorkerLink> l
   return std::make_shared<MeteredLink>(std::move(link), &bytes_to_workers_);
 }
 
+void ServerMetrics::set_user_executor_seconds(std::map<std::string, double> totals) {
+  std::lock_guard<std::mutex> l(users_mu_);
+  user_executor_seconds_ = std::move(totals);
+}
+
 std::string ServerMetrics::render() const {
   MetricsWriter w;
   w.family("lizard_build_info", "The server's version.", MetricType::kGauge);
@@ -160,6 +165,14 @@ std::string ServerMetrics::render() const {
            static_cast<uint64_t>(IdleHookProcesses::instance().size()));
   collect_workers(w);
   collect_runs(w);
+  {
+    std::lock_guard<std::mutex> l(users_mu_);
+    w.family("lizard_user_executor_seconds_total",
+             "Executor-seconds each user's runs have held since the server started.",
+             MetricType::kCounter);
+    for (const auto& [user, seconds] : user_executor_seconds_)
+      w.sample("lizard_user_executor_seconds_total", {{"user", user}}, seconds);
+  }
   write_process_metrics(w);
   return reg_.render() + w.text();
 }

@@ -13,7 +13,9 @@
 //   std::string text = m.render();             // GET /metrics
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/metrics.h"
@@ -47,6 +49,9 @@ class ServerMetrics {
   void observe_run_finished(const std::string& status, double running_s);
   // A worker's program_status after POST /programs or its hello.
   void count_program_build(bool ok);
+  // Each user's executor-seconds since the server started (UsageLedger's
+  // totals), from the scheduling thread.
+  void set_user_executor_seconds(std::map<std::string, double> totals);
   // Bytes in frames the workers sent.
   void count_bytes_from_workers(uint64_t n) { bytes_from_workers_.add(n); }
 
@@ -62,6 +67,8 @@ class ServerMetrics {
 
   const WorkerRegistry* workers_;
   const RunBook* runs_;
+  mutable std::mutex users_mu_;
+  std::map<std::string, double> user_executor_seconds_;  // GUARDED_BY(users_mu_)
   MetricsRegistry reg_;
   CounterFamily& http_;
   HistogramFamily& iteration_;

@@ -22,6 +22,7 @@
 
 #include "cli/help_text.h"
 #include "cli/user_commands.h"
+#include "cli/users_command.h"
 #include "client/worker_daemon.h"
 #include "client_command.h"
 #include "common/auth.h"
@@ -85,6 +86,7 @@ struct ServerFlags {
   int large_bodies = 2;
   std::string token, read_token;
   std::string token_file, read_token_file;  // --token-file, --read-token-file
+  std::string users_file;                   // --users
   std::vector<std::string> data_roots;
   uint64_t max_state_bytes = uint64_t{1} << 30;
   std::string tls_cert, tls_key;
@@ -151,6 +153,18 @@ int run_server(ServerFlags f) {
     return 2;
   co.token = f.token;
   co.read_token = f.read_token;
+  if (!f.users_file.empty()) {
+    auto users = lizard::UsersFile::open(f.users_file);
+    if (!users.ok()) {
+      spdlog::error("--users: {}", users.status().message());
+      return 2;
+    }
+    co.users = std::move(users).value();
+    spdlog::info("{} user(s) from {}; --token admits workers only",
+                 co.users->current()->users().size(), f.users_file);
+    if (!f.read_token.empty())
+      spdlog::warn("--read-token is not used with --users: give readers their own tokens");
+  }
   guard_daemon();
   if (!start_compiler_hosts((std::filesystem::path(f.state_dir) / "hooks").string(), 4)) return 1;
   co.max_state_bytes = f.max_state_bytes;
@@ -408,6 +422,11 @@ int main(int argc, char** argv) {
                    "File holding the read token (instead of --read-token)")
       ->type_name("FILE");
   server
+      ->add_option("--users", sf.users_file,
+                   "Users file (`lizard users add NAME --users FILE`): each request's token names "
+                   "its user, role and quota there, and --token admits workers only")
+      ->type_name("FILE");
+  server
       ->add_option("--data-root", sf.data_roots,
                    "Directory dataset paths in run requests must lie in (repeatable; "
                    "default: any file this user can read)")
@@ -452,6 +471,7 @@ int main(int argc, char** argv) {
   host->add_flag("--probe", probe);
 
   lizard::UserCommands user(&app);
+  lizard::UsersCommand users(&app);
   lizard::tidy_help(&app);
 
   try {
@@ -464,6 +484,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;  // help is not an error; a bad command line is 2
   }
   if (auto status = user.run()) return *status;
+  if (auto status = users.run()) return *status;
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
   // Log times are UTC, marked Z, like the run records; debug logs time the
   // steps of a request or a run: microseconds.

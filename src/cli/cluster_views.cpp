@@ -157,9 +157,10 @@ std::string elapsed_cell(const json& r, std::time_t now) {
 std::string runs_table(const json& runs, std::time_t now) {
   if (!runs.is_array() || runs.empty()) return "no runs\n";
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "STATUS", "PROGRAM", "ITERATIONS", "ROWS", "CREATED", "ELAPSED"}};
+      {"ID", "STATUS", "OWNER", "PROGRAM", "ITERATIONS", "ROWS", "CREATED", "ELAPSED"}};
   for (const json& r : runs)
-    rows.push_back({str(r, "runtime_id"), str(r, "status"), str(r, "program_name"),
+    rows.push_back({str(r, "runtime_id"), str(r, "status"),
+                    str(r, "owner").empty() ? "-" : str(r, "owner"), str(r, "program_name"),
                     std::to_string(r.value("iterations", int64_t{0})) + "/" +
                         std::to_string(r.value("max_iterations", int64_t{0})),
                     with_thousands(r.value("rows", int64_t{0})), str(r, "created_at"),

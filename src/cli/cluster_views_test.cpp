@@ -9,14 +9,14 @@ using nlohmann::json;
 
 TEST(ClusterViews, RunsTableLinesUpColumns) {
   json runs = json::parse(R"([
-    {"runtime_id": "r1", "status": "done", "program_name": "K-Means", "iterations": 3,
+    {"runtime_id": "r1", "status": "done", "owner": "alice", "program_name": "K-Means", "iterations": 3,
      "max_iterations": 50, "rows": 2048, "created_at": "2026-11-22T03:29:59Z", "elapsed_ms": 17.1},
     {"runtime_id": "r12", "status": "running", "program_name": "Column sums", "iterations": 0,
      "max_iterations": 1, "rows": 65536, "created_at": "2026-11-22T03:30:01Z"}])");
   EXPECT_EQ(runs_table(runs),
-            "ID   STATUS   PROGRAM      ITERATIONS  ROWS    CREATED               ELAPSED\n"
-            "r1   done     K-Means      3/50        2,048   2026-11-22T03:29:59Z  17 ms\n"
-            "r12  running  Column sums  0/1         65,536  2026-11-22T03:30:01Z  -\n");
+            "ID   STATUS   OWNER  PROGRAM      ITERATIONS  ROWS    CREATED               ELAPSED\n"
+            "r1   done     alice  K-Means      3/50        2,048   2026-11-22T03:29:59Z  17 ms\n"
+            "r12  running  -      Column sums  0/1         65,536  2026-11-22T03:30:01Z  -\n");
   EXPECT_EQ(runs_table(json::array()), "no runs\n");
 }
 
@@ -28,8 +28,8 @@ TEST(ClusterViews, RunsTableShowsARunningRunsTimeSoFar) {
      "started_at": "2026-11-22T03:30:01Z"}])");
   const std::time_t now = *parse_utc("2026-11-22T03:30:13Z");
   EXPECT_EQ(runs_table(runs, now),
-            "ID   STATUS   PROGRAM  ITERATIONS  ROWS  CREATED               ELAPSED\n"
-            "r12  running  K-Means  4/50        10    2026-11-22T03:30:00Z  12.00 s\n");
+            "ID   STATUS   OWNER  PROGRAM  ITERATIONS  ROWS  CREATED               ELAPSED\n"
+            "r12  running  -      K-Means  4/50        10    2026-11-22T03:30:00Z  12.00 s\n");
   EXPECT_EQ(*parse_utc("1970-01-01T00:01:00Z"), 60);
   EXPECT_FALSE(parse_utc("yesterday"));
 }

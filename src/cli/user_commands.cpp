@@ -87,6 +87,8 @@ struct UserCommands::Impl {
   bool by_path = false, upload_files = false;
   // lizard runs / status / cancel / workers
   std::string status_filter;
+  std::string owner_filter;  // lizard runs --user
+  bool all_users = false;    // lizard runs --all
   std::vector<std::string> ids;
   bool wait = false;
   bool json_out = false;
@@ -171,6 +173,10 @@ void UserCommands::Impl::add_others(CLI::App* app) {
   runs = app->add_subcommand("runs", "List the server's runs");
   runs->add_option("--status", status_filter, "Only runs in this state")
       ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled"}));
+  runs->add_option("--user", owner_filter,
+                   "Only this user's runs (a user sees their own by default)")
+      ->type_name("NAME");
+  runs->add_flag("--all", all_users, "Every user's runs");
   runs->add_flag("--json", json_out, "Print the server's JSON");
   add_server_flags(runs, &server);
 
@@ -227,7 +233,16 @@ int UserCommands::Impl::do_run() {
 int UserCommands::Impl::do_runs() const {
   auto a = api();
   if (!a.ok()) return usage_error("runs", a.status());
-  auto list = a->get(status_filter.empty() ? "/runtimes" : "/runtimes?status=" + status_filter);
+  // A user sees their own runs unless they ask for everyone's (--all) or
+  // one user's (--user); an admin or a reader, everyone's.
+  std::string user = owner_filter;
+  if (user.empty() && !all_users) {
+    auto me = a->get("/");
+    if (me.ok() && me->value("role", "") == "user") user = me->value("user", "");
+  }
+  std::string query = status_filter.empty() ? "" : "status=" + status_filter;
+  if (!user.empty()) query += (query.empty() ? "" : "&") + std::string("user=") + user;
+  auto list = a->get(query.empty() ? "/runtimes" : "/runtimes?" + query);
   if (!list.ok()) return server_error(list.status());
   std::cout << (json_out ? list->dump(2) + "\n" : runs_table(*list));
   return 0;
