@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,6 +111,22 @@ TEST_F(Users, EveryRouteAnswersEachRoleAsItMay) {
   struct Row {
     std::string method, path, body;
     std::map<std::string, int> want;  // by column
+    std::string type = "application/json";
+    // For a call that uses up what it names: a fresh one of alice's for
+    // each caller, and the path naming it.
+    std::function<std::string()> fresh = nullptr;
+  };
+  int copies = 0;
+  auto fresh_program = [&] {  // a copy of sum of its own checksum
+    const std::string dir = c_.dir() + "/sum-" + std::to_string(++copies);
+    std::filesystem::copy(LIZARD_SOURCE_DIR "/examples/sum", dir,
+                          std::filesystem::copy_options::recursive);
+    std::ofstream(dir + "/config.yaml", std::ios::app) << "\n# copy " << copies << "\n";
+    return "/programs/" + register_as(alice_, dir);
+  };
+  auto fresh_upload = [&] {
+    HttpReply r = ask(alice_, "POST", "/datasets", npy, "application/octet-stream");
+    return "/datasets/" + json::parse(r.body, nullptr, false).value("id", "");
   };
   auto all = [](int code) {
     return std::map<std::string, int>{{"admin", code},  {"owner", code}, {"other", code},
@@ -126,7 +145,12 @@ TEST_F(Users, EveryRouteAnswersEachRoleAsItMay) {
                                       {"reader", 403}, {"worker", 401}, {"none", 401}};
   };
   const std::string worker_id = json::parse(ask(root_, "GET", "/clients").body)[0].value("id", "");
+  std::map<std::string, int> open = all(200);
+  open["worker"] = open["none"] = 200;
+  const std::string stage = json{{"path", probed}, {"program", sum}}.dump();
   const std::vector<Row> rows = {
+      {"GET", "/ruok", "", open},
+      {"GET", "/ui/app.js", "", open},
       {"GET", "/", "", all(200)},
       {"GET", "/metrics", "", all(200)},
       {"GET", "/clients", "", all(200)},
@@ -139,17 +163,23 @@ TEST_F(Users, EveryRouteAnswersEachRoleAsItMay) {
       {"GET", "/runtimes/" + run + "/logs", "", readable(200)},
       {"GET", "/datasets", "", all(200)},
       {"GET", "/datasets/" + upload, "", readable(200)},
+      {"POST", "/datasets/stage", stage, writers(200)},  // while the executor is free
       {"POST", "/runtime/" + sum, inline_sum.dump(), writers(202)},
       {"POST", "/datasets/drop", R"({"source": "/nowhere.npy"})", writers(200)},
       {"POST", "/datasets/probe", probe, writers(200)},
+      {"POST", "/programs", "{}", writers(400)},  // reaches the registration, which refuses it
+      {"POST", "/datasets", npy, writers(201), "application/octet-stream"},
       {"DELETE", "/runtimes/" + run, "", owners(409)},  // finished: nothing to cancel
+      {"DELETE", "", "", owners(200), "application/json", fresh_upload},
+      {"DELETE", "", "", owners(200), "application/json", fresh_program},
   };
   const std::vector<const Caller*> callers = {&root_, &alice_, &bob_, &rita_, &worker_, &nobody_};
   for (const Row& row : rows)
     for (const Caller* as : callers) {
-      HttpReply r = ask(*as, row.method, row.path, row.body);
+      const std::string path = row.fresh ? row.fresh() : row.path;
+      HttpReply r = ask(*as, row.method, path, row.body, row.type);
       EXPECT_EQ(r.status, row.want.at(as->who))
-          << row.method << " " << row.path << " as " << as->who << ": " << r.body;
+          << row.method << " " << path << " as " << as->who << ": " << r.body;
     }
   // Another user's run summary hides its result; its owner, an admin and a
   // reader see it.
@@ -172,9 +202,16 @@ TEST_F(Users, EveryRouteAnswersEachRoleAsItMay) {
     EXPECT_EQ(r["owner"], "alice");
     EXPECT_FALSE(r.contains("result"));
   }
-  // Bob sees none of alice's uploads, and his run cannot read one.
-  EXPECT_TRUE(json::parse(ask(bob_, "GET", "/datasets").body)["uploads"].empty());
-  EXPECT_EQ(json::parse(ask(rita_, "GET", "/datasets").body)["uploads"].size(), 1u);
+  // Bob sees none of alice's uploads (his own only), and his run cannot
+  // read one; a reader sees hers.
+  const auto owners_listed = [&](const Caller& as) {
+    std::set<std::string> seen;
+    const json listing = json::parse(ask(as, "GET", "/datasets").body);
+    for (const json& u : listing["uploads"]) seen.insert(u.value("owner", ""));
+    return seen;
+  };
+  EXPECT_EQ(owners_listed(bob_), std::set<std::string>{"bob"});
+  EXPECT_TRUE(owners_listed(rita_).count("alice"));
   HttpReply theirs =
       ask(bob_, "POST", "/runtime/" + sum,
           json{{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"upload", upload}}}}}}.dump());
