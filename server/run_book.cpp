@@ -155,7 +155,7 @@ std::vector<PendingRun> RunBook::pending() const {
   for (const auto& r : queue_) {
     const ExecutorDemand& d = r->request.executors;
     out.push_back({r->id, r->hash, d.min, d.max, r->bypassed, d.gpus_only, d.min_free_memory,
-                   row_sources(r->request), r->request.owner});
+                   row_sources(r->request), r->request.owner, false, r->request.priority});
   }
   return out;
 }

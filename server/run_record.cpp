@@ -73,6 +73,7 @@ json RunRecord::to_json() const {
             {"program_name", program ? program->image.manifest.name : ""},
             {"status", run_status_name(status)},
             {"owner", request.owner},
+            {"priority", request.priority},
             {"params", params_json},
             {"rows", request.rows},
             {"max_iterations", iteration_cap()},

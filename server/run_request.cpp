@@ -17,7 +17,7 @@ constexpr int64_t kDefaultIterationCap = 1000;
 Status check_keys(const json& body) {
   static const char* kKeys[] = {"params",    "dataset",   "state", "max_iterations",
                                 "outputs",   "executors", "gpus",  "min_free_memory",
-                                "timeout_s", "seed",      "owner"};
+                                "timeout_s", "seed",      "owner", "priority"};
   for (const auto& [k, _] : body.items()) {
     bool known = false;
     for (const char* n : kKeys) known = known || k == n;
@@ -25,7 +25,7 @@ Status check_keys(const json& body) {
       return invalid_argument(
           "unknown key '" + k +
           "' in the run request (expected params, dataset, state, max_iterations, outputs, "
-          "executors or gpus, min_free_memory, timeout_s, seed)");
+          "executors or gpus, min_free_memory, timeout_s, seed, priority)");
   }
   return Status::Ok();
 }
@@ -270,6 +270,14 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
     if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > 1e9)
       return invalid_argument("`timeout_s` must be a positive number of seconds");
     out.timeout_s = v.get<double>();
+  }
+  if (body.contains("priority")) {
+    const json& v = body["priority"];
+    if (!v.is_number_integer() || v.get<int64_t>() < -1000 || v.get<int64_t>() > 1000)
+      return invalid_argument(
+          "`priority` must be an integer from -1000 to 1000 (higher first "
+          "among your own runs)");
+    out.priority = v.get<int64_t>();
   }
   if (body.contains("owner")) {
     if (!body["owner"].is_string()) return invalid_argument("`owner` must be a user's name");

@@ -56,6 +56,9 @@ struct RunRequest {
   // of any the body gave (users/user_directory.h); "" for runs from before
   // owners were kept.
   std::string owner;
+  // Among its owner's queued runs, higher first ("priority", default 0);
+  // other users' runs are ordered by fair share (server/scheduler.h).
+  int64_t priority = 0;
 };
 
 // What one run request may ask of the server.

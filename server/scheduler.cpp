@@ -78,11 +78,28 @@ double recent_usage(const std::map<std::string, UserShare>& users, const std::st
   return it == users.end() ? 0.0 : it->second.recent_usage;
 }
 
+// Each user's runs reordered by priority (higher first, else in submission
+// order) within the places their runs hold in the queue.
+void order_by_priority(std::vector<PendingRun>* queue) {
+  std::map<std::string, std::vector<size_t>> places;
+  for (size_t i = 0; i < queue->size(); ++i)
+    if (!(*queue)[i].running) places[(*queue)[i].owner].push_back(i);
+  for (const auto& [owner, at] : places) {
+    std::vector<PendingRun> theirs;
+    for (size_t i : at) theirs.push_back((*queue)[i]);
+    std::stable_sort(theirs.begin(), theirs.end(), [](const PendingRun& a, const PendingRun& b) {
+      return a.priority > b.priority;
+    });
+    for (size_t k = 0; k < at.size(); ++k) (*queue)[at[k]] = std::move(theirs[k]);
+  }
+}
+
 // The queue as a pass takes it: running runs that lost executors first, then
 // the queued runs of the user with the least recent usage first, each user's
-// in submission order (a stable sort).
+// by priority, then in submission order (stable sorts).
 std::vector<PendingRun> fair_order(std::vector<PendingRun> queue,
                                    const std::map<std::string, UserShare>& users) {
+  order_by_priority(&queue);
   std::stable_sort(queue.begin(), queue.end(), [&](const PendingRun& a, const PendingRun& b) {
     if (a.running != b.running) return a.running;
     return recent_usage(users, a.owner) < recent_usage(users, b.owner);

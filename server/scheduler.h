@@ -86,6 +86,7 @@ struct PendingRun {
   std::vector<std::string> row_sources{};
   std::string owner{};   // who submitted it (users/user_directory.h)
   bool running = false;  // a running run that lost executors: first, whoever's it is
+  int64_t priority = 0;  // among its owner's runs, higher first
 };
 
 // A user as the scheduler weighs them.

@@ -51,6 +51,24 @@ TEST(SchedulerUsers, TheUserWhoUsedLessLatelyGoesFirst) {
   EXPECT_TRUE(pass.waiting.empty());
 }
 
+TEST(SchedulerUsers, PriorityOrdersAUsersOwnRunsOnly) {
+  std::vector<PendingRun> queue = {run_of("a1", "alice"), run_of("b1", "bob"),
+                                   run_of("a2", "alice"), run_of("b2", "bob")};
+  queue[2].priority = 5;  // alice's second before her first
+  queue[3].priority = 9;  // bob's too; but not ahead of alice's
+  std::map<std::string, UserShare> users;
+  users["alice"].recent_usage = 0;
+  users["bob"].recent_usage = 0;
+  auto pass = Scheduler().schedule(queue, {workers_of(2)}, users);
+  EXPECT_TRUE(placed(pass, "a2"));
+  EXPECT_TRUE(placed(pass, "b2"));
+  EXPECT_FALSE(placed(pass, "a1"));
+  EXPECT_FALSE(placed(pass, "b1"));
+  pass = Scheduler().schedule(queue, {workers_of(1)}, users);  // a2 holds a1's place, first
+  EXPECT_TRUE(placed(pass, "a2"));
+  EXPECT_FALSE(placed(pass, "b2"));
+}
+
 TEST(SchedulerUsers, AQuotaCapsTheExecutorsAUsersRunsHold) {
   std::map<std::string, UserShare> users;
   users["alice"].max_executors = 3;

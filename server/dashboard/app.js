@@ -16,6 +16,7 @@
   var token = '';
   try { token = window.localStorage.getItem(TOKEN_KEY) || ''; } catch (e) { token = ''; }
   var access = 'read';
+  var viewer = { user: '', role: '' };  // who the token belongs to (GET /)
   var timer = null;
   var generation = 0;  // bumped when the view changes, so stale answers are dropped
 
@@ -129,6 +130,8 @@
 
   function cancelButton(run, after) {
     if (access !== 'write' || (run.status !== 'queued' && run.status !== 'running')) return null;
+    // A user cancels their own runs; an admin anyone's.
+    if (viewer.role === 'user' && run.owner && run.owner !== viewer.user) return null;
     return el('button', {
       class: 'cancel', 'data-cancel': run.runtime_id, text: 'Cancel',
       onclick: function (ev) {
@@ -182,6 +185,7 @@
     return el('tr', { 'data-run': run.runtime_id, 'data-status': run.status },
       el('td', {}, el('a', { href: '#/runs/' + run.runtime_id, text: run.runtime_id })),
       el('td', { text: run.program_name || run.program.slice(0, 12) }),
+      el('td', { 'data-owner': run.runtime_id, text: run.owner || '–' }),
       el('td', {}, statusBadge(run.status)),
       el('td', { class: 'wide' }, progressBar(run),
         run.error ? el('div', { class: 'error small', 'data-error': run.runtime_id, text: run.error }) : null),
@@ -194,7 +198,7 @@
   function runsTable(runs, after, empty) {
     if (!runs.length) return el('p', { class: 'muted', text: empty });
     return el('table', { class: 'grid runs' },
-      el('thead', {}, el('tr', {}, ['run', 'program', 'status', 'progress', 'created', 'elapsed', 'per iteration', ''].map(function (h) {
+      el('thead', {}, el('tr', {}, ['run', 'program', 'owner', 'status', 'progress', 'created', 'elapsed', 'per iteration', ''].map(function (h) {
         return el('th', { text: h });
       }))),
       el('tbody', {}, runs.map(function (r) { return runRow(r, after); })));
@@ -420,6 +424,7 @@
 
   function useRoot(root) {
     access = (root && root.access) || 'read';
+    viewer = { user: (root && root.user) || '', role: (root && root.role) || '' };
     document.getElementById('version').textContent = root && root.version ? 'v' + root.version : '';
   }
 
