@@ -84,10 +84,10 @@ std::optional<HttpResponse> HttpRoutes::steer_refusal(const User& caller, const 
                                                       const std::string& what,
                                                       const std::string& action) {
   if (caller.steers_everyones() || caller.name == owner) {
-    spdlog::info("audit: {} {} {}", caller.name, action, what);
+    spdlog::info("audit: {} {}s {}", caller.name, action, what);
     return std::nullopt;
   }
-  spdlog::info("audit: {} was refused: {} {} ({})", caller.name, action, what, whose(owner));
+  spdlog::info("audit: {} may not {} {}, which is {}", caller.name, action, what, whose(owner));
   return json_response(403, {{"error", what + " is " + whose(owner) + ": only " +
                                            (owner.empty() ? "" : owner + " or ") + "an admin may " +
                                            action + " it"}});

@@ -182,6 +182,7 @@ std::string run_summary(const json& record) {
   std::vector<std::vector<std::string>> rows;
   const std::string hash = str(record, "program");
   rows.push_back({"program", str(record, "program_name") + " (" + hash.substr(0, 12) + ")"});
+  if (!str(record, "owner").empty()) rows.push_back({"owner", str(record, "owner")});
   rows.push_back({"created", str(record, "created_at")});
   if (record.contains("started_at")) rows.push_back({"started", str(record, "started_at")});
   if (record.contains("finished_at"))

@@ -241,9 +241,9 @@ TEST_F(Users, EveryRouteAnswersEachRoleAsItMay) {
   for (const std::string& id : {queued, bobs, running})
     EXPECT_EQ(wait_until_finished(c_, id, 60).value("status", ""), "cancelled") << id;
   const std::string log = read_file(c_.dir() + "/server.log");
-  EXPECT_NE(log.find("audit: bob was refused: cancel run " + queued), std::string::npos);
-  EXPECT_NE(log.find("audit: alice cancel run " + queued), std::string::npos);
-  EXPECT_NE(log.find("audit: root cancel run " + bobs), std::string::npos);
+  EXPECT_NE(log.find("audit: bob may not cancel run " + queued + ", which is alice's"), std::string::npos);
+  EXPECT_NE(log.find("audit: alice cancels run " + queued), std::string::npos);
+  EXPECT_NE(log.find("audit: root cancels run " + bobs), std::string::npos);
 
   // Deleting: alice's upload and program are hers and an admin's to delete.
   EXPECT_EQ(ask(bob_, "DELETE", "/datasets/" + upload).status, 403);
