@@ -191,16 +191,6 @@ void Coordinator::Impl::submit_run(const std::string& hash, std::string body, bo
   });
 }
 
-UploadLookup Coordinator::Impl::upload_lookup_for(const User& caller) {
-  return [this, caller](const std::string& id) -> Result<std::pair<std::string, FileFormat>> {
-    auto owner = datasets.owner_of(id);
-    if (owner.ok() && *owner != caller.name && !caller.steers_everyones())
-      return permission_denied("upload " + id + " is " + (owner->empty() ? "nobody" : *owner) +
-                               "'s: a run reads only its owner's uploads");
-    return datasets.lookup(id);
-  };
-}
-
 // A program no queued or running run uses is forgotten, here and on the workers.
 void Coordinator::Impl::delete_program(const std::string& hash, Responder respond) {
   std::unique_lock<std::mutex> l(programs_mu);

@@ -1,5 +1,6 @@
-// The coordinator's answers about one run: its cancellation
-// (DELETE /runtimes/{id}) and a wait for its end (GET /runtimes/{id}?wait_ms=N).
+// The coordinator's answers about one run: the uploads it may read, its
+// cancellation (DELETE /runtimes/{id}) and a wait for its end
+// (GET /runtimes/{id}?wait_ms=N).
 #include <boost/asio/steady_timer.hpp>
 
 #include "server/coordinator_impl.h"
@@ -13,6 +14,23 @@ HttpResponse record_or_error(const Result<json>& record) {
   return record.ok() ? json_response(200, record.value()) : error_response(record.status());
 }
 }  // namespace
+
+UploadLookup Coordinator::Impl::upload_lookup_for(const User& caller) {
+  return [this, caller](const std::string& id) -> Result<std::pair<std::string, FileFormat>> {
+    auto meta = datasets.get(id);
+    if (meta.ok() && !caller.steers_everyones()) {
+      const std::string owner = meta->value("owner", "");
+      bool shared = owner == caller.name;
+      if (auto s = meta->find("share"); s != meta->end() && s->is_array())
+        for (const auto& name : *s) shared = shared || name == "*" || name == caller.name;
+      if (!shared)
+        return permission_denied("upload " + id + " is " + (owner.empty() ? "nobody" : owner) +
+                                 "'s: a run reads only its owner's uploads and those shared "
+                                 "with its owner (POST /datasets?share=NAME)");
+    }
+    return datasets.lookup(id);
+  };
+}
 
 void Coordinator::Impl::cancel_run(const std::string& id, Responder respond) {
   auto outcome = runs.cancel(id);

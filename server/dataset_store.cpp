@@ -174,7 +174,7 @@ Result<std::unique_ptr<UploadSink>> DatasetStore::open_upload(std::string* id) {
 
 Result<json> DatasetStore::commit(const std::string& id, const std::string& part,
                                   const std::string& format, const std::string& digest,
-                                  const std::string& owner) {
+                                  const std::string& owner, const std::vector<std::string>& share) {
   std::error_code ec;
   auto fail = [&](const Status& s) {
     fs::remove(part, ec);
@@ -203,6 +203,7 @@ Result<json> DatasetStore::commit(const std::string& id, const std::string& part
   meta["file"] = final_path.string();
   if (!digest.empty()) meta["digest"] = digest;
   if (!owner.empty()) meta["owner"] = owner;
+  if (!share.empty()) meta["share"] = share;
   // The description makes the upload exist after a restart: written whole or
   // not at all, and without it the data goes too.  Bytes that can be
   // checked again (a digest) go to disk after the answer, marked until then;

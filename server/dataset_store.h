@@ -44,10 +44,12 @@ class DatasetStore {
   // Checks the written file (`format` "npy", "raw" or empty to detect .npy)
   // and makes it available, described with `digest` (the PieceDigest of the
   // body, as its reader computed it) unless that is empty; on error the
-  // file is removed.  `owner`: the user who sent it, kept in its description.
+  // file is removed.  `owner`: the user who sent it, and `share`: the users
+  // whose runs may read it too ("*": all), kept in its description.
   Result<nlohmann::json> commit(const std::string& id, const std::string& part,
                                 const std::string& format, const std::string& digest = "",
-                                const std::string& owner = "");
+                                const std::string& owner = "",
+                                const std::vector<std::string>& share = {});
   // The descriptions, in id order; with a `digest`, only the uploads of those bytes.
   nlohmann::json list(const std::string& digest = "") const;
   Result<nlohmann::json> get(const std::string& id) const;

@@ -215,8 +215,8 @@ std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
       {{"GET", "/api/v1/datasets/{id}"},
        [](HttpRoutes* h, C& c, R& r) {
          const std::string& id = c.path["id"];
-         if (auto owner = h->s_.datasets->owner_of(id); owner.ok())
-           if (auto no = read_refusal(c.caller, *owner, "upload " + id)) return r(std::move(*no));
+         if (auto meta = h->s_.datasets->get(id); meta.ok())
+           if (auto no = upload_refusal(c.caller, *meta)) return r(std::move(*no));
          reply(r, h->s_.datasets->get(id));
        }},
       {{"DELETE", "/api/v1/datasets/{id}"},
@@ -439,8 +439,9 @@ void HttpRoutes::get_program(Call& c, Responder& r) {
 // Fields can be large: the file is assembled (or read back from the run
 // store) off the io thread.
 void HttpRoutes::get_field(Call& c, Responder& r) {
-  if (auto owner = s_.runs->owner_of(c.path["id"]); owner.ok())
-    if (auto no = read_refusal(c.caller, *owner, "run " + c.path["id"])) return r(std::move(*no));
+  if (auto a = s_.runs->access_of(c.path["id"]); a.ok())
+    if (auto no = read_refusal(c.caller, a->owner, "run " + c.path["id"], a->share))
+      return r(std::move(*no));
   std::string name = c.path["name"];
   if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
     name.resize(name.size() - 4);
@@ -450,31 +451,6 @@ void HttpRoutes::get_field(Call& c, Responder& r) {
       if (!npy.ok()) return respond(error_response(npy.status()));
       respond({200, "application/octet-stream", std::move(npy->head), npy->tail,
                std::move(npy->owner)});
-    });
-  });
-}
-
-void HttpRoutes::post_dataset(Call& c, Responder& r) {
-  if (!c.req.body_status.ok()) {  // the body met a full disk: its file is gone
-    spdlog::warn("upload refused: {}", c.req.body_status.message());
-    return r(error_response(c.req.body_status));
-  }
-  if (c.req.body_file.empty())
-    return r(json_response(400, {{"error", "POST /datasets takes the file as the request body"}}));
-  // Reads the file's header and writes its description durably: off the io thread.
-  s_.offload([this, req = std::move(c.req), format = c.query["format"], caller = c.caller.name,
-              respond = std::move(r)]() mutable {
-    answer_guarded(std::move(respond), [&](Responder answer) {
-      const std::string id = std::filesystem::path(req.body_file).stem().string();
-      auto meta = s_.datasets->commit(id, req.body_file, format, req.body_digest, caller);
-      if (!meta.ok()) return answer(error_response(meta.status()));
-      json out = std::move(meta).value();
-      const double bytes = static_cast<double>(out.value("bytes", uint64_t{0}));
-      const double seconds = req.body_seconds;
-      out["receive_ms"] = seconds * 1000;
-      out["receive_bytes_per_s"] = seconds > 0 ? bytes / seconds : 0.0;
-      spdlog::info("stored dataset {} ({} bytes in {:.2f} s)", id, bytes, seconds);
-      answer(json_response(201, out));
     });
   });
 }

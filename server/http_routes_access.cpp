@@ -76,8 +76,21 @@ std::optional<HttpResponse> HttpRoutes::check_token(const HttpRequest& req) cons
   return std::nullopt;
 }
 
-bool HttpRoutes::sees_data_of(const User& caller, const std::string& owner) {
-  return caller.sees_everyones_data() || caller.name == owner;
+bool HttpRoutes::sees_data_of(const User& caller, const std::string& owner,
+                              const std::vector<std::string>& share) {
+  if (caller.sees_everyones_data() || caller.name == owner) return true;
+  for (const std::string& name : share)
+    if (name == "*" || name == caller.name) return true;
+  return false;
+}
+
+// The names of a "share" list in a record or an upload's description.
+std::vector<std::string> HttpRoutes::shared_with(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  if (auto s = j.find("share"); s != j.end() && s->is_array())
+    for (const auto& name : *s)
+      if (name.is_string()) out.push_back(name.get<std::string>());
+  return out;
 }
 
 std::optional<HttpResponse> HttpRoutes::steer_refusal(const User& caller, const std::string& owner,
@@ -94,15 +107,23 @@ std::optional<HttpResponse> HttpRoutes::steer_refusal(const User& caller, const 
 }
 
 std::optional<HttpResponse> HttpRoutes::read_refusal(const User& caller, const std::string& owner,
-                                                     const std::string& what) {
-  if (sees_data_of(caller, owner)) return std::nullopt;
+                                                     const std::string& what,
+                                                     const std::vector<std::string>& share) {
+  if (sees_data_of(caller, owner, share)) return std::nullopt;
   return json_response(403, {{"error", what + " is " + whose(owner) +
-                                           ": its data is open to its owner, admins and "
-                                           "readers only"}});
+                                           ": its data is open to its owner, admins, readers "
+                                           "and the users it is shared with only"}});
+}
+
+std::optional<HttpResponse> HttpRoutes::upload_refusal(const User& caller,
+                                                       const nlohmann::json& meta) {
+  return read_refusal(caller, meta.value("owner", ""), "upload " + meta.value("id", ""),
+                      shared_with(meta));
 }
 
 nlohmann::json HttpRoutes::record_for(const User& caller, nlohmann::json record) {
-  if (!record.is_object() || sees_data_of(caller, record.value("owner", ""))) return record;
+  if (!record.is_object() || sees_data_of(caller, record.value("owner", ""), shared_with(record)))
+    return record;
   record.erase("result");
   if (auto t = record.find("timings"); t != record.end() && t->is_array())
     for (nlohmann::json& iteration : *t)  // its scalars, each step

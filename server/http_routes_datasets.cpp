@@ -1,9 +1,12 @@
-// HttpRoutes' dataset routes beyond uploads: the listing of uploads and kept
-// rows, removal (an upload's kept rows go with it), staging rows onto
-// executors before a run, dropping the kept rows of a source, and probing
-// whether every worker reads the same file at a path.
+// HttpRoutes' dataset routes: uploads (stored with their owner and whom they
+// are shared with), the listing of uploads and kept rows, removal (an
+// upload's kept rows go with it), staging rows onto executors before a run,
+// dropping the kept rows of a source, and probing whether every worker reads
+// the same file at a path.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 
 #include "common/json_limits.h"
@@ -27,7 +30,7 @@ void HttpRoutes::get_datasets(Call& c, Responder& r) {
   if (!c.caller.sees_everyones_data()) {
     json own = json::array();
     for (json& u : view["uploads"])
-      if (u.value("owner", "") == c.caller.name) own.push_back(std::move(u));
+      if (!upload_refusal(c.caller, u)) own.push_back(std::move(u));
     view["uploads"] = std::move(own);
   }
   r(json_response(200, view));
@@ -126,6 +129,54 @@ void HttpRoutes::post_probe(Call& c, Responder& r) {
       auto verdict = s_.visibility->probe(path, seen);
       if (!verdict.ok()) return answer(error_response(verdict.status()));
       answer(json_response(200, *verdict));
+    });
+  });
+}
+
+namespace {
+
+// ?share=bob,carol: the users an upload is shared with.
+std::vector<std::string> share_list(const std::string& names) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  while (from <= names.size()) {
+    const size_t comma = std::min(names.find(',', from), names.size());
+    if (comma > from) out.push_back(names.substr(from, comma - from));
+    from = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+void HttpRoutes::post_dataset(Call& c, Responder& r) {
+  for (const std::string& name : share_list(c.query["share"]))
+    if (name != "*" && !valid_user_name(name)) {
+      std::error_code ec;
+      std::filesystem::remove(c.req.body_file, ec);  // nothing of it is kept
+      return r(json_response(
+          400, {{"error", "share: '" + name + "' is no user's name (share=NAME,NAME or *)"}}));
+    }
+  if (!c.req.body_status.ok()) {  // the body met a full disk: its file is gone
+    spdlog::warn("upload refused: {}", c.req.body_status.message());
+    return r(error_response(c.req.body_status));
+  }
+  if (c.req.body_file.empty())
+    return r(json_response(400, {{"error", "POST /datasets takes the file as the request body"}}));
+  // Reads the file's header and writes its description durably: off the io thread.
+  s_.offload([this, req = std::move(c.req), format = c.query["format"], caller = c.caller.name,
+              share = share_list(c.query["share"]), respond = std::move(r)]() mutable {
+    answer_guarded(std::move(respond), [&](Responder answer) {
+      const std::string id = std::filesystem::path(req.body_file).stem().string();
+      auto meta = s_.datasets->commit(id, req.body_file, format, req.body_digest, caller, share);
+      if (!meta.ok()) return answer(error_response(meta.status()));
+      json out = std::move(meta).value();
+      const double bytes = static_cast<double>(out.value("bytes", uint64_t{0}));
+      const double seconds = req.body_seconds;
+      out["receive_ms"] = seconds * 1000;
+      out["receive_bytes_per_s"] = seconds > 0 ? bytes / seconds : 0.0;
+      spdlog::info("stored dataset {} ({} bytes in {:.2f} s)", id, bytes, seconds);
+      answer(json_response(201, out));
     });
   });
 }

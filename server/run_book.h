@@ -149,7 +149,13 @@ class RunBook {
   // names none, and is refused) and GET /runtimes/<id>.
   Result<nlohmann::json> list_json(const std::optional<std::string>& status = std::nullopt) const;
   Result<nlohmann::json> get_json(const std::string& id) const;
-  // Who submitted run `id` ("" for a run from before owners were kept).
+  // Who submitted run `id` ("" for a run from before owners were kept), and
+  // whom its data is shared with.
+  struct RunAccess {
+    std::string owner;
+    std::vector<std::string> share;
+  };
+  Result<RunAccess> access_of(const std::string& id) const;
   Result<std::string> owner_of(const std::string& id) const;
   // The executors each user's running runs hold now; the runs `owner` has queued.
   std::map<std::string, int64_t> held_by_owner() const;

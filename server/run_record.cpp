@@ -74,6 +74,7 @@ json RunRecord::to_json() const {
             {"status", run_status_name(status)},
             {"owner", request.owner},
             {"priority", request.priority},
+            {"share", request.share},
             {"params", params_json},
             {"rows", request.rows},
             {"max_iterations", iteration_cap()},

@@ -1,5 +1,7 @@
 #include "server/run_request.h"
 
+#include "users/user_directory.h"
+
 #include <random>
 #include <vector>
 
@@ -15,9 +17,9 @@ namespace {
 constexpr int64_t kDefaultIterationCap = 1000;
 
 Status check_keys(const json& body) {
-  static const char* kKeys[] = {"params",    "dataset",   "state", "max_iterations",
-                                "outputs",   "executors", "gpus",  "min_free_memory",
-                                "timeout_s", "seed",      "owner", "priority"};
+  static const char* kKeys[] = {
+      "params",          "dataset",   "state", "max_iterations", "outputs",  "executors", "gpus",
+      "min_free_memory", "timeout_s", "seed",  "owner",          "priority", "share"};
   for (const auto& [k, _] : body.items()) {
     bool known = false;
     for (const char* n : kKeys) known = known || k == n;
@@ -25,7 +27,7 @@ Status check_keys(const json& body) {
       return invalid_argument(
           "unknown key '" + k +
           "' in the run request (expected params, dataset, state, max_iterations, outputs, "
-          "executors or gpus, min_free_memory, timeout_s, seed, priority)");
+          "executors or gpus, min_free_memory, timeout_s, seed, priority, share)");
   }
   return Status::Ok();
 }
@@ -278,6 +280,18 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
           "`priority` must be an integer from -1000 to 1000 (higher first "
           "among your own runs)");
     out.priority = v.get<int64_t>();
+  }
+  if (body.contains("share")) {
+    const json& v = body["share"];
+    bool ok = v.is_array();
+    for (const json& name : ok ? v : json::array())
+      ok = ok && name.is_string() &&
+           (name.get<std::string>() == "*" || valid_user_name(name.get<std::string>()));
+    if (!ok)
+      return invalid_argument(
+          "`share` must be a list of user names (or \"*\" for every user) who may read the run's "
+          "result, fields and logs");
+    out.share = v.get<std::vector<std::string>>();
   }
   if (body.contains("owner")) {
     if (!body["owner"].is_string()) return invalid_argument("`owner` must be a user's name");

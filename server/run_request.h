@@ -59,6 +59,9 @@ struct RunRequest {
   // Among its owner's queued runs, higher first ("priority", default 0);
   // other users' runs are ordered by fair share (server/scheduler.h).
   int64_t priority = 0;
+  // Users who may read its result, fields and logs besides its owner
+  // ("share": ["bob"]; "*": every user).
+  std::vector<std::string> share;
 };
 
 // What one run request may ask of the server.

@@ -259,7 +259,7 @@ TEST_F(CommandLine, DetachedRunIsFollowedListedAndCancelled) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind(id + ": running\n", 0), 0u) << r.out;
   r = run_cli(*cluster_, {"runs", "--status", "running"});
-  EXPECT_NE(r.out.find(id + "  running  K-Means"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(id + "  running  anonymous  K-Means"), std::string::npos) << r.out;
   r = run_cli(*cluster_, {"workers"});
   EXPECT_NE(r.out.find("running " + id), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("K-Means (" + hash.substr(0, 12) + ") ready"), std::string::npos) << r.out;

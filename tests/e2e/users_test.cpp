@@ -218,6 +218,27 @@ TEST_F(Users, EveryRouteAnswersEachRoleAsItMay) {
   EXPECT_EQ(theirs.status, 403) << theirs.body;
   EXPECT_NE(theirs.body.find("alice's"), std::string::npos) << theirs.body;
 
+  // Shared: a run and an upload alice shares with bob are his to read.
+  HttpReply shared_up = ask(alice_, "POST", "/datasets?share=bob", npy, "application/octet-stream");
+  ASSERT_EQ(shared_up.status, 201) << shared_up.body;
+  const std::string shared_upload = json::parse(shared_up.body).value("id", "");
+  EXPECT_EQ(ask(bob_, "GET", "/datasets/" + shared_upload).status, 200);
+  json bobs_over_hers =
+      run_as(bob_, sum,
+             {{"params", {{"dims", 1}}}, {"dataset", {{"values", {{"upload", shared_upload}}}}}});
+  EXPECT_EQ(bobs_over_hers.value("status", ""), "done") << bobs_over_hers.dump(2);
+  json shared_run = run_as(alice_, sum,
+                           {{"params", {{"dims", 1}}},
+                            {"dataset", {{"values", {{"upload", upload}}}}},
+                            {"share", {"bob"}}});
+  ASSERT_EQ(shared_run.value("status", ""), "done") << shared_run.dump(2);
+  const std::string shared_id = shared_run["runtime_id"];
+  EXPECT_TRUE(json::parse(ask(bob_, "GET", "/runtimes/" + shared_id).body).contains("result"));
+  EXPECT_EQ(ask(bob_, "GET", "/runtimes/" + shared_id + "/logs").status, 200);
+  EXPECT_EQ(ask(bob_, "DELETE", "/runtimes/" + shared_id).status, 403) << "read, not steer";
+  EXPECT_EQ(ask(alice_, "POST", "/datasets?share=no%20one", npy, "application/octet-stream").status,
+            400);
+
   // Cancelling: while a long run of alice's holds the one executor, her
   // queued run is bob's and rita's to leave and hers to cancel, and an admin
   // cancels bob's queued run and alice's running one.
@@ -241,7 +262,8 @@ TEST_F(Users, EveryRouteAnswersEachRoleAsItMay) {
   for (const std::string& id : {queued, bobs, running})
     EXPECT_EQ(wait_until_finished(c_, id, 60).value("status", ""), "cancelled") << id;
   const std::string log = read_file(c_.dir() + "/server.log");
-  EXPECT_NE(log.find("audit: bob may not cancel run " + queued + ", which is alice's"), std::string::npos);
+  EXPECT_NE(log.find("audit: bob may not cancel run " + queued + ", which is alice's"),
+            std::string::npos);
   EXPECT_NE(log.find("audit: alice cancels run " + queued), std::string::npos);
   EXPECT_NE(log.find("audit: root cancels run " + bobs), std::string::npos);
 
