@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -257,21 +258,30 @@ int run_client(lizard::WorkerOptions opts, const std::string& token_file, char**
     spdlog::error("{}", st.message());
     return 1;
   }
+  // Ends before the daemon does: a signal that comes while the process exits
+  // (a refused worker) finds no thread that logs or stops what is gone.
+  std::atomic<bool> leaving{false};
   std::thread signals([&] {
     wait_for_signal();
+    if (leaving) return;
     spdlog::info("shutting down");
     daemon.stop();
   });
-  signals.detach();
+  int status = 0;
   if (daemon.run()) {
     // A GPU context that keeps a fault is only cleared by a new process,
     // which takes its token as this one did.
     if (!opts.token.empty() && token_file.empty()) setenv("LIZARD_TOKEN", opts.token.c_str(), 1);
     execv("/proc/self/exe", argv);
     spdlog::error("cannot restart: {}", std::strerror(errno));
-    return 1;
+    status = 1;
+  } else {
+    status = daemon.refused().empty() ? 0 : 1;
   }
-  return daemon.refused().empty() ? 0 : 1;
+  leaving = true;
+  ::kill(::getpid(), SIGTERM);  // wakes the signal thread (the signal is blocked everywhere)
+  signals.join();
+  return status;
 }
 
 }  // namespace

@@ -283,8 +283,10 @@ TEST_F(Users, EveryRouteAnswersEachRoleAsItMay) {
 TEST_F(Users, AUsersTokenAdmitsNoWorker) {
   ASSERT_TRUE(c_.add_worker({"--token", alice_.token}).ok());
   ASSERT_TRUE(c_.add_worker({"--token", root_.token}).ok());
-  for (int i = 0; i < 100; ++i) {
-    if (read_file(c_.dir() + "/worker2.log").find("refused") != std::string::npos) break;
+  for (int i = 0; i < 600; ++i) {  // each says so once the server refused it, and stops
+    if (read_file(c_.dir() + "/worker1.log").find("refused") != std::string::npos &&
+        read_file(c_.dir() + "/worker2.log").find("refused") != std::string::npos)
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   for (const char* log : {"/worker1.log", "/worker2.log"})
