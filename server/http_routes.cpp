@@ -393,9 +393,9 @@ void HttpRoutes::get_runs(Call& c, Responder& r) {
 
 void HttpRoutes::get_run(Call& c, Responder& r) {
   const std::string& id = c.path["id"];
-  auto owner = s_.runs->owner_of(id);  // none: the answer below says so
-  if (owner.ok() &&
-      !sees_data_of(c.caller, *owner)) {  // its answer, whenever it comes, without the result
+  auto access = s_.runs->access_of(id);  // none: the answer below says so
+  if (access.ok() && !sees_data_of(c.caller, access->owner, access->share)) {
+    // Its answer, whenever it comes, without the result.
     r = [caller = c.caller, respond = std::move(r)](HttpResponse answer) {
       json record = json::parse(answer.body, nullptr, false);
       if (answer.status == 200 && record.is_object())
