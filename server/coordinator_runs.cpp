@@ -17,16 +17,11 @@ HttpResponse record_or_error(const Result<json>& record) {
 
 UploadLookup Coordinator::Impl::upload_lookup_for(const User& caller) {
   return [this, caller](const std::string& id) -> Result<std::pair<std::string, FileFormat>> {
-    auto meta = datasets.get(id);
-    if (meta.ok() && !caller.steers_everyones()) {
-      const std::string owner = meta->value("owner", "");
-      bool shared = owner == caller.name;
-      if (auto s = meta->find("share"); s != meta->end() && s->is_array())
-        for (const auto& name : *s) shared = shared || name == "*" || name == caller.name;
-      if (!shared)
-        return permission_denied("upload " + id + " is " + (owner.empty() ? "nobody" : owner) +
-                                 "'s: a run reads only its owner's uploads and those shared "
-                                 "with its owner (POST /datasets?share=NAME)");
+    if (auto held = datasets.access_of(id); held.ok() && !caller.runs_over_data_of(*held)) {
+      const std::string& owner = held->owner;
+      return permission_denied("upload " + id + " is " + (owner.empty() ? "nobody" : owner) +
+                               "'s: a run reads only its owner's uploads and those shared "
+                               "with its owner (POST /datasets?share=NAME)");
     }
     return datasets.lookup(id);
   };

@@ -18,6 +18,7 @@
 #include "dataset/input_file.h"
 #include "dataset/npy.h"
 #include "server/durable_write.h"
+#include "server/ownership_json.h"
 
 namespace fs = std::filesystem;
 
@@ -243,10 +244,9 @@ Result<json> DatasetStore::get(const std::string& id) const {
   return it->second;
 }
 
-Result<std::string> DatasetStore::owner_of(const std::string& id) const {
+Result<Ownership> DatasetStore::access_of(const std::string& id) const {
   LIZARD_ASSIGN_OR_RETURN(json meta, get(id));
-  const auto it = meta.find("owner");
-  return it != meta.end() && it->is_string() ? it->get<std::string>() : std::string();
+  return ownership_in(meta);
 }
 
 Status DatasetStore::remove(const std::string& id) {

@@ -29,6 +29,7 @@
 #include "server/state_dir_identity.h"
 #include "server/transport.h"
 #include "server/upload_syncer.h"
+#include "users/user_directory.h"
 
 namespace lizard {
 
@@ -54,7 +55,8 @@ class DatasetStore {
   nlohmann::json list(const std::string& digest = "") const;
   Result<nlohmann::json> get(const std::string& id) const;
   // Who sent upload `id` ("" for one from before owners were kept).
-  Result<std::string> owner_of(const std::string& id) const;
+  // Who sent upload `id`, and whom it is shared with.
+  Result<Ownership> access_of(const std::string& id) const;
   Status remove(const std::string& id);
   Result<std::pair<std::string, FileFormat>> lookup(const std::string& id) const;
   // Waits until every upload committed so far is on disk.

@@ -199,8 +199,8 @@ std::vector<HttpRoutes::Route> HttpRoutes::versioned_routes() {
       {{"DELETE", "/api/v1/runs/{id}"},
        [](HttpRoutes* h, C& c, R& r) {
          const std::string& id = c.path["id"];
-         if (auto owner = h->s_.runs->owner_of(id); owner.ok())
-           if (auto no = steer_refusal(c.caller, *owner, "run " + id, "cancel"))
+         if (auto a = h->s_.runs->access_of(id); a.ok())
+           if (auto no = steer_refusal(c.caller, a->owner, "run " + id, "cancel"))
              return r(std::move(*no));
          h->s_.actions->cancel_run(id, std::move(r));
        }},
@@ -394,7 +394,7 @@ void HttpRoutes::get_runs(Call& c, Responder& r) {
 void HttpRoutes::get_run(Call& c, Responder& r) {
   const std::string& id = c.path["id"];
   auto access = s_.runs->access_of(id);  // none: the answer below says so
-  if (access.ok() && !sees_data_of(c.caller, access->owner, access->share)) {
+  if (access.ok() && !c.caller.reads_data_of(*access)) {
     // Its answer, whenever it comes, without the result.
     r = [caller = c.caller, respond = std::move(r)](HttpResponse answer) {
       json record = json::parse(answer.body, nullptr, false);
@@ -440,8 +440,7 @@ void HttpRoutes::get_program(Call& c, Responder& r) {
 // store) off the io thread.
 void HttpRoutes::get_field(Call& c, Responder& r) {
   if (auto a = s_.runs->access_of(c.path["id"]); a.ok())
-    if (auto no = read_refusal(c.caller, a->owner, "run " + c.path["id"], a->share))
-      return r(std::move(*no));
+    if (auto no = read_refusal(c.caller, *a, "run " + c.path["id"])) return r(std::move(*no));
   std::string name = c.path["name"];
   if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
     name.resize(name.size() - 4);

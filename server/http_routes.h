@@ -133,26 +133,19 @@ class HttpRoutes {
   // Whether the request may go without a token: the health check and the
   // dashboard's files, which hold no data.
   static bool open_to_all(const RouteSpec* route, const HttpRequest& req);
-  // Whether `caller` may read the results, fields, logs and uploads of
-  // `owner`, shared with `share` (names, or "*" for every user).
-  static bool sees_data_of(const User& caller, const std::string& owner,
-                           const std::vector<std::string>& share = {});
   // 403 unless `caller` may `action` ("cancel") `what` ("run r3"), which
   // `owner` owns; either way an audit line in the log.
   static std::optional<HttpResponse> steer_refusal(const User& caller, const std::string& owner,
                                                    const std::string& what,
                                                    const std::string& action);
-  // 403 unless `caller` may read the data of `what`, which `owner` owns and
-  // shares with `share`.
-  static std::optional<HttpResponse> read_refusal(const User& caller, const std::string& owner,
-                                                  const std::string& what,
-                                                  const std::vector<std::string>& share = {});
+  // 403 unless `caller` may read the data of `what`, held as `held`.
+  static std::optional<HttpResponse> read_refusal(const User& caller, const Ownership& held,
+                                                  const std::string& what);
   // The same for an upload, from its description.
   static std::optional<HttpResponse> upload_refusal(const User& caller, const nlohmann::json& meta);
   // A run's record as `caller` sees it: without its result unless it is
   // theirs to read.
   static nlohmann::json record_for(const User& caller, nlohmann::json record);
-  static std::vector<std::string> shared_with(const nlohmann::json& j);
   void get_root(Call& c, Responder& r);
   void get_metrics(Call& c, Responder& r);
   void get_dashboard_file(Call& c, Responder& r);

@@ -6,6 +6,7 @@
 
 #include "common/auth.h"
 #include "server/http_routes.h"
+#include "server/ownership_json.h"
 #include "users/users_file.h"
 
 namespace lizard {
@@ -76,23 +77,6 @@ std::optional<HttpResponse> HttpRoutes::check_token(const HttpRequest& req) cons
   return std::nullopt;
 }
 
-bool HttpRoutes::sees_data_of(const User& caller, const std::string& owner,
-                              const std::vector<std::string>& share) {
-  if (caller.sees_everyones_data() || caller.name == owner) return true;
-  for (const std::string& name : share)
-    if (name == "*" || name == caller.name) return true;
-  return false;
-}
-
-// The names of a "share" list in a record or an upload's description.
-std::vector<std::string> HttpRoutes::shared_with(const nlohmann::json& j) {
-  std::vector<std::string> out;
-  if (auto s = j.find("share"); s != j.end() && s->is_array())
-    for (const auto& name : *s)
-      if (name.is_string()) out.push_back(name.get<std::string>());
-  return out;
-}
-
 std::optional<HttpResponse> HttpRoutes::steer_refusal(const User& caller, const std::string& owner,
                                                       const std::string& what,
                                                       const std::string& action) {
@@ -106,24 +90,21 @@ std::optional<HttpResponse> HttpRoutes::steer_refusal(const User& caller, const 
                                            action + " it"}});
 }
 
-std::optional<HttpResponse> HttpRoutes::read_refusal(const User& caller, const std::string& owner,
-                                                     const std::string& what,
-                                                     const std::vector<std::string>& share) {
-  if (sees_data_of(caller, owner, share)) return std::nullopt;
-  return json_response(403, {{"error", what + " is " + whose(owner) +
+std::optional<HttpResponse> HttpRoutes::read_refusal(const User& caller, const Ownership& held,
+                                                     const std::string& what) {
+  if (caller.reads_data_of(held)) return std::nullopt;
+  return json_response(403, {{"error", what + " is " + whose(held.owner) +
                                            ": its data is open to its owner, admins, readers "
                                            "and the users it is shared with only"}});
 }
 
 std::optional<HttpResponse> HttpRoutes::upload_refusal(const User& caller,
                                                        const nlohmann::json& meta) {
-  return read_refusal(caller, meta.value("owner", ""), "upload " + meta.value("id", ""),
-                      shared_with(meta));
+  return read_refusal(caller, ownership_in(meta), "upload " + meta.value("id", ""));
 }
 
 nlohmann::json HttpRoutes::record_for(const User& caller, nlohmann::json record) {
-  if (!record.is_object() || sees_data_of(caller, record.value("owner", ""), shared_with(record)))
-    return record;
+  if (!record.is_object() || caller.reads_data_of(ownership_in(record))) return record;
   record.erase("result");
   if (auto t = record.find("timings"); t != record.end() && t->is_array())
     for (nlohmann::json& iteration : *t)  // its scalars, each step

@@ -38,8 +38,8 @@ void HttpRoutes::get_datasets(Call& c, Responder& r) {
 
 void HttpRoutes::delete_dataset(Call& c, Responder& r) {
   const std::string& id = c.path["id"];
-  if (auto owner = s_.datasets->owner_of(id); owner.ok())
-    if (auto no = steer_refusal(c.caller, *owner, "upload " + id, "delete"))
+  if (auto a = s_.datasets->access_of(id); a.ok())
+    if (auto no = steer_refusal(c.caller, a->owner, "upload " + id, "delete"))
       return r(std::move(*no));
   Status st = s_.datasets->remove(id);
   if (!st.ok()) return r(error_response(st));

@@ -23,7 +23,7 @@ void HttpRoutes::get_logs(Call& c, Responder& r) {
   auto run = s_.runs->find(id);
   if (!run || !s_.logs) return r(error_response(not_found("no run " + id)));
   if (auto a = s_.runs->access_of(id); a.ok())
-    if (auto no = read_refusal(c.caller, a->owner, "run " + id, a->share)) return r(std::move(*no));
+    if (auto no = read_refusal(c.caller, *a, "run " + id)) return r(std::move(*no));
   s_.offload([logs = s_.logs, id = run->id, source, respond = std::move(r)] {
     answer_guarded(respond, [&](const Responder& respond) {
       auto text = logs->read(id, source);

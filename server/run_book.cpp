@@ -10,6 +10,7 @@
 #include "dataset/npy.h"
 #include "program/specialisation.h"
 #include "server/http_routes.h"
+#include "server/ownership_json.h"
 
 namespace lizard {
 
@@ -427,22 +428,13 @@ size_t RunBook::queued_of(const std::string& owner) const {
   return n;
 }
 
-Result<RunBook::RunAccess> RunBook::access_of(const std::string& id) const {
+Result<Ownership> RunBook::access_of(const std::string& id) const {
   std::lock_guard<std::mutex> l(mu_);
   auto it = runs_.find(id);
   if (it == runs_.end()) return not_found("no such run: " + id);
   const RunRecord& r = *it->second;
-  if (!r.restored.is_object()) return RunAccess{r.request.owner, r.request.share};
-  RunAccess a{r.restored.value("owner", ""), {}};
-  if (auto s = r.restored.find("share"); s != r.restored.end() && s->is_array())
-    for (const json& name : *s)
-      if (name.is_string()) a.share.push_back(name.get<std::string>());
-  return a;
-}
-
-Result<std::string> RunBook::owner_of(const std::string& id) const {
-  LIZARD_ASSIGN_OR_RETURN(RunAccess a, access_of(id));
-  return a.owner;
+  if (!r.restored.is_object()) return Ownership{r.request.owner, r.request.share};
+  return ownership_in(r.restored);
 }
 
 void RunBook::hold_stored_outputs_locked(const std::shared_ptr<RunRecord>& run) {

@@ -38,6 +38,7 @@
 #include "server/run_record.h"
 #include "server/run_store.h"
 #include "server/run_store_writer.h"
+#include "users/user_directory.h"
 
 namespace lizard {
 
@@ -151,12 +152,7 @@ class RunBook {
   Result<nlohmann::json> get_json(const std::string& id) const;
   // Who submitted run `id` ("" for a run from before owners were kept), and
   // whom its data is shared with.
-  struct RunAccess {
-    std::string owner;
-    std::vector<std::string> share;
-  };
-  Result<RunAccess> access_of(const std::string& id) const;
-  Result<std::string> owner_of(const std::string& id) const;
+  Result<Ownership> access_of(const std::string& id) const;
   // The executors each user's running runs hold now; the runs `owner` has queued.
   std::map<std::string, int64_t> held_by_owner() const;
   size_t queued_of(const std::string& owner) const;

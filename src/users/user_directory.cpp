@@ -16,6 +16,13 @@
 
 namespace lizard {
 
+bool User::is_among(const Ownership& o) const {
+  if (name == o.owner) return true;
+  for (const std::string& n : o.share)
+    if (n == "*" || n == name) return true;
+  return false;
+}
+
 namespace {
 
 bool is_hex_digest(const std::string& s) {

@@ -39,6 +39,14 @@ struct UserQuota {
   int waiting = 0;    // runs of theirs queued
 };
 
+// Who holds a run or an upload, and the users they share its data with
+// ("*": every user).  owner "" is nobody: a run or upload from before owners
+// were kept.
+struct Ownership {
+  std::string owner;
+  std::vector<std::string> share;
+};
+
 struct User {
   std::string name;
   Role role = Role::kUser;
@@ -50,6 +58,13 @@ struct User {
   bool sees_everyones_data() const { return role != Role::kUser; }
   // Whether they may cancel or delete what another user owns.
   bool steers_everyones() const { return role == Role::kAdmin; }
+  // Whether they hold it or it is shared with them.
+  bool is_among(const Ownership& o) const;
+  // Whether they may read its data: results, fields, logs, rows.
+  bool reads_data_of(const Ownership& o) const { return sees_everyones_data() || is_among(o); }
+  // Whether a run of theirs may read its rows.  A reader starts no runs, so
+  // only an admin reaches beyond their own and what is shared with them.
+  bool runs_over_data_of(const Ownership& o) const { return steers_everyones() || is_among(o); }
 };
 
 class UserDirectory {

@@ -108,5 +108,30 @@ TEST(UserDirectory, ASingleTokenStandsForOneUser) {
   EXPECT_FALSE(dir.find("s3cre"));
 }
 
+TEST(User, ReadsAndRunsOverOnlyWhatIsTheirsOrSharedUnlessTheirRoleReachesFurther) {
+  const User alice{"alice", Role::kUser, {}};
+  const User admin{"root", Role::kAdmin, {}};
+  const User reader{"auditor", Role::kReader, {}};
+  const Ownership alices{"alice", {}};
+  const Ownership bobs{"bob", {}};
+  const Ownership bobs_for_alice{"bob", {"carol", "alice"}};
+  const Ownership bobs_for_all{"bob", {"*"}};
+  const Ownership nobodys{"", {}};
+
+  EXPECT_TRUE(alice.reads_data_of(alices));
+  EXPECT_FALSE(alice.reads_data_of(bobs));
+  EXPECT_TRUE(alice.reads_data_of(bobs_for_alice));
+  EXPECT_TRUE(alice.reads_data_of(bobs_for_all));
+  EXPECT_FALSE(alice.reads_data_of(nobodys));
+  EXPECT_FALSE(alice.runs_over_data_of(bobs));
+  EXPECT_TRUE(alice.runs_over_data_of(bobs_for_alice));
+
+  EXPECT_TRUE(admin.reads_data_of(bobs));
+  EXPECT_TRUE(admin.runs_over_data_of(bobs));
+  // A reader reads everyone's data, but a run is never theirs to start.
+  EXPECT_TRUE(reader.reads_data_of(bobs));
+  EXPECT_FALSE(reader.runs_over_data_of(bobs));
+}
+
 }  // namespace
 }  // namespace lizard
