@@ -150,8 +150,9 @@ std::vector<std::string> share_list(const std::string& names) {
 }  // namespace
 
 void HttpRoutes::post_dataset(Call& c, Responder& r) {
-  for (const std::string& name : share_list(c.query["share"]))
-    if (name != "*" && !valid_user_name(name)) {
+  std::vector<std::string> share = share_list(c.query["share"]);
+  for (const std::string& name : share)
+    if (!valid_share_name(name)) {
       std::error_code ec;
       std::filesystem::remove(c.req.body_file, ec);  // nothing of it is kept
       return r(json_response(
@@ -165,7 +166,7 @@ void HttpRoutes::post_dataset(Call& c, Responder& r) {
     return r(json_response(400, {{"error", "POST /datasets takes the file as the request body"}}));
   // Reads the file's header and writes its description durably: off the io thread.
   s_.offload([this, req = std::move(c.req), format = c.query["format"], caller = c.caller.name,
-              share = share_list(c.query["share"]), respond = std::move(r)]() mutable {
+              share = std::move(share), respond = std::move(r)]() mutable {
     answer_guarded(std::move(respond), [&](Responder answer) {
       const std::string id = std::filesystem::path(req.body_file).stem().string();
       auto meta = s_.datasets->commit(id, req.body_file, format, req.body_digest, caller, share);

@@ -285,8 +285,7 @@ Result<RunRequest> parse_run_request(const ProgramImage& image, const json& body
     const json& v = body["share"];
     bool ok = v.is_array();
     for (const json& name : ok ? v : json::array())
-      ok = ok && name.is_string() &&
-           (name.get<std::string>() == "*" || valid_user_name(name.get<std::string>()));
+      ok = ok && name.is_string() && valid_share_name(name.get<std::string>());
     if (!ok)
       return invalid_argument(
           "`share` must be a list of user names (or \"*\" for every user) who may read the run's "

@@ -99,6 +99,10 @@ class UserDirectory {
 
 // Whether `name` may name a user: 1 to 64 of letters, digits, '_', '-', '.'.
 bool valid_user_name(std::string_view name);
+// Whether `name` may stand in a share list: a user's name, or "*" (every user).
+inline bool valid_share_name(std::string_view name) {
+  return name == "*" || valid_user_name(name);
+}
 
 // `lizard users add`: adds user `name` to the users file at `path` (made,
 // readable by its owner only, when missing) with a new random token, and
