@@ -163,6 +163,10 @@ class Executor {
   // As end_run(true), with field k's bytes written at to[k] (as many as
   // output_field_sizes() said; null where none) rather than given back.
   virtual Status end_run_into(const std::vector<char*>& to);
+  // Frees what the last end_run left to free later (a CPU run's buffers and
+  // mappings), so that a run's end waits for its outputs alone: the caller
+  // calls it once it has passed them on.  A later begin_run frees it too.
+  virtual void free_ended_run() {}
 
   // How the latest begin_run obtained its binary.
   virtual CompileStats run_compile_stats() const = 0;

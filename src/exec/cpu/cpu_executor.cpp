@@ -172,6 +172,7 @@ Result<std::shared_ptr<CpuExecutor::Module>> CpuExecutor::load(const ProgramImag
 
 Status CpuExecutor::begin_run(const ProgramImage& program, const ParamValues& params,
                               PartitionData data) {
+  ended_run_.reset();
   const ProgramVariant variant = variant_for_run(program, params);
   std::shared_ptr<Module> module;
   Status read;
@@ -404,7 +405,12 @@ Result<std::vector<std::vector<uint8_t>>> CpuExecutor::end_run(bool want_outputs
         out[i] = std::move(run->fields[i]);
     }
   }
+  ended_run_ = std::move(run);  // its rows and mappings: freed once the outputs are sent
   return out;
+}
+
+void CpuExecutor::free_ended_run() {
+  ended_run_.reset();
 }
 
 std::unique_ptr<Executor> make_cpu_executor(const CpuExecutorOptions& o) {

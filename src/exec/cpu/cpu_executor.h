@@ -55,6 +55,7 @@ class CpuExecutor : public Executor {
   Status iterate_rows(const SectionBuffer& state, int64_t iteration, SectionBuffer* aggregate,
                       IterationStats* stats, int64_t first, int64_t count) override;
   Result<std::vector<std::vector<uint8_t>>> end_run(bool want_outputs) override;
+  void free_ended_run() override;
   CompileStats run_compile_stats() const override { return compile_stats_; }
   void refresh_free_memory() override;
   std::vector<std::string> kept_rows() const override { return kept_.keys(); }
@@ -93,6 +94,7 @@ class CpuExecutor : public Executor {
   ThreadPool pool_;
   std::map<std::string, std::shared_ptr<Module>> modules_;  // by ProgramVariant::key
   std::unique_ptr<Run> run_;
+  std::unique_ptr<Run> ended_run_;  // end_run's, until free_ended_run
   CompileStats compile_stats_;
   KeptRows<KeptHostRows> kept_;  // in memory files, used in place
   int load_timeout_s_;           // the longest loading a kernel library may take

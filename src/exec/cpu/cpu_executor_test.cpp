@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <numeric>
 
 #include "program/codegen.h"
@@ -334,6 +335,40 @@ TEST(CpuExecutor, KeptRowsAreUsedInPlaceAndAKernelsWritesStayInItsRun) {
     EXPECT_EQ(*total, 2.0 * rows) << (send ? "sent" : "named by key");
     EXPECT_EQ(e->kept_rows(), std::vector<std::string>{"u1@0"});
   }
+}
+
+// Mappings of kept rows in this process (KeptHostRows' memory files).
+int kept_row_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);)
+    n += line.find("memfd:lizard-kept-rows") != std::string::npos;
+  return n;
+}
+
+// A run's end gives its outputs back before its memory is let go (on a
+// large partition, unmapping it takes longer than the outputs' copy), and
+// nothing of it outlives free_ended_run or the next begin_run.
+TEST(CpuExecutor, AnEndedRunsMemoryGoesOnceItsOutputsArePassedOn) {
+  CpuExecutorOptions o;
+  o.threads = 2;
+  o.cache_dir = testing::TempDir() + "lizard-cpu-executor-test";
+  o.kept_rows_bytes = 64 << 20;
+  auto e = make_cpu_executor(o);
+  const ProgramImage p = make_program(kBumpYaml, kBumpKernel);
+  const int64_t rows = 1 << 16;
+  ASSERT_TRUE(bump_once(e.get(), p, rows, true).ok());
+  e->free_ended_run();
+  const int kept_alone = kept_row_mappings();
+  ASSERT_TRUE(bump_once(e.get(), p, rows, false).ok());  // in place: a view of its own
+  EXPECT_EQ(kept_row_mappings(), kept_alone + 1) << "the ended run's view, until it is freed";
+  e->free_ended_run();
+  EXPECT_EQ(kept_row_mappings(), kept_alone);
+  ASSERT_TRUE(bump_once(e.get(), p, rows, false).ok());
+  auto again = bump_once(e.get(), p, rows, false);  // its begin_run frees the last one's
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, 2.0 * rows);
+  EXPECT_EQ(kept_row_mappings(), kept_alone + 1);
 }
 
 TEST(CpuExecutor, UnsupportedFeatureIsNamedAtBuildTime) {

@@ -309,10 +309,12 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
   if (sealed_outputs_) {
     (void)channel->send_with_descriptor(parts_.data(), parts_.size(), sealed_outputs_->fd());
     sealed_outputs_.reset();
-    return !lost;
+  } else {
+    parts_.insert(parts_.end(), fields.fields.begin(), fields.fields.end());
+    (void)channel->send_parts(parts_.data(), parts_.size());
   }
-  parts_.insert(parts_.end(), fields.fields.begin(), fields.fields.end());
-  (void)channel->send_parts(parts_.data(), parts_.size());
+  // The ended run's memory goes once the worker has its outputs.
+  if (op == ExecutorOp::kEndRun && executor_) executor_->free_ended_run();
   return !lost;
 }
 
