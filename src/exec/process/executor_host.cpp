@@ -15,11 +15,11 @@
 #include <optional>
 
 #include "common/child_process.h"
-#include "common/sealed_memory.h"
 #include "exec/compile_cache.h"
 #include "exec/compiler_host.h"
 #include "exec/host_compiler.h"
 #include "exec/process/executor_protocol.h"
+#include "exec/process/outputs_memory.h"
 #include "sandbox/landlock.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/sanitized_build.h"
@@ -64,8 +64,7 @@ class Host {
   // Each reply's pieces, reused: an iteration allocates nothing here.
   ByteWriter head_, body_;
   std::vector<std::string_view> parts_;
-  // end_run's output fields when they go in a sealed memory file.
-  std::optional<SealedMemory> sealed_outputs_;
+  OutputsMemory outputs_;  // end_run's, when they go in a memory file
 };
 
 Result<std::shared_ptr<const ProgramImage>> Host::program(ByteReader* r, bool sent) {
@@ -180,64 +179,58 @@ Status Host::iterate(ByteReader* r, ByteWriter* out) {
   return st;
 }
 
-// A memory file of the fields' bytes, one after another.
-Result<SealedMemory> seal_copy_of(const std::vector<std::string_view>& fields) {
-  uint64_t total = 0;
-  for (std::string_view f : fields) total += f.size();
-  return SealedMemory::make(total, [&](char* to) {
+// Writes the fields' bytes, one after another.
+std::function<Status(char*)> copy_of(const std::vector<std::string_view>& fields) {
+  return [&fields](char* to) {
     for (std::string_view f : fields) {
       if (!f.empty()) std::memcpy(to, f.data(), f.size());
       to += f.size();
     }
     return Status::Ok();
-  });
+  };
 }
 
-// Ends the run into a memory file of the fields of `sizes`, one after
-// another, written there by the executor itself (a GPU's download, with no
-// copy in between).  *ended says whether the executor was asked to end it.
-Result<SealedMemory> end_run_into_file(Executor* e, const std::vector<uint64_t>& sizes,
-                                       bool* ended) {
-  return SealedMemory::make(total_of(sizes), [&](char* to) {
-    *ended = true;
+// Ends the run into memory, the fields of `sizes` one after another, written
+// there by the executor itself (a GPU's download, with no copy in between).
+std::function<Status(char*)> end_run_into(Executor* e, const std::vector<uint64_t>& sizes) {
+  return [e, &sizes](char* to) {
     std::vector<char*> places;
     for (uint64_t n : sizes) {
       places.push_back(n ? to : nullptr);
       to += n;
     }
     return e->end_run_into(places);
-  });
+  };
 }
 
 // Large outputs go in a memory file the worker maps; small ones follow the
 // reply as parts.
 Status Host::end_run(ByteReader* r, ByteWriter* out, OutputFieldBytes* fields) {
   const bool want = r->u8() != 0;
+  outputs_.given_back(read_loans(r));
   LIZARD_RETURN_IF_ERROR(r->status("end_run"));
   run_program_.reset();
+  outputs_.sent();
   std::vector<uint64_t> sizes = want ? executor_->output_field_sizes() : std::vector<uint64_t>{};
   Status st;
   bool ended = false;
-  if (total_of(sizes) >= kSealedOutputBytes) {
-    auto sealed = end_run_into_file(executor_.get(), sizes, &ended);
-    st = sealed.status();
-    if (sealed.ok()) sealed_outputs_ = std::move(sealed).value();
-  }
+  if (total_of(sizes) >= kSealedOutputBytes)
+    st = outputs_.put(total_of(sizes), end_run_into(executor_.get(), sizes), &ended);
   if (!ended) {  // an executor that gives its outputs back, or no memory file
     auto got = executor_->end_run_in_place(want);
     st = got.status();
     if (got.ok()) *fields = std::move(got).value();
     sizes.clear();
     for (std::string_view f : fields->fields) sizes.push_back(f.size());
-    if (total_of(sizes) >= kSealedOutputBytes) {
-      auto sealed = seal_copy_of(fields->fields);
-      if (sealed.ok()) sealed_outputs_ = std::move(sealed).value();  // else as parts
-    }
+    bool copied = false;
+    if (total_of(sizes) >= kSealedOutputBytes &&
+        !outputs_.put(total_of(sizes), copy_of(fields->fields), &copied).ok())
+      outputs_.sent();  // as parts
   }
-  if (!st.ok()) sealed_outputs_.reset();
+  if (!st.ok()) outputs_.sent();
   out->u64(sizes.size());
   for (uint64_t n : sizes) out->length(n);
-  out->u8(sealed_outputs_ ? 1 : 0);
+  outputs_.describe(out);
   return st;
 }
 
@@ -246,7 +239,7 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
   const auto op = static_cast<ExecutorOp>(r.u8());
   ByteWriter& body = body_;
   body.out().clear();
-  OutputFieldBytes fields;  // end_run's, sent as parts or in sealed_outputs_
+  OutputFieldBytes fields;  // end_run's, sent as parts or in outputs_
   Status st = unusable_;
   if (st.ok()) {
     switch (op) {
@@ -306,9 +299,9 @@ bool Host::serve(std::string_view frame, FrameChannel* channel) {
   head_.out().clear();
   write_reply_head(&head_, st, lost);
   parts_.assign({head_.out(), body.out()});
-  if (sealed_outputs_) {
-    (void)channel->send_with_descriptor(parts_.data(), parts_.size(), sealed_outputs_->fd());
-    sealed_outputs_.reset();
+  if (outputs_.fd() >= 0) {
+    (void)channel->send_with_descriptor(parts_.data(), parts_.size(), outputs_.fd());
+    outputs_.sent();
   } else {
     parts_.insert(parts_.end(), fields.fields.begin(), fields.fields.end());
     (void)channel->send_parts(parts_.data(), parts_.size());

@@ -57,6 +57,18 @@ Result<ProgramImage> read_program(ByteReader* r) {
   return img;
 }
 
+void write_loans(ByteWriter* w, const std::vector<uint64_t>& ids) {
+  w->u64(ids.size());
+  for (uint64_t id : ids) w->u64(id);
+}
+
+std::vector<uint64_t> read_loans(ByteReader* r) {
+  std::vector<uint64_t> ids;
+  const uint64_t n = r->u64();
+  for (uint64_t k = 0; k < n && r->ok(); ++k) ids.push_back(r->u64());
+  return ids;
+}
+
 void write_params(ByteWriter* w, const ParamValues& p) {
   w->u64(p.values.size());
   for (const auto& v : p.values) {

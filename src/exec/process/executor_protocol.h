@@ -13,8 +13,11 @@
 // frame: a begin_run request is followed by one frame per dataset field,
 // which the host reads straight into its buffer (FrameChannel::receive_into),
 // and end_run's output fields are parts of its reply (send_parts) or, when
-// they come to kSealedOutputBytes or more, one sealed memory file passed
-// with it (common/sealed_memory.h), which the worker maps where it is.
+// they come to kSealedOutputBytes or more, one memory file passed with it,
+// which the worker maps where it is: a file the process lends again once
+// the worker gives it back (common/lent_memory.h; an end_run request names
+// the loans given back since the last), else a sealed one
+// (common/sealed_memory.h).
 // Rows a process reads from a file itself (FileRows) come with the request
 // that names them as a descriptor the worker opened, one per file in the
 // order they are named: a process that serves one owner (kServeOwner) may
@@ -42,7 +45,7 @@ enum class ExecutorOp : uint8_t {
   kBeginRun = 3,           // program?, params, partition, field heads; a frame per field
                            // sent → compile stats, rows missing, kept rows
   kIterate = 4,            // iteration, first, count (< 0: every row), state → stats, aggregate
-  kEndRun = 5,             // want_outputs → field sizes, sealed (1 byte), fields
+  kEndRun = 5,             // want_outputs, loans given back → field sizes, OutputsIn, fields
   kRefreshFreeMemory = 6,  // → free memory
   kRefreshLoad = 7,        // → utilisation, launch delay
   kProbe = 8,            // → the executors the backend options select (JSON), then the host exits
@@ -56,6 +59,17 @@ const char* executor_op_name(ExecutorOp op);
 // end_run outputs of at least this many bytes together cross in a sealed
 // memory file: below it, the file costs more than the copy it saves.
 constexpr uint64_t kSealedOutputBytes = uint64_t{4} << 20;
+
+// Where end_run's output fields are, after their sizes in its reply.
+enum class OutputsIn : uint8_t {
+  kParts = 0,       // the parts after the reply
+  kSealedFile = 1,  // the sealed memory file passed with it
+  kLentFile = 2,    // the lent memory file passed with it, then the loan's id (u64)
+};
+
+// The ids of the loans an end_run request gives back.
+void write_loans(ByteWriter* w, const std::vector<uint64_t>& ids);
+std::vector<uint64_t> read_loans(ByteReader* r);
 
 // A program as it crosses the channel: its config.yaml and sources (the
 // host regenerates the header), under the hash the worker knows it by.

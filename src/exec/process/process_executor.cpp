@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/lent_memory.h"
 #include "common/sealed_memory.h"
 
 namespace lizard {
@@ -43,6 +44,7 @@ Status ProcessExecutor::spawn() {
   }
   programs_sent_.clear();
   kept_rows_.clear();
+  loans_ = std::make_shared<GivenBackLoans>();  // the last process's loans end with it
   in_run_ = false;
   const char op = static_cast<char>(ExecutorOp::kInfo);
   std::string frame;
@@ -366,6 +368,7 @@ Result<OutputFieldBytes> ProcessExecutor::end_run_in_place(bool want_outputs) {
   }
   ByteWriter w;
   w.u8(want_outputs ? 1 : 0);
+  write_loans(&w, loans_->take());
   std::string_view part = w.out();
   auto frame = std::make_shared<std::string>();
   LIZARD_RETURN_IF_ERROR(call(ExecutorOp::kEndRun, &part, 1, frame.get()));
@@ -379,20 +382,25 @@ Result<OutputFieldBytes> ProcessExecutor::end_run_in_place(bool want_outputs) {
     sizes.push_back(reply.reader.u64());
     total += sizes.back();
   }
-  const bool sealed = reply.reader.u8() != 0;
+  const auto in = static_cast<OutputsIn>(reply.reader.u8());
+  const uint64_t loan = in == OutputsIn::kLentFile ? reply.reader.u64() : 0;
   std::string_view rest = reply.reader.rest();
   if (st.ok()) st = reply.reader.status("end_run");
   OutputFieldBytes out;
   out.owner = frame;
-  if (st.ok() && sealed) {  // the bytes are in the memory file that came with the reply
+  // The bytes may be in the memory file that came with the reply.  A lent
+  // one goes back to the process that lent it once they have been sent on.
+  if (st.ok() && in == OutputsIn::kSealedFile) {
     auto mapped = MappedSealedMemory::map(std::move(fd), total);
-    if (mapped.ok()) {
-      rest = (*mapped)->bytes();
-      out.owner = std::move(mapped).value();
-    } else {
-      st = mapped.status().with_context("the executor process's outputs");
-    }
+    st = mapped.status();
+    if (mapped.ok()) rest = (*mapped)->bytes(), out.owner = std::move(mapped).value();
+  } else if (st.ok() && in == OutputsIn::kLentFile) {
+    auto mapped = BorrowedMemory::map(std::move(fd), total,
+                                      [loans = loans_, loan] { loans->give_back(loan); });
+    st = mapped.status();
+    if (mapped.ok()) rest = (*mapped)->bytes(), out.owner = std::move(mapped).value();
   }
+  if (!st.ok()) st = st.with_context("the executor process's outputs");
   size_t off = 0;
   for (uint64_t s : sizes) {
     if (!st.ok()) break;

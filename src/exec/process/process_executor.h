@@ -28,6 +28,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/child_process.h"
@@ -135,9 +136,24 @@ class ProcessExecutor : public Executor {
   std::string owner_;                    // serve_owner's, told to each process
   std::set<std::string> programs_sent_;  // hashes the current process holds
   std::set<std::string> kept_rows_;      // keys of the rows it keeps (Executor::kept_rows)
-  bool in_run_ = false;                  // the current process holds a run's rows
-  bool iterated_ = false;                // an iterate of the run was sent
-  std::string iterate_reply_;            // reused by every iteration's reply
+  // The current process's loans of output memory that the worker is done
+  // with, given back with the next end_run; its own per process.
+  struct GivenBackLoans {
+    std::mutex mu;
+    std::vector<uint64_t> ids;  // GUARDED_BY(mu)
+    void give_back(uint64_t id) {
+      std::lock_guard<std::mutex> l(mu);
+      ids.push_back(id);
+    }
+    std::vector<uint64_t> take() {
+      std::lock_guard<std::mutex> l(mu);
+      return std::exchange(ids, {});
+    }
+  };
+  std::shared_ptr<GivenBackLoans> loans_ = std::make_shared<GivenBackLoans>();
+  bool in_run_ = false;        // the current process holds a run's rows
+  bool iterated_ = false;      // an iterate of the run was sent
+  std::string iterate_reply_;  // reused by every iteration's reply
   CompileStats compile_stats_;
 };
 

@@ -163,16 +163,35 @@ TEST(ProcessExecutor, GivesTheResultsOfTheExecutorInThisProcess) {
   EXPECT_GT(remote->info().free_memory, 0u);
 }
 
-// Whether `p` lies in a mapping of a sealed memory file (common/sealed_memory.h).
-bool in_sealed_mapping(const void* p) {
+// The file of the mapping `p` lies in, as /proc/self/maps names it, with its
+// inode ("" when it is in none).
+std::string mapped_file(const void* p) {
   std::ifstream maps("/proc/self/maps");
   const auto at = reinterpret_cast<uintptr_t>(p);
   for (std::string line; std::getline(maps, line);) {
-    unsigned long long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx", &lo, &hi) != 2) continue;
-    if (at >= lo && at < hi) return line.find("memfd:lizard-sealed") != std::string::npos;
+    unsigned long long lo = 0, hi = 0, inode = 0;
+    char name[256] = "";
+    if (std::sscanf(line.c_str(), "%llx-%llx %*s %*s %*s %llu %255s", &lo, &hi, &inode, name) < 3)
+      continue;
+    if (at >= lo && at < hi) return std::string(name) + " " + std::to_string(inode);
   }
-  return false;
+  return "";
+}
+
+// One run of the scale kernel over `rows` rows; its outputs where end_run
+// left them.
+Result<OutputFieldBytes> scale_outputs(Executor* e, const ProgramImage& p, size_t rows,
+                                       double scale) {
+  auto params = bind_params(p.manifest, {{"scale", scale}});
+  PartitionData d;
+  d.rows = static_cast<int64_t>(rows);
+  d.fields = {floats(rows), {}};
+  LIZARD_RETURN_IF_ERROR(e->begin_run(p, *params, std::move(d)));
+  auto state = make_section(p.manifest.state, p.manifest, *params);
+  auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
+  IterationStats stats;
+  LIZARD_RETURN_IF_ERROR(e->iterate(*state, 0, &*agg, &stats));
+  return e->end_run_in_place(true);
 }
 
 // Large outputs come back in the memory file the process wrote them to,
@@ -183,20 +202,11 @@ TEST(ProcessExecutor, LargeOutputsComeBackInTheMemoryFileTheProcessWroteThemTo) 
   auto remote = start_cpu();
   ASSERT_TRUE(remote);
   auto local = local_cpu();
-  auto params = bind_params(p.manifest, {{"scale", 2.0}});
   for (size_t rows : {size_t{1000}, size_t{3} << 20}) {
     std::vector<OutputFieldBytes> outs;
     for (Executor* e :
          {static_cast<Executor*>(remote.get()), static_cast<Executor*>(local.get())}) {
-      PartitionData d;
-      d.rows = static_cast<int64_t>(rows);
-      d.fields = {floats(rows), {}};
-      ASSERT_TRUE(e->begin_run(p, *params, std::move(d)).ok());
-      auto state = make_section(p.manifest.state, p.manifest, *params);
-      auto agg = make_section(p.manifest.aggregate, p.manifest, *params);
-      IterationStats stats;
-      ASSERT_TRUE(e->iterate(*state, 0, &*agg, &stats).ok());
-      auto got = e->end_run_in_place(true);
+      auto got = scale_outputs(e, p, rows, 2.0);
       ASSERT_TRUE(got.ok()) << got.status().message();
       outs.push_back(std::move(got).value());
     }
@@ -204,10 +214,42 @@ TEST(ProcessExecutor, LargeOutputsComeBackInTheMemoryFileTheProcessWroteThemTo) 
     EXPECT_TRUE(outs[0].fields[0].empty());
     ASSERT_EQ(outs[0].fields[1].size(), rows * sizeof(float));
     EXPECT_TRUE(outs[0].fields[1] == outs[1].fields[1]) << rows << " rows";
-    EXPECT_EQ(in_sealed_mapping(outs[0].fields[1].data()),
+    EXPECT_EQ(mapped_file(outs[0].fields[1].data()).rfind("/memfd:lizard-lent", 0) == 0,
               rows * sizeof(float) >= kSealedOutputBytes)
-        << rows << " rows";
+        << rows << " rows: " << mapped_file(outs[0].fields[1].data());
   }
+}
+
+// A lent memory file is filled again only once the worker has let the
+// outputs in it go: outputs still held (still on their way to the server)
+// keep their bytes while later runs end, and those go in other memory.
+TEST(ProcessExecutor, OutputsStillHeldKeepTheirBytesWhileLaterRunsEnd) {
+  ProgramImage p = testing::program_image(kScaleYaml, kScaleKernel);
+  auto remote = start_cpu();
+  ASSERT_TRUE(remote);
+  auto local = local_cpu();
+  const size_t rows = size_t{3} << 20;
+  auto expected = [&](double scale) {
+    auto r = scale_outputs(local.get(), p, rows, scale);
+    return r.ok() ? std::string(r->fields[1]) : std::string();
+  };
+  const std::string twice = expected(2.0), thrice = expected(3.0), four = expected(4.0);
+  ASSERT_TRUE(twice != thrice && thrice != four && !twice.empty());
+  auto first = scale_outputs(remote.get(), p, rows, 2.0);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  const std::string first_file = mapped_file(first->fields[1].data());
+  EXPECT_EQ(first_file.rfind("/memfd:lizard-lent", 0), 0u) << first_file;
+  auto second = scale_outputs(remote.get(), p, rows, 3.0);  // the file is lent: a sealed one
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_TRUE(second->fields[1] == thrice);
+  EXPECT_EQ(mapped_file(second->fields[1].data()).rfind("/memfd:lizard-sealed", 0), 0u);
+  EXPECT_TRUE(first->fields[1] == twice);
+  *first = OutputFieldBytes{};  // sent on: its file goes back with the next end_run
+  auto third = scale_outputs(remote.get(), p, rows, 4.0);
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  EXPECT_TRUE(third->fields[1] == four);
+  EXPECT_EQ(mapped_file(third->fields[1].data()), first_file) << "filled again";
+  EXPECT_TRUE(second->fields[1] == thrice);
 }
 
 // The iteration crosses to the executor process: its kernels read it in
