@@ -390,17 +390,19 @@ Result<OutputFieldBytes> ProcessExecutor::end_run_in_place(bool want_outputs) {
   out.owner = frame;
   // The bytes may be in the memory file that came with the reply.  A lent
   // one goes back to the process that lent it once they have been sent on.
-  if (st.ok() && in == OutputsIn::kSealedFile) {
-    auto mapped = MappedSealedMemory::map(std::move(fd), total);
-    st = mapped.status();
-    if (mapped.ok()) rest = (*mapped)->bytes(), out.owner = std::move(mapped).value();
-  } else if (st.ok() && in == OutputsIn::kLentFile) {
-    auto mapped = BorrowedMemory::map(std::move(fd), total,
-                                      [loans = loans_, loan] { loans->give_back(loan); });
-    st = mapped.status();
-    if (mapped.ok()) rest = (*mapped)->bytes(), out.owner = std::move(mapped).value();
-  }
-  if (!st.ok()) st = st.with_context("the executor process's outputs");
+  auto take = [&](auto mapped) {
+    if (!mapped.ok()) {
+      st = mapped.status().with_context("the executor process's outputs");
+      return;
+    }
+    rest = (*mapped)->bytes();
+    out.owner = std::move(mapped).value();
+  };
+  if (st.ok() && in == OutputsIn::kSealedFile)
+    take(MappedSealedMemory::map(std::move(fd), total));
+  else if (st.ok() && in == OutputsIn::kLentFile)
+    take(BorrowedMemory::map(std::move(fd), total,
+                             [loans = loans_, loan] { loans->give_back(loan); }));
   size_t off = 0;
   for (uint64_t s : sizes) {
     if (!st.ok()) break;
