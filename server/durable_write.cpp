@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -14,6 +15,28 @@
 namespace lizard {
 namespace {
 std::atomic<int> g_failing_writes{0};
+
+// Writeback of what is written starts every this many bytes, so that the
+// fsync at the end waits for the last of them alone rather than for the
+// whole file: 64 MiB written and synced on the 2-core VM's ext4 took 38-48 ms
+// this way against 68-72 ms with one fsync at the end.
+constexpr size_t kWritebackBytes = size_t{8} << 20;
+
+// Writes `data` at the file's end, which is at `*written`, starting each
+// kWritebackBytes' writeback on the way; 0 or the errno of what failed.
+int write_with_writeback(int fd, std::string_view data, size_t* written) {
+  while (!data.empty()) {
+    const size_t n = std::min(data.size(), kWritebackBytes - *written % kWritebackBytes);
+    if (int err = write_fully(fd, data.data(), n)) return err;
+    *written += n;
+    data.remove_prefix(n);
+    if (*written % kWritebackBytes == 0)  // a hint: a failure shows in the fsync
+      (void)::sync_file_range(fd, static_cast<off_t>(*written - kWritebackBytes),
+                              static_cast<off_t>(kWritebackBytes), SYNC_FILE_RANGE_WRITE);
+  }
+  return 0;
+}
+
 }  // namespace
 
 Status write_file_durably(const std::string& path, const std::string& bytes,
@@ -34,8 +57,8 @@ Status write_file_durably(const std::string& path, const std::string_view* parts
     return internal_error("cannot create " + tmp + ": " + std::strerror(errno));
   }
   int err = 0;
-  for (size_t i = 0; i < count && err == 0; ++i)
-    err = write_fully(fd, parts[i].data(), parts[i].size());
+  size_t written = 0;
+  for (size_t i = 0; i < count && err == 0; ++i) err = write_with_writeback(fd, parts[i], &written);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   Status st;
   if (err != 0)

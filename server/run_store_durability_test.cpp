@@ -160,6 +160,23 @@ TEST_P(RunStoreDurabilityTest, AFinishedRunIsStoredAtOnce) {
   EXPECT_EQ(store->load_blob("r1", "big").value(), big);
 }
 
+// A large field is written in pieces whose writeback starts on the way; its
+// bytes come back whole, wherever a piece ends (in its head, in its data).
+TEST_P(RunStoreDurabilityTest, ALargeFieldComesBackWholeAcrossItsWritebackPieces) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  std::string data((size_t{20} << 20) + 7, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 % 251);
+  const std::string head(100, 'h');
+  ASSERT_TRUE(store->save_finished("r1", 1, "done", {{"n", 1}}, {{"labels", head, data}}).ok());
+  store.reset();
+  store = open();
+  ASSERT_TRUE(store);
+  auto got = store->load_blob("r1", "labels");
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_TRUE(*got == head + data) << got->size() << " bytes";
+}
+
 // The server dies (SIGKILL) at random moments while it writes records and
 // checkpoints; every time, the store opens, reads whole, and holds a
 // checkpoint no older than the last one the writer had committed.
