@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,12 +60,17 @@ Result<double> bump_once(Executor* e, const ProgramImage& p, int64_t rows, bool 
   return total;
 }
 
-TEST(CpuExecutor, KeptRowsAreUsedInPlaceAndAKernelsWritesStayInItsRun) {
+// A CPU executor that keeps up to 64 MiB of rows between runs.
+std::unique_ptr<Executor> keeping_executor() {
   CpuExecutorOptions o;
   o.threads = 2;
   o.cache_dir = ::testing::TempDir() + "lizard-cpu-executor-test";
   o.kept_rows_bytes = 64 << 20;
-  auto e = make_cpu_executor(o);
+  return make_cpu_executor(o);
+}
+
+TEST(CpuExecutor, KeptRowsAreUsedInPlaceAndAKernelsWritesStayInItsRun) {
+  auto e = keeping_executor();
   const ProgramImage p = testing::program_image(kBumpYaml, kBumpKernel);
   const int64_t rows = 1 << 16;
   for (bool send : {true, false, false}) {
@@ -88,11 +94,7 @@ int kept_row_mappings() {
 // large partition, unmapping it takes longer than the outputs' copy), and
 // nothing of it outlives free_ended_run or the next begin_run.
 TEST(CpuExecutor, AnEndedRunsMemoryGoesOnceItsOutputsArePassedOn) {
-  CpuExecutorOptions o;
-  o.threads = 2;
-  o.cache_dir = ::testing::TempDir() + "lizard-cpu-executor-test";
-  o.kept_rows_bytes = 64 << 20;
-  auto e = make_cpu_executor(o);
+  auto e = keeping_executor();
   const ProgramImage p = testing::program_image(kBumpYaml, kBumpKernel);
   const int64_t rows = 1 << 16;
   ASSERT_TRUE(bump_once(e.get(), p, rows, true).ok());

@@ -2,7 +2,10 @@
 // for the reply to end_run (executor_protocol.h): a memory file it lends to
 // the worker again and again (common/lent_memory.h), so that the fields are
 // written into pages that already exist, else, while that file is still
-// lent, a sealed one made for this reply (common/sealed_memory.h).
+// lent, a sealed one made for this reply (common/sealed_memory.h).  The
+// process holds that one file for as long as it lives: as large as the
+// largest outputs it has lent, rounded up to 2 MiB, outputs over 1 GiB
+// always going in sealed files.
 //
 //   OutputsMemory outputs;                       // one per executor process
 //   outputs.given_back(read_loans(&request));
