@@ -18,8 +18,8 @@ std::atomic<int> g_failing_writes{0};
 
 // Writeback of what is written starts every this many bytes, so that the
 // fsync at the end waits for the last of them alone rather than for the
-// whole file: 64 MiB written and synced on the 2-core VM's ext4 took 38-48 ms
-// this way against 68-72 ms with one fsync at the end.
+// whole file: a run's record and its 67 MB field were stored in 32-35 ms
+// this way against 49-76 ms before (docs/benchmarks-history.md, user_data).
 constexpr size_t kWritebackBytes = size_t{8} << 20;
 
 // Writes `data` at the file's end, which is at `*written`, starting each
