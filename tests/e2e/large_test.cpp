@@ -193,7 +193,10 @@ TEST(Large, RunsWithRowsInlineLeaveTheServersMemoryWhereItWas) {
     EXPECT_NEAR(rec["result"]["aggregate"]["sums"][0].get<double>(), expected, 1e-6 * expected);
     if (i == 1) after_second = resident(c.server_pid());
   }
-  EXPECT_LT(resident(c.server_pid()), after_second + (int64_t{32} << 20))
+  // Three more runs that each kept their rows would add about 450 MB; what
+  // the allocator keeps back of a 30 MiB parse on another thread's arena
+  // (43 MB seen once under the whole suite's load) is not that.
+  EXPECT_LT(resident(c.server_pid()), after_second + (int64_t{96} << 20))
       << "the server's memory grew with each run over inline rows";
 }
 
