@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <string>
+
+#include "common/errno_error.h"
 
 namespace lizard {
 namespace {
@@ -17,10 +17,6 @@ namespace {
 constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW;
 // Files grow in steps of this much, so that sizes near each other share one.
 constexpr size_t kFileStep = size_t{2} << 20;
-
-Status errno_error(const char* what) {
-  return internal_error(std::string(what) + ": " + std::strerror(errno));
-}
 
 }  // namespace
 

@@ -5,18 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <string>
+
+#include "common/errno_error.h"
 
 namespace lizard {
 namespace {
 
 constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
-
-Status errno_error(const char* what) {
-  return internal_error(std::string(what) + ": " + std::strerror(errno));
-}
 
 }  // namespace
 

@@ -4,18 +4,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <utility>
 
+#include "common/errno_error.h"
+
 namespace lizard {
-namespace {
-
-Status errno_status(const std::string& what) {
-  return internal_error(what + ": " + std::strerror(errno));
-}
-
-}  // namespace
 
 RowsView::RowsView(RowsView&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
@@ -35,12 +28,12 @@ RowsView::~RowsView() {
 
 Result<KeptHostRows> KeptHostRows::make(size_t size, const std::function<Status(uint8_t*)>& fill) {
   const int fd = memfd_create("lizard-kept-rows", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return errno_status("memfd_create for kept rows");
+  if (fd < 0) return errno_error("memfd_create for kept rows");
   KeptHostRows rows(fd, size);
   if (size > 0) {
-    if (ftruncate(fd, static_cast<off_t>(size)) != 0) return errno_status("sizing kept rows");
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0) return errno_error("sizing kept rows");
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return errno_status("mapping kept rows");
+    if (p == MAP_FAILED) return errno_error("mapping kept rows");
     Status filled = fill(static_cast<uint8_t*>(p));
     munmap(p, size);
     if (!filled.ok()) return filled;
@@ -49,7 +42,7 @@ Result<KeptHostRows> KeptHostRows::make(size_t size, const std::function<Status(
   // memory file among its descriptors) can write, resize or share-map it
   // again, so later runs read the rows as they were loaded.
   if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
-    return errno_status("sealing kept rows");
+    return errno_error("sealing kept rows");
   return rows;
 }
 
@@ -72,7 +65,7 @@ KeptHostRows::~KeptHostRows() {
 Result<RowsView> KeptHostRows::view_for_run() const {
   if (size_ == 0) return RowsView();
   void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, 0);
-  if (p == MAP_FAILED) return errno_status("mapping kept rows for a run");
+  if (p == MAP_FAILED) return errno_error("mapping kept rows for a run");
   return RowsView(static_cast<uint8_t*>(p), size_);
 }
 
