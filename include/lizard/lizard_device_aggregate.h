@@ -16,18 +16,24 @@
 // How it runs.  On a GPU, a field of at most 8 KiB whose size is a
 // compile-time constant gets a copy in shared memory, filled with the
 // reducer's identity when the object is made; a warp whose threads all fold
-// into one element combines their values with shuffles first and folds once;
-// add_row from a whole warp goes through a staging tile into a private copy
-// of the warp's (for the first warps of a block, as many as fit in what the
-// block's copy and the staging tiles leave of 40 KiB), in which every thread folds its own columns
-// without atomics; otherwise each thread folds into the block's copy with a shared-memory atomic,
-// the rows of an [R, C] copy skewed across the memory banks so that threads of a warp folding rows
-// into different elements do not wait on one bank.  When the object goes out of scope the block
-// waits for all its threads and adds each element that changed into the field, one global atomic
-// per element and block.  Larger fields, and sizes known only at run time, are folded into the
-// field directly (after the same combining within a warp).  On the CPU backend every field gets a
-// private copy per OS thread, folded into the field once after the thread's last block of the
-// launch.
+// into one element combines their values with shuffles first and folds once.
+// add_row from a whole warp goes through a staging tile (the first warps of a
+// block have one): into a private copy of the warp's (for the first warps, as
+// many as fit in what the block's copy and the staging tiles leave of
+// 40 KiB), in which every thread folds its own columns without atomics; else
+// from the tile, each column combined across the warp and folded once when
+// all its threads fold into one row, one atomic per value otherwise.  That
+// fold is one out-of-line function per field type, so a kernel that adds
+// several rows per thread compiles it once.  Warps without a tile fold each
+// value with an atomic (a field of one row combines within the warp first).
+// The rows of an [R, C] copy are skewed across the memory banks so that
+// threads of a warp folding rows into different elements do not wait on one
+// bank.  When the object goes out of scope the block waits for all its
+// threads and adds each element that changed into the field, one global
+// atomic per element and block.  Larger fields, and sizes known only at run
+// time, are folded into the field directly.  On the CPU backend every field
+// gets a private copy per OS thread, folded into the field once after the
+// thread's last block of the launch.
 #ifndef LIZARD_DEVICE_AGGREGATE_H
 #define LIZARD_DEVICE_AGGREGATE_H
 
@@ -269,8 +275,33 @@ class BlockAggregate {
 #pragma unroll
     for (int j = 0; j < C; ++j) row[j] = detail::combine<O>(row[j], x.v[j]);
 #else
-    if (R == 1 || detail::warp_agrees(r)) {
+    // A whole warp with a staging tile goes through it: into the warp's own
+    // copy where it has one, else folded from the tile.  Both are short
+    // loops, so a kernel that adds several rows per thread stays small.
+    if constexpr (Tile::kUsed) {
       if (__activemask() == detail::kFullWarp) {
+        float4* tile = Tile::of_this_warp();
+        if (tile) {
+          const unsigned lane = detail::linear_thread() & 31;
+#pragma unroll
+          for (int q = 0; q < Tile::kVecs; ++q)
+            tile[lane * Tile::kStride + q] = reinterpret_cast<const float4*>(x.v)[q];
+          __syncwarp();
+          T* mine = nullptr;
+          if constexpr (kWarpCopies > 0) {
+            const unsigned warp = detail::linear_thread() >> 5;
+            if (warp < (unsigned)kWarpCopies) mine = warp_copies_ + warp * kWarpCopyElems;
+          }
+          fold_staged(tile, r, kShared ? copy_ : field_, mine);
+          return;
+        }
+      }
+    }
+    // Without a tile: a warp that folds into one row combines each column
+    // with shuffles first (only for fields of one row, or rows no tile takes:
+    // in a field of many rows a warp rarely agrees), else one atomic per value.
+    if constexpr (R == 1 || !Tile::kUsed) {
+      if (detail::warp_agrees(r)) {
         const bool leader = (detail::linear_thread() & 31) == 0;
 #pragma unroll
         for (int j = 0; j < C; ++j) {
@@ -278,16 +309,6 @@ class BlockAggregate {
           if (leader) detail::atomic_fold<O>(slot(r, j), v);
         }
         return;
-      }
-    }
-    if constexpr (kWarpCopies > 0) {
-      if (__activemask() == detail::kFullWarp) {
-        const unsigned warp = detail::linear_thread() >> 5;
-        float4* tile = Tile::of_this_warp();
-        if (warp < (unsigned)kWarpCopies && tile) {
-          fold_into_warp_copy(tile, warp_copies_ + warp * kWarpCopyElems, r, x);
-          return;
-        }
       }
     }
 #pragma unroll
@@ -337,44 +358,80 @@ class BlockAggregate {
   }
   struct WarpCopiesKey {};
 
-  // Folds the warp's 32 rows (each thread's x into row r of the field) into
-  // the warp's private copies: the rows go through the staging tile, then
-  // each thread folds its own columns of every row (for C < 32, each group of
-  // C threads takes every (32 / C)-th row, into its own copy).
-  __device__ __forceinline__ void fold_into_warp_copy(float4* tile, T* mine, int r,
-                                                      const Row<T, C>& x) {
+  // The staged fold, out of line: a kernel that adds several rows per
+  // thread calls one copy of it rather than inlining one per row, which
+  // keeps its compile short.  Its arguments are pointers and the row index
+  // alone, so the caller's rows stay in registers.
+  //
+  // With `mine` (the warp's private copy), each thread folds its own
+  // columns of every staged row there, no atomics (for C < 32, each group
+  // of C threads takes every (32 / C)-th row, into its own part of the
+  // copy).  Without, when every thread folds into one row, each column is
+  // combined across the warp and folded once; otherwise each thread folds
+  // its own row, one atomic per value, read back a vector at a time.
+  static __device__ __noinline__ void fold_staged(const float4* tile, int r, T* target, T* mine) {
     constexpr int kRowElems = Tile::kStride * 16 / (int)sizeof(T);
+    constexpr int kPerVec = 16 / (int)sizeof(T);
     const int lane = (int)(detail::linear_thread() & 31);
-#pragma unroll
-    for (int q = 0; q < Tile::kVecs; ++q)
-      tile[lane * Tile::kStride + q] = reinterpret_cast<const float4*>(x.v)[q];
-    __syncwarp();
     const T* rows = reinterpret_cast<const T*>(tile);
-    if constexpr (C >= 32) {
+    if (mine) {
+      if constexpr (C >= 32) {
 #pragma unroll 4
-      for (int p = 0; p < 32; ++p) {
-        const int rp = __shfl_sync(detail::kFullWarp, r, p);
-        for (int c = lane; c < C; c += 32) {
-          T& s = mine[rp * C + c];
+        for (int p = 0; p < 32; ++p) {
+          const int rp = __shfl_sync(detail::kFullWarp, r, p);
+          for (int c = lane; c < C; c += 32) {
+            T& s = mine[rp * C + c];
+            s = detail::combine<O>(s, rows[p * kRowElems + c]);
+          }
+        }
+      } else {
+        const int group = lane / C, c = lane % C;
+        T* part = mine + group * kCount;
+#pragma unroll 4
+        for (int p0 = 0; p0 < 32; p0 += 32 / C) {
+          const int p = p0 + group;
+          const int rp = __shfl_sync(detail::kFullWarp, r, p);
+          T& s = part[rp * C + c];
           s = detail::combine<O>(s, rows[p * kRowElems + c]);
         }
       }
-    } else {
-      const int group = lane / C, c = lane % C;
-      T* part = mine + group * kCount;
+    } else if (detail::warp_agrees(r)) {
+      if constexpr (C < 32 && 32 % C == 0) {
+        // 32 / C groups of C threads, each combining every (32 / C)-th row.
+        const int group = lane / C, c = lane % C;
+        T v = detail::identity<O, T>();
 #pragma unroll 4
-      for (int p0 = 0; p0 < 32; p0 += 32 / C) {
-        const int p = p0 + group;
-        const int rp = __shfl_sync(detail::kFullWarp, r, p);
-        T& s = part[rp * C + c];
-        s = detail::combine<O>(s, rows[p * kRowElems + c]);
+        for (int p = group; p < 32; p += 32 / C) v = detail::combine<O>(v, rows[p * kRowElems + c]);
+#pragma unroll
+        for (int o = C; o < 32; o <<= 1)
+          v = detail::combine<O>(v, __shfl_xor_sync(detail::kFullWarp, v, o));
+        if (group == 0) detail::atomic_fold<O>(slot_of(target, r, c), v);
+      } else {
+        for (int c = lane; c < C; c += 32) {
+          T v = rows[c];
+#pragma unroll 4
+          for (int p = 1; p < 32; ++p) v = detail::combine<O>(v, rows[p * kRowElems + c]);
+          detail::atomic_fold<O>(slot_of(target, r, c), v);
+        }
+      }
+    } else {
+#pragma unroll 1
+      for (int q = 0; q < Tile::kVecs; ++q) {
+        const T* v = reinterpret_cast<const T*>(tile + lane * Tile::kStride + q);
+#pragma unroll
+        for (int e = 0; e < kPerVec; ++e)
+          detail::atomic_fold<O>(slot_of(target, r, q * kPerVec + e), v[e]);
       }
     }
     __syncwarp();
   }
+  // Element (r, c) of the shared copy or of the field, from its start.
+  static __device__ __forceinline__ T* slot_of(T* target, int r, int c) {
+    if constexpr (kShared) return target + position(r, c);
+    return target + (long long)r * C + c;
+  }
   __device__ __forceinline__ T* slot(int r, int c) const {
-    if constexpr (kShared) return copy_ + position(r, c);
-    return field_ + (long long)r * C + c;
+    return slot_of(kShared ? copy_ : field_, r, c);
   }
 #endif
 

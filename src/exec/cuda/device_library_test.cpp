@@ -28,6 +28,8 @@ TEST(DeviceLibraryNvrtc, ExamplesAndLibraryCasesCompileForSm90) {
       {"examples/anneal", nlohmann::json::object()},
       {"tests/conformance/cases/device_library", {{"classes", 5}, {"width", 4}}},
       {"tests/conformance/cases/device_library_rows", {{"classes", 16}, {"width", 32}}},
+      {"tests/conformance/cases/device_library_folds",
+       {{"classes", 16}, {"width", 8}, {"spread", 300}}},
   };
   for (const Build& b : builds) {
     SCOPED_TRACE(b.dir + " " + b.params.dump());
