@@ -9,10 +9,30 @@
 #include "common/parallel.h"
 #include "dataset/dataset_file.h"
 #include "exec/file_rows.h"
+#include "exec/program_variant.h"
+#include "program/layout.h"
 
 namespace lizard {
 
 using nlohmann::json;
+
+namespace {
+
+// Whether a GPU begins some partition of `rows` on a first tier
+// (first_tier_for) rather than waiting for the optimised build.
+bool some_partition_begins_on_a_first_tier(const Manifest& m, const ParamValues& p,
+                                           const std::vector<int64_t>& rows) {
+  uint64_t row_bytes = 0;
+  for (const FieldSpec& f : m.dataset) {
+    auto width = row_width(f, m, p);
+    if (width.ok() && *width > 0) row_bytes += static_cast<uint64_t>(*width) * dtype_size(f.type);
+  }
+  return std::any_of(rows.begin(), rows.end(), [&](int64_t n) {
+    return first_tier_for(static_cast<uint64_t>(n) * row_bytes, false) != BuildTier::kOptimised;
+  });
+}
+
+}  // namespace
 
 RunSession::RunSession(SessionContext ctx, std::map<size_t, std::shared_ptr<UploadRows>> uploaded)
     : ctx_(std::move(ctx)), uploaded_(std::move(uploaded)) {
@@ -279,7 +299,9 @@ Status RunSession::start(const MessageView& m, const RunStartMsg& h, CompileStat
     ProgressMsg compiling;
     compiling.run_id = run_id_;
     compiling.compiling = true;
-    compiling.compiling_build = ctx_.begins_on_quick_builds ? "quick" : "optimised";
+    const bool first_tier =
+        ctx_.begins_on_quick_builds && some_partition_begins_on_a_first_tier(man, params_, rows_);
+    compiling.compiling_build = first_tier ? "quick" : "optimised";
     reply(encode(compiling.to_message()));
   }
   const auto t_begin = SteadyClock::now();

@@ -52,7 +52,7 @@ ProgramVariant kernel_set(const ProgramVariant& variant, KernelSet set) {
 
 BuildTier first_tier_for(uint64_t partition_bytes, bool quick_ready) {
   if (quick_ready) return BuildTier::kQuick;
-  return partition_bytes <= kFastBuildMaxBytes ? BuildTier::kFast : BuildTier::kQuick;
+  return partition_bytes <= kFastBuildMaxBytes ? BuildTier::kFast : BuildTier::kOptimised;
 }
 
 const char* tier_name(BuildTier tier) {

@@ -21,21 +21,24 @@ namespace lizard {
 // The tiers a GPU build comes in (measured in docs/benchmarks-history.md,
 // first_tier).  kOptimised: full optimisation, which every run settles on.
 // The first tiers, for a run to begin on while its optimised build
-// compiles: kQuick (ptxas at -O1: 55-85% of the optimised compile, kernels
-// within 6% of it) and kFast (NVRTC's fast-compile level as well: about a
-// fifth of the compile, kernels up to 35x slower where they keep per-thread
-// arrays).  All keep fp32 semantics (no fast math), so their answers agree to
-// rounding.  The CPU backend builds kOptimised only.
+// compiles: kFast (NVRTC's fast-compile level and ptxas at -O1: 40% of the
+// optimised compile, kernels up to 30x slower where they keep per-thread
+// arrays) and kQuick (ptxas at -O1 alone: kernels within 3% of the
+// optimised ones, but since the device library's folds compile once per
+// field its compile is no shorter, so none is made any more; one already
+// in a host's cache or the server's is still used).  All keep fp32
+// semantics (no fast math), so their answers agree to rounding.  The CPU
+// backend builds kOptimised only.
 enum class BuildTier { kOptimised, kQuick, kFast };
 
 // Partitions up to this many bytes begin on kFast: what its slower kernels
-// cost them until the optimised build is in stays under what kQuick's longer
-// compile would.
+// cost them until the optimised build is in stays under what waiting for
+// the optimised compile would.  Larger ones wait for the optimised build.
 inline constexpr uint64_t kFastBuildMaxBytes = uint64_t{256} << 20;
 
-// The first tier a run begins on when its optimised build is not ready:
-// kQuick when that build is ready (loaded or cached), else kFast for a
-// partition of up to kFastBuildMaxBytes, else kQuick.
+// The build a run begins on when its optimised build is not ready: kQuick
+// when one is ready (loaded or cached), else kFast for a partition of up to
+// kFastBuildMaxBytes, else kOptimised (the run waits for its compile).
 BuildTier first_tier_for(uint64_t partition_bytes, bool quick_ready);
 // "optimised", "quick" or "fast".
 const char* tier_name(BuildTier tier);

@@ -145,7 +145,8 @@ TEST_F(AheadBuilds, QueuedRunsOverNewValuesFindTheirKernelsBuilt) {
 
 // The record says "compile" (and the progress line "compiling the … build
 // of k=…") while a new value's kernels compile, naming the build: the quick
-// one where GPU executors begin on it, else the optimised one; and never
+// one where GPU executors begin on it (partitions small enough for the fast
+// build), else the optimised one; and never
 // while a run whose build is in the cache loads its rows, however long that
 // takes.
 TEST_F(AheadBuilds, TheRecordSaysCompilingOnlyWhileACompileRuns) {
@@ -163,6 +164,16 @@ TEST_F(AheadBuilds, TheRecordSaysCompilingOnlyWhileACompileRuns) {
   ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
   EXPECT_TRUE(rec["phases"].value("compile_cache_hit", false));
   EXPECT_FALSE(compiling) << "a run whose build was in the cache said it compiled";
+  if (!gpu) return;
+  // A partition too large for the fast build waits for the optimised one,
+  // and the record names that (288 MB of rows on one GPU).
+  json large = kmeans_body(10, 24000000, 1);
+  large["executors"] = 1;
+  rec = follow(large, &compiling, &build);
+  ASSERT_EQ(rec.value("status", ""), "done") << rec.dump(2);
+  EXPECT_TRUE(compiling);
+  EXPECT_EQ(build, "optimised");
+  EXPECT_FALSE(rec["phases"].value("quick_build", true));
 }
 
 // How many of `ks` the worker's log says were built ahead.

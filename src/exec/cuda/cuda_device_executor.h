@@ -188,7 +188,8 @@ class CudaExecutor final : public Executor {
   // The build a run of `variant` over `partition_bytes` begins on, and its
   // compile: the optimised one when it is loaded, cached or has compiled;
   // else a first tier (first_tier), with the optimised one compiling in
-  // optimising_.
+  // optimising_; a partition too large for the fast build waits for the
+  // optimised one.
   struct BuildPlan {
     BuildTier tier;
     PendingCompile compiling;

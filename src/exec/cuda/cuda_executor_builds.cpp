@@ -113,15 +113,17 @@ CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant,
   if (optimising != optimising_.end()) {
     // Still compiling here, but another process of the host (an ahead
     // build) may have put it in the cache: then it is read from there.
-    if (!is_ready(optimising->second.compiling)) {
+    const bool compiled = is_ready(optimising->second.compiling);
+    if (!compiled) {
       if (cc_->contains(variant.image.hash, optimising->second.cache_entry))
         return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised), true};
       const BuildTier tier = first_tier(variant, partition_bytes);
-      return {tier, compile_ahead(variant, tier)};
+      // A large partition waits for the optimised compile already running.
+      if (tier != BuildTier::kOptimised) return {tier, compile_ahead(variant, tier)};
     }
     PendingCompile done = std::move(optimising->second.compiling);
     optimising_.erase(optimising);
-    return {BuildTier::kOptimised, std::move(done), true};
+    return {BuildTier::kOptimised, std::move(done), compiled};
   }
   auto loaded = modules_.find(variant.key);
   const bool have_optimised = loaded != modules_.end() && loaded->second.module;
@@ -130,7 +132,8 @@ CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant,
   // Named once: naming hashes the program with the device library, and the
   // cache is looked at again between iterations until the build is there.
   std::string entry = cc_->cache_key(variant.image, info_.arch, BuildTier::kOptimised);
-  if (cc_->contains(variant.image.hash, entry))
+  const BuildTier tier = first_tier(variant, partition_bytes);
+  if (tier == BuildTier::kOptimised || cc_->contains(variant.image.hash, entry))
     return {BuildTier::kOptimised, compile_ahead(variant, BuildTier::kOptimised)};
   auto owned = std::make_shared<const ProgramVariant>(variant);
   optimising_[variant.key] =
@@ -140,7 +143,6 @@ CudaExecutor::BuildPlan CudaExecutor::plan_build(const ProgramVariant& variant,
                                   return timed_compile(*cc, *owned, arch, BuildTier::kOptimised);
                                 }),
                      std::move(entry)};
-  const BuildTier tier = first_tier(variant, partition_bytes);
   return {tier, compile_ahead(variant, tier)};
 }
 

@@ -267,6 +267,33 @@ TEST_F(CudaGpuSpecialise, ARunBeginsOnTheQuickBuildAndSwitchesToTheOptimisedOne)
   fs::remove_all(cache);
 }
 
+// A partition too large for the fast build begins on the optimised build,
+// compiled for it: no quick build is made (its compile is no shorter), and
+// the sums are those of the rows.
+TEST_F(CudaGpuSpecialise, ALargePartitionBeginsOnTheOptimisedBuild) {
+  const fs::path cache = fs::temp_directory_path() / "lizard-large-partition-test";
+  auto cc = use_a_cache(cache);
+  ASSERT_TRUE(cc.ok()) << cc.status().message();
+  const int dims = 64;
+  const int rows = static_cast<int>(kFastBuildMaxBytes / (dims * sizeof(float))) + 1;
+  auto sums = column_sums(dims, rows);
+  ASSERT_TRUE(sums.ok()) << sums.status().message();
+  EXPECT_FALSE(gpu_->run_compile_stats().quick_build);
+  EXPECT_FALSE(gpu_->run_compile_stats().cache_hit);
+  EXPECT_GT(gpu_->run_compile_stats().compile_ms, 0);
+  const std::vector<float> want = expected(dims, rows);
+  for (int j = 0; j < dims; ++j)  // float atomics over a million rows: rounding only
+    EXPECT_NEAR((*sums)[j], want[j], 1e-4 * want[j]) << "column " << j;
+  const ProgramImage image =
+      kernel_set(variant_for_run(program_, dims_param(program_, dims)), KernelSet::kIterate).image;
+  const std::string arch = gpu_->info().arch;
+  EXPECT_TRUE((*cc)->cached(image, arch));
+  EXPECT_FALSE((*cc)->cached(image, arch, BuildTier::kQuick));
+  EXPECT_FALSE((*cc)->cached(image, arch, BuildTier::kFast));
+  gpu_.reset();
+  fs::remove_all(cache);
+}
+
 // A registration's build is the fast one (of the iterate kernels) when the
 // optimised one is not in the host's cache; the optimised build follows in
 // the background, and a run of the defaults then begins on whichever is
