@@ -282,8 +282,9 @@ TEST_F(CudaGpuSpecialise, ALargePartitionBeginsOnTheOptimisedBuild) {
   EXPECT_FALSE(gpu_->run_compile_stats().cache_hit);
   EXPECT_GT(gpu_->run_compile_stats().compile_ms, 0);
   const std::vector<float> want = expected(dims, rows);
-  for (int j = 0; j < dims; ++j)  // float atomics over a million rows: rounding only
-    EXPECT_NEAR((*sums)[j], want[j], 1e-4 * want[j]) << "column " << j;
+  // Float atomics over a million rows of about 500: rounding only (a few
+  // parts in 10^4 of sums near 5e8), where a lost or doubled row would be 1e-6.
+  for (int j = 0; j < dims; ++j) EXPECT_NEAR((*sums)[j], want[j], 1e-3 * want[j]) << "column " << j;
   const ProgramImage image =
       kernel_set(variant_for_run(program_, dims_param(program_, dims)), KernelSet::kIterate).image;
   const std::string arch = gpu_->info().arch;
