@@ -276,9 +276,12 @@ class BlockAggregate {
     for (int j = 0; j < C; ++j) row[j] = detail::combine<O>(row[j], x.v[j]);
 #else
     // A whole warp with a staging tile goes through it: into the warp's own
-    // copy where it has one, else folded from the tile.  Both are short
-    // loops, so a kernel that adds several rows per thread stays small.
-    if constexpr (Tile::kUsed) {
+    // copy where it has one, else folded from the tile into the block's
+    // copy.  Both are short loops, so a kernel that adds several rows per
+    // thread stays small.  A field too large for shared memory takes its
+    // values straight to global atomics (below): the tile would only add a
+    // trip through shared memory before the same atomics.
+    if constexpr (Tile::kUsed && kShared) {
       if (__activemask() == detail::kFullWarp) {
         float4* tile = Tile::of_this_warp();
         if (tile) {
@@ -298,7 +301,7 @@ class BlockAggregate {
               return;
             }
           }
-          fold_from_tile(tile, r, kShared ? copy_ : field_);
+          fold_from_tile(tile, r, copy_);
           return;
         }
       }
@@ -404,7 +407,7 @@ class BlockAggregate {
                                                                       T* mine) {
     fold_into_warp_copy(tile, r, mine);
   }
-  // The same into the block's copy or the field (`target`), out of line: a
+  // The same into the block's shared copy (`target`), out of line: a
   // kernel that adds several rows per thread calls one copy of it rather
   // than inlining one per row, which keeps its compile short (its arguments
   // are pointers and the row index, so the caller's rows stay in
