@@ -5,13 +5,23 @@
 
 namespace lizard {
 
-Result<std::unique_ptr<UsersFile>> UsersFile::open(const std::string& path) {
+Result<std::unique_ptr<UsersFile>> UsersFile::open(const std::string& path,
+                                                   std::chrono::milliseconds look_every) {
   LIZARD_ASSIGN_OR_RETURN(UserDirectory users, UserDirectory::load(path));
-  std::unique_ptr<UsersFile> file(new UsersFile(path));
+  std::unique_ptr<UsersFile> file(new UsersFile(path, look_every));
   file->users_ = std::make_shared<const UserDirectory>(std::move(users));
   file->stamp_ = file->stamp();
-  file->looked_ = std::chrono::steady_clock::now();
+  file->watcher_ = std::thread([f = file.get()] { f->watch(); });
   return file;
+}
+
+UsersFile::~UsersFile() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
 }
 
 std::string UsersFile::stamp() const {
@@ -21,23 +31,34 @@ std::string UsersFile::stamp() const {
          std::to_string(st.st_size) + " " + std::to_string(st.st_ino);
 }
 
-std::shared_ptr<const UserDirectory> UsersFile::current() {
+std::shared_ptr<const UserDirectory> UsersFile::current() const {
   std::lock_guard<std::mutex> l(mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (now - looked_ < std::chrono::seconds(1)) return users_;
-  looked_ = now;
+  return users_;
+}
+
+void UsersFile::watch() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_cv_.wait_for(l, look_every_, [this] { return stopping_; })) {
+    l.unlock();
+    look();
+    l.lock();
+  }
+}
+
+void UsersFile::look() {
   const std::string seen = stamp();
-  if (seen == stamp_ || seen.empty()) return users_;
+  if (seen == stamp_ || seen.empty()) return;
   stamp_ = seen;
   auto users = UserDirectory::load(path_);
   if (!users.ok()) {
     spdlog::error("users file changed but is not used: {} (the users read before stay)",
                   users.status().message());
-    return users_;
+    return;
   }
-  users_ = std::make_shared<const UserDirectory>(std::move(users).value());
-  spdlog::info("users file {} read again: {} users", path_, users_->users().size());
-  return users_;
+  auto fresh = std::make_shared<const UserDirectory>(std::move(users).value());
+  spdlog::info("users file {} read again: {} users", path_, fresh->users().size());
+  std::lock_guard<std::mutex> l(mu_);
+  users_ = std::move(fresh);
 }
 
 }  // namespace lizard
