@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/background_release.h"
 #include "common/clock.h"
 #include "common/parallel.h"
 #include "dataset/dataset_file.h"
@@ -64,8 +65,11 @@ void RunSession::reply(OutgoingFrame frame) {
 // where the executor gave it back, after the header.
 void RunSession::reply_outputs(const RunOutputsMsg& out, std::vector<OutputFieldBytes> outs,
                                const std::vector<std::string_view>& payload) {
+  // Written by the channel's io thread, whose last reference to the fields
+  // then ends; their unmapping waits for the release thread, not the io one.
   auto owners = std::make_shared<std::vector<OutputFieldBytes>>(std::move(outs));
-  reply(OutgoingFrame(encode(out.to_message()), payload, std::move(owners)));
+  reply(
+      OutgoingFrame(encode(out.to_message()), payload, released_in_background(std::move(owners))));
 }
 
 void RunSession::loop() {
